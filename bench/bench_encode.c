@@ -1,0 +1,150 @@
+/*
+ * bench-encode — encoder figures over the frame corpus: per frame and codec, median ms over N runs of
+ *   (a) one single-threaded libturbojpeg call (tjCompress2, same flags as ours) — the reference, and
+ *   (b) rcanvas's stripe-parallel encode on the worker pool (all cores), as the server runs it,
+ * plus bytes per frame, PSNR of the decoded result, and the ratio (b)/(a). PNG (the lossless refinement) too.
+ *   bench-encode [--runs N] [--threads T] [--quality Q] [DIR]    (DIR defaults to $RCANVAS_FRAMES_DIR)
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "core/util.h"
+#include "encode/frame_encode.h"
+#include "imageio.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Decodes every tile of pk into one RGBA image and returns its PSNR against src. */
+static double packet_psnr(const rc_packet *pk, const uint8_t *src, uint32_t w, uint32_t h) {
+    uint8_t *full = malloc((size_t)w * h * 4);
+    if (!full) return -1;
+    for (int i = 0; i < pk->ntiles; i++) {
+        rc_frame_header hd;
+        if (rc_frame_header_read(rc_packet_tile_msg(pk, i), rc_packet_tile_msg_len(pk, i), &hd)) goto fail;
+        uint8_t *px;
+        uint32_t tw, th;
+        int r = pk->codec == RCANVAS_CODEC_JPEG ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &tw, &th)
+                                                : rc_decode_png(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &tw, &th);
+        if (r || tw != hd.w || th != hd.h) goto fail;
+        for (uint32_t y = 0; y < th; y++) memcpy(full + ((size_t)(hd.y + y) * w + hd.x) * 4, px + (size_t)y * tw * 4, (size_t)tw * 4);
+        free(px);
+    }
+    double p = rc_psnr_rgb(full, (size_t)w * 4, src, (size_t)w * 4, w, h);
+    free(full);
+    return p;
+fail:
+    free(full);
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    int runs = 21, threads = 0, quality = 85;
+    const char *dir = getenv("RCANVAS_FRAMES_DIR");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--quality") && i + 1 < argc) quality = atoi(argv[++i]);
+        else dir = argv[i];
+    }
+    if (!dir || runs < 1 || quality < 1 || quality > 100) {
+        fprintf(stderr, "usage: bench-encode [--runs N] [--threads T] [--quality Q] DIR\n");
+        return 2;
+    }
+    if (!threads) threads = rc_cpu_count();
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "bench-encode: cannot open %s\n", dir);
+        return 1;
+    }
+    char *names[64];
+    int nn = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && nn < 64) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+
+    rc_pool *pool;
+    if (rc_pool_new(threads, &pool)) return 1;
+    rc_packet_pool *pp = rc_packet_pool_new();
+    tjhandle tj = tjInitCompress();
+    double *t = malloc(sizeof(double) * (size_t)runs);
+    if (!pp || !tj || !t) return 1;
+    printf("| frame | codec | 1-thread libturbojpeg ms | rcanvas ms (%d threads, stripes) | ratio | bytes (rcanvas) | bytes (1 call) | PSNR dB |\n", threads);
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (int f = 0; f < nn; f++) {
+        char path[4096], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
+        uint8_t *px;
+        uint32_t w, h;
+        if (rc_image_load(path, &px, &w, &h, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            continue;
+        }
+        rc_image img = {.pixels = px, .width = w, .height = h, .pitch = (size_t)w * 4, .format = RCANVAS_FORMAT_RGBA8};
+        for (int codec = RCANVAS_CODEC_JPEG; codec <= RCANVAS_CODEC_PNG; codec++) {
+            rc_encode_params p = {.codec = codec, .quality = quality, .subsampling = RCANVAS_SUBSAMP_420};
+            double ref_ms = 0;
+            unsigned long ref_bytes = 0;
+            if (codec == RCANVAS_CODEC_JPEG) {
+                unsigned long cap = tjBufSize((int)w, (int)h, TJSAMP_420);
+                unsigned char *out = malloc(cap);
+                for (int r = 0; r < runs + 2; r++) {
+                    unsigned long sz = cap;
+                    int64_t t0 = rc_now_us();
+                    if (tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &out, &sz, TJSAMP_420, quality,
+                                    TJFLAG_NOREALLOC | TJFLAG_FASTDCT)) {
+                        fprintf(stderr, "tjCompress2: %s\n", tjGetErrorStr2(tj));
+                        return 1;
+                    }
+                    if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0; /* 2 warm-up runs */
+                    ref_bytes = sz;
+                }
+                free(out);
+                ref_ms = median(t, runs);
+            }
+            rc_packet *pk = NULL;
+            for (int r = 0; r < runs + 2; r++) {
+                rc_packet_unref(pk);
+                pk = rc_packet_get(pp);
+                rc_encode_task task = {.img = img, .params = p, .seq = 1, .packet = pk};
+                int64_t t0 = rc_now_us();
+                if (rc_encode_sync(pool, &task)) {
+                    fprintf(stderr, "encode failed: %s\n", task.error);
+                    return 1;
+                }
+                if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0;
+            }
+            double ms = median(t, runs);
+            double psnr = packet_psnr(pk, px, w, h);
+            if (codec == RCANVAS_CODEC_JPEG)
+                printf("| %s | jpeg q%d 4:2:0 | %.2f | %.2f | %.2f | %zu | %lu | %.2f |\n", names[f], quality, ref_ms, ms,
+                       ms / ref_ms, pk->total_bytes, ref_bytes, psnr);
+            else
+                printf("| %s | png (lossless) | – | %.2f | – | %zu | – | %s |\n", names[f], ms, pk->total_bytes,
+                       psnr >= 99 ? "exact" : "NOT EXACT");
+            fflush(stdout);
+            rc_packet_unref(pk);
+        }
+        free(px);
+    }
+    for (int i = 0; i < nn; i++) free(names[i]);
+    free(t);
+    tjDestroy(tj);
+    rc_packet_pool_free(pp);
+    rc_pool_free(pool);
+    return 0;
+}

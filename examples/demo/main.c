@@ -1,0 +1,282 @@
+/*
+ * rcanvas-demo — the demo app: a CPU-rendered Mandelbrot/Julia explorer streamed to the browser (drag pans, the
+ * wheel zooms, double-click zooms in, keys: p palette, j Julia, a animation, r reset, +/- iterations), or a
+ * loop over the PNG files of a directory (--frames DIR), or a fixed test pattern (--scene test, for tests).
+ * It shows the app side of rcanvas: wait for a due draw, drain events, render at the physical size, present.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "frames.h"
+#include "rcanvas.h"
+#include "scene.h"
+
+static volatile sig_atomic_t g_stop = 0;
+static void on_signal(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static int g_verbose = 0;
+static void log_cb(void *user, rcanvas_log_level level, const char *msg) {
+    (void)user;
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    fprintf(stderr, "[rcanvas %s] %s\n", names[level], msg);
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: rcanvas-demo [options]\n"
+            "  --host ADDR          address to bind (default 127.0.0.1)\n"
+            "  --port N             TCP port (default 8080; 0 = any free port)\n"
+            "  --token T            access token (default: random)\n"
+            "  --codec jpeg|png     codec of live frames (default jpeg)\n"
+            "  --quality Q          JPEG quality 1-100 (default 85)\n"
+            "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
+            "  --fps F              frame rate cap (default 60)\n"
+            "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal\n"
+            "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
+            "  --threads N          encoder threads (default: all cores)\n"
+            "  --refine-ms MS       lossless refinement after MS ms still (default 300, 0 = off)\n"
+            "  --print-events       print each event the app receives to stdout\n"
+            "  --verbose            log connections and warnings to stderr\n");
+}
+
+/* The test pattern: four solid quadrants (red, green, blue, white) shifted by the drag offset, with a 1-pixel
+ * black border; exact under PNG, so tests can check decoded pixels. */
+static void render_test(uint8_t *px, uint32_t w, uint32_t h, size_t pitch, int ox, int oy) {
+    static const uint8_t col[4][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}};
+    for (uint32_t y = 0; y < h; y++) {
+        uint8_t *row = px + y * pitch;
+        for (uint32_t x = 0; x < w; x++) {
+            long sx = ((long)x - ox) % (long)w, sy = ((long)y - oy) % (long)h;
+            if (sx < 0) sx += w;
+            if (sy < 0) sy += h;
+            int q = (sx >= (long)w / 2) + 2 * (sy >= (long)h / 2);
+            int border = x == 0 || y == 0 || x == w - 1 || y == h - 1;
+            row[4 * x + 0] = border ? 0 : col[q][0];
+            row[4 * x + 1] = border ? 0 : col[q][1];
+            row[4 * x + 2] = border ? 0 : col[q][2];
+            row[4 * x + 3] = 255;
+        }
+    }
+}
+
+static void print_event(const rcanvas_event *e) {
+    printf("event %s viewer=%u", rcanvas_event_type_name(e->type), e->viewer_id);
+    switch (e->type) {
+    case RCANVAS_EVENT_RESIZE: printf(" width=%g height=%g pixel_ratio=%g", e->width, e->height, e->pixel_ratio); break;
+    case RCANVAS_EVENT_WHEEL: printf(" x=%g y=%g dx=%g dy=%g modifiers=%u", e->x, e->y, e->dx, e->dy, e->modifiers); break;
+    case RCANVAS_EVENT_KEY_DOWN:
+    case RCANVAS_EVENT_KEY_UP: printf(" key=%s modifiers=%u", e->key, e->modifiers); break;
+    case RCANVAS_EVENT_CHAR: printf(" data=%s", e->data); break;
+    case RCANVAS_EVENT_CLOSE: break;
+    default: printf(" x=%g y=%g button=%d buttons=%u modifiers=%u", e->x, e->y, e->button, e->buttons, e->modifiers);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    rcanvas_server_config scfg;
+    rcanvas_server_config_init(&scfg);
+    rcanvas_canvas_config ccfg;
+    rcanvas_canvas_config_init(&ccfg);
+    ccfg.title = "rcanvas demo";
+    const char *frames_dir = NULL, *scene_name = "mandelbrot";
+    int print_events = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--print-events")) print_events = 1;
+        else if (!strcmp(a, "--verbose")) g_verbose = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(), 0;
+        else if (!v) return usage(), 2;
+        else if (!strcmp(a, "--host")) scfg.host = v, i++;
+        else if (!strcmp(a, "--port")) scfg.port = atoi(v), i++;
+        else if (!strcmp(a, "--token")) scfg.token = v, i++;
+        else if (!strcmp(a, "--threads")) scfg.encode_threads = atoi(v), i++;
+        else if (!strcmp(a, "--quality")) ccfg.quality = atoi(v), i++;
+        else if (!strcmp(a, "--fps")) ccfg.max_fps = atof(v), i++;
+        else if (!strcmp(a, "--refine-ms")) ccfg.refine_ms = atoi(v), i++;
+        else if (!strcmp(a, "--frames")) frames_dir = v, i++;
+        else if (!strcmp(a, "--scene")) scene_name = v, i++;
+        else if (!strcmp(a, "--codec")) {
+            if (!strcmp(v, "jpeg")) ccfg.codec = RCANVAS_CODEC_JPEG;
+            else if (!strcmp(v, "png")) ccfg.codec = RCANVAS_CODEC_PNG;
+            else return usage(), 2;
+            i++;
+        } else if (!strcmp(a, "--subsampling")) {
+            if (!strcmp(v, "420")) ccfg.subsampling = RCANVAS_SUBSAMP_420;
+            else if (!strcmp(v, "444")) ccfg.subsampling = RCANVAS_SUBSAMP_444;
+            else return usage(), 2;
+            i++;
+        } else return usage(), 2;
+    }
+    int test_scene = !strcmp(scene_name, "test");
+    if (!test_scene && strcmp(scene_name, "mandelbrot")) return usage(), 2;
+    scfg.log = log_cb;
+    scfg.log_level = g_verbose ? RCANVAS_LOG_INFO : RCANVAS_LOG_ERROR;
+
+    frame_set *fs = NULL;
+    if (frames_dir) {
+        char err[256];
+        if (frame_set_load(frames_dir, &fs, err, sizeof err)) {
+            fprintf(stderr, "rcanvas-demo: %s\n", err);
+            return 1;
+        }
+    }
+
+    rcanvas_server *srv = NULL;
+    int r = rcanvas_server_new(&scfg, &srv);
+    if (r) {
+        fprintf(stderr, "rcanvas-demo: cannot start the server on %s:%d: %s\n", scfg.host, scfg.port,
+                rcanvas_strerror(r));
+        frame_set_free(fs);
+        return 1;
+    }
+    rcanvas_canvas *cv = NULL;
+    r = rcanvas_canvas_new(srv, &ccfg, &cv);
+    scene *sc = (!r && !fs && !test_scene) ? scene_new(0) : NULL;
+    if (r || (!fs && !test_scene && !sc)) {
+        fprintf(stderr, "rcanvas-demo: %s\n", r ? rcanvas_strerror(r) : "out of memory");
+        rcanvas_server_free(srv);
+        frame_set_free(fs);
+        return 1;
+    }
+    char url[512];
+    rcanvas_server_url(srv, NULL, url, sizeof url);
+    printf("rcanvas-demo: open %s\n", url);
+    fflush(stdout);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    uint8_t *pixels = NULL;
+    size_t cap = 0;
+    size_t frame_index = 0;
+    int dragging = 0, test_ox = 0, test_oy = 0;
+    double last_x = 0, last_y = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double next_frame_t = 0, last_title_t = -1;
+    char title[256] = "";
+    int rc = 0;
+
+    while (!g_stop) {
+        int w = rcanvas_wait(cv, 100);
+        if (w < 0) break;
+        rcanvas_size sz;
+        rcanvas_canvas_get_size(cv, &sz);
+        double ratio = sz.pixel_ratio;
+        rcanvas_event ev;
+        int changed = 0;
+        while (rcanvas_poll_event(cv, &ev) == 1) {
+            if (print_events) print_event(&ev);
+            switch (ev.type) {
+            case RCANVAS_EVENT_POINTER_DOWN:
+                if (ev.button == 1) dragging = 1, last_x = ev.x, last_y = ev.y;
+                break;
+            case RCANVAS_EVENT_POINTER_UP: dragging = 0; break;
+            case RCANVAS_EVENT_POINTER_MOVE:
+                if (dragging && (ev.buttons & 2u)) {
+                    double dx = (ev.x - last_x) * ratio, dy = (ev.y - last_y) * ratio;
+                    if (sc) scene_drag(sc, dx, dy);
+                    test_ox += (int)lround(dx), test_oy += (int)lround(dy);
+                    last_x = ev.x, last_y = ev.y;
+                    changed = 1;
+                }
+                break;
+            case RCANVAS_EVENT_WHEEL:
+                if (sc) scene_zoom(sc, ev.x * ratio, ev.y * ratio, pow(1.0015, -ev.dy));
+                changed = 1;
+                break;
+            case RCANVAS_EVENT_DOUBLE_CLICK:
+                if (sc) scene_zoom(sc, ev.x * ratio, ev.y * ratio, ev.button == 2 ? 0.5 : 2.0);
+                changed = 1;
+                break;
+            case RCANVAS_EVENT_KEY_DOWN:
+                if (sc) scene_key(sc, ev.key);
+                changed = 1;
+                break;
+            case RCANVAS_EVENT_RESIZE: changed = 1; break;
+            default: break;
+            }
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double t = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (fs) { /* frames play at --fps whatever the viewer size */
+            if (t >= next_frame_t) {
+                next_frame_t = t + (ccfg.max_fps > 0 ? 1.0 / ccfg.max_fps : 0);
+                changed = 1;
+            }
+        } else if (sc && scene_changed(sc)) {
+            changed = 1;
+        }
+        if (changed) rcanvas_request_draw(cv);
+        if (!(w & RCANVAS_WAKE_DRAW)) continue;
+
+        rcanvas_frame f = {.format = RCANVAS_FORMAT_RGBA8, .timestamp_us = (int64_t)(t * 1e6)};
+        if (fs) {
+            const uint8_t *p = frame_set_pixels(fs, frame_index, &f.width, &f.height);
+            f.pixels = p;
+            f.pitch = (size_t)f.width * 4;
+            if (t - last_title_t > 0.25) {
+                snprintf(title, sizeof title, "rcanvas demo: %s", frame_set_name(fs, frame_index));
+                rcanvas_canvas_set_title(cv, title);
+                last_title_t = t;
+            }
+            frame_index = (frame_index + 1) % frame_set_count(fs);
+        } else {
+            f.width = sz.physical_width;
+            f.height = sz.physical_height;
+            f.pitch = (size_t)f.width * 4;
+            size_t need = f.pitch * f.height;
+            if (need > cap) {
+                uint8_t *p = realloc(pixels, need);
+                if (!p) {
+                    fprintf(stderr, "rcanvas-demo: out of memory\n");
+                    rc = 1;
+                    break;
+                }
+                pixels = p, cap = need;
+            }
+            if (sc) {
+                if (scene_render(sc, pixels, f.width, f.height, f.pitch, t)) {
+                    fprintf(stderr, "rcanvas-demo: out of memory while rendering\n");
+                    rc = 1;
+                    break;
+                }
+                if (t - last_title_t > 0.25) {
+                    char d[200];
+                    scene_describe(sc, d, sizeof d);
+                    if (strcmp(d, title)) {
+                        snprintf(title, sizeof title, "%s", d);
+                        rcanvas_canvas_set_title(cv, title);
+                    }
+                    last_title_t = t;
+                }
+            } else {
+                render_test(pixels, f.width, f.height, f.pitch, test_ox, test_oy);
+            }
+            f.pixels = pixels;
+        }
+        r = rcanvas_present(cv, &f);
+        if (r) fprintf(stderr, "rcanvas-demo: present: %s\n", rcanvas_strerror(r));
+    }
+    printf("rcanvas-demo: stopping\n");
+    fflush(stdout);
+    rcanvas_server_free(srv); /* frees the canvas too */
+    scene_free(sc);
+    frame_set_free(fs);
+    free(pixels);
+    return rc;
+}

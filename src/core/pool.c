@@ -1,0 +1,117 @@
+/*
+ * pool.c — fixed pool of encoder threads fed by one mutex-protected FIFO (see pool.h). Jobs are intrusive list
+ * nodes embedded in their owner (a stripe of a frame encode), so submitting allocates nothing.
+ */
+#include "core/pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct rc_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rc_job *head, *tail;
+    int stopping;
+    int nthreads;
+    pthread_t *threads;
+    rc_worker *workers;
+};
+
+rc_encoder *rc_worker_encoder(rc_worker *w, rcanvas_codec codec) {
+    if (codec != RCANVAS_CODEC_JPEG && codec != RCANVAS_CODEC_PNG) return NULL;
+    if (!w->enc[codec] && rc_encoder_new(codec, &w->enc[codec]) != RCANVAS_OK) w->enc[codec] = NULL;
+    return w->enc[codec];
+}
+
+typedef struct worker_arg {
+    rc_pool *pool;
+    rc_worker *w;
+} worker_arg;
+
+static void *worker_loop(void *arg) {
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    rc_pool *p = a.pool;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        rc_job *j = p->head;
+        if (!j) break; /* stopping and drained */
+        p->head = j->next;
+        if (!p->head) p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        j->run(j, a.w);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int rc_pool_new(int threads, rc_pool **out) {
+    if (!out || threads < 1) return RCANVAS_EINVAL;
+    *out = NULL;
+    rc_pool *p = calloc(1, sizeof(*p));
+    if (!p) return RCANVAS_ENOMEM;
+    p->threads = calloc((size_t)threads, sizeof(pthread_t));
+    p->workers = calloc((size_t)threads, sizeof(rc_worker));
+    if (!p->threads || !p->workers) {
+        free(p->threads);
+        free(p->workers);
+        free(p);
+        return RCANVAS_ENOMEM;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (int i = 0; i < threads; i++) {
+        p->workers[i].index = i;
+        worker_arg *a = malloc(sizeof(*a));
+        int err = a ? 0 : 1;
+        if (a) {
+            a->pool = p;
+            a->w = &p->workers[i];
+            err = pthread_create(&p->threads[i], NULL, worker_loop, a);
+            if (err) free(a);
+        }
+        if (err) {
+            p->nthreads = i;
+            rc_pool_free(p);
+            return a ? RCANVAS_ETHREAD : RCANVAS_ENOMEM;
+        }
+    }
+    p->nthreads = threads;
+    *out = p;
+    return RCANVAS_OK;
+}
+
+void rc_pool_submit_n(rc_pool *p, rc_job **jobs, int n) {
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < n; i++) {
+        jobs[i]->next = NULL;
+        if (p->tail) p->tail->next = jobs[i];
+        else p->head = jobs[i];
+        p->tail = jobs[i];
+    }
+    if (n == 1) pthread_cond_signal(&p->cv);
+    else pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void rc_pool_submit(rc_pool *p, rc_job *job) { rc_pool_submit_n(p, &job, 1); }
+
+int rc_pool_threads(const rc_pool *p) { return p->nthreads; }
+
+void rc_pool_free(rc_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+    for (int i = 0; i < p->nthreads; i++)
+        for (int c = 0; c < 3; c++) rc_encoder_free(p->workers[i].enc[c]);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->threads);
+    free(p->workers);
+    free(p);
+}

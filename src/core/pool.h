@@ -1,0 +1,37 @@
+/*
+ * pool.h — the encoder worker pool: N threads take jobs from one FIFO queue. Each worker owns one encoder per
+ * codec (created on first use, kept for the worker's life), so jobs never allocate library handles.
+ */
+#ifndef RC_POOL_H
+#define RC_POOL_H
+
+#include "encode/encoder.h"
+
+typedef struct rc_pool rc_pool;
+
+/* Per-worker state handed to every job it runs. */
+typedef struct rc_worker {
+    int index;
+    rc_encoder *enc[3];  /* indexed by rcanvas_codec (1 JPEG, 2 PNG); created lazily */
+} rc_worker;
+
+/* Returns the worker's encoder for codec, creating it on first use (NULL on failure). */
+rc_encoder *rc_worker_encoder(rc_worker *w, rcanvas_codec codec);
+
+typedef struct rc_job rc_job;
+struct rc_job {
+    void (*run)(rc_job *job, rc_worker *w); /* runs on a worker thread */
+    rc_job *next;                            /* queue link, owned by the pool while queued */
+};
+
+/* Starts `threads` workers (≥ 1). RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ETHREAD. */
+int rc_pool_new(int threads, rc_pool **out);
+/* Queues a job (FIFO); the job memory must stay valid until run() returns. Any thread. */
+void rc_pool_submit(rc_pool *p, rc_job *job);
+/* Queues several jobs at once (one lock, one broadcast). */
+void rc_pool_submit_n(rc_pool *p, rc_job **jobs, int n);
+int rc_pool_threads(const rc_pool *p);
+/* Runs every queued job to completion, then stops and joins the workers. NULL ignored. */
+void rc_pool_free(rc_pool *p);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * util.h — small shared pieces: the monotonic clock, logging through the app's callback, random tokens,
+ * constant-time comparison.
+ */
+#ifndef RC_UTIL_H
+#define RC_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rcanvas.h"
+
+/* CLOCK_MONOTONIC in microseconds. */
+int64_t rc_now_us(void);
+
+typedef struct rc_logger {
+    rcanvas_log_fn fn;
+    void *user;
+    rcanvas_log_level level;
+} rc_logger;
+
+/* Formats and passes one line to the logger if level is enabled. Any thread. */
+void rc_log(const rc_logger *lg, rcanvas_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills out (2*nbytes+1 chars) with nbytes random bytes from getrandom(2), hex. 0 or RCANVAS_EIO. */
+int rc_random_hex(char *out, size_t nbytes);
+
+/* 1 if a (alen bytes) equals b (blen bytes), in time independent of where they differ. */
+int rc_consttime_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+/* Number of online cores (≥ 1). */
+int rc_cpu_count(void);
+
+#endif

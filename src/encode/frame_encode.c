@@ -1,0 +1,124 @@
+/*
+ * frame_encode.c — stripe-parallel encoding of one frame (see frame_encode.h). Each stripe job encodes rows
+ * [y0, y0+rows) straight from the frame buffer (pointer offset, same pitch: no copy) into its tile buffer and
+ * writes that tile's wire header into the buffer's head room. The last stripe to finish calls done().
+ */
+#include "encode/frame_encode.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+int rc_encode_plan_stripes(uint32_t width, uint32_t height, int threads) {
+    if (threads < 2 || (uint64_t)width * height < 256 * 1024 || height < 128) return 1;
+    uint32_t n = (uint32_t)threads;
+    if (n > RC_MAX_TILES) n = RC_MAX_TILES;
+    uint32_t rows = (height + n - 1) / n;
+    rows = (rows + 15) / 16 * 16;
+    if (rows < 64) rows = 64;
+    return (int)((height + rows - 1) / rows);
+}
+
+static void stripe_run(rc_job *job, rc_worker *w) {
+    rc_stripe_job *sj = (rc_stripe_job *)job;
+    rc_encode_task *t = sj->task;
+    rc_packet *pk = t->packet;
+    rc_buf *out = &pk->tiles[sj->index];
+    int st = RCANVAS_OK;
+    if (atomic_load_explicit(&t->status, memory_order_relaxed) == RCANVAS_OK) {
+        rc_encoder *enc = rc_worker_encoder(w, t->params.codec);
+        rc_image part = t->img;
+        part.pixels = t->img.pixels + (size_t)sj->y0 * t->img.pitch;
+        part.height = sj->rows;
+        rc_buf_clear(out);
+        st = enc ? rc_encoder_encode(enc, &part, &t->params, out) : RCANVAS_ECODEC;
+        if (st == RCANVAS_OK && out->len > UINT32_MAX) st = RCANVAS_ECODEC;
+        if (st != RCANVAS_OK) {
+            int expected = RCANVAS_OK;
+            if (atomic_compare_exchange_strong(&t->status, &expected, st))
+                snprintf(t->error, sizeof t->error, "%s", enc ? rc_encoder_error(enc) : "encoder creation failed");
+        } else {
+            uint16_t flags = pk->flags;
+            if (sj->index == pk->ntiles - 1) flags |= RC_FLAG_LAST_TILE;
+            rc_frame_header h = {
+                .version = RCANVAS_PROTOCOL_VERSION, .codec = (uint8_t)t->params.codec, .flags = flags,
+                .seq = t->seq, .tile_index = (uint16_t)sj->index, .tile_count = (uint16_t)pk->ntiles,
+                .timestamp_us = t->present_us, .frame_width = t->img.width, .frame_height = t->img.height,
+                .x = 0, .y = sj->y0, .w = t->img.width, .h = sj->rows, .rtt_us = 0,
+                .payload_bytes = (uint32_t)out->len};
+            rc_frame_header_write(rc_packet_tile_msg(pk, sj->index), &h);
+        }
+    }
+    if (atomic_fetch_sub_explicit(&t->remaining, 1, memory_order_acq_rel) == 1) {
+        int status = atomic_load(&t->status);
+        if (status == RCANVAS_OK) {
+            size_t total = 0;
+            for (int i = 0; i < pk->ntiles; i++) total += pk->tiles[i].len;
+            pk->total_bytes = total;
+        }
+        t->done(t, status);
+    }
+}
+
+void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
+    int n = t->stripes > 0 ? t->stripes : rc_encode_plan_stripes(t->img.width, t->img.height, rc_pool_threads(pool));
+    if (n > RC_MAX_TILES) n = RC_MAX_TILES;
+    if ((uint32_t)n > t->img.height) n = (int)t->img.height;
+    uint32_t rows = (t->img.height + (uint32_t)n - 1) / (uint32_t)n;
+    if (n > 1) rows = (rows + 15) / 16 * 16;
+    /* Rounding rows up may leave fewer stripes than asked. */
+    n = (int)((t->img.height + rows - 1) / rows);
+    rc_packet *pk = t->packet;
+    pk->seq = t->seq;
+    pk->present_us = t->present_us;
+    pk->codec = t->params.codec;
+    pk->width = t->img.width;
+    pk->height = t->img.height;
+    pk->ntiles = n;
+    if (t->params.codec == RCANVAS_CODEC_PNG) pk->flags |= RC_FLAG_LOSSLESS;
+    t->error[0] = '\0';
+    atomic_store(&t->status, RCANVAS_OK);
+    atomic_store(&t->remaining, n);
+    rc_job *jobs[RC_MAX_TILES];
+    for (int i = 0; i < n; i++) {
+        rc_stripe_job *sj = &t->jobs[i];
+        sj->job.run = stripe_run;
+        sj->task = t;
+        sj->index = i;
+        sj->y0 = (uint32_t)i * rows;
+        sj->rows = (i == n - 1) ? t->img.height - sj->y0 : rows;
+        jobs[i] = &sj->job;
+    }
+    rc_pool_submit_n(pool, jobs, n);
+}
+
+typedef struct sync_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int finished;
+    int status;
+} sync_wait;
+
+static void sync_done(rc_encode_task *t, int status) {
+    sync_wait *sw = t->user;
+    pthread_mutex_lock(&sw->mu);
+    sw->finished = 1;
+    sw->status = status;
+    pthread_cond_signal(&sw->cv);
+    pthread_mutex_unlock(&sw->mu);
+}
+
+int rc_encode_sync(rc_pool *pool, rc_encode_task *t) {
+    sync_wait sw = {.finished = 0, .status = 0};
+    pthread_mutex_init(&sw.mu, NULL);
+    pthread_cond_init(&sw.cv, NULL);
+    t->done = sync_done;
+    t->user = &sw;
+    rc_encode_submit(pool, t);
+    pthread_mutex_lock(&sw.mu);
+    while (!sw.finished) pthread_cond_wait(&sw.cv, &sw.mu);
+    pthread_mutex_unlock(&sw.mu);
+    pthread_mutex_destroy(&sw.mu);
+    pthread_cond_destroy(&sw.cv);
+    return sw.status;
+}

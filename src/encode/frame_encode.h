@@ -1,0 +1,56 @@
+/*
+ * frame_encode.h — encodes one frame on the worker pool, cut into horizontal stripes (one tile each) so every
+ * core works on the same frame: the latency of one 1080p JPEG drops to ~1/cores of one single-threaded call.
+ * In: an rc_image and codec parameters. Out: an rc_packet whose tiles carry their wire headers.
+ */
+#ifndef RC_FRAME_ENCODE_H
+#define RC_FRAME_ENCODE_H
+
+#include <stdatomic.h>
+
+#include "core/pool.h"
+#include "encode/packet.h"
+
+typedef struct rc_encode_task rc_encode_task;
+
+typedef struct rc_stripe_job {
+    rc_job job;              /* first: the pool's intrusive node */
+    rc_encode_task *task;
+    int index;
+    uint32_t y0, rows;
+} rc_stripe_job;
+
+/* Called on the worker that finished the last stripe; status RCANVAS_OK or the first stripe's error. The
+ * packet (task->packet) then belongs to the callback. */
+typedef void (*rc_encode_done_fn)(rc_encode_task *task, int status);
+
+struct rc_encode_task {
+    /* in */
+    rc_image img;
+    rc_encode_params params;
+    uint32_t seq;
+    int64_t present_us;
+    int stripes;             /* 0 = rc_encode_plan_stripes() */
+    rc_encode_done_fn done;
+    void *user;
+    /* out */
+    rc_packet *packet;       /* set by the caller before submit (from rc_packet_get) */
+    char error[160];         /* first failing stripe's encoder message */
+    /* private */
+    atomic_int remaining;
+    atomic_int status;
+    rc_stripe_job jobs[RC_MAX_TILES];
+};
+
+/* Number of stripes for a width × height frame on `threads` workers: 1 for small frames (< 256 K pixels, where
+ * per-stripe headers cost more than they save), else `threads`, each at least 64 rows, heights a multiple of 16
+ * (the 4:2:0 MCU height) except the last. At most RC_MAX_TILES. */
+int rc_encode_plan_stripes(uint32_t width, uint32_t height, int threads);
+
+/* Queues the stripes of task on the pool; returns at once. task and its image stay valid until done() runs. */
+void rc_encode_submit(rc_pool *pool, rc_encode_task *task);
+
+/* Encodes task on the pool and waits (tools, benchmarks, tests). Returns the status; done/user are replaced. */
+int rc_encode_sync(rc_pool *pool, rc_encode_task *task);
+
+#endif

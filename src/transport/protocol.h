@@ -1,0 +1,56 @@
+/*
+ * protocol.h — the wire protocol (docs/protocol.md): the fixed little-endian header in front of every binary frame
+ * message, and the parsing of client JSON messages (events, acks) into C structs with full validation.
+ */
+#ifndef RC_PROTOCOL_H
+#define RC_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rcanvas.h"
+
+#define RC_FRAME_MAGIC 0x46434352u /* "RCCF" as little-endian bytes 'R','C','C','F' */
+#define RC_FRAME_HEADER_SIZE 56
+
+/* Header flags */
+#define RC_FLAG_LOSSLESS 0x0001u    /* the tile is an exact copy of the frame (PNG refinement or PNG codec) */
+#define RC_FLAG_LAST_TILE 0x0002u   /* last tile of this frame: draw all its tiles now, then ack */
+#define RC_FLAG_REFINE 0x0004u      /* a lossless resend of an earlier frame (same seq as the lossy one) */
+
+typedef struct rc_frame_header {
+    uint8_t version;         /* RCANVAS_PROTOCOL_VERSION */
+    uint8_t codec;           /* rcanvas_codec */
+    uint16_t flags;          /* RC_FLAG_* */
+    uint32_t seq;            /* frame sequence number, per canvas, from 1 */
+    uint16_t tile_index;     /* 0..tile_count-1 */
+    uint16_t tile_count;
+    int64_t timestamp_us;    /* server CLOCK_MONOTONIC when the frame was presented (µs) */
+    uint32_t frame_width, frame_height; /* whole frame, pixels */
+    uint32_t x, y, w, h;     /* rectangle this tile covers, pixels */
+    uint32_t rtt_us;         /* last round trip measured for this viewer (present → ack), µs; 0 = none yet */
+    uint32_t payload_bytes;  /* encoded bytes following the header */
+} rc_frame_header;
+
+/* Writes the 56-byte header into out. */
+void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_header *h);
+/* Parses a header from msg (len bytes, header + payload). Returns RCANVAS_OK or RCANVAS_EINVAL (short, bad magic,
+ * bad version, payload_bytes ≠ len − 56, rectangle outside the frame, tile_index ≥ tile_count). */
+int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h);
+
+/* A parsed client message. */
+typedef enum rc_msg_kind { RC_MSG_EVENT = 1, RC_MSG_ACK = 2 } rc_msg_kind;
+
+typedef struct rc_client_msg {
+    rc_msg_kind kind;
+    rcanvas_event event;     /* RC_MSG_EVENT */
+    uint32_t ack_seq;        /* RC_MSG_ACK */
+} rc_client_msg;
+
+/* Parses one client JSON text message (len bytes, not NUL-terminated). Returns RCANVAS_OK, or RCANVAS_EINVAL with
+ * a reason (static string) in *why: malformed JSON, unknown type, missing or wrong-typed field, NaN/Inf, value out
+ * of range. Limits: x, y, dx, dy in [-1e6, 1e6]; button 0..5; up to 10 buttons, modifiers and touches; key and
+ * char ≤ 31 bytes UTF-8; resize width/height in (0, 32768], pixel_ratio in (0, 16]. */
+int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const char **why);
+
+#endif

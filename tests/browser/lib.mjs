@@ -1,0 +1,90 @@
+// lib.mjs — shared helpers of the browser tests and the end-to-end benchmark: start rcanvas-demo on a free port,
+// launch Debian's headless Chromium through playwright-core, wait for conditions.
+import { spawn } from 'node:child_process';
+import { chromium } from 'playwright-core';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, '..', '..');
+export const buildDir = process.env.RCANVAS_BUILD_DIR || path.join(root, 'build');
+export const demoPath = path.join(buildDir, 'rcanvas-demo');
+export const framesDir = process.env.RCANVAS_FRAMES_DIR || path.resolve(root, '..', 'shared', 'frames');
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-sync',
+  '--disable-background-networking', '--disable-component-update',
+  '--disable-background-timer-throttling', '--disable-renderer-backgrounding',
+  '--disable-backgrounding-occluded-windows',
+];
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+}
+
+export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+
+/** Polls fn() until it returns a truthy value or timeoutMs passes; returns the value or throws. */
+export async function until(fn, timeoutMs = 10000, what = 'condition') {
+  const t0 = Date.now();
+  let last;
+  while (Date.now() - t0 < timeoutMs) {
+    last = await fn();
+    if (last) return last;
+    await sleep(50);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+/**
+ * Starts rcanvas-demo with args; resolves once it printed its URL. Returns {proc, url, port, token, lines, stop()}.
+ * `lines` collects stdout lines (events printed with --print-events).
+ */
+export function startDemo(args = [], { port = 0, token = undefined } = {}) {
+  const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...args];
+  const proc = spawn(demoPath, full, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = [];
+  let stderr = '';
+  let buf = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`demo did not start: ${stderr}`)), 10000);
+    proc.stderr.on('data', (d) => { stderr += d; });
+    proc.stdout.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        const m = line.match(/open (http:\/\/[^\s]+)/);
+        if (m) {
+          clearTimeout(timer);
+          const url = new URL(m[1]);
+          resolve({
+            proc, lines, url: m[1], port: Number(url.port), token: url.searchParams.get('token'),
+            stderr: () => stderr,
+            stop: () => new Promise((res) => {
+              if (proc.exitCode !== null) return res(proc.exitCode);
+              proc.once('exit', (code) => res(code));
+              proc.kill('SIGINT');
+            }),
+          });
+        }
+      }
+    });
+    proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`demo exited (${code}): ${stderr}`)); });
+  });
+}
+
+/** Reads the canvas's pixels at (x, y) in canvas backing-store pixels: [r, g, b, a]. */
+export async function canvasPixel(page, x, y) {
+  return page.evaluate(([px, py]) => {
+    const c = document.querySelector('canvas');
+    const g = c.getContext('2d');
+    return Array.from(g.getImageData(px, py, 1, 1).data);
+  }, [x, y]);
+}
