@@ -308,7 +308,7 @@ function start() {
       case 'hello':
         clearTimeout(helloTimer);
         if (msg.protocol !== PROTOCOL_VERSION) console.warn('rcanvas: server speaks protocol', msg.protocol);
-        if (everConnected) stats.reconnects++;
+        if (everConnected && !connected) stats.reconnects++;
         everConnected = true;
         connected = true;
         failures = 0;

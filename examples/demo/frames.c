@@ -76,8 +76,10 @@ static int load_png(const char *path, const char *name, frame *f, char *err, siz
         goto done;
     }
     int r;
+    /* image size capped; stored ancillary chunks (text, ICC, ...) capped at 64 MiB each and in all (IDAT is
+       streamed, not subject to these limits) */
     if ((r = spng_set_image_limits(ctx, FRAME_SET_MAX_DIM, FRAME_SET_MAX_DIM)) ||
-        (r = spng_set_chunk_limits(ctx, 64u << 20, 64u << 20)) || (r = spng_set_png_file(ctx, fp))) {
+        (r = spng_set_chunk_limits(ctx, (size_t)64 << 20, (size_t)64 << 20)) || (r = spng_set_png_file(ctx, fp))) {
         set_err(err, errcap, "%s: %s", name, spng_strerror(r));
         goto done;
     }

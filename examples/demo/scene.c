@@ -24,23 +24,28 @@
 #define PAL_BITS 12
 #define PAL_N (1u << PAL_BITS)
 #define PAL_MASK (PAL_N - 1u)
-#define PAL_CYCLE 48.0        /* colour units (see esc_value) per palette cycle */
-#define ANIM_CYCLES_PER_S 0.1 /* palette cycling speed */
+#define PAL_CYCLE 48.0         /* iterations (smooth count) per palette cycle */
+#define ANIM_CYCLES_PER_S 0.1  /* palette cycling speed */
 
-#define INSIDE (-1.0f) /* escape-buffer sentinel: the point does not escape */
-#define BAILOUT2 65536.0 /* |z|² bailout: a large radius makes the normalised iteration count smooth */
-#define LANES 4          /* pixels iterated in lockstep by one thread (instruction-level parallelism) */
-_Static_assert(LANES == 4, "iterate_row's escape test is written out for 4 lanes");
+#define INSIDE (-1.0f)         /* escape-buffer sentinel: the point does not escape */
+#define BAILOUT2 65536.0       /* |z|² bailout: a large radius makes the normalised iteration count smooth */
+#define LANES 4                /* pixels iterated in lockstep by one thread (instruction-level parallelism) */
+_Static_assert(LANES == 4, "iterate_row's hot loops are written out for 4 lanes");
 
 #define ZOOM_MIN 0.2
-#define ZOOM_MAX 1e12 /* a pixel is then ~20 ulp of the coordinates: the end of what double can show */
+#define CENTRE_MAX 10.0        /* |view centre| limit per coordinate */
+#define ZOOM_MAX 1e12          /* a pixel is then ~20 ulp of the coordinates: the end of what double can show */
 #define ITER_AUTO_MAX 4096
 #define ITER_MIN 16
 #define ITER_MAX 65536
 
 #define MAX_STEP 16            /* coarsest lattice of a progressive recompute (pixels) */
+#ifndef FIRST_BUDGET_NS
 #define FIRST_BUDGET_NS 12e6   /* a recompute's first (coarse) pass should take about this long */
+#endif
+#ifndef FRAME_BUDGET_NS
 #define FRAME_BUDGET_NS 20e6   /* refinement continues within a render call until this much time has passed */
+#endif
 #define PALETTE_ROWS 16        /* rows per pool unit of the palette pass */
 
 /* ---- thread pool: n-1 persistent workers plus the calling thread; units are handed out by an atomic counter ---- */
@@ -283,7 +288,11 @@ struct scene {
     bool rendered;
     bool full_dirty;  /* view changed beyond a pan: recompute everything */
     bool pal_dirty;
-    double bcx, bcy, bps; /* buffer centre (snapped to whole pixels of pans) and pixel size */
+    /* Buffer pixel (x, y) shows c = (acx + (x - ox + 0.5 - w/2)*bps, acy - (y - oy + 0.5 - h/2)*bps): the anchor
+       is the centre of the last full recompute and (ox, oy) the whole pixels panned since, so the same grid point
+       always gets bit-identical coordinates however it was reached, and nothing drifts. */
+    double acx, acy, bps;
+    long long ox, oy;
     int biter;
     bool bjulia;
     int px0, py0;     /* lattice parity of the progressive passes (moves with pans) */
@@ -418,7 +427,7 @@ static inline float esc_value(int n, double r2) {
 }
 
 typedef struct row_params {
-    double re0, ps, im; /* re of pixel x = re0 + x*ps; im of the row */
+    double acx, koff, ps, im; /* re of pixel x = acx + (x + koff)*ps; im of the row */
     bool julia;
     double jr, ji;
     int maxit;
@@ -434,11 +443,23 @@ static inline bool in_main_parts(double x, double y) {
     return xp * xp + y2 <= 0.0625;
 }
 
+/* GCC's SLP vectorizer half-packs the four independent lanes below and spills them: plain scalar code is about
+   twice as fast, so keep it out of the kernel. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SCALAR_KERNEL __attribute__((optimize("no-tree-slp-vectorize", "no-tree-loop-vectorize")))
+#else
+#define SCALAR_KERNEL
+#endif
+
 /* Computes the pixels xs[0..n) of one row into out/ex (that row's escape values and exact flags).
-   LANES pixels advance in lockstep so the CPU overlaps their dependency chains; a lane that finishes is
-   refilled with the next pixel. Every 16 steps each lane's z is compared with a saved z (saved at doubling
-   intervals, Brent-style) to catch attracting cycles: interior points then stop early. */
-static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *out, uint8_t *ex) {
+   LANES pixels advance in lockstep so the CPU overlaps their dependency chains; a lane that finishes is refilled
+   with the next pixel. Periodicity (Brent): each lane saves its z at doubling intervals and a z that comes back
+   to the saved one means an attracting cycle, i.e. an interior point, which stops early. Comparing every step
+   costs ~40 %, so it is done only while every lane has been running for PERIOD_AFTER steps (interior regions);
+   otherwise only every 16 steps. */
+#define PERIOD_AFTER 48
+
+SCALAR_KERNEL static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *out, uint8_t *ex) {
     double zx[LANES], zy[LANES], cr[LANES], ci[LANES], r[LANES], sx[LANES], sy[LANES];
     int st[LANES], save[LANES], pix[LANES];
     const int maxit = rp->maxit;
@@ -450,7 +471,7 @@ static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *o
         pix[k] = -1;                                                                                          \
         while (next < n) {                                                                                    \
             int x_ = xs[next++];                                                                              \
-            double re_ = rp->re0 + x_ * rp->ps;                                                               \
+            double re_ = rp->acx + (x_ + rp->koff) * rp->ps;                                                  \
             if (rp->julia) {                                                                                  \
                 zx[k] = re_;                                                                                  \
                 zy[k] = rp->im;                                                                               \
@@ -482,43 +503,64 @@ static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *o
         sx[k] = sy[k] = 1e300;                                                                                \
     } while (0)
 
+#define STEP(x, y, a, b, rr)                                                                                  \
+    do {                                                                                                      \
+        double xx_ = x * x, yy_ = y * y;                                                                      \
+        rr = xx_ + yy_;                                                                                       \
+        y = (x + x) * y + b;                                                                                  \
+        x = xx_ - yy_ + a;                                                                                    \
+    } while (0)
+
     for (int k = 0; k < LANES; k++) LOAD_LANE(k);
     while (active > 0) {
-        int lim = st[0];
-        for (int k = 1; k < LANES; k++) lim = st[k] < lim ? st[k] : lim;
+        int lim = INT_MAX / 2, young = INT_MAX; /* earliest start; steps of the youngest active lane */
+        for (int k = 0; k < LANES; k++) {
+            lim = st[k] < lim ? st[k] : lim;
+            if (pix[k] >= 0 && it - st[k] < young) young = it - st[k];
+        }
         lim += maxit;
         int stop = (it | 15) + 1;
         if (stop > lim) stop = lim;
-        bool escaped = false;
+        bool broke = false;
         {
-            /* the hot loop: lane state in locals so it stays in registers */
+            /* the hot loops: lane state in locals so that it stays in registers */
             double x0 = zx[0], y0 = zy[0], x1 = zx[1], y1 = zy[1], x2 = zx[2], y2 = zy[2], x3 = zx[3], y3 = zy[3];
             const double a0 = cr[0], b0 = ci[0], a1 = cr[1], b1 = ci[1], a2 = cr[2], b2 = ci[2], a3 = cr[3],
                          b3 = ci[3];
             double r0 = 0, r1 = 0, r2 = 0, r3 = 0;
-            while (it < stop) {
-#define STEP(x, y, a, b, rr)                                                                                          \
-    do {                                                                                                              \
-        double xx_ = x * x, yy_ = y * y;                                                                              \
-        rr = xx_ + yy_;                                                                                               \
-        y = (x + x) * y + b;                                                                                          \
-        x = xx_ - yy_ + a;                                                                                            \
-    } while (0)
-                STEP(x0, y0, a0, b0, r0);
-                STEP(x1, y1, a1, b1, r1);
-                STEP(x2, y2, a2, b2, r2);
-                STEP(x3, y3, a3, b3, r3);
-#undef STEP
-                it++;
-                if ((r0 > BAILOUT2) | (r1 > BAILOUT2) | (r2 > BAILOUT2) | (r3 > BAILOUT2)) {
-                    escaped = true;
-                    break;
+            if (young < PERIOD_AFTER) {
+                while (it < stop) {
+                    STEP(x0, y0, a0, b0, r0);
+                    STEP(x1, y1, a1, b1, r1);
+                    STEP(x2, y2, a2, b2, r2);
+                    STEP(x3, y3, a3, b3, r3);
+                    it++;
+                    if ((r0 > BAILOUT2) | (r1 > BAILOUT2) | (r2 > BAILOUT2) | (r3 > BAILOUT2)) {
+                        broke = true;
+                        break;
+                    }
+                }
+            } else {
+                const double s0 = sx[0], s1 = sx[1], s2 = sx[2], s3 = sx[3];
+                while (it < stop) {
+                    STEP(x0, y0, a0, b0, r0);
+                    STEP(x1, y1, a1, b1, r1);
+                    STEP(x2, y2, a2, b2, r2);
+                    STEP(x3, y3, a3, b3, r3);
+                    it++;
+                    /* a re-close to its saved value is a candidate: the slow path checks im too */
+                    if ((r0 > BAILOUT2) | (r1 > BAILOUT2) | (r2 > BAILOUT2) | (r3 > BAILOUT2) |
+                        (fabs(x0 - s0) < eps) | (fabs(x1 - s1) < eps) | (fabs(x2 - s2) < eps) |
+                        (fabs(x3 - s3) < eps)) {
+                        broke = true;
+                        break;
+                    }
                 }
             }
             zx[0] = x0, zy[0] = y0, zx[1] = x1, zy[1] = y1, zx[2] = x2, zy[2] = y2, zx[3] = x3, zy[3] = y3;
             r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
         }
-        if (escaped)
+        if (broke)
             for (int k = 0; k < LANES; k++)
                 if (r[k] > BAILOUT2) {
                     out[pix[k]] = esc_value(it - 1 - st[k], r[k]);
@@ -534,7 +576,7 @@ static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *o
                     active--;
                     LOAD_LANE(k);
                 }
-        if ((it & 15) == 0)
+        if (broke || (it & 15) == 0)
             for (int k = 0; k < LANES; k++) {
                 if (pix[k] < 0) continue;
                 if (fabs(zx[k] - sx[k]) + fabs(zy[k] - sy[k]) < eps) {
@@ -542,13 +584,14 @@ static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *o
                     ex[pix[k]] = 1;
                     active--;
                     LOAD_LANE(k);
-                } else if (it - st[k] >= save[k]) {
+                } else if ((it & 15) == 0 && it - st[k] >= save[k]) {
                     sx[k] = zx[k];
                     sy[k] = zy[k];
                     save[k] = save[k] ? 2 * save[k] : 32;
                 }
             }
     }
+#undef STEP
 #undef LOAD_LANE
 }
 
@@ -558,10 +601,17 @@ static void iterate_row(const row_params *rp, const int32_t *xs, int n, float *o
    value. Passes at s, s/2, …, 1 thus refine an image without recomputing a pixel; a pass at step 1 leaves the
    rect exact. A unit of work is one row of blocks. */
 
+enum fill_mode {
+    FILL_NONE, /* compute anchors only (a probe whose blocks the next pass fills) */
+    FILL_NEW,  /* fill the blocks of the anchors computed now (the others were filled by a coarser pass) */
+    FILL_ALL,  /* fill every block from its anchor */
+};
+
 typedef struct region_job {
     scene *s;
     int x0, y0, x1, y1;
     int step, bx0, by0, unit0;
+    enum fill_mode fill;
     row_params rp;
     atomic_long computed;
 } region_job;
@@ -582,12 +632,17 @@ static void region_unit(void *ctx, int u, int tid) {
         int ax = bx > j->x0 ? bx : j->x0;
         if (!ex[ax]) xs[n++] = ax;
     }
-    if (!n) return;
-    row_params rp = j->rp;
-    rp.im = s->bcy - (ylo + 0.5 - 0.5 * s->h) * s->bps;
-    iterate_row(&rp, xs, n, out, ex);
-    atomic_fetch_add_explicit(&j->computed, n, memory_order_relaxed);
-    if (step == 1) return;
+    if (n) {
+        row_params rp = j->rp;
+        rp.im = s->acy - ((double)(ylo - s->oy) + (0.5 - 0.5 * s->h)) * s->bps;
+        iterate_row(&rp, xs, n, out, ex);
+        atomic_fetch_add_explicit(&j->computed, n, memory_order_relaxed);
+    }
+    if (step == 1 || j->fill == FILL_NONE) return;
+    if (j->fill == FILL_ALL) {
+        n = 0;
+        for (int bx = j->bx0; bx < j->x1; bx += step) xs[n++] = bx > j->x0 ? bx : j->x0;
+    }
     for (int i = 0; i < n; i++) {
         int ax = xs[i];
         int xe = ax - pmod(ax - s->px0, step) + step;
@@ -604,7 +659,8 @@ static void region_unit(void *ctx, int u, int tid) {
 }
 
 static void fill_row_params(const scene *s, row_params *rp) {
-    rp->re0 = s->bcx + (0.5 - 0.5 * s->w) * s->bps;
+    rp->acx = s->acx;
+    rp->koff = (0.5 - 0.5 * s->w) - (double)s->ox; /* exact: x + koff is the grid index */
     rp->ps = s->bps;
     rp->im = 0.0;
     rp->julia = s->bjulia;
@@ -620,9 +676,11 @@ static int block_rows(const scene *s, int y0, int y1, int step, int *by0) {
     return (y1 - *by0 + step - 1) / step;
 }
 
-/* Runs block rows [unit0, unit0+nunits) of a pass at `step` over the rect; updates the cost estimate. */
-static void compute_region(scene *s, int x0, int y0, int x1, int y1, int step, int unit0, int nunits) {
-    if (x0 >= x1 || y0 >= y1 || nunits <= 0) return;
+/* Runs block rows [unit0, unit0+nunits) of a pass at `step` over the rect; updates the cost estimate and
+   returns this run's measurement (ns of thread time per computed pixel; 0 if too few pixels to tell). */
+static double compute_region(scene *s, int x0, int y0, int x1, int y1, int step, int unit0, int nunits,
+                           enum fill_mode fill) {
+    if (x0 >= x1 || y0 >= y1 || nunits <= 0) return 0.0;
     region_job j;
     j.s = s;
     j.x0 = x0;
@@ -633,16 +691,17 @@ static void compute_region(scene *s, int x0, int y0, int x1, int y1, int step, i
     j.bx0 = x0 - pmod(x0 - s->px0, step);
     block_rows(s, y0, y1, step, &j.by0);
     j.unit0 = unit0;
+    j.fill = fill;
     fill_row_params(s, &j.rp);
     atomic_init(&j.computed, 0);
     double t0 = now_ns();
     pool_run(&s->pool, region_unit, &j, nunits);
     double dt = now_ns() - t0;
     long n = atomic_load(&j.computed);
-    if (n >= 2048) {
-        double sample = dt * s->nthreads / (double)n;
-        s->ns_per_px = 0.5 * s->ns_per_px + 0.5 * sample;
-    }
+    if (n < 256) return 0.0;
+    double sample = dt * s->nthreads / (double)n;
+    s->ns_per_px = 0.5 * s->ns_per_px + 0.5 * sample;
+    return sample;
 }
 
 /* Coarsest step needed so that computing npx pixels' lattice stays within budget. */
@@ -652,19 +711,25 @@ static int choose_step(const scene *s, double npx, double budget_ns) {
     return step;
 }
 
-/* Fresh computation of the whole buffer: first pass coarse enough for the budget, the rest refined later. */
+/* Fresh computation of the whole buffer: a probe on the coarsest lattice (1/256 of the pixels) measures what
+   this view costs, then a first pass coarse enough for the budget; the rest is refined by later calls. */
 static void compute_all(scene *s, const view *v, double ps, int iters) {
     const int w = (int)s->w, h = (int)s->h;
-    s->bcx = v->cx;
-    s->bcy = v->cy;
+    s->acx = v->cx;
+    s->acy = v->cy;
+    s->ox = s->oy = 0;
     s->bps = ps;
     s->biter = iters;
     s->bjulia = s->julia;
     s->px0 = s->py0 = 0;
     memset(s->exact, 0, (size_t)w * (size_t)h);
-    int step = choose_step(s, (double)w * h, FIRST_BUDGET_NS);
-    int by0, nbr = block_rows(s, 0, h, step, &by0);
-    compute_region(s, 0, 0, w, h, step, 0, nbr);
+    int by0, nbr = block_rows(s, 0, h, MAX_STEP, &by0);
+    double t0 = now_ns();
+    double sample = compute_region(s, 0, 0, w, h, MAX_STEP, 0, nbr, FILL_NONE);
+    if (sample > 0.0) s->ns_per_px = sample; /* a new view: its own cost, not the last one's */
+    int step = choose_step(s, (double)w * h, FIRST_BUDGET_NS - (now_ns() - t0));
+    nbr = block_rows(s, 0, h, step, &by0);
+    compute_region(s, 0, 0, w, h, step, 0, nbr, FILL_ALL);
     s->refine_s = step / 2;
     s->refine_row = 0;
 }
@@ -700,8 +765,8 @@ static void shift_view(scene *s, int ix, int iy) {
         hshift_job j = {s, ix};
         pool_run(&s->pool, hshift_unit, &j, h);
     }
-    s->bcx -= ix * s->bps;
-    s->bcy += iy * s->bps;
+    s->ox += ix;
+    s->oy += iy;
     s->px0 = pmod(s->px0 + ix, MAX_STEP);
     s->py0 = pmod(s->py0 + iy, MAX_STEP);
 
@@ -720,15 +785,25 @@ static void shift_view(scene *s, int ix, int iy) {
     int by0, nbr;
     if (ry1 > ry0) {
         nbr = block_rows(s, ry0, ry1, step, &by0);
-        compute_region(s, 0, ry0, w, ry1, step, 0, nbr);
+        compute_region(s, 0, ry0, w, ry1, step, 0, nbr, FILL_NEW);
     }
     if (cx1 > cx0 && oy1 > oy0) {
         nbr = block_rows(s, oy0, oy1, step, &by0);
-        compute_region(s, cx0, oy0, cx1, oy1, step, 0, nbr);
+        compute_region(s, cx0, oy0, cx1, oy1, step, 0, nbr, FILL_NEW);
     }
     /* any pending refinement restarts at the coarser level, from the top: exact pixels are skipped */
     if (step / 2 > s->refine_s) s->refine_s = step / 2;
     s->refine_row = 0;
+}
+
+/* Whole pixels the buffer must move to show the view's true centre (the remainder stays in the centre). */
+static long pan_x(const scene *s, const view *v, double ps) {
+    double d = (s->acx - (double)s->ox * ps - v->cx) / ps;
+    return fabs(d) < 1e15 ? lround(d) : LONG_MAX / 2;
+}
+static long pan_y(const scene *s, const view *v, double ps) {
+    double d = (v->cy - (s->acy + (double)s->oy * ps)) / ps;
+    return fabs(d) < 1e15 ? lround(d) : LONG_MAX / 2;
 }
 
 /* ---- palette pass ---- */
@@ -752,7 +827,18 @@ static void palette_unit(void *ctx, int u, int tid) {
     for (uint32_t y = (uint32_t)u * PALETTE_ROWS; y < y1; y++) {
         const float *e = s->esc + (size_t)s->rows[y] * w;
         uint8_t *o = j->rgba + (size_t)y * j->pitch;
-        for (uint32_t x = 0; x < w; x++) {
+        size_t x = 0;
+        /* four pixels per 16-byte store: ~35 % faster than one at a time */
+        for (; x + 4 <= w; x += 4) {
+            uint32_t c[4];
+            for (int i = 0; i < 4; i++) {
+                float v = e[x + (size_t)i];
+                uint32_t t = pal[((uint32_t)(int32_t)(v * k) + off) & PAL_MASK];
+                c[i] = v < 0.0f ? black : t;
+            }
+            memcpy(o + 4 * (size_t)x, c, sizeof c);
+        }
+        for (; x < w; x++) {
             float v = e[x];
             uint32_t c = pal[((uint32_t)(int32_t)(v * k) + off) & PAL_MASK];
             c = v < 0.0f ? black : c;
@@ -776,7 +862,7 @@ int scene_render(scene *s, uint8_t *rgba, uint32_t width, uint32_t height, size_
     if (!s->rendered || iters != s->biter || s->julia != s->bjulia || ps != s->bps) s->full_dirty = true;
 
     if (!s->full_dirty) {
-        long ix = lround((s->bcx - v->cx) / ps), iy = lround((v->cy - s->bcy) / ps);
+        long ix = pan_x(s, v, ps), iy = pan_y(s, v, ps);
         if (labs(ix) >= (long)s->w || labs(iy) >= (long)s->h) s->full_dirty = true;
         else if (ix || iy) shift_view(s, (int)ix, (int)iy);
     }
@@ -796,7 +882,7 @@ int scene_render(scene *s, uint8_t *rgba, uint32_t width, uint32_t height, size_
         int chunk = want > nbr ? nbr : (int)want;
         if (chunk < 2 * s->nthreads) chunk = 2 * s->nthreads;
         if (chunk > nbr - s->refine_row) chunk = nbr - s->refine_row;
-        compute_region(s, 0, 0, (int)s->w, (int)s->h, step, s->refine_row, chunk);
+        compute_region(s, 0, 0, (int)s->w, (int)s->h, step, s->refine_row, chunk, FILL_NEW);
         s->refine_row += chunk;
         if (s->refine_row >= nbr) {
             s->refine_s /= 2;
@@ -820,12 +906,15 @@ int scene_render(scene *s, uint8_t *rgba, uint32_t width, uint32_t height, size_
     return 0;
 }
 
+/* Keeps the centre where there is something to see (everything beyond |c| = 2 escapes at once). */
+static double clamp_coord(double c) { return c < -CENTRE_MAX ? -CENTRE_MAX : c > CENTRE_MAX ? CENTRE_MAX : c; }
+
 void scene_drag(scene *s, double dx_px, double dy_px) {
     if (!s->w || !isfinite(dx_px) || !isfinite(dy_px)) return;
     view *v = cur_view(s);
     double ps = base_ps(s->julia, s->w, s->h) / v->zoom;
-    v->cx -= dx_px * ps;
-    v->cy += dy_px * ps;
+    v->cx = clamp_coord(v->cx - dx_px * ps);
+    v->cy = clamp_coord(v->cy + dy_px * ps);
 }
 
 void scene_zoom(scene *s, double x_px, double y_px, double factor) {
@@ -839,8 +928,8 @@ void scene_zoom(scene *s, double x_px, double y_px, double factor) {
     double dx = x_px - 0.5 * s->w, dy = y_px - 0.5 * s->h;
     double px = v->cx + dx * ps, py = v->cy - dy * ps; /* the point under the pointer stays put */
     double nps = base / nz;
-    v->cx = px - dx * nps;
-    v->cy = py + dy * nps;
+    v->cx = clamp_coord(px - dx * nps);
+    v->cy = clamp_coord(py + dy * nps);
     v->zoom = nz;
     s->full_dirty = true;
 }
@@ -909,7 +998,7 @@ int scene_changed(const scene *s) {
     const view *v = cur_view_c(s);
     double ps = base_ps(s->julia, s->w, s->h) / v->zoom;
     if (ps != s->bps || s->julia != s->bjulia || view_iters(s) != s->biter) return 1;
-    return lround((s->bcx - v->cx) / ps) != 0 || lround((v->cy - s->bcy) / ps) != 0;
+    return pan_x(s, v, ps) != 0 || pan_y(s, v, ps) != 0;
 }
 
 /* Cuts a UTF-8 string back to a character boundary if snprintf truncated it. */

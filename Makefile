@@ -1,0 +1,68 @@
+# rcanvas — top-level commands. `make demo` and `make test` install what they need on Debian 12 (apt packages,
+# npm packages) and build with CMake. Everything builds out of tree in build/ (and build-asan/ for sanitizers).
+
+APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
+                zlib1g-dev chromium
+# Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
+NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
+JOBS ?= $(shell nproc)
+PORT ?= 8080
+DEMO_ARGS ?=
+FRAMES ?= $(abspath ../shared/frames)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-e2e clean
+
+all: build
+
+# Installs missing Debian packages (only those missing: a no-op when all are there).
+deps:
+	@missing=""; for p in $(APT_PACKAGES) $(NODE_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
+	cmake --build build -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRCANVAS_SANITIZE=ON -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+
+# Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it.
+demo: build
+	./build/rcanvas-demo --port $(PORT) $(DEMO_ARGS)
+
+tests/browser/node_modules: tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund
+	touch $@
+
+test-c: build
+	cd build && ctest --output-on-failure
+
+test-asan: build-asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure
+
+test-browser: build tests/browser/node_modules
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
+	  node --test --test-concurrency=1 *.test.mjs
+
+# All tests: C unit tests, the same under ASan+UBSan, then the browser tests in headless Chromium.
+test: test-c test-asan test-browser
+
+bench-encode: build
+	./build/bench-encode --runs 31 $(FRAMES)
+
+bench-e2e: build tests/browser/node_modules
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
+
+# Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
+bench: bench-encode bench-e2e
+
+clean:
+	rm -rf build build-asan

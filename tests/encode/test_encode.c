@@ -1,0 +1,264 @@
+/*
+ * test_encode — encoders through the same stripe-parallel path the server uses:
+ *  - JPEG round trip on every corpus frame (q85 4:2:0 and q90 4:4:4): each decoded frame's PSNR is at least
+ *    that of one plain libturbojpeg call minus 0.3 dB, and above an absolute floor per content kind;
+ *  - PNG round trip pixel-exact on every corpus frame and for BGRA/RGBX input with a padded row pitch;
+ *  - odd sizes 1×1, 7×5, 1001×777 for both codecs, tile rectangles covering the frame exactly once;
+ *  - bad input (quality 0, NULL pixels, short pitch) returns RCANVAS_EINVAL.
+ */
+#include <dirent.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "core/pool.h"
+#include "core/util.h"
+#include "encode/frame_encode.h"
+#include "imageio.h"
+#include "test.h"
+
+static rc_pool *g_pool;
+static rc_packet_pool *g_pp;
+
+/* Encodes img with p on the pool, decodes all tiles into an RGBA image (caller frees), checks the headers. */
+static uint8_t *encode_decode(const rc_image *img, rc_encode_params p, size_t *bytes, int *ntiles) {
+    rc_packet *pk = rc_packet_get(g_pp);
+    rc_encode_task t = {.img = *img, .params = p, .seq = 7, .present_us = 1234, .packet = pk};
+    int st = rc_encode_sync(g_pool, &t);
+    CHECK_MSG(st == RCANVAS_OK, "encode %ux%u: %s %s", img->width, img->height, rcanvas_strerror(st), t.error);
+    uint8_t *full = calloc((size_t)img->width * img->height, 4);
+    uint8_t *covered = calloc((size_t)img->height, 1);
+    if (st || !full || !covered) {
+        rc_packet_unref(pk);
+        free(covered);
+        free(full);
+        return NULL;
+    }
+    *bytes = pk->total_bytes;
+    *ntiles = pk->ntiles;
+    for (int i = 0; i < pk->ntiles; i++) {
+        rc_frame_header h;
+        CHECK_EQ_INT(rc_frame_header_read(rc_packet_tile_msg(pk, i), rc_packet_tile_msg_len(pk, i), &h), RCANVAS_OK);
+        CHECK_EQ_INT(h.seq, 7);
+        CHECK_EQ_INT(h.tile_index, i);
+        CHECK_EQ_INT(h.tile_count, pk->ntiles);
+        CHECK_EQ_INT(!!(h.flags & RC_FLAG_LAST_TILE), i == pk->ntiles - 1);
+        CHECK_EQ_INT(!!(h.flags & RC_FLAG_LOSSLESS), p.codec == RCANVAS_CODEC_PNG);
+        CHECK_EQ_INT(h.frame_width, img->width);
+        CHECK_EQ_INT(h.frame_height, img->height);
+        CHECK_EQ_INT(h.timestamp_us, 1234);
+        uint8_t *px = NULL;
+        uint32_t w = 0, hh = 0;
+        int r = p.codec == RCANVAS_CODEC_JPEG
+                    ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &w, &hh)
+                    : rc_decode_png(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &w, &hh);
+        CHECK_MSG(r == 0, "tile %d of %ux%u does not decode cleanly", i, img->width, img->height);
+        if (r) continue;
+        CHECK_EQ_INT(w, h.w);
+        CHECK_EQ_INT(hh, h.h);
+        for (uint32_t y = 0; y < hh && h.y + y < img->height; y++) {
+            covered[h.y + y]++;
+            memcpy(full + ((size_t)(h.y + y) * img->width + h.x) * 4, px + (size_t)y * w * 4, (size_t)w * 4);
+        }
+        free(px);
+    }
+    int once = 1;
+    for (uint32_t y = 0; y < img->height; y++) once &= covered[y] == 1;
+    CHECK_MSG(once, "tiles of %ux%u do not cover every row exactly once", img->width, img->height);
+    free(covered);
+    rc_packet_unref(pk);
+    return full;
+}
+
+/* PSNR of one plain single-threaded libturbojpeg call at the same settings: the reference. */
+static double reference_psnr(const uint8_t *px, uint32_t w, uint32_t h, int quality, int ss) {
+    tjhandle tj = tjInitCompress();
+    unsigned char *out = NULL;
+    unsigned long sz = 0;
+    double psnr = -1;
+    if (tj && !tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &out, &sz, ss, quality, TJFLAG_FASTDCT)) {
+        uint8_t *dec;
+        uint32_t dw, dh;
+        if (!rc_decode_jpeg(out, sz, &dec, &dw, &dh)) {
+            psnr = rc_psnr_rgb(dec, (size_t)dw * 4, px, (size_t)w * 4, w, h);
+            free(dec);
+        }
+    }
+    tjFree(out);
+    if (tj) tjDestroy(tj);
+    return psnr;
+}
+
+static void test_corpus(void) {
+    DIR *d = opendir(test_frames_dir());
+    CHECK_MSG(d != NULL, "cannot open the frame corpus %s", test_frames_dir());
+    if (!d) return;
+    struct dirent *de;
+    int frames = 0;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".png")) continue;
+        char path[4096], err[256];
+        snprintf(path, sizeof path, "%s/%s", test_frames_dir(), de->d_name);
+        uint8_t *px;
+        uint32_t w, h;
+        CHECK_MSG(rc_image_load(path, &px, &w, &h, err, sizeof err) == 0, "%s", err);
+        frames++;
+        rc_image img = {.pixels = px, .width = w, .height = h, .pitch = (size_t)w * 4, .format = RCANVAS_FORMAT_RGBA8};
+        struct { int q; rcanvas_subsampling ss; int tjss; } cases[] = {{85, RCANVAS_SUBSAMP_420, TJSAMP_420},
+                                                                       {90, RCANVAS_SUBSAMP_444, TJSAMP_444}};
+        for (int k = 0; k < 2; k++) {
+            size_t bytes = 0;
+            int nt = 0;
+            rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = cases[k].q, .subsampling = cases[k].ss};
+            uint8_t *dec = encode_decode(&img, p, &bytes, &nt);
+            if (!dec) continue;
+            double psnr = rc_psnr_rgb(dec, (size_t)w * 4, px, (size_t)w * 4, w, h);
+            double ref = reference_psnr(px, w, h, cases[k].q, cases[k].tjss);
+            /* Stripes restart the DC prediction and pad the MCU rows at each cut: a few hundredths of a dB. */
+            CHECK_MSG(psnr >= ref - 0.3 && psnr > 27.0, "%s q%d: PSNR %.2f dB vs single call %.2f dB", de->d_name,
+                      cases[k].q, psnr, ref);
+            printf("jpeg %-24s q%d %s: %d tiles, %8zu bytes, PSNR %.2f dB (single call %.2f dB)\n", de->d_name,
+                   cases[k].q, k ? "4:4:4" : "4:2:0", nt, bytes, psnr, ref);
+            free(dec);
+        }
+        size_t bytes = 0;
+        int nt = 0;
+        uint8_t *dec = encode_decode(&img, (rc_encode_params){.codec = RCANVAS_CODEC_PNG}, &bytes, &nt);
+        if (dec) {
+            /* PNG carries RGB; alpha of the corpus is opaque, compare RGB exactly */
+            CHECK_MSG(rc_psnr_rgb(dec, (size_t)w * 4, px, (size_t)w * 4, w, h) >= 99.0, "%s: PNG not exact",
+                      de->d_name);
+            printf("png  %-24s: %d tiles, %8zu bytes, exact\n", de->d_name, nt, bytes);
+            free(dec);
+        }
+        free(px);
+    }
+    closedir(d);
+    CHECK_MSG(frames >= 8, "corpus has %d frames, expected 8", frames);
+}
+
+static void fill_pattern(uint8_t *px, uint32_t w, uint32_t h, size_t pitch, unsigned seed) {
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = px + y * pitch + x * 4;
+            p[0] = (uint8_t)(x * 255 / (w > 1 ? w - 1 : 1));
+            p[1] = (uint8_t)(y * 255 / (h > 1 ? h - 1 : 1));
+            p[2] = (uint8_t)((x * 7 + y * 13 + seed) & 0xff);
+            p[3] = 255;
+        }
+}
+
+static void test_odd_sizes(void) {
+    const uint32_t sizes[][2] = {{1, 1}, {7, 5}, {1001, 777}, {16, 2000}, {3000, 3}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint32_t w = sizes[i][0], h = sizes[i][1];
+        size_t pitch = (size_t)w * 4 + 12; /* padded rows */
+        uint8_t *px = calloc(pitch, h);
+        uint8_t *tight = malloc((size_t)w * h * 4);
+        if (!px || !tight) return;
+        fill_pattern(px, w, h, pitch, (unsigned)i);
+        for (uint32_t y = 0; y < h; y++) memcpy(tight + (size_t)y * w * 4, px + y * pitch, (size_t)w * 4);
+        rc_image img = {.pixels = px, .width = w, .height = h, .pitch = pitch, .format = RCANVAS_FORMAT_RGBA8};
+        size_t bytes;
+        int nt;
+        uint8_t *dec = encode_decode(&img, (rc_encode_params){.codec = RCANVAS_CODEC_PNG}, &bytes, &nt);
+        if (dec) {
+            CHECK_MSG(memcmp(dec, tight, (size_t)w * h * 4) == 0, "PNG %ux%u not pixel-exact", w, h);
+            free(dec);
+        }
+        dec = encode_decode(&img, (rc_encode_params){.codec = RCANVAS_CODEC_JPEG, .quality = 95,
+                                                     .subsampling = RCANVAS_SUBSAMP_444}, &bytes, &nt);
+        if (dec) {
+            double psnr = rc_psnr_rgb(dec, (size_t)w * 4, tight, (size_t)w * 4, w, h);
+            CHECK_MSG(psnr > 30.0, "JPEG %ux%u q95 4:4:4 PSNR %.2f dB", w, h, psnr);
+            free(dec);
+        }
+        free(px);
+        free(tight);
+    }
+}
+
+/* BGRA and RGBX input give the same decoded RGB as RGBA. */
+static void test_formats(void) {
+    uint32_t w = 333, h = 217;
+    size_t pitch = (size_t)w * 4 + 64;
+    uint8_t *rgba = calloc(pitch, h), *bgra = calloc(pitch, h);
+    if (!rgba || !bgra) return;
+    fill_pattern(rgba, w, h, pitch, 3);
+    for (size_t i = 0; i < pitch * h; i += 4) {
+        bgra[i] = rgba[i + 2];
+        bgra[i + 1] = rgba[i + 1];
+        bgra[i + 2] = rgba[i];
+        bgra[i + 3] = 0; /* alpha ignored */
+    }
+    rc_image a = {.pixels = rgba, .width = w, .height = h, .pitch = pitch, .format = RCANVAS_FORMAT_RGBA8};
+    rc_image b = {.pixels = bgra, .width = w, .height = h, .pitch = pitch, .format = RCANVAS_FORMAT_BGRA8};
+    rc_image x = {.pixels = rgba, .width = w, .height = h, .pitch = pitch, .format = RCANVAS_FORMAT_RGBX8};
+    size_t bytes;
+    int nt;
+    rc_encode_params png = {.codec = RCANVAS_CODEC_PNG};
+    uint8_t *da = encode_decode(&a, png, &bytes, &nt), *db = encode_decode(&b, png, &bytes, &nt),
+            *dx = encode_decode(&x, png, &bytes, &nt);
+    if (da && db && dx) {
+        CHECK(memcmp(da, db, (size_t)w * h * 4) == 0);
+        CHECK(memcmp(da, dx, (size_t)w * h * 4) == 0);
+    }
+    free(da), free(db), free(dx);
+    rc_encode_params jpg = {.codec = RCANVAS_CODEC_JPEG, .quality = 90, .subsampling = RCANVAS_SUBSAMP_420};
+    da = encode_decode(&a, jpg, &bytes, &nt);
+    db = encode_decode(&b, jpg, &bytes, &nt);
+    if (da && db) CHECK(memcmp(da, db, (size_t)w * h * 4) == 0);
+    free(da), free(db);
+    free(rgba), free(bgra);
+}
+
+static void test_bad_input(void) {
+    rc_encoder *e = NULL;
+    CHECK_EQ_INT(rc_encoder_new(RCANVAS_CODEC_JPEG, &e), RCANVAS_OK);
+    CHECK_EQ_INT(rc_encoder_new((rcanvas_codec)99, &e), RCANVAS_EINVAL);
+    rc_encoder *j = NULL;
+    rc_encoder_new(RCANVAS_CODEC_JPEG, &j);
+    uint8_t px[64] = {0};
+    rc_buf out = {0};
+    rc_image img = {.pixels = px, .width = 4, .height = 4, .pitch = 16, .format = RCANVAS_FORMAT_RGBA8};
+    rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = 0};
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_EINVAL);
+    p.quality = 101;
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_EINVAL);
+    p.quality = 50;
+    img.pitch = 15;
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_EINVAL);
+    img.pitch = 16;
+    img.pixels = NULL;
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_EINVAL);
+    img.pixels = px;
+    p.codec = RCANVAS_CODEC_PNG; /* codec of the params must match the encoder */
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_EINVAL);
+    p.codec = RCANVAS_CODEC_JPEG;
+    CHECK_EQ_INT(rc_encoder_encode(j, &img, &p, &out), RCANVAS_OK);
+    CHECK(out.len > 100 && rc_buf_data(&out)[0] == 0xFF && rc_buf_data(&out)[1] == 0xD8);
+    rc_buf_free(&out);
+    rc_encoder_free(j);
+}
+
+static void test_stripe_plan(void) {
+    CHECK_EQ_INT(rc_encode_plan_stripes(1920, 1080, 1), 1);
+    CHECK_EQ_INT(rc_encode_plan_stripes(100, 100, 8), 1);
+    int n = rc_encode_plan_stripes(1920, 1080, 2);
+    CHECK_EQ_INT(n, 2);
+    n = rc_encode_plan_stripes(3840, 2160, 16);
+    CHECK(n >= 14 && n <= 16);
+    CHECK(rc_encode_plan_stripes(3840, 2160, 1000) <= RC_MAX_TILES);
+}
+
+int main(void) {
+    if (rc_pool_new(rc_cpu_count() < 2 ? 2 : rc_cpu_count(), &g_pool) || !(g_pp = rc_packet_pool_new())) return 1;
+    test_stripe_plan();
+    test_bad_input();
+    test_formats();
+    test_odd_sizes();
+    test_corpus();
+    rc_packet_pool_free(g_pp);
+    rc_pool_free(g_pool);
+    TEST_MAIN_END();
+}
