@@ -523,7 +523,8 @@ function start() {
       sendEvent(pointerEvent((ev.buttons & (1 << (button - 1))) ? 'pointer_down' : 'pointer_up', ev, button));
       return;
     }
-    queueMove(pointerEvent('pointer_move', ev, 0));
+    // as in the renderview spec: a move during a drag carries the button that started the drag
+    queueMove(pointerEvent('pointer_move', ev, down.get(ev.pointerId) || 0));
   });
   canvas.addEventListener('pointerenter', (ev) => sendEvent(pointerEvent('pointer_enter', ev, 0)));
   canvas.addEventListener('pointerleave', (ev) => sendEvent(pointerEvent('pointer_leave', ev, 0)));

@@ -231,11 +231,13 @@ static void live_done(rc_encode_task *t, int status) {
         frame_release_locked(fb);
     }
     if (c->pending && !c->closing) start_encode_locked(c);
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
     rc_packet_unref(old_latest);
     rc_packet_unref(old_refined);
+    /* Wake and signal with mu held: once it is released with `encoding` clear, canvas_free (or server_free)
+     * may free the canvas and the server, so nothing here may touch them after the unlock. */
     rc_server_wake(c->server);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void refine_done(rc_encode_task *t, int status) {
@@ -253,11 +255,11 @@ static void refine_done(rc_encode_task *t, int status) {
         rc_log(rc_server_logger(c->server), RCANVAS_LOG_WARN, "canvas '%s': lossless refinement of frame %u failed: %s",
                c->name, t->seq, t->error);
     }
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
     rc_packet_unref(drop);
     rc_packet_unref(old);
-    rc_server_wake(c->server);
+    rc_server_wake(c->server); /* with mu held, as in live_done */
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us) {

@@ -215,7 +215,9 @@ static void test_formats(void) {
 static void test_bad_input(void) {
     rc_encoder *e = NULL;
     CHECK_EQ_INT(rc_encoder_new(RCANVAS_CODEC_JPEG, &e), RCANVAS_OK);
+    rc_encoder_free(e);
     CHECK_EQ_INT(rc_encoder_new((rcanvas_codec)99, &e), RCANVAS_EINVAL);
+    CHECK(e == NULL);
     rc_encoder *j = NULL;
     rc_encoder_new(RCANVAS_CODEC_JPEG, &j);
     uint8_t px[64] = {0};
