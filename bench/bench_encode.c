@@ -97,12 +97,16 @@ int main(int argc, char **argv) {
         rc_image img = {.pixels = px, .width = w, .height = h, .pitch = (size_t)w * 4, .format = RCANVAS_FORMAT_RGBA8};
         for (int codec = RCANVAS_CODEC_JPEG; codec <= RCANVAS_CODEC_PNG; codec++) {
             rc_encode_params p = {.codec = codec, .quality = quality, .subsampling = RCANVAS_SUBSAMP_420};
+            /* The reference call and ours alternate run by run, so both see the same machine: on a shared VM a
+             * core can vanish for a while, which would otherwise bias whichever ran during that spell. */
             double ref_ms = 0;
-            unsigned long ref_bytes = 0;
-            if (codec == RCANVAS_CODEC_JPEG) {
-                unsigned long cap = tjBufSize((int)w, (int)h, TJSAMP_420);
-                unsigned char *out = malloc(cap);
-                for (int r = 0; r < runs + 2; r++) {
+            unsigned long ref_bytes = 0, cap = tjBufSize((int)w, (int)h, TJSAMP_420);
+            unsigned char *out = malloc(cap);
+            double *tr = malloc(sizeof(double) * (size_t)runs);
+            if (!out || !tr) return 1;
+            rc_packet *pk = NULL;
+            for (int r = 0; r < runs + 2; r++) { /* 2 warm-up runs */
+                if (codec == RCANVAS_CODEC_JPEG) {
                     unsigned long sz = cap;
                     int64_t t0 = rc_now_us();
                     if (tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &out, &sz, TJSAMP_420, quality,
@@ -110,14 +114,9 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "tjCompress2: %s\n", tjGetErrorStr2(tj));
                         return 1;
                     }
-                    if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0; /* 2 warm-up runs */
+                    if (r >= 2) tr[r - 2] = (double)(rc_now_us() - t0) / 1000.0;
                     ref_bytes = sz;
                 }
-                free(out);
-                ref_ms = median(t, runs);
-            }
-            rc_packet *pk = NULL;
-            for (int r = 0; r < runs + 2; r++) {
                 rc_packet_unref(pk);
                 pk = rc_packet_get(pp);
                 rc_encode_task task = {.img = img, .params = p, .seq = 1, .packet = pk};
@@ -128,6 +127,9 @@ int main(int argc, char **argv) {
                 }
                 if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0;
             }
+            if (codec == RCANVAS_CODEC_JPEG) ref_ms = median(tr, runs);
+            free(tr);
+            free(out);
             double ms = median(t, runs);
             double psnr = packet_psnr(pk, px, w, h);
             if (codec == RCANVAS_CODEC_JPEG)

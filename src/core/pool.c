@@ -5,7 +5,10 @@
 #include "core/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+
+#include "core/util.h"
 
 struct rc_pool {
     pthread_mutex_t mu;
@@ -13,6 +16,7 @@ struct rc_pool {
     rc_job *head, *tail;
     int stopping;
     int nthreads;
+    int pin;
     pthread_t *threads;
     rc_worker *workers;
 };
@@ -32,6 +36,21 @@ static void *worker_loop(void *arg) {
     worker_arg a = *(worker_arg *)arg;
     free(arg);
     rc_pool *p = a.pool;
+    if (p->pin) { /* worker i on core i: the stripes of one frame start at once instead of waiting for the
+                   * scheduler to migrate a woken worker off its waker's core (measured: 1080p JPEG on 2 cores
+                   * took 0.52× or 1.0× of one call depending on placement; pinned, 0.52× steadily) */
+        cpu_set_t allowed, set;
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 1) {
+            int want = a.w->index % CPU_COUNT(&allowed), seen = 0;
+            CPU_ZERO(&set);
+            for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+                if (CPU_ISSET(cpu, &allowed) && seen++ == want) {
+                    CPU_SET(cpu, &set);
+                    break;
+                }
+            pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort: failing costs only speed */
+        }
+    }
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
@@ -62,6 +81,7 @@ int rc_pool_new(int threads, rc_pool **out) {
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    p->pin = threads <= rc_cpu_count(); /* more workers than cores: let the scheduler spread them */
     for (int i = 0; i < threads; i++) {
         p->workers[i].index = i;
         worker_arg *a = malloc(sizeof(*a));
