@@ -64,6 +64,7 @@ struct rc_viewer {
     int ntext;
     /* close */
     int close_code;
+    int close_now;            /* grace period over: send the close frame */
     char close_reason[100];
     uint8_t chunk[LWS_PRE + CHUNK];
 };
@@ -297,11 +298,15 @@ static void queue_hello(rc_viewer *v) {
     queue_text(v, msg);
 }
 
+/* Closes the viewer with code and reason after a grace period of CLOSE_GRACE_US in which its input is read and
+ * discarded: a client that sent a burst (the usual case for junk) has then finished, so our close frame is read
+ * by it instead of being lost to a TCP reset caused by unread data (which the browser reports as 1006). */
+#define CLOSE_GRACE_US 50000
 static void request_close(rc_viewer *v, int code, const char *reason) {
     if (v->close_code) return;
     v->close_code = code;
     snprintf(v->close_reason, sizeof v->close_reason, "%s", reason);
-    lws_callback_on_writable(v->wsi);
+    lws_set_timer_usecs(v->wsi, CLOSE_GRACE_US);
 }
 
 static int can_send_more(const rc_viewer *v) { return v->n_inflight < v->canvas->max_in_flight; }
@@ -398,6 +403,7 @@ static int write_frame(rc_viewer *v) {
 
 static int on_writable(rc_viewer *v) {
     if (v->close_code) {
+        if (!v->close_now) return 0; /* grace period: LWS_CALLBACK_TIMER ends it */
         lws_close_reason(v->wsi, (enum lws_close_status)v->close_code, (unsigned char *)v->close_reason,
                          strlen(v->close_reason));
         return -1;
@@ -721,6 +727,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     }
 
+    case LWS_CALLBACK_TIMER:
+        if (p && p->v && p->v->close_code) {
+            p->v->close_now = 1;
+            lws_callback_on_writable(wsi);
+        }
+        return 0;
+
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return p && p->v ? on_writable(p->v) : 0;
 
@@ -728,19 +741,22 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         rc_viewer *v = p ? p->v : NULL;
         if (!v) return -1;
         if (v->close_code) return 0;
+        /* Refusals close through the writable callback (close frame, then the peer's reply) rather than by
+         * returning -1 here: dropping the TCP connection with client data unread makes the kernel send a reset,
+         * and the browser would then see 1006 instead of our code and reason. Input after that is discarded. */
         if (lws_frame_is_binary(wsi)) {
             rc_log(&s->log, RCANVAS_LOG_WARN, "viewer %u: binary message, closing", v->id);
-            const char *r = "binary messages are not accepted";
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, (unsigned char *)r, strlen(r));
-            return -1;
+            request_close(v, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary messages are not accepted");
+            return 0;
         }
-        if (len > s->max_message_bytes - v->rx_len) {
+        size_t remaining = lws_remaining_packet_payload(wsi);
+        if (len > s->max_message_bytes - v->rx_len || remaining > s->max_message_bytes - v->rx_len - len) {
             rc_log(&s->log, RCANVAS_LOG_WARN, "viewer %u: message over %zu bytes, closing", v->id,
                    s->max_message_bytes);
             char r[64];
             snprintf(r, sizeof r, "message larger than %zu bytes", s->max_message_bytes);
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)r, strlen(r));
-            return -1;
+            request_close(v, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, r);
+            return 0;
         }
         memcpy(v->rx + v->rx_len, in, len);
         v->rx_len += len;
