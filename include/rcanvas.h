@@ -117,7 +117,7 @@ int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf
 /* When a draw is due (rcanvas_wait). Same modes as rendercanvas. */
 typedef enum rcanvas_update_mode {
     RCANVAS_UPDATE_MANUAL = 0,     /* never due; the app presents when it likes */
-    RCANVAS_UPDATE_ONDEMAND = 1,   /* due after rcanvas_request_draw(), a resize, or a new viewer; ≤ max_fps */
+    RCANVAS_UPDATE_ONDEMAND = 1,   /* due after rcanvas_request_draw(), a resize, or a first viewer; ≤ max_fps */
     RCANVAS_UPDATE_CONTINUOUS = 2, /* due every 1/max_fps s while a viewer watches and flow control allows */
     RCANVAS_UPDATE_FASTEST = 3,    /* due whenever flow control allows; max_fps ignored */
 } rcanvas_update_mode;

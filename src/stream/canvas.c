@@ -427,7 +427,8 @@ int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id) {
         c->active_acked = c->presented_seq;
         active = 1;
     }
-    c->draw_requested = 1;
+    /* The first viewer needs a frame; a passive one is served the newest encoded frame, no new draw. */
+    if (active || c->presented_seq == 0) c->draw_requested = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     return active;

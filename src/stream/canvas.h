@@ -83,7 +83,7 @@ struct rcanvas_canvas {
 
 /* ---- called by the transport (network thread) ---- */
 
-/* A viewer joined: counts it, makes it active if none is, asks for a draw. Returns 1 if it is now active. */
+/* A viewer joined: counts it, makes it active if none is (then asks for a draw). Returns 1 if it is now active. */
 int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id);
 /* A viewer left. If it was active, new_active (0 = none) takes over with its own acked seq. */
 void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_active, uint32_t new_active_acked);

@@ -318,7 +318,9 @@ static void service_viewer(rc_viewer *v) {
     char title_msg[256 * 6 + 40] = "";
     pthread_mutex_lock(&c->mu);
     if (c->latest && c->latest->seq > v->given_seq) {
-        take = rc_packet_ref(c->latest);
+        /* a viewer that joins a still scene gets the lossless version straight away */
+        int use_refined = c->refined && c->refined->seq == c->latest->seq;
+        take = rc_packet_ref(use_refined ? c->refined : c->latest);
         v->given_seq = take->seq;
         if (take->flags & RC_FLAG_LOSSLESS) v->lossless_seq = take->seq;
     } else if (c->refined && c->refined->seq == v->given_seq && v->lossless_seq < c->refined->seq) {
@@ -472,7 +474,7 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
         }
         if (m.ack_seq > v->acked_seq) v->acked_seq = m.ack_seq;
         rc_canvas_ack(v->canvas, v->id, m.ack_seq);
-        if (v->pending) lws_callback_on_writable(v->wsi);
+        service_viewer(v); /* its window opened: take the newest packet (or a refinement made meanwhile) */
         return;
     }
     m.event.viewer_id = v->id;

@@ -107,6 +107,15 @@ test('JPEG frames are refined to exact pixels once the scene is still', async ()
     assert.deepEqual(await canvasPixel(page, 200, 149), [0, 255, 0, 255]);
     assert.deepEqual(await canvasPixel(page, 1, 1), [255, 0, 0, 255]);
     assert.deepEqual(await canvasPixel(page, 0, 1), [0, 0, 0, 255]);
+    // a viewer joining the still scene gets the lossless frame at once (same size: passive viewers show the
+    // active viewer's frame)
+    const late = await openViewer(demo.url);
+    await until(async () => (await stats(late.page)).framesShown >= 1, 10000, 'a frame in the late viewer');
+    const ls = await stats(late.page);
+    assert.equal(ls.codec, 'png');
+    assert.equal(ls.refinements, 1);
+    assert.deepEqual(await canvasPixel(late.page, 199, 149), [255, 0, 0, 255]);
+    await late.page.close();
   } finally { await page.close(); await demo.stop(); }
 });
 
