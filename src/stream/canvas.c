@@ -445,6 +445,15 @@ void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_
     pthread_mutex_unlock(&c->mu);
 }
 
+void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked) {
+    pthread_mutex_lock(&c->mu);
+    c->active_viewer = viewer_id;
+    c->active_acked = acked;
+    c->draw_requested = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
 void rc_canvas_ack(rcanvas_canvas *c, uint32_t viewer_id, uint32_t seq) {
     pthread_mutex_lock(&c->mu);
     if (viewer_id == c->active_viewer && seq > c->active_acked && seq <= c->presented_seq) {

@@ -87,6 +87,8 @@ struct rcanvas_canvas {
 int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id);
 /* A viewer left. If it was active, new_active (0 = none) takes over with its own acked seq. */
 void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_active, uint32_t new_active_acked);
+/* viewer_id becomes the active viewer (the previous one stalled), with its own acked seq. */
+void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked);
 /* The viewer acked seq (after drawing it). */
 void rc_canvas_ack(rcanvas_canvas *c, uint32_t viewer_id, uint32_t seq);
 /* Queues an event from a viewer (merging as documented); a resize from the active viewer sets the size. */

@@ -25,6 +25,10 @@ _Static_assert(LWS_PRE + RC_FRAME_HEADER_SIZE <= RC_BUF_HEAD, "head room too sma
 #define MAX_INFLIGHT_TRACK 16
 #define MAX_TEXT_QUEUE 8
 #define CHUNKS_PER_WRITABLE 4
+/* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
+ * or hostile client cannot freeze the canvas for everybody (it keeps its connection and gets frames as a
+ * passive viewer when it acks again). */
+#define STALL_US 2000000
 
 typedef struct canvas_entry {
     rcanvas_canvas *c;
@@ -48,7 +52,7 @@ struct rc_viewer {
     uint32_t lossless_seq;  /* newest seq assigned in lossless form */
     int title_version;
     /* flow control */
-    struct { uint32_t seq; int64_t present_us; } inflight[MAX_INFLIGHT_TRACK];
+    struct { uint32_t seq; int64_t present_us, sent_us; } inflight[MAX_INFLIGHT_TRACK];
     int if_head, n_inflight;
     uint32_t acked_seq;
     uint32_t rtt_us;
@@ -431,7 +435,9 @@ static int on_writable(rc_viewer *v) {
             int slot = (v->if_head + v->n_inflight) % MAX_INFLIGHT_TRACK;
             v->inflight[slot].seq = v->sending->seq;
             v->inflight[slot].present_us = v->sending->present_us;
+            v->inflight[slot].sent_us = rc_now_us();
             v->n_inflight++;
+            if (v->active && !can_send_more(v)) lws_set_timer_usecs(v->wsi, STALL_US); /* see demote_if_stalled */
         }
     }
     if (v->sending && write_frame(v)) return -1;
@@ -493,15 +499,16 @@ static void release_viewer_slot(rcanvas_server *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
+static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v);
+
 static void viewer_free(rcanvas_server *s, rc_viewer *v) {
     rc_viewer **pp = &s->viewers;
     while (*pp && *pp != v) pp = &(*pp)->next;
     if (*pp) *pp = v->next;
-    rc_viewer *heir = NULL;
-    if (v->active) {
+    rc_viewer *heir = v->active ? oldest_other(s, v) : NULL;
+    if (!heir && v->active) /* only viewers being closed remain: take the oldest of them anyway */
         for (rc_viewer *o = s->viewers; o; o = o->next)
             if (o->canvas == v->canvas && (!heir || o->id < heir->id)) heir = o;
-    }
     rc_canvas_viewer_leave(v->canvas, v->id, heir ? heir->id : 0, heir ? heir->acked_seq : 0);
     if (heir) {
         heir->active = 1;
@@ -515,6 +522,45 @@ static void viewer_free(rcanvas_server *s, rc_viewer *v) {
     free(v->rx);
     free(v);
     release_viewer_slot(s);
+}
+
+/* The oldest other viewer of v's canvas, or NULL. */
+static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v) {
+    rc_viewer *heir = NULL;
+    for (rc_viewer *o = s->viewers; o; o = o->next)
+        if (o != v && o->canvas == v->canvas && !o->close_code && (!heir || o->id < heir->id)) heir = o;
+    return heir;
+}
+
+/* Hands the active role from v to heir: the canvas then follows heir's acks and size. */
+static void hand_over(rc_viewer *v, rc_viewer *heir) {
+    v->active = 0;
+    queue_text(v, "{\"type\":\"role\",\"active\":false}");
+    lws_callback_on_writable(v->wsi);
+    heir->active = 1;
+    rc_canvas_set_active(heir->canvas, heir->id, heir->acked_seq);
+    queue_text(heir, "{\"type\":\"role\",\"active\":true}");
+    if (heir->have_resize) rc_canvas_push_event(heir->canvas, &heir->last_resize);
+    lws_callback_on_writable(heir->wsi);
+}
+
+/* Timer of an active viewer whose window filled up: if it is still full and its oldest frame has waited
+ * STALL_US, another viewer becomes active. */
+static void demote_if_stalled(rcanvas_server *s, rc_viewer *v) {
+    if (!v->active || can_send_more(v) || v->n_inflight == 0) return;
+    int64_t waited = rc_now_us() - v->inflight[v->if_head].sent_us;
+    if (waited < STALL_US) {
+        lws_set_timer_usecs(v->wsi, STALL_US - waited);
+        return;
+    }
+    rc_viewer *heir = oldest_other(s, v);
+    if (!heir) {
+        lws_set_timer_usecs(v->wsi, STALL_US); /* alone: nobody to hand over to; look again later */
+        return;
+    }
+    rc_log(&s->log, RCANVAS_LOG_WARN, "viewer %u acked nothing for %lld ms; viewer %u becomes active", v->id,
+           (long long)(waited / 1000), heir->id);
+    hand_over(v, heir);
 }
 
 /* ---- HTTP ---- */
@@ -733,6 +779,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (p && p->v && p->v->close_code) {
             p->v->close_now = 1;
             lws_callback_on_writable(wsi);
+        } else if (p && p->v) {
+            demote_if_stalled(s, p->v);
         }
         return 0;
 

@@ -260,3 +260,32 @@ test('junk on a second connection closes only that connection; the first keeps s
     assert.equal(await page.evaluate(() => window.rcanvas.connected), true);
   } finally { await p2.close(); await page.close(); await demo.stop(); }
 });
+
+test('an active viewer that stops acking loses the active role after 2 s; the others keep streaming', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const rogue = await browser.newPage();
+  await rogue.goto(`http://127.0.0.1:${demo.port}/client/rcanvas.css`); // same origin, no client running
+  try {
+    // a raw connection that reads frames and never acks connects first: it is the active viewer
+    const wsUrl = demo.url.replace('http', 'ws').replace('/?', '/ws?');
+    await rogue.evaluate((url) => new Promise((resolve) => {
+      const ws = new WebSocket(url, 'rcanvas.v1');
+      window.silent = ws;
+      ws.onmessage = (e) => { if (typeof e.data === 'string' && e.data.includes('"hello"')) resolve(); };
+    }), wsUrl);
+    const { page } = await openViewer(demo.url);
+    assert.equal((await stats(page)).active, false);
+    await page.mouse.move(60, 60);
+    await page.mouse.down();
+    await page.mouse.move(120, 90, { steps: 10 });
+    await page.mouse.up();
+    await until(async () => (await stats(page)).active === true, 8000, 'the role handed over');
+    const before = (await stats(page)).framesShown;
+    await page.mouse.move(60, 60);
+    await page.mouse.down();
+    await page.mouse.move(100, 100, { steps: 10 });
+    await page.mouse.up();
+    await until(async () => (await stats(page)).framesShown > before, 8000, 'frames after the hand-over');
+    await page.close();
+  } finally { await rogue.close(); await demo.stop(); }
+});
