@@ -190,7 +190,8 @@ typedef struct rcanvas_frame {
     uint32_t width, height;        /* pixels, 1..max_frame_dim */
     size_t pitch;                  /* bytes from one row to the next, ≥ width × 4 */
     rcanvas_pixel_format format;
-    int64_t timestamp_us;          /* the app's time for this frame (µs), passed through; 0 if unused */
+    int64_t timestamp_us;          /* the app's time for this frame (µs); optional, 0 if unused. Not sent to viewers
+                                      in protocol 1: the wire header carries the server's present time instead */
 } rcanvas_frame;
 
 /* Hands a frame to rcanvas. The pixels are copied before it returns (≈ 1–2 ms for 1920×1080 on one core), so the
