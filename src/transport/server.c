@@ -499,23 +499,27 @@ static void release_viewer_slot(rcanvas_server *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
-static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v);
+static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v, int include_closing);
+
+/* heir has just become the active viewer in the canvas: tell it, and apply its last resize. */
+static void announce_active(rc_viewer *heir) {
+    heir->active = 1;
+    queue_text(heir, "{\"type\":\"role\",\"active\":true}");
+    if (heir->have_resize) rc_canvas_push_event(heir->canvas, &heir->last_resize);
+    lws_callback_on_writable(heir->wsi);
+}
 
 static void viewer_free(rcanvas_server *s, rc_viewer *v) {
     rc_viewer **pp = &s->viewers;
     while (*pp && *pp != v) pp = &(*pp)->next;
     if (*pp) *pp = v->next;
-    rc_viewer *heir = v->active ? oldest_other(s, v) : NULL;
-    if (!heir && v->active) /* only viewers being closed remain: take the oldest of them anyway */
-        for (rc_viewer *o = s->viewers; o; o = o->next)
-            if (o->canvas == v->canvas && (!heir || o->id < heir->id)) heir = o;
-    rc_canvas_viewer_leave(v->canvas, v->id, heir ? heir->id : 0, heir ? heir->acked_seq : 0);
-    if (heir) {
-        heir->active = 1;
-        queue_text(heir, "{\"type\":\"role\",\"active\":true}");
-        if (heir->have_resize) rc_canvas_push_event(heir->canvas, &heir->last_resize);
-        lws_callback_on_writable(heir->wsi);
+    rc_viewer *heir = NULL;
+    if (v->active) { /* prefer a viewer that is not being closed; else any, so the canvas keeps one */
+        heir = oldest_other(s, v, 0);
+        if (!heir) heir = oldest_other(s, v, 1);
     }
+    rc_canvas_viewer_leave(v->canvas, v->id, heir ? heir->id : 0, heir ? heir->acked_seq : 0);
+    if (heir) announce_active(heir);
     rc_packet_unref(v->sending);
     rc_packet_unref(v->pending);
     for (int i = 0; i < v->ntext; i++) free(v->text[i]);
@@ -524,11 +528,12 @@ static void viewer_free(rcanvas_server *s, rc_viewer *v) {
     release_viewer_slot(s);
 }
 
-/* The oldest other viewer of v's canvas, or NULL. */
-static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v) {
+/* The oldest other viewer of v's canvas (skipping those being closed unless include_closing), or NULL. */
+static rc_viewer *oldest_other(rcanvas_server *s, rc_viewer *v, int include_closing) {
     rc_viewer *heir = NULL;
     for (rc_viewer *o = s->viewers; o; o = o->next)
-        if (o != v && o->canvas == v->canvas && !o->close_code && (!heir || o->id < heir->id)) heir = o;
+        if (o != v && o->canvas == v->canvas && (include_closing || !o->close_code) && (!heir || o->id < heir->id))
+            heir = o;
     return heir;
 }
 
@@ -537,11 +542,8 @@ static void hand_over(rc_viewer *v, rc_viewer *heir) {
     v->active = 0;
     queue_text(v, "{\"type\":\"role\",\"active\":false}");
     lws_callback_on_writable(v->wsi);
-    heir->active = 1;
     rc_canvas_set_active(heir->canvas, heir->id, heir->acked_seq);
-    queue_text(heir, "{\"type\":\"role\",\"active\":true}");
-    if (heir->have_resize) rc_canvas_push_event(heir->canvas, &heir->last_resize);
-    lws_callback_on_writable(heir->wsi);
+    announce_active(heir);
 }
 
 /* Timer of an active viewer whose window filled up: if it is still full and its oldest frame has waited
@@ -553,7 +555,7 @@ static void demote_if_stalled(rcanvas_server *s, rc_viewer *v) {
         lws_set_timer_usecs(v->wsi, STALL_US - waited);
         return;
     }
-    rc_viewer *heir = oldest_other(s, v);
+    rc_viewer *heir = oldest_other(s, v, 0);
     if (!heir) {
         lws_set_timer_usecs(v->wsi, STALL_US); /* alone: nobody to hand over to; look again later */
         return;

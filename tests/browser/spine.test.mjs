@@ -20,6 +20,14 @@ async function openViewer(url, viewport = { width: 400, height: 300 }) {
 
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 
+/** A left-button drag from `from` to `to` (CSS pixels) in `steps` moves. */
+async function drag(page, from, to, steps) {
+  await page.mouse.move(from[0], from[1]);
+  await page.mouse.down();
+  await page.mouse.move(to[0], to[1], { steps });
+  await page.mouse.up();
+}
+
 /** Raw HTTP GET with optional headers; resolves {status, body}. */
 function get(port, path, headers = {}) {
   return new Promise((resolve, reject) => {
@@ -155,10 +163,7 @@ test('a drag moves the test pattern by the dragged distance, and changes the Man
     const before = await shot();
     await sleep(100);
     assert.equal(await shot(), before, 'the still scene is stable');
-    await v.page.mouse.move(200, 150);
-    await v.page.mouse.down();
-    await v.page.mouse.move(260, 170, { steps: 6 });
-    await v.page.mouse.up();
+    await drag(v.page, [200, 150], [260, 170], 6);
     await until(async () => (await shot()) !== before, 10000, 'the dragged scene');
   } finally { await v.page.close(); await mandel.stop(); }
 });
@@ -211,10 +216,7 @@ test('two viewers at once both get frames; only the first drives the size', asyn
     assert.equal(sa.active, true);
     assert.equal(sb.active, false);
     const fa = sa.framesShown, fb = sb.framesShown;
-    await a.page.mouse.move(100, 100); // move the pattern so new frames are due
-    await a.page.mouse.down();
-    await a.page.mouse.move(150, 120, { steps: 10 });
-    await a.page.mouse.up();
+    await drag(a.page, [100, 100], [150, 120], 10); // move the pattern so new frames are due
     await until(async () => (await stats(a.page)).framesShown > fa && (await stats(b.page)).framesShown > fb,
       10000, 'frames in both viewers');
     assert.equal((await stats(b.page)).frameWidth, 400, 'the passive viewer shows the active viewer\'s frame size');
@@ -252,10 +254,7 @@ test('junk on a second connection closes only that connection; the first keeps s
     assert.equal(r3.code, 1003);
     // the first viewer is still connected and still receives frames
     const before = (await stats(page)).framesShown;
-    await page.mouse.move(50, 50);
-    await page.mouse.down();
-    await page.mouse.move(90, 80, { steps: 5 });
-    await page.mouse.up();
+    await drag(page, [50, 50], [90, 80], 5);
     await until(async () => (await stats(page)).framesShown > before, 10000, 'frames after the junk');
     assert.equal(await page.evaluate(() => window.rcanvas.connected), true);
   } finally { await p2.close(); await page.close(); await demo.stop(); }
@@ -275,16 +274,10 @@ test('an active viewer that stops acking loses the active role after 2 s; the ot
     }), wsUrl);
     const { page } = await openViewer(demo.url);
     assert.equal((await stats(page)).active, false);
-    await page.mouse.move(60, 60);
-    await page.mouse.down();
-    await page.mouse.move(120, 90, { steps: 10 });
-    await page.mouse.up();
+    await drag(page, [60, 60], [120, 90], 10);
     await until(async () => (await stats(page)).active === true, 8000, 'the role handed over');
     const before = (await stats(page)).framesShown;
-    await page.mouse.move(60, 60);
-    await page.mouse.down();
-    await page.mouse.move(100, 100, { steps: 10 });
-    await page.mouse.up();
+    await drag(page, [60, 60], [100, 100], 10);
     await until(async () => (await stats(page)).framesShown > before, 8000, 'frames after the hand-over');
     await page.close();
   } finally { await rogue.close(); await demo.stop(); }
