@@ -75,6 +75,9 @@ const char *rcanvas_strerror(int err) {
     case RCANVAS_EEXIST: return "a canvas with this name exists";
     case RCANVAS_ENAME: return "canvas name must be 1-64 characters of [A-Za-z0-9_-]";
     case RCANVAS_EIO: return "input/output error";
+    case RCANVAS_EBUSY: return "every staging buffer is in use; the frame was not taken";
+    case RCANVAS_EDEVICE_LOST: return "the Vulkan device was lost";
+    case RCANVAS_EVULKAN: return "Vulkan error";
     }
     return "unknown error";
 }

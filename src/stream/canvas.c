@@ -124,7 +124,12 @@ int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg,
 }
 
 static void frame_release_locked(rc_frame_buf *fb) {
-    if (fb && fb->refs > 0) fb->refs--;
+    if (!fb || fb->refs == 0) return;
+    if (--fb->refs == 0 && fb->ext_release) {
+        void (*release)(void *) = fb->ext_release;
+        fb->ext_release = NULL;
+        release(fb->ext_arg);
+    }
 }
 
 void rcanvas_canvas_free(rcanvas_canvas *c) {
@@ -299,6 +304,17 @@ out:
 
 /* ---- frames in ---- */
 
+/* fb (refs = 1, img set) becomes the newest frame: the pending one it replaces is never encoded. */
+static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    int64_t now = rc_now_us();
+    fb->seq = ++c->presented_seq;
+    fb->present_us = now;
+    c->last_present_us = now;
+    if (c->pending) frame_release_locked(c->pending);
+    c->pending = fb;
+    if (!c->encoding) start_encode_locked(c);
+}
+
 int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     if (!c || !f) return RCANVAS_EINVAL;
     if (!f->pixels) return RCANVAS_ENULL;
@@ -346,15 +362,49 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_ECLOSED;
     }
-    int64_t now = rc_now_us();
-    fb->seq = ++c->presented_seq;
-    fb->present_us = now;
-    c->last_present_us = now;
-    if (c->pending) frame_release_locked(c->pending); /* newest wins: the older one is never encoded */
-    c->pending = fb;
-    if (!c->encoding) start_encode_locked(c);
+    publish_locked(c, fb);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
+}
+
+int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+    pthread_mutex_lock(&c->mu);
+    rc_frame_buf *fb = NULL;
+    for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
+        if (c->frames[i].refs == 0) fb = &c->frames[i];
+    if (c->closing || !fb) {
+        pthread_mutex_unlock(&c->mu);
+        release(arg);
+        return c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+    }
+    fb->refs = 1;
+    fb->img = *img;
+    fb->ext_release = release;
+    fb->ext_arg = arg;
+    publish_locked(c, fb);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
+void rc_canvas_release_external(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    if (c->pending && c->pending->ext_release) {
+        frame_release_locked(c->pending);
+        c->pending = NULL;
+    }
+    /* a running encode may start the next pending frame: wait until the pipeline is empty of external frames */
+    while (c->encoding || c->refine_running || (c->pending && c->pending->ext_release)) {
+        if (c->pending && c->pending->ext_release) {
+            frame_release_locked(c->pending);
+            c->pending = NULL;
+        }
+        if (c->encoding || c->refine_running) pthread_cond_wait(&c->cv, &c->mu);
+    }
+    if (c->last && c->last->ext_release) {
+        frame_release_locked(c->last);
+        c->last = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- scheduling ---- */

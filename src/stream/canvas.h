@@ -25,6 +25,10 @@ typedef struct rc_frame_buf {
     uint32_t seq;
     int64_t present_us;
     int refs;
+    /* External pixels (a mapped Vulkan staging buffer): img.pixels points there, not at `pixels`, and
+     * ext_release(ext_arg) runs (canvas lock held) when the last slot lets go of the frame. */
+    void (*ext_release)(void *arg);
+    void *ext_arg;
 } rc_frame_buf;
 
 struct rcanvas_canvas {
@@ -80,6 +84,17 @@ struct rcanvas_canvas {
     int ev_head, ev_count;
     uint64_t events_dropped;
 };
+
+/* ---- called by frame sources (src/source/) ---- */
+
+/* Presents pixels that rcanvas does not own (no copy): img stays valid until release(arg) is called, which
+ * happens exactly once — right away on error (RCANVAS_ECLOSED, RCANVAS_EBUSY), or when the encoders are done
+ * with the frame. release runs with the canvas lock held and must not call back into the canvas. */
+int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg);
+
+/* Lets go of every external frame (a frame source is going away): drops a pending one, waits for running
+ * encodes, and releases `last` if it is external (refinement of it is then no longer possible). */
+void rc_canvas_release_external(rcanvas_canvas *c);
 
 /* ---- called by the transport (network thread) ---- */
 

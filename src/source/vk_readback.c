@@ -1,0 +1,570 @@
+/*
+ * vk_readback.c — frames in from the GPU: rcanvas_present_vk() records a copy of the app's VkImage into one
+ * staging buffer of a reused ring (host-visible, host-cached where possible, row pitch aligned as the device
+ * prefers), with layout transitions around it, and submits it with the app's semaphores and a fence. The
+ * readback thread waits on the fences in submission order and hands the mapped memory to the canvas as an
+ * external frame (no CPU copy); the slot returns to the ring when the encoders let go of it.
+ * Slot life: FREE → (present_vk) SUBMITTED → (fence) HELD by the canvas → (release) FREE.
+ */
+#include <vulkan/vulkan.h>
+
+#include "source/vk_readback.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/canvas.h"
+#include "transport/server_internal.h"
+
+#define MAX_RING 16
+
+enum slot_state { SLOT_FREE = 0, SLOT_SUBMITTED, SLOT_HELD };
+
+typedef struct slot {
+    rcanvas_vk *vk;
+    enum slot_state state;
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize cap;
+    uint8_t *mapped;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    uint32_t width, height;
+    size_t pitch;
+    rcanvas_pixel_format format;
+    int64_t submit_us;
+} slot;
+
+struct rcanvas_vk {
+    rcanvas_canvas *canvas;
+    const rc_logger *log;
+    int own;                  /* rcanvas created instance + device */
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    uint32_t family;
+    VkQueue queue;
+    VkDebugUtilsMessengerEXT messenger;
+    int validation_errors;
+
+    VkCommandPool pool;
+    VkQueryPool queries;      /* 2 timestamps per slot (before/after the copy) */
+    double ts_period_ns;
+    int have_timestamps;
+    uint32_t mem_type;
+    int coherent;
+    VkDeviceSize atom;
+    uint32_t pitch_align;
+    int depth;
+    slot slots[MAX_RING];
+
+    pthread_mutex_t mu;       /* slot states, the submit FIFO, lost, stop; cv wakes the readback thread */
+    pthread_cond_t cv;
+    pthread_cond_t freed;     /* a slot became free (rcanvas_vk_free waits on it) */
+    int fifo[MAX_RING];
+    int fifo_head, fifo_len;
+    int lost, stop;
+    pthread_t thread;
+    int thread_started;
+    rc_vk_stats stats;
+    rc_vk_sink sink;          /* optional override of the canvas (benchmarks) */
+};
+
+void rcanvas_vk_config_init(rcanvas_vk_config *cfg) {
+    if (!cfg) return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->ring_depth = 4;
+}
+
+static int vkerr(rcanvas_vk *vk, VkResult r, const char *what) {
+    rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: %s failed (VkResult %d)", what, (int)r);
+    if (r == VK_ERROR_DEVICE_LOST) {
+        pthread_mutex_lock(&vk->mu);
+        vk->lost = 1;
+        pthread_mutex_unlock(&vk->mu);
+        return RCANVAS_EDEVICE_LOST;
+    }
+    return RCANVAS_EVULKAN;
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                    VkDebugUtilsMessageTypeFlagsEXT type,
+                                                    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+    (void)type;
+    rcanvas_vk *vk = user;
+    if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        __atomic_add_fetch(&vk->validation_errors, 1, __ATOMIC_RELAXED);
+        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan validation: %s", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static int has_layer(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkLayerProperties *p = calloc(n, sizeof(*p));
+    int found = 0;
+    if (p && vkEnumerateInstanceLayerProperties(&n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++) found |= !strcmp(p[i].layerName, name);
+    free(p);
+    return found;
+}
+
+/* Own instance + device: first discrete GPU, else the first device; a queue family with compute. */
+static int create_own_device(rcanvas_vk *vk, int validation) {
+    const char *layer = "VK_LAYER_KHRONOS_validation";
+    int use_val = validation && has_layer(layer);
+    if (validation && !use_val) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: validation layer not installed");
+    const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "rcanvas",
+                             .apiVersion = VK_API_VERSION_1_1};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app,
+                                .enabledLayerCount = use_val ? 1u : 0u, .ppEnabledLayerNames = &layer,
+                                .enabledExtensionCount = use_val ? 1u : 0u, .ppEnabledExtensionNames = &ext};
+    VkResult r = vkCreateInstance(&ici, NULL, &vk->instance);
+    if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateInstance");
+    if (use_val) {
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(vk->instance, "vkCreateDebugUtilsMessengerEXT");
+        VkDebugUtilsMessengerCreateInfoEXT mi = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT,
+            .pfnUserCallback = on_validation, .pUserData = vk};
+        if (create) create(vk->instance, &mi, NULL, &vk->messenger);
+    }
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(vk->instance, &n, NULL);
+    if (n == 0) {
+        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: no physical device");
+        return RCANVAS_EVULKAN;
+    }
+    VkPhysicalDevice devs[16];
+    if (n > 16) n = 16;
+    vkEnumeratePhysicalDevices(vk->instance, &n, devs);
+    vk->phys = devs[0];
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(devs[i], &p);
+        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+            vk->phys = devs[i];
+            break;
+        }
+    }
+    uint32_t nf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, NULL);
+    VkQueueFamilyProperties fam[32];
+    if (nf > 32) nf = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, fam);
+    vk->family = UINT32_MAX;
+    for (uint32_t i = 0; i < nf && vk->family == UINT32_MAX; i++)
+        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) vk->family = i;
+    if (vk->family == UINT32_MAX) {
+        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: no compute queue family");
+        return RCANVAS_EVULKAN;
+    }
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = vk->family,
+                                   .queueCount = 1, .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci};
+    r = vkCreateDevice(vk->phys, &dci, NULL, &vk->device);
+    if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateDevice");
+    vkGetDeviceQueue(vk->device, vk->family, 0, &vk->queue);
+    return RCANVAS_OK;
+}
+
+/* Host-visible memory for the staging buffers: host-cached (fast CPU reads) if the device has it. */
+static int pick_memory(rcanvas_vk *vk, uint32_t type_bits) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(vk->phys, &mp);
+    int best = -1, best_score = -1;
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        if (!(type_bits & (1u << i)) || !(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) continue;
+        int score = ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) ? 4 : 0) +
+                    ((f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) ? 1 : 0) +
+                    ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? 0 : 2); /* system RAM: CPU reads are fast */
+        if (score > best_score) best = (int)i, best_score = score;
+    }
+    if (best >= 0) {
+        vk->mem_type = (uint32_t)best;
+        vk->coherent = !!(mp.memoryTypes[best].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    }
+    return best;
+}
+
+static void slot_destroy_buffer(rcanvas_vk *vk, slot *s) {
+    if (s->mapped) vkUnmapMemory(vk->device, s->mem);
+    if (s->buf) vkDestroyBuffer(vk->device, s->buf, NULL);
+    if (s->mem) vkFreeMemory(vk->device, s->mem, NULL);
+    s->mapped = NULL;
+    s->buf = VK_NULL_HANDLE;
+    s->mem = VK_NULL_HANDLE;
+    s->cap = 0;
+}
+
+/* Makes the slot's staging buffer hold at least `need` bytes (only on first use and resize). */
+static int slot_reserve(rcanvas_vk *vk, slot *s, VkDeviceSize need) {
+    if (s->cap >= need) return RCANVAS_OK;
+    slot_destroy_buffer(vk, s);
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need,
+                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = vkCreateBuffer(vk->device, &bci, NULL, &s->buf);
+    if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(vk->device, s->buf, &req);
+    if (pick_memory(vk, req.memoryTypeBits) < 0) {
+        slot_destroy_buffer(vk, s);
+        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: no host-visible memory type for staging buffers");
+        return RCANVAS_EVULKAN;
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = vk->mem_type};
+    r = vkAllocateMemory(vk->device, &mai, NULL, &s->mem);
+    if (r == VK_SUCCESS) r = vkBindBufferMemory(vk->device, s->buf, s->mem, 0);
+    void *p = NULL;
+    if (r == VK_SUCCESS) r = vkMapMemory(vk->device, s->mem, 0, VK_WHOLE_SIZE, 0, &p);
+    if (r != VK_SUCCESS) {
+        slot_destroy_buffer(vk, s);
+        return vkerr(vk, r, "staging buffer allocation");
+    }
+    s->mapped = p;
+    s->cap = need;
+    return RCANVAS_OK;
+}
+
+static void *readback_main(void *arg);
+
+int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, const rc_logger *log, rcanvas_vk **out) {
+    if (!cfg || !out || cfg->ring_depth < 1 || cfg->ring_depth > MAX_RING) return RCANVAS_EINVAL;
+    if (cfg->row_pitch_alignment & (cfg->row_pitch_alignment - 1)) return RCANVAS_EINVAL;
+    int own = cfg->device == VK_NULL_HANDLE;
+    if (!own && (!cfg->instance || !cfg->physical_device || !cfg->queue)) return RCANVAS_EINVAL;
+    *out = NULL;
+    rcanvas_vk *vk = calloc(1, sizeof(*vk));
+    if (!vk) return RCANVAS_ENOMEM;
+    static const rc_logger quiet = {0};
+    vk->canvas = canvas;
+    vk->log = log ? log : &quiet;
+    vk->own = own;
+    vk->depth = cfg->ring_depth;
+    pthread_mutex_init(&vk->mu, NULL);
+    pthread_cond_init(&vk->cv, NULL);
+    pthread_cond_init(&vk->freed, NULL);
+    int r = RCANVAS_OK;
+    if (own) {
+        r = create_own_device(vk, cfg->validation);
+    } else {
+        vk->instance = cfg->instance;
+        vk->phys = cfg->physical_device;
+        vk->device = cfg->device;
+        vk->family = cfg->queue_family;
+        vk->queue = cfg->queue;
+    }
+    if (!r) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(vk->phys, &props);
+        vk->pitch_align = cfg->row_pitch_alignment ? cfg->row_pitch_alignment
+                                                   : (uint32_t)props.limits.optimalBufferCopyRowPitchAlignment;
+        if (vk->pitch_align < 4) vk->pitch_align = 4;
+        vk->atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
+        vk->ts_period_ns = props.limits.timestampPeriod;
+        uint32_t nf = 0;
+        vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, NULL);
+        VkQueueFamilyProperties fam[32];
+        if (nf > 32) nf = 32;
+        vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, fam);
+        vk->have_timestamps = vk->family < nf && fam[vk->family].timestampValidBits > 0;
+        rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: %s, ring of %d staging buffers, row pitch alignment %u",
+               props.deviceName, vk->depth, vk->pitch_align);
+        VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                       .queueFamilyIndex = vk->family};
+        VkResult vr = vkCreateCommandPool(vk->device, &pci, NULL, &vk->pool);
+        if (vr != VK_SUCCESS) r = vkerr(vk, vr, "vkCreateCommandPool");
+    }
+    if (!r && vk->have_timestamps) {
+        VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2 * (uint32_t)vk->depth};
+        if (vkCreateQueryPool(vk->device, &qpi, NULL, &vk->queries) != VK_SUCCESS) vk->have_timestamps = 0;
+    }
+    for (int i = 0; !r && i < vk->depth; i++) {
+        slot *s = &vk->slots[i];
+        s->vk = vk;
+        VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                           .commandPool = vk->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                           .commandBufferCount = 1};
+        VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        VkResult vr = vkAllocateCommandBuffers(vk->device, &cai, &s->cmd);
+        if (vr == VK_SUCCESS) vr = vkCreateFence(vk->device, &fci, NULL, &s->fence);
+        if (vr != VK_SUCCESS) r = vkerr(vk, vr, "slot creation");
+    }
+    if (!r) {
+        if (pthread_create(&vk->thread, NULL, readback_main, vk)) r = RCANVAS_ETHREAD;
+        else vk->thread_started = 1;
+    }
+    if (r) {
+        rcanvas_vk_free(vk);
+        return r;
+    }
+    *out = vk;
+    return RCANVAS_OK;
+}
+
+int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out) {
+    if (!canvas) return RCANVAS_EINVAL;
+    return rc_vk_new_internal(canvas, cfg, rc_server_logger(canvas->server), out);
+}
+
+void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) { vk->sink = sink; }
+
+void rcanvas_vk_free(rcanvas_vk *vk) {
+    if (!vk) return;
+    if (vk->thread_started) {
+        pthread_mutex_lock(&vk->mu);
+        vk->stop = 1; /* the thread first delivers (or, if lost, drops) what was submitted */
+        pthread_cond_broadcast(&vk->cv);
+        pthread_mutex_unlock(&vk->mu);
+        pthread_join(vk->thread, NULL);
+    }
+    if (vk->canvas && !vk->sink.deliver) rc_canvas_release_external(vk->canvas);
+    pthread_mutex_lock(&vk->mu); /* wait for every held slot to come back from the encoders */
+    for (;;) {
+        int held = 0;
+        for (int i = 0; i < vk->depth; i++) held |= vk->slots[i].state == SLOT_HELD;
+        if (!held) break;
+        pthread_cond_wait(&vk->freed, &vk->mu);
+    }
+    pthread_mutex_unlock(&vk->mu);
+    if (vk->device) {
+        vkDeviceWaitIdle(vk->device);
+        for (int i = 0; i < vk->depth; i++) {
+            slot *s = &vk->slots[i];
+            slot_destroy_buffer(vk, s);
+            if (s->fence) vkDestroyFence(vk->device, s->fence, NULL);
+        }
+        if (vk->queries) vkDestroyQueryPool(vk->device, vk->queries, NULL);
+        if (vk->pool) vkDestroyCommandPool(vk->device, vk->pool, NULL);
+        if (vk->own) vkDestroyDevice(vk->device, NULL);
+    }
+    if (vk->own && vk->instance) {
+        if (vk->messenger) {
+            PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                vk->instance, "vkDestroyDebugUtilsMessengerEXT");
+            if (destroy) destroy(vk->instance, vk->messenger, NULL);
+        }
+        vkDestroyInstance(vk->instance, NULL);
+    }
+    pthread_mutex_destroy(&vk->mu);
+    pthread_cond_destroy(&vk->cv);
+    pthread_cond_destroy(&vk->freed);
+    free(vk);
+}
+
+VkInstance rcanvas_vk_instance(const rcanvas_vk *vk) { return vk ? vk->instance : VK_NULL_HANDLE; }
+VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk) { return vk ? vk->phys : VK_NULL_HANDLE; }
+VkDevice rcanvas_vk_device(const rcanvas_vk *vk) { return vk ? vk->device : VK_NULL_HANDLE; }
+VkQueue rcanvas_vk_queue(const rcanvas_vk *vk) { return vk ? vk->queue : VK_NULL_HANDLE; }
+uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk) { return vk ? vk->family : 0; }
+int rcanvas_vk_validation_errors(const rcanvas_vk *vk) {
+    return vk ? __atomic_load_n(&vk->validation_errors, __ATOMIC_RELAXED) : 0;
+}
+void rc_vk_get_stats(rcanvas_vk *vk, rc_vk_stats *out) {
+    pthread_mutex_lock(&vk->mu);
+    *out = vk->stats;
+    pthread_mutex_unlock(&vk->mu);
+}
+
+static int format_of(VkFormat f, rcanvas_pixel_format *out) {
+    switch (f) {
+    case VK_FORMAT_R8G8B8A8_UNORM:
+    case VK_FORMAT_R8G8B8A8_SRGB: *out = RCANVAS_FORMAT_RGBA8; return 0;
+    case VK_FORMAT_B8G8R8A8_UNORM:
+    case VK_FORMAT_B8G8R8A8_SRGB: *out = RCANVAS_FORMAT_BGRA8; return 0;
+    default: return -1;
+    }
+}
+
+static int valid_layout(VkImageLayout l) {
+    return l == VK_IMAGE_LAYOUT_GENERAL || l == VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL ||
+           l == VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL || l == VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL ||
+           l == VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL || l == VK_IMAGE_LAYOUT_PRESENT_SRC_KHR;
+}
+
+void rc_vk_release_slot(void *arg) {
+    slot *s = arg;
+    rcanvas_vk *vk = s->vk;
+    pthread_mutex_lock(&vk->mu);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&vk->freed);
+    pthread_mutex_unlock(&vk->mu);
+}
+
+int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
+    if (!vk || !f || f->image == VK_NULL_HANDLE) return RCANVAS_EINVAL;
+    rcanvas_pixel_format pf;
+    if (format_of(f->format, &pf) || !valid_layout(f->layout) ||
+        (f->final_layout != VK_IMAGE_LAYOUT_UNDEFINED && !valid_layout(f->final_layout)))
+        return RCANVAS_EINVAL;
+    uint32_t maxd = vk->canvas ? rc_server_max_frame_dim(vk->canvas->server) : 16384;
+    if (f->width == 0 || f->height == 0 || f->width > maxd || f->height > maxd) return RCANVAS_EFRAME_SIZE;
+
+    pthread_mutex_lock(&vk->mu);
+    if (vk->lost) {
+        pthread_mutex_unlock(&vk->mu);
+        return RCANVAS_EDEVICE_LOST;
+    }
+    if (vk->stop) {
+        pthread_mutex_unlock(&vk->mu);
+        return RCANVAS_ECLOSED;
+    }
+    int idx = -1;
+    for (int i = 0; i < vk->depth && idx < 0; i++)
+        if (vk->slots[i].state == SLOT_FREE) idx = i;
+    if (idx < 0) vk->stats.busy++;
+    pthread_mutex_unlock(&vk->mu);
+    if (idx < 0) return RCANVAS_EBUSY;
+    slot *s = &vk->slots[idx]; /* FREE: only this thread touches it until it is queued */
+
+    size_t pitch = ((size_t)f->width * 4 + vk->pitch_align - 1) / vk->pitch_align * vk->pitch_align;
+    int r = slot_reserve(vk, s, (VkDeviceSize)pitch * f->height);
+    if (r) return r;
+    s->width = f->width;
+    s->height = f->height;
+    s->pitch = pitch;
+    s->format = pf;
+
+    VkImageLayout final = f->final_layout ? f->final_layout : f->layout;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult vr = vkResetCommandBuffer(s->cmd, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(s->cmd, &bi);
+    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkBeginCommandBuffer");
+    VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    if (vk->have_timestamps) {
+        vkCmdResetQueryPool(s->cmd, vk->queries, 2 * (uint32_t)idx, 2);
+        vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk->queries, 2 * (uint32_t)idx);
+    }
+    if (f->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
+        VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                  .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT, .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                  .oldLayout = f->layout, .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                  .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                  .image = f->image, .subresourceRange = range};
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0,
+                             NULL, 1, &b);
+    } else {
+        VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                             .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
+                             NULL, 0, NULL);
+    }
+    VkBufferImageCopy region = {.bufferOffset = 0, .bufferRowLength = (uint32_t)(pitch / 4), .bufferImageHeight = 0,
+                                .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                                .imageExtent = {f->width, f->height, 1}};
+    vkCmdCopyImageToBuffer(s->cmd, f->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s->buf, 1, &region);
+    if (final != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
+        VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                  .srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                  .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
+                                  .oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, .newLayout = final,
+                                  .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                  .image = f->image, .subresourceRange = range};
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0,
+                             NULL, 1, &b);
+    }
+    VkBufferMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+                                .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                .buffer = s->buf, .offset = 0, .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 0, NULL, 1, &hb, 0, NULL);
+    if (vk->have_timestamps)
+        vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk->queries, 2 * (uint32_t)idx + 1);
+    vr = vkEndCommandBuffer(s->cmd);
+    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkEndCommandBuffer");
+    vr = vkResetFences(vk->device, 1, &s->fence);
+    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkResetFences");
+    VkPipelineStageFlags stage = f->wait_stage ? f->wait_stage : VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .waitSemaphoreCount = f->wait_semaphore ? 1u : 0u, .pWaitSemaphores = &f->wait_semaphore,
+                       .pWaitDstStageMask = &stage, .commandBufferCount = 1, .pCommandBuffers = &s->cmd,
+                       .signalSemaphoreCount = f->signal_semaphore ? 1u : 0u, .pSignalSemaphores = &f->signal_semaphore};
+    s->submit_us = rc_now_us();
+    vr = vkQueueSubmit(vk->queue, 1, &si, s->fence);
+    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkQueueSubmit");
+    pthread_mutex_lock(&vk->mu);
+    s->state = SLOT_SUBMITTED;
+    vk->fifo[(vk->fifo_head + vk->fifo_len) % MAX_RING] = idx;
+    vk->fifo_len++;
+    vk->stats.submitted++;
+    pthread_cond_broadcast(&vk->cv);
+    pthread_mutex_unlock(&vk->mu);
+    return RCANVAS_OK;
+}
+
+/* The readback thread: fences in submission order → external frames for the canvas (or the sink). */
+static void *readback_main(void *arg) {
+    rcanvas_vk *vk = arg;
+    pthread_mutex_lock(&vk->mu);
+    for (;;) {
+        while (!vk->fifo_len && !vk->stop) pthread_cond_wait(&vk->cv, &vk->mu);
+        if (!vk->fifo_len) break; /* stopping, nothing in flight */
+        int idx = vk->fifo[vk->fifo_head];
+        slot *s = &vk->slots[idx];
+        int lost = vk->lost;
+        pthread_mutex_unlock(&vk->mu);
+
+        int64_t t0 = rc_now_us();
+        VkResult vr = lost ? VK_ERROR_DEVICE_LOST : vkWaitForFences(vk->device, 1, &s->fence, VK_TRUE, 100000000ull);
+        if (vr == VK_TIMEOUT) { /* 100 ms: look at `stop` and try again */
+            pthread_mutex_lock(&vk->mu);
+            continue;
+        }
+        int64_t t1 = rc_now_us();
+        double copy_ms = 0;
+        if (vr == VK_SUCCESS && vk->have_timestamps) {
+            uint64_t ts[2];
+            if (vkGetQueryPoolResults(vk->device, vk->queries, 2 * (uint32_t)idx, 2, sizeof ts, ts, sizeof ts[0],
+                                      VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+                copy_ms = (double)(ts[1] - ts[0]) * vk->ts_period_ns / 1e6;
+        }
+        if (vr == VK_SUCCESS && !vk->coherent) {
+            VkMappedMemoryRange mr = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = s->mem, .offset = 0,
+                                      .size = VK_WHOLE_SIZE};
+            vr = vkInvalidateMappedMemoryRanges(vk->device, 1, &mr);
+        }
+        pthread_mutex_lock(&vk->mu);
+        vk->fifo_head = (vk->fifo_head + 1) % MAX_RING;
+        vk->fifo_len--;
+        if (vr != VK_SUCCESS) {
+            if (vr == VK_ERROR_DEVICE_LOST) vk->lost = 1;
+            s->state = SLOT_FREE;
+            pthread_cond_broadcast(&vk->freed);
+            vk->stats.failed++;
+            pthread_mutex_unlock(&vk->mu);
+            rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: readback failed (VkResult %d)", (int)vr);
+            pthread_mutex_lock(&vk->mu);
+            continue;
+        }
+        s->state = SLOT_HELD;
+        vk->stats.delivered++;
+        vk->stats.copy_ms = copy_ms;
+        vk->stats.fence_wait_ms = (double)(t1 - t0) / 1000.0;
+        vk->stats.submit_to_ready_ms = (double)(t1 - s->submit_us) / 1000.0;
+        pthread_mutex_unlock(&vk->mu);
+
+        rc_image img = {.pixels = s->mapped, .width = s->width, .height = s->height, .pitch = s->pitch,
+                        .format = s->format};
+        int64_t t2 = rc_now_us();
+        if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, rc_vk_release_slot, s);
+        else rc_canvas_present_external(vk->canvas, &img, rc_vk_release_slot, s);
+        int64_t t3 = rc_now_us();
+        pthread_mutex_lock(&vk->mu);
+        vk->stats.handoff_ms = (double)(t3 - t2) / 1000.0;
+    }
+    pthread_mutex_unlock(&vk->mu);
+    return NULL;
+}

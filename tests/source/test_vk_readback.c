@@ -1,0 +1,353 @@
+/*
+ * test_vk_readback — GPU frames through the readback ring, on whatever Vulkan device is there (lavapipe in CI),
+ * with the validation layer on when installed:
+ *  - pixels read back equal what was uploaded into the image, exactly (PNG codec), for RGBA8 and BGRA8, at
+ *    1×1, 7×5, 64×48, 1001×777, with a 256-byte row pitch alignment that forces padded rows;
+ *  - a frame presented with a wait semaphore is not read before the semaphore is signalled (the signalling job
+ *    is held back by a host event and rewrites the image: the readback must show the rewrite);
+ *  - resize mid-stream; the image ends in the final layout the app asked for;
+ *  - a full ring refuses with RCANVAS_EBUSY and changes nothing; bad descriptors are refused;
+ *  - teardown with frames in flight frees everything; zero validation errors.
+ */
+#include <vulkan/vulkan.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include "imageio.h"
+#include "source/vk_readback.h"
+#include "stream/canvas.h"
+#include "test.h"
+
+static rcanvas_vk *g_vk;
+static VkDevice g_dev;
+static VkQueue g_q;
+static VkCommandPool g_pool;
+
+typedef struct gpu_image {
+    VkImage image;
+    VkDeviceMemory mem;
+    VkBuffer up;
+    VkDeviceMemory up_mem;
+    uint8_t *up_ptr;
+    uint32_t w, h;
+    VkFormat format;
+} gpu_image;
+
+static uint32_t mem_type(uint32_t bits, VkMemoryPropertyFlags want) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(rcanvas_vk_physical_device(g_vk), &mp);
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) return i;
+    return 0;
+}
+
+static int image_new(gpu_image *g, uint32_t w, uint32_t h, VkFormat f) {
+    memset(g, 0, sizeof(*g));
+    g->w = w, g->h = h, g->format = f;
+    VkImageCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = f,
+                             .extent = {w, h, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
+                             .tiling = VK_IMAGE_TILING_OPTIMAL,
+                             .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT |
+                                      VK_IMAGE_USAGE_SAMPLED_BIT,
+                             .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
+    if (vkCreateImage(g_dev, &ici, NULL, &g->image) != VK_SUCCESS) return -1;
+    VkMemoryRequirements req;
+    vkGetImageMemoryRequirements(g_dev, g->image, &req);
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = mem_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
+    if (vkAllocateMemory(g_dev, &mai, NULL, &g->mem) || vkBindImageMemory(g_dev, g->image, g->mem, 0)) return -1;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = (VkDeviceSize)w * h * 4,
+                              .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT};
+    if (vkCreateBuffer(g_dev, &bci, NULL, &g->up)) return -1;
+    vkGetBufferMemoryRequirements(g_dev, g->up, &req);
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = mem_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    void *p;
+    if (vkAllocateMemory(g_dev, &mai, NULL, &g->up_mem) || vkBindBufferMemory(g_dev, g->up, g->up_mem, 0) ||
+        vkMapMemory(g_dev, g->up_mem, 0, VK_WHOLE_SIZE, 0, &p))
+        return -1;
+    g->up_ptr = p;
+    return 0;
+}
+
+static void image_free(gpu_image *g) {
+    vkDeviceWaitIdle(g_dev);
+    vkDestroyImage(g_dev, g->image, NULL);
+    vkFreeMemory(g_dev, g->mem, NULL);
+    vkDestroyBuffer(g_dev, g->up, NULL);
+    vkFreeMemory(g_dev, g->up_mem, NULL);
+}
+
+static void fill(uint8_t *p, uint32_t w, uint32_t h, unsigned seed) {
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *q = p + ((size_t)y * w + x) * 4;
+            q[0] = (uint8_t)(x * 7 + seed);
+            q[1] = (uint8_t)(y * 13 + seed * 3);
+            q[2] = (uint8_t)((x ^ y) + seed * 5);
+            q[3] = 255;
+        }
+}
+
+/* Uploads p_upload into the image (UNDEFINED → TRANSFER_DST → GENERAL), optionally gated by a host event and
+ * signalling a semaphore; waits unless gated. */
+static VkCommandBuffer upload(gpu_image *g, VkEvent gate, VkSemaphore signal) {
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = g_pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    vkAllocateCommandBuffers(g_dev, &cai, &cb);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    if (gate)
+        vkCmdWaitEvents(cb, 1, &gate, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, NULL, 0, NULL, 0,
+                        NULL);
+    VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_READ_BIT,
+                              .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+                              .newLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .image = g->image, .subresourceRange = range};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL, 1, &b);
+    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {g->w, g->h, 1}};
+    vkCmdCopyBufferToImage(cb, g->up, g->image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+    b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT;
+    b.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
+    b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL, 1, &b);
+    vkEndCommandBuffer(cb);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb,
+                       .signalSemaphoreCount = signal ? 1u : 0u, .pSignalSemaphores = &signal};
+    vkQueueSubmit(g_q, 1, &si, VK_NULL_HANDLE);
+    if (!gate) vkQueueWaitIdle(g_q);
+    return cb;
+}
+
+static uint32_t latest_seq(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    uint32_t s = c->latest ? c->latest->seq : 0;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+/* Waits for packet `seq`, decodes it and compares RGB with `expect` (RGBA8 bytes, or BGRA8 when bgra). */
+static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, uint32_t w, uint32_t h, int bgra,
+                        const char *what) {
+    for (int i = 0; i < 5000 && latest_seq(c) < seq; i++) usleep(1000);
+    pthread_mutex_lock(&c->mu);
+    rc_packet *pk = c->latest && c->latest->seq == seq ? rc_packet_ref(c->latest) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    CHECK_MSG(pk != NULL, "%s: frame %u never arrived", what, seq);
+    if (!pk) return;
+    CHECK_EQ_INT(pk->width, w);
+    CHECK_EQ_INT(pk->height, h);
+    long bad = 0;
+    for (int t = 0; t < pk->ntiles; t++) {
+        rc_frame_header hd;
+        rc_frame_header_read(rc_packet_tile_msg(pk, t), rc_packet_tile_msg_len(pk, t), &hd);
+        uint8_t *px;
+        uint32_t tw, th;
+        if (rc_decode_png(rc_buf_data(&pk->tiles[t]), pk->tiles[t].len, &px, &tw, &th)) {
+            bad++;
+            continue;
+        }
+        for (uint32_t y = 0; y < th; y++)
+            for (uint32_t x = 0; x < tw; x++) {
+                const uint8_t *e = expect + ((size_t)(hd.y + y) * w + x) * 4, *d = px + ((size_t)y * tw + x) * 4;
+                uint8_t r = bgra ? e[2] : e[0], b = bgra ? e[0] : e[2];
+                bad += d[0] != r || d[1] != e[1] || d[2] != b;
+            }
+        free(px);
+    }
+    CHECK_MSG(bad == 0, "%s: %ld pixels differ", what, bad);
+    rc_packet_unref(pk);
+}
+
+static void test_exact(rcanvas_canvas *c) {
+    const uint32_t sizes[][2] = {{1, 1}, {7, 5}, {64, 48}, {1001, 777}, {64, 48}}; /* the last: resize back */
+    const VkFormat formats[] = {VK_FORMAT_R8G8B8A8_UNORM, VK_FORMAT_B8G8R8A8_SRGB};
+    for (int fi = 0; fi < 2; fi++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            gpu_image g;
+            uint32_t w = sizes[si][0], h = sizes[si][1];
+            CHECK(image_new(&g, w, h, formats[fi]) == 0);
+            fill(g.up_ptr, w, h, (unsigned)(si * 3 + fi));
+            VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+            rcanvas_vk_frame f = {.image = g.image, .format = formats[fi], .width = w, .height = h,
+                                  .layout = VK_IMAGE_LAYOUT_GENERAL,
+                                  .final_layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
+            uint32_t seq = c->presented_seq + 1;
+            int r = rcanvas_present_vk(g_vk, &f);
+            CHECK_MSG(r == RCANVAS_OK, "present_vk %ux%u: %s", w, h, rcanvas_strerror(r));
+            char what[64];
+            snprintf(what, sizeof what, "%ux%u %s", w, h, fi ? "BGRA8" : "RGBA8");
+            check_frame(c, seq, g.up_ptr, w, h, fi, what);
+            vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+            image_free(&g);
+        }
+}
+
+typedef struct gate_arg {
+    rcanvas_canvas *c;
+    VkEvent gate;
+    uint32_t seq, latest_at_gate;
+    rc_vk_stats before, at_gate;
+} gate_arg;
+
+static void *open_gate(void *arg) {
+    gate_arg *ga = arg;
+    usleep(150000);
+    rc_vk_get_stats(g_vk, &ga->at_gate);
+    ga->latest_at_gate = latest_seq(ga->c);
+    vkSetEvent(g_dev, ga->gate);
+    return NULL;
+}
+
+static void test_wait_semaphore(rcanvas_canvas *c) {
+    gpu_image g;
+    uint32_t w = 96, h = 64;
+    CHECK(image_new(&g, w, h, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+    fill(g.up_ptr, w, h, 1);
+    VkCommandBuffer cb1 = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE); /* the "old" content */
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    VkEventCreateInfo eci = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+    VkSemaphore sem;
+    VkEvent gate;
+    vkCreateSemaphore(g_dev, &sci, NULL, &sem);
+    vkCreateEvent(g_dev, &eci, NULL, &gate);
+    uint8_t *fresh = malloc((size_t)w * h * 4);
+    fill(fresh, w, h, 77);
+    memcpy(g.up_ptr, fresh, (size_t)w * h * 4);
+    VkCommandBuffer cb2 = upload(&g, gate, sem); /* rewrites the image once the host sets the event */
+    /* The event is set from another thread: some drivers (lavapipe) block in vkQueueSubmit while an earlier
+     * submission waits on a host event, so present_vk may only return after the gate opens. */
+    gate_arg ga = {.c = c, .gate = gate, .seq = c->presented_seq + 1};
+    rc_vk_get_stats(g_vk, &ga.before);
+    pthread_t th;
+    pthread_create(&th, NULL, open_gate, &ga);
+    uint32_t seq = ga.seq;
+    rcanvas_vk_frame f = {.image = g.image, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
+                          .layout = VK_IMAGE_LAYOUT_GENERAL, .wait_semaphore = sem,
+                          .wait_stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_OK);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(ga.at_gate.delivered, ga.before.delivered); /* nothing read while the semaphore was unsignalled */
+    CHECK(ga.latest_at_gate < seq);
+    check_frame(c, seq, fresh, w, h, 0, "after the wait semaphore");
+    vkQueueWaitIdle(g_q);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb1);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb2);
+    vkDestroySemaphore(g_dev, sem, NULL);
+    vkDestroyEvent(g_dev, gate, NULL);
+    free(fresh);
+    image_free(&g);
+}
+
+static void test_refusals(rcanvas_canvas *c) {
+    gpu_image g;
+    CHECK(image_new(&g, 32, 32, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+    fill(g.up_ptr, 32, 32, 5);
+    VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+    rcanvas_vk_frame f = {.image = g.image, .format = VK_FORMAT_R16G16B16A16_SFLOAT, .width = 32, .height = 32,
+                          .layout = VK_IMAGE_LAYOUT_GENERAL};
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EINVAL);
+    f.format = VK_FORMAT_R8G8B8A8_UNORM;
+    f.width = 0;
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EFRAME_SIZE);
+    f.width = 32;
+    f.layout = VK_IMAGE_LAYOUT_UNDEFINED;
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_present_vk(NULL, &f), RCANVAS_EINVAL);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    image_free(&g);
+    (void)c;
+}
+
+/* A ring of depth 1: the canvas keeps the last frame (refinement source), so the next present is refused. */
+static void test_busy(rcanvas_server *srv) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "busy";
+    cc.codec = RCANVAS_CODEC_PNG;
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    rcanvas_canvas *c;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.instance = rcanvas_vk_instance(g_vk);
+    vc.physical_device = rcanvas_vk_physical_device(g_vk);
+    vc.device = g_dev;
+    vc.queue_family = rcanvas_vk_queue_family(g_vk);
+    vc.queue = g_q; /* the app's objects: here those of the first ring */
+    vc.ring_depth = 1;
+    rcanvas_vk *vk1 = NULL;
+    CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk1), RCANVAS_OK);
+    gpu_image g;
+    CHECK(image_new(&g, 40, 30, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+    fill(g.up_ptr, 40, 30, 9);
+    VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+    rcanvas_vk_frame f = {.image = g.image, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = 40, .height = 30,
+                          .layout = VK_IMAGE_LAYOUT_GENERAL};
+    CHECK_EQ_INT(rcanvas_present_vk(vk1, &f), RCANVAS_OK);
+    check_frame(c, 1, g.up_ptr, 40, 30, 0, "ring of 1");
+    CHECK_EQ_INT(rcanvas_present_vk(vk1, &f), RCANVAS_EBUSY);
+    CHECK_EQ_INT(c->presented_seq, 1);
+    rcanvas_vk_free(vk1); /* takes its frame back from the canvas */
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    image_free(&g);
+    rcanvas_canvas_free(c);
+}
+
+int main(void) {
+    rcanvas_server_config sc;
+    rcanvas_server_config_init(&sc);
+    sc.port = 0;
+    rcanvas_server *srv = NULL;
+    if (rcanvas_server_new(&sc, &srv)) TEST_MAIN_END();
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.codec = RCANVAS_CODEC_PNG; /* exact comparison */
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    cc.refine_ms = 0;
+    rcanvas_canvas *c = NULL;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.ring_depth = 3;
+    vc.row_pitch_alignment = 256;
+    vc.validation = 1;
+    int r = rcanvas_vk_new(c, &vc, &g_vk);
+    CHECK_MSG(r == RCANVAS_OK, "rcanvas_vk_new: %s", rcanvas_strerror(r));
+    if (r) TEST_MAIN_END();
+    g_dev = rcanvas_vk_device(g_vk);
+    g_q = rcanvas_vk_queue(g_vk);
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .queueFamilyIndex = rcanvas_vk_queue_family(g_vk)};
+    vkCreateCommandPool(g_dev, &pci, NULL, &g_pool);
+
+    test_exact(c);
+    test_wait_semaphore(c);
+    test_refusals(c);
+    test_busy(srv);
+
+    /* teardown with frames in flight: three presents, then free at once */
+    gpu_image g;
+    CHECK(image_new(&g, 640, 480, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+    fill(g.up_ptr, 640, 480, 3);
+    VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+    rcanvas_vk_frame f = {.image = g.image, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = 640, .height = 480,
+                          .layout = VK_IMAGE_LAYOUT_GENERAL};
+    int ok = 0;
+    for (int i = 0; i < 3; i++) ok += rcanvas_present_vk(g_vk, &f) == RCANVAS_OK;
+    CHECK(ok >= 2);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    image_free(&g);
+    vkDestroyCommandPool(g_dev, g_pool, NULL);
+    int verr = rcanvas_vk_validation_errors(g_vk);
+    CHECK_MSG(verr == 0, "%d validation errors", verr);
+    rcanvas_vk_free(g_vk);
+    rcanvas_server_free(srv);
+    TEST_MAIN_END();
+}
