@@ -1,0 +1,276 @@
+/*
+ * bench-vk — headless benchmark of the GPU frame path (no browser): a corpus frame is uploaded once into a
+ * device-local VkImage, then presented N times through rcanvas_present_vk(). Per ring depth, at 1080p and 4K,
+ * with and without encoding (JPEG q85 4:2:0 in stripes on the worker pool, as the server does), it reports:
+ *   copy ms      GPU time of the image→staging copy (Vulkan timestamp queries), mean
+ *   fence ms     time the readback thread blocked on the fence, mean
+ *   ready ms     vkQueueSubmit → fence seen signalled (CPU clock), mean
+ *   handoff ms   handing the mapped buffer on (no copy), mean
+ *   encode ms    stripe-parallel JPEG of the mapped buffer, mean (encode runs only)
+ *   frames/s     whole path, wall clock over N frames (presents are retried while the ring is full)
+ *   bench-vk [--frames N] [--threads T] [--depths 1,2,3,4] [--json FILE] DIR
+ * DIR holds 1920x1080 and 3840x2160 PNG frames (heatmap-* used when present).
+ */
+#include <vulkan/vulkan.h>
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pool.h"
+#include "encode/frame_encode.h"
+#include "imageio.h"
+#include "source/vk_readback.h"
+
+typedef struct job {
+    rc_encode_task task;
+    void (*release)(void *);
+    void *arg;
+    int64_t t0;
+    struct sink *sk;
+} job;
+
+typedef struct sink {
+    rcanvas_vk *vk;
+    rc_pool *pool;
+    rc_packet_pool *packets;
+    int encode;
+    atomic_int done;
+    atomic_llong encode_us;
+    double copy_ms, fence_ms, ready_ms, handoff_ms;
+    int n;
+    job jobs[16];
+    atomic_int job_busy[16];
+} sink;
+
+static void encode_done(rc_encode_task *t, int status) {
+    job *j = (job *)t;
+    sink *sk = j->sk;
+    if (status) fprintf(stderr, "encode failed: %s\n", t->error);
+    atomic_fetch_add(&sk->encode_us, rc_now_us() - j->t0);
+    rc_packet_unref(t->packet);
+    void (*release)(void *) = j->release;
+    void *arg = j->arg;
+    atomic_store(&sk->job_busy[j - sk->jobs], 0);
+    release(arg);
+    atomic_fetch_add(&sk->done, 1);
+}
+
+static void deliver(void *user, const rc_image *img, void (*release)(void *), void *arg) {
+    sink *sk = user;
+    rc_vk_stats st;
+    rc_vk_get_stats(sk->vk, &st);
+    sk->copy_ms += st.copy_ms;
+    sk->fence_ms += st.fence_wait_ms;
+    sk->ready_ms += st.submit_to_ready_ms;
+    sk->handoff_ms += st.handoff_ms; /* of the previous frame */
+    sk->n++;
+    if (!sk->encode) {
+        release(arg);
+        atomic_fetch_add(&sk->done, 1);
+        return;
+    }
+    int k = 0;
+    for (;; k = (k + 1) % 16) {
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&sk->job_busy[k], &expect, 1)) break;
+    }
+    job *j = &sk->jobs[k];
+    memset(&j->task, 0, sizeof j->task);
+    j->task.img = *img;
+    j->task.params = (rc_encode_params){.codec = RCANVAS_CODEC_JPEG, .quality = 85, .subsampling = RCANVAS_SUBSAMP_420};
+    j->task.seq = 1;
+    j->task.done = encode_done;
+    j->task.packet = rc_packet_get(sk->packets);
+    j->release = release;
+    j->arg = arg;
+    j->sk = sk;
+    j->t0 = rc_now_us();
+    rc_encode_submit(sk->pool, &j->task);
+}
+
+static uint32_t mem_type(VkPhysicalDevice pd, uint32_t bits, VkMemoryPropertyFlags want) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) return i;
+    return 0;
+}
+
+/* Uploads rgba (w×h) into a new device-local image in GENERAL layout. */
+static VkImage upload_image(rcanvas_vk *vk, const uint8_t *rgba, uint32_t w, uint32_t h, VkDeviceMemory *mem_out) {
+    VkDevice dev = rcanvas_vk_device(vk);
+    VkPhysicalDevice pd = rcanvas_vk_physical_device(vk);
+    VkImageCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D,
+                             .format = VK_FORMAT_R8G8B8A8_UNORM, .extent = {w, h, 1}, .mipLevels = 1, .arrayLayers = 1,
+                             .samples = VK_SAMPLE_COUNT_1_BIT, .tiling = VK_IMAGE_TILING_OPTIMAL,
+                             .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT};
+    VkImage img;
+    vkCreateImage(dev, &ici, NULL, &img);
+    VkMemoryRequirements req;
+    vkGetImageMemoryRequirements(dev, img, &req);
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = mem_type(pd, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)};
+    vkAllocateMemory(dev, &mai, NULL, mem_out);
+    vkBindImageMemory(dev, img, *mem_out, 0);
+    VkBuffer buf;
+    VkDeviceMemory bmem;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = (VkDeviceSize)w * h * 4,
+                              .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT};
+    vkCreateBuffer(dev, &bci, NULL, &buf);
+    vkGetBufferMemoryRequirements(dev, buf, &req);
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = mem_type(pd, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    vkAllocateMemory(dev, &mai, NULL, &bmem);
+    vkBindBufferMemory(dev, buf, bmem, 0);
+    void *p;
+    vkMapMemory(dev, bmem, 0, VK_WHOLE_SIZE, 0, &p);
+    memcpy(p, rgba, (size_t)w * h * 4);
+    VkCommandPool pool;
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .queueFamilyIndex = rcanvas_vk_queue_family(vk)};
+    vkCreateCommandPool(dev, &pci, NULL, &pool);
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    vkAllocateCommandBuffers(dev, &cai, &cb);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                              .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED, .newLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .image = img, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL, 1, &b);
+    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {w, h, 1}};
+    vkCmdCopyBufferToImage(cb, buf, img, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+    b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    b.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
+    b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL, 1, &b);
+    vkEndCommandBuffer(cb);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    vkQueueSubmit(rcanvas_vk_queue(vk), 1, &si, VK_NULL_HANDLE);
+    vkQueueWaitIdle(rcanvas_vk_queue(vk));
+    vkDestroyCommandPool(dev, pool, NULL);
+    vkDestroyBuffer(dev, buf, NULL);
+    vkFreeMemory(dev, bmem, NULL);
+    return img;
+}
+
+static int load(const char *dir, const char *name, uint8_t **px, uint32_t *w, uint32_t *h) {
+    char path[4096], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (rc_image_load(path, px, w, h, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int frames = 300, threads = 0;
+    const char *dir = NULL, *json = NULL, *depths_s = "1,2,3,4";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--depths") && i + 1 < argc) depths_s = argv[++i];
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else dir = argv[i];
+    }
+    if (!dir || frames < 10) {
+        fprintf(stderr, "usage: bench-vk [--frames N] [--threads T] [--depths 1,2,3,4] [--json FILE] DIR\n");
+        return 2;
+    }
+    if (!threads) threads = rc_cpu_count();
+    int depths[16], nd = 0;
+    for (const char *p = depths_s; *p && nd < 16;) {
+        depths[nd++] = atoi(p);
+        while (*p && *p != ',') p++;
+        if (*p == ',') p++;
+    }
+    const char *names[2] = {"heatmap-1920x1080.png", "heatmap-3840x2160.png"};
+    FILE *js = json ? fopen(json, "w") : NULL;
+    if (js) fprintf(js, "[\n");
+    rc_pool *pool;
+    if (rc_pool_new(threads, &pool)) return 1;
+    rc_packet_pool *packets = rc_packet_pool_new();
+    int first = 1;
+    printf("| frame | ring depth | encode | copy ms (GPU) | fence ms | ready ms | handoff ms | encode ms | frames/s |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int ni = 0; ni < 2; ni++) {
+        uint8_t *px;
+        uint32_t w, h;
+        if (load(dir, names[ni], &px, &w, &h)) return 1;
+        for (int di = 0; di < nd; di++)
+            for (int enc = 0; enc < 2; enc++) {
+                rcanvas_vk_config vc;
+                rcanvas_vk_config_init(&vc);
+                vc.ring_depth = depths[di];
+                rcanvas_vk *vk;
+                static sink sk;
+                memset(&sk, 0, sizeof sk);
+                if (rc_vk_new_internal(NULL, &vc, NULL, &vk)) {
+                    fprintf(stderr, "no Vulkan device\n");
+                    return 1;
+                }
+                sk.vk = vk;
+                sk.pool = pool;
+                sk.packets = packets;
+                sk.encode = enc;
+                rc_vk_set_sink(vk, (rc_vk_sink){.deliver = deliver, .user = &sk});
+                VkDeviceMemory mem;
+                VkImage img = upload_image(vk, px, w, h, &mem);
+                rcanvas_vk_frame f = {.image = img, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
+                                      .layout = VK_IMAGE_LAYOUT_GENERAL};
+                int warm = 20, total = warm + frames;
+                int64_t t0 = 0;
+                for (int i = 0; i < total; i++) {
+                    if (i == warm) {
+                        while (atomic_load(&sk.done) < warm) sched_yield();
+                        t0 = rc_now_us();
+                        sk.copy_ms = sk.fence_ms = sk.ready_ms = sk.handoff_ms = 0;
+                        sk.n = 0;
+                        atomic_store(&sk.encode_us, 0);
+                    }
+                    int r;
+                    while ((r = rcanvas_present_vk(vk, &f)) == RCANVAS_EBUSY) sched_yield();
+                    if (r) {
+                        fprintf(stderr, "present_vk: %s\n", rcanvas_strerror(r));
+                        return 1;
+                    }
+                }
+                while (atomic_load(&sk.done) < total) sched_yield();
+                double secs = (double)(rc_now_us() - t0) / 1e6;
+                int n = sk.n ? sk.n : 1;
+                double enc_ms = enc ? (double)atomic_load(&sk.encode_us) / 1000.0 / frames : 0;
+                char enc_s[32] = "–";
+                if (enc) snprintf(enc_s, sizeof enc_s, "%.2f", enc_ms);
+                printf("| %ux%u | %d | %s | %.3f | %.3f | %.3f | %.3f | %s | %.0f |\n", w, h, depths[di],
+                       enc ? "jpeg q85" : "none", sk.copy_ms / n, sk.fence_ms / n, sk.ready_ms / n, sk.handoff_ms / n,
+                       enc_s, frames / secs);
+                fflush(stdout);
+                if (js)
+                    fprintf(js, "%s  {\"width\":%u,\"height\":%u,\"depth\":%d,\"encode\":%d,\"copy_ms\":%.4f,"
+                                "\"fence_ms\":%.4f,\"ready_ms\":%.4f,\"handoff_ms\":%.4f,\"encode_ms\":%.3f,\"fps\":%.1f}",
+                            first ? "" : ",\n", w, h, depths[di], enc, sk.copy_ms / n, sk.fence_ms / n, sk.ready_ms / n,
+                            sk.handoff_ms / n, enc_ms, frames / secs);
+                first = 0;
+                VkDevice dev = rcanvas_vk_device(vk);
+                vkDeviceWaitIdle(dev);
+                vkDestroyImage(dev, img, NULL);
+                vkFreeMemory(dev, mem, NULL);
+                rcanvas_vk_free(vk);
+            }
+        free(px);
+    }
+    if (js) {
+        fprintf(js, "\n]\n");
+        fclose(js);
+    }
+    rc_packet_pool_free(packets);
+    rc_pool_free(pool);
+    return 0;
+}
