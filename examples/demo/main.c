@@ -1,7 +1,8 @@
 /*
  * rcanvas-demo — the demo app: a CPU-rendered Mandelbrot/Julia explorer streamed to the browser (drag pans, the
  * wheel zooms, double-click zooms in, keys: p palette, j Julia, a animation, r reset, +/- iterations), or a
- * loop over the PNG files of a directory (--frames DIR), or a fixed test pattern (--scene test, for tests).
+ * loop over the PNG files of a directory (--frames DIR), or a fixed test pattern (--scene test, for tests); with
+ * --gpu the fractal is rendered by a Vulkan compute shader and read back through rcanvas_present_vk().
  * It shows the app side of rcanvas: wait for a due draw, drain events, render at the physical size, present.
  */
 #include <math.h>
@@ -11,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <vulkan/vulkan.h>
+
 #include "frames.h"
+#include "gpu_scene.h"
 #include "rcanvas.h"
 #include "scene.h"
 
@@ -40,6 +44,7 @@ static void usage(void) {
             "  --fps F              frame rate cap (default 60)\n"
             "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal\n"
             "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
+            "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
             "  --threads N          encoder threads (default: all cores)\n"
             "  --refine-ms MS       lossless refinement after MS ms still (default 300, 0 = off)\n"
             "  --print-events       print each event the app receives to stdout\n"
@@ -88,10 +93,11 @@ int main(int argc, char **argv) {
     rcanvas_canvas_config_init(&ccfg);
     ccfg.title = "rcanvas demo";
     const char *frames_dir = NULL, *scene_name = "mandelbrot";
-    int print_events = 0;
+    int print_events = 0, gpu = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--print-events")) print_events = 1;
+        else if (!strcmp(a, "--gpu")) gpu = 1;
         else if (!strcmp(a, "--verbose")) g_verbose = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(), 0;
         else if (!v) return usage(), 2;
@@ -140,9 +146,19 @@ int main(int argc, char **argv) {
     }
     rcanvas_canvas *cv = NULL;
     r = rcanvas_canvas_new(srv, &ccfg, &cv);
-    scene *sc = (!r && !fs && !test_scene) ? scene_new(0) : NULL;
-    if (r || (!fs && !test_scene && !sc)) {
+    rcanvas_vk *vk = NULL;
+    gpu_scene *gs = NULL;
+    if (!r && gpu) {
+        rcanvas_vk_config vc;
+        rcanvas_vk_config_init(&vc);
+        r = rcanvas_vk_new(cv, &vc, &vk);
+        if (!r && !(gs = gpu_scene_new(vk))) r = RCANVAS_EVULKAN;
+    }
+    scene *sc = (!r && !fs && !test_scene && !gpu) ? scene_new(0) : NULL;
+    if (r || (!fs && !test_scene && !gpu && !sc)) {
         fprintf(stderr, "rcanvas-demo: %s\n", r ? rcanvas_strerror(r) : "out of memory");
+        gpu_scene_free(gs);
+        rcanvas_vk_free(vk);
         rcanvas_server_free(srv);
         frame_set_free(fs);
         return 1;
@@ -189,6 +205,7 @@ int main(int argc, char **argv) {
                 if (dragging && (ev.buttons & 2u)) {
                     double dx = (ev.x - last_x) * ratio, dy = (ev.y - last_y) * ratio;
                     if (sc) scene_drag(sc, dx, dy);
+                    if (gs) gpu_scene_drag(gs, dx, dy);
                     test_ox += (int)lround(dx), test_oy += (int)lround(dy);
                     last_x = ev.x, last_y = ev.y;
                     changed = 1;
@@ -196,14 +213,17 @@ int main(int argc, char **argv) {
                 break;
             case RCANVAS_EVENT_WHEEL:
                 if (sc) scene_zoom(sc, ev.x * ratio, ev.y * ratio, pow(1.0015, -ev.dy));
+                if (gs) gpu_scene_zoom(gs, ev.x * ratio, ev.y * ratio, pow(1.0015, -ev.dy));
                 changed = 1;
                 break;
             case RCANVAS_EVENT_DOUBLE_CLICK:
                 if (sc) scene_zoom(sc, ev.x * ratio, ev.y * ratio, ev.button == 2 ? 0.5 : 2.0);
+                if (gs) gpu_scene_zoom(gs, ev.x * ratio, ev.y * ratio, ev.button == 2 ? 0.5 : 2.0);
                 changed = 1;
                 break;
             case RCANVAS_EVENT_KEY_DOWN:
                 if (sc) scene_key(sc, ev.key);
+                if (gs) gpu_scene_key(gs, ev.key);
                 changed = 1;
                 break;
             case RCANVAS_EVENT_RESIZE: changed = 1; break;
@@ -218,12 +238,32 @@ int main(int argc, char **argv) {
                 next_frame_t = t + (ccfg.max_fps > 0 ? 1.0 / ccfg.max_fps : 0);
                 changed = 1;
             }
-        } else if (sc && scene_changed(sc)) {
+        } else if ((sc && scene_changed(sc)) || (gs && gpu_scene_changed(gs))) {
             changed = 1;
         }
         if (changed) rcanvas_request_draw(cv);
         if (!(w & RCANVAS_WAKE_DRAW)) continue;
 
+        if (gs) {
+            r = gpu_scene_render_present(gs, sz.physical_width, sz.physical_height, t);
+            if (r && r != RCANVAS_EBUSY) {
+                fprintf(stderr, "rcanvas-demo: present_vk: %s\n", rcanvas_strerror(r));
+                if (r == RCANVAS_EDEVICE_LOST) {
+                    rc = 1;
+                    break;
+                }
+            }
+            if (t - last_title_t > 0.25) {
+                char d[200];
+                gpu_scene_describe(gs, d, sizeof d);
+                if (strcmp(d, title)) {
+                    snprintf(title, sizeof title, "%s", d);
+                    rcanvas_canvas_set_title(cv, title);
+                }
+                last_title_t = t;
+            }
+            continue;
+        }
         rcanvas_frame f = {.format = RCANVAS_FORMAT_RGBA8, .timestamp_us = (int64_t)(t * 1e6)};
         if (fs) {
             const uint8_t *p = frame_set_pixels(fs, frame_index, &f.width, &f.height);
@@ -274,6 +314,8 @@ int main(int argc, char **argv) {
     }
     printf("rcanvas-demo: stopping\n");
     fflush(stdout);
+    gpu_scene_free(gs);
+    rcanvas_vk_free(vk); /* before its canvas */
     rcanvas_server_free(srv); /* frees the canvas too */
     scene_free(sc);
     frame_set_free(fs);

@@ -57,6 +57,24 @@ function upgrade(port, path, origin) {
   });
 }
 
+/** Starts the fractal demo with args, stops its animation, and checks that a drag changes what is shown. */
+async function dragChangesFractal(args) {
+  const mandel = await startDemo(args);
+  const v = await openViewer(mandel.url);
+  try {
+    await until(async () => (await stats(v.page)).framesShown >= 3, 15000, 'frames');
+    await v.page.keyboard.press('a'); // stop the palette animation: the picture is then still
+    await until(async () => (await stats(v.page)).refinements >= 1, 15000, 'a still (refined) frame');
+    const shot = async () => crypto.createHash('sha1').update(await v.page.screenshot()).digest('hex');
+    const before = await shot();
+    await sleep(100);
+    assert.equal(await shot(), before, 'the still scene is stable');
+    await drag(v.page, [200, 150], [260, 170], 6);
+    await until(async () => (await shot()) !== before, 10000, 'the dragged scene');
+    assert.deepEqual(v.errors, []);
+  } finally { await v.page.close(); await mandel.stop(); }
+}
+
 test('page and WebSocket refuse requests without the right token or from another origin', async () => {
   const demo = await startDemo(['--scene', 'test']);
   try {
@@ -153,19 +171,11 @@ test('a drag moves the test pattern by the dragged distance, and changes the Man
     assert.ok(ev.some((l) => /pointer_up .*x=150 y=140/.test(l)), ev.join('\n'));
   } finally { await page.close(); await demo.stop(); }
 
-  const mandel = await startDemo([]);
-  const v = await openViewer(mandel.url);
-  try {
-    await until(async () => (await stats(v.page)).framesShown >= 3, 10000, 'frames');
-    await v.page.keyboard.press('a'); // stop the palette animation: the picture is then still
-    await until(async () => (await stats(v.page)).refinements >= 1, 10000, 'a still (refined) frame');
-    const shot = async () => crypto.createHash('sha1').update(await v.page.screenshot()).digest('hex');
-    const before = await shot();
-    await sleep(100);
-    assert.equal(await shot(), before, 'the still scene is stable');
-    await drag(v.page, [200, 150], [260, 170], 6);
-    await until(async () => (await shot()) !== before, 10000, 'the dragged scene');
-  } finally { await v.page.close(); await mandel.stop(); }
+  await dragChangesFractal([]);
+});
+
+test('rcanvas-demo --gpu (Vulkan compute + readback ring) streams, and a drag changes the scene', async () => {
+  await dragChangesFractal(['--gpu']);
 });
 
 test('a resize reaches the app and the frames follow the new size; keys and wheel arrive with their fields', async () => {
