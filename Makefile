@@ -11,7 +11,7 @@ DEMO_ARGS ?=
 FRAMES ?= $(abspath ../shared/frames)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-e2e clean
+.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-vk bench-e2e clean
 
 all: build
 
@@ -59,11 +59,16 @@ test: test-c test-asan test-browser
 bench-encode: build
 	./build/bench-encode --runs 31 $(FRAMES)
 
+# Vulkan readback ring per depth, with and without encoding (on this machine: lavapipe; see docs/benchmarks.md
+# for the H200 run).
+bench-vk: build
+	./build/bench-vk --frames 200 $(FRAMES)
+
 bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-e2e
+bench: bench-encode bench-vk bench-e2e
 
 clean:
 	rm -rf build build-asan

@@ -256,6 +256,8 @@ static void test_refusals(rcanvas_canvas *c) {
     f.format = VK_FORMAT_R8G8B8A8_UNORM;
     f.width = 0;
     CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EFRAME_SIZE);
+    f.width = 9000; /* above the server's max_frame_dim (8192) */
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EFRAME_SIZE);
     f.width = 32;
     f.layout = VK_IMAGE_LAYOUT_UNDEFINED;
     CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_EINVAL);
