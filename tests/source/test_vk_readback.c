@@ -165,6 +165,37 @@ static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, 
     rc_packet_unref(pk);
 }
 
+/* A later submission that waits on a semaphore present_vk signalled and uses the image from `layout`: the
+ * validation layer reports an error if the image is in another layout, or if the semaphore was never signalled. */
+static void expect_layout(gpu_image *g, VkImageLayout layout) {
+    VkSemaphore sem;
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    vkCreateSemaphore(g_dev, &sci, NULL, &sem);
+    rcanvas_vk_frame f = {.image = g->image, .format = g->format, .width = g->w, .height = g->h, .layout = layout,
+                          .signal_semaphore = sem};
+    CHECK_EQ_INT(rcanvas_present_vk(g_vk, &f), RCANVAS_OK);
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = g_pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    vkAllocateCommandBuffers(g_dev, &cai, &cb);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_READ_BIT,
+                              .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT, .oldLayout = layout,
+                              .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .image = g->image, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL, 1, &b);
+    vkEndCommandBuffer(cb);
+    VkPipelineStageFlags st = VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .waitSemaphoreCount = 1, .pWaitSemaphores = &sem,
+                       .pWaitDstStageMask = &st, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    CHECK_EQ_INT(vkQueueSubmit(g_q, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+    vkQueueWaitIdle(g_q);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    vkDestroySemaphore(g_dev, sem, NULL);
+}
+
 static void test_exact(rcanvas_canvas *c) {
     const uint32_t sizes[][2] = {{1, 1}, {7, 5}, {64, 48}, {1001, 777}, {64, 48}}; /* the last: resize back */
     const VkFormat formats[] = {VK_FORMAT_R8G8B8A8_UNORM, VK_FORMAT_B8G8R8A8_SRGB};
@@ -184,6 +215,7 @@ static void test_exact(rcanvas_canvas *c) {
             char what[64];
             snprintf(what, sizeof what, "%ux%u %s", w, h, fi ? "BGRA8" : "RGBA8");
             check_frame(c, seq, g.up_ptr, w, h, fi, what);
+            expect_layout(&g, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
             vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
             image_free(&g);
         }
