@@ -1,0 +1,130 @@
+/*
+ * bench-jpeg-gpu — the Vulkan compute JPEG encoder, VkImage → complete JPEG bytes in host memory: per stage
+ * (Vulkan timestamp queries: input copy, DCT+quantization, Huffman, prefix sum, pack) and the whole path (wall
+ * clock, call to return), medians over N frames after 20 warm-up frames, at q75/q90 and 4:2:0/4:4:4, beside
+ * one single-threaded libturbojpeg call on the same pixels.
+ *   bench-jpeg-gpu [--frames N] DIR    (DIR: *-1920x1080.png and *-3840x2160.png frames)
+ */
+#include <vulkan/vulkan.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "encode/gpu/jpeg_gpu.h"
+#include "imageio.h"
+#include "source/vk_readback.h"
+#include "vk_util.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
+int main(int argc, char **argv) {
+    int frames = 200;
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames = atoi(argv[++i]);
+        else dir = argv[i];
+    }
+    if (!dir || frames < 5) {
+        fprintf(stderr, "usage: bench-jpeg-gpu [--frames N] DIR\n");
+        return 2;
+    }
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    rcanvas_vk *vk;
+    rc_gpu_jpeg *enc;
+    if (rc_vk_new_internal(NULL, &vc, NULL, &vk) ||
+        rc_gpu_jpeg_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                        rcanvas_vk_queue(vk), NULL, &enc)) {
+        fprintf(stderr, "bench-jpeg-gpu: no Vulkan device\n");
+        return 1;
+    }
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(rcanvas_vk_physical_device(vk), &props);
+    printf("# device: %s\n", props.deviceName);
+    printf("| frame | q | subsampling | copy | DCT+quant | Huffman | scan | pack | GPU total ms | whole path ms (wall) | bytes | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    double *wall = malloc(sizeof(double) * (size_t)frames), *gpu = malloc(sizeof(double) * (size_t)frames),
+           *st[5];
+    for (int i = 0; i < 5; i++) st[i] = malloc(sizeof(double) * (size_t)frames);
+    tjhandle tj = tjInitCompress();
+    char *names[64];
+    int nn = 0;
+    while (d && (de = readdir(d)) && nn < 64)
+        if (strstr(de->d_name, ".png")) names[nn++] = strdup(de->d_name);
+    for (int f = 0; f < nn; f++) {
+        char path[4096], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
+        uint8_t *px;
+        uint32_t w, h;
+        if (rc_image_load(path, &px, &w, &h, err, sizeof err)) continue;
+        VkDeviceMemory mem;
+        VkImage img = upload_image(vk, px, w, h, &mem);
+        static const int qs[2] = {75, 90};
+        for (int qi = 0; qi < 2; qi++)
+            for (int ss = 0; ss < 2; ss++) {
+                const uint8_t *jpeg = NULL;
+                size_t len = 0;
+                int bad = 0;
+                for (int i = 0; i < 20 + frames && !bad; i++) {
+                    rc_gpu_jpeg_times t;
+                    if (rc_gpu_jpeg_encode_image(enc, img, VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, w, h,
+                                                 qs[qi], (rcanvas_subsampling)ss, &jpeg, &len, &t)) {
+                        bad = 1;
+                        break;
+                    }
+                    if (i < 20) continue;
+                    wall[i - 20] = t.wall_ms;
+                    gpu[i - 20] = t.gpu_ms;
+                    for (int k = 0; k < 5; k++) st[k][i - 20] = t.stage_ms[k];
+                }
+                if (bad) {
+                    printf("| %s | %d | %s | encode failed |\n", names[f], qs[qi], ss ? "4:4:4" : "4:2:0");
+                    continue;
+                }
+                uint8_t *dec;
+                uint32_t dw, dh;
+                double psnr = -1;
+                if (!rc_decode_jpeg(jpeg, len, &dec, &dw, &dh)) {
+                    psnr = rc_psnr_rgb(dec, (size_t)w * 4, px, (size_t)w * 4, w, h);
+                    free(dec);
+                }
+                double tjms[21];
+                unsigned long tl = 0;
+                unsigned char *tjo = NULL;
+                for (int i = 0; i < 21; i++) {
+                    int64_t t0 = rc_now_us();
+                    tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &tjo, &tl, ss ? TJSAMP_444 : TJSAMP_420,
+                                qs[qi], TJFLAG_FASTDCT);
+                    tjms[i] = (double)(rc_now_us() - t0) / 1000.0;
+                }
+                tjFree(tjo);
+                printf("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.2f | %.2f | %lu |\n",
+                       names[f], qs[qi], ss ? "4:4:4" : "4:2:0", median(st[0], frames), median(st[1], frames),
+                       median(st[2], frames), median(st[3], frames), median(st[4], frames), median(gpu, frames),
+                       median(wall, frames), len, psnr, median(tjms, 21), tl);
+                fflush(stdout);
+            }
+        VkDevice dev = rcanvas_vk_device(vk);
+        vkDeviceWaitIdle(dev);
+        vkDestroyImage(dev, img, NULL);
+        vkFreeMemory(dev, mem, NULL);
+        free(px);
+    }
+    if (d) closedir(d);
+    tjDestroy(tj);
+    rc_gpu_jpeg_free(enc);
+    rcanvas_vk_free(vk);
+    return 0;
+}

@@ -1,0 +1,580 @@
+/*
+ * jpeg_gpu.c — host side of the Vulkan compute JPEG encoder (see jpeg_gpu.h): the tables (Annex K quantization
+ * tables scaled by quality as libjpeg's jpeg_quality_scaling, Annex K Huffman tables, AAN divisors), the JFIF
+ * header, the buffers and the four pipelines, and one command buffer per encode.
+ *
+ * The variable output size: the pack stage writes the finished file into a host-visible buffer, one aligned
+ * word per invocation, dispatched indirectly with the size the scan stage computed — so only the used bytes
+ * cross PCIe, in the same submission, with no second round trip to learn the size first. The size itself comes
+ * back in a 16-byte host-visible control word.
+ */
+#include "encode/gpu/jpeg_gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t k_dct[] =
+#include "jpeg_dct.comp.inc"
+    ;
+static const uint32_t k_huff[] =
+#include "jpeg_huff.comp.inc"
+    ;
+static const uint32_t k_scan[] =
+#include "jpeg_scan.comp.inc"
+    ;
+static const uint32_t k_pack[] =
+#include "jpeg_pack.comp.inc"
+    ;
+
+/* ---- tables (ITU-T T.81 Annex K) ---- */
+
+static const uint8_t k_std_q[2][64] = {
+    {16, 11, 10, 16, 24,  40,  51,  61,  12, 12, 14, 19, 26,  58,  60,  55,  14, 13, 16, 24, 40,  57,  69,  56,
+     14, 17, 22, 29, 51,  87,  80,  62,  18, 22, 37, 56, 68,  109, 103, 77,  24, 35, 55, 64, 81,  104, 113, 92,
+     49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99},
+    {17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99,
+     47, 66, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+     99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99}};
+
+static const uint8_t k_dc_bits[2][16] = {{0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+                                         {0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0}};
+static const uint8_t k_dc_vals[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+static const uint8_t k_ac_bits[2][16] = {{0, 2, 1, 3, 3, 2, 4, 3, 5, 5, 4, 4, 0, 0, 1, 0x7d},
+                                         {0, 2, 1, 2, 4, 4, 3, 4, 7, 5, 4, 4, 0, 1, 2, 0x77}};
+static const uint8_t k_ac_vals[2][162] = {
+    {0x01, 0x02, 0x03, 0x00, 0x04, 0x11, 0x05, 0x12, 0x21, 0x31, 0x41, 0x06, 0x13, 0x51, 0x61, 0x07, 0x22, 0x71,
+     0x14, 0x32, 0x81, 0x91, 0xa1, 0x08, 0x23, 0x42, 0xb1, 0xc1, 0x15, 0x52, 0xd1, 0xf0, 0x24, 0x33, 0x62, 0x72,
+     0x82, 0x09, 0x0a, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x34, 0x35, 0x36, 0x37,
+     0x38, 0x39, 0x3a, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58, 0x59,
+     0x5a, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a, 0x83,
+     0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a, 0xa2, 0xa3,
+     0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xc2, 0xc3,
+     0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9, 0xca, 0xd2, 0xd3, 0xd4, 0xd5, 0xd6, 0xd7, 0xd8, 0xd9, 0xda, 0xe1, 0xe2,
+     0xe3, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa},
+    {0x00, 0x01, 0x02, 0x03, 0x11, 0x04, 0x05, 0x21, 0x31, 0x06, 0x12, 0x41, 0x51, 0x07, 0x61, 0x71, 0x13, 0x22,
+     0x32, 0x81, 0x08, 0x14, 0x42, 0x91, 0xa1, 0xb1, 0xc1, 0x09, 0x23, 0x33, 0x52, 0xf0, 0x15, 0x62, 0x72, 0xd1,
+     0x0a, 0x16, 0x24, 0x34, 0xe1, 0x25, 0xf1, 0x17, 0x18, 0x19, 0x1a, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x35, 0x36,
+     0x37, 0x38, 0x39, 0x3a, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x53, 0x54, 0x55, 0x56, 0x57, 0x58,
+     0x59, 0x5a, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a,
+     0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a,
+     0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7, 0xb8, 0xb9, 0xba,
+     0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9, 0xca, 0xd2, 0xd3, 0xd4, 0xd5, 0xd6, 0xd7, 0xd8, 0xd9, 0xda,
+     0xe2, 0xe3, 0xe4, 0xe5, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa}};
+
+/* Natural index of zigzag position i (T.81 Figure A.6). */
+static const uint8_t k_natural[64] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+                                      12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+                                      35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                                      58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+
+void rc_jpeg_quant_table(int quality, int t, uint16_t out[64]) {
+    if (quality < 1) quality = 1;
+    if (quality > 100) quality = 100;
+    long scale = quality < 50 ? 5000 / quality : 200 - 2 * quality; /* libjpeg jpeg_quality_scaling */
+    for (int k = 0; k < 64; k++) {
+        long v = ((long)k_std_q[t][k] * scale + 50) / 100;
+        out[k] = (uint16_t)(v < 1 ? 1 : v > 255 ? 255 : v); /* force_baseline */
+    }
+}
+
+void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]) {
+    const uint8_t *bits = ac ? k_ac_bits[t] : k_dc_bits[t];
+    const uint8_t *vals = ac ? k_ac_vals[t] : k_dc_vals;
+    memset(length, 0, 256);
+    memset(code, 0, 256 * sizeof(uint16_t));
+    unsigned c = 0, k = 0; /* T.81 Annex C: canonical codes in order of length */
+    for (int l = 1; l <= 16; l++) {
+        for (int i = 0; i < bits[l - 1]; i++, k++) {
+            code[vals[k]] = (uint16_t)c++;
+            length[vals[k]] = (uint8_t)l;
+        }
+        c <<= 1;
+    }
+}
+
+/* ---- Vulkan objects ---- */
+
+enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_STAGE, NBUF };
+
+typedef struct buf {
+    VkBuffer b;
+    VkDeviceMemory m;
+    VkDeviceSize cap;
+    void *map;
+} buf;
+
+struct rc_gpu_jpeg {
+    const rc_logger *log;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    uint32_t family;
+    VkQueue queue;
+    VkDescriptorSetLayout dsl;
+    VkPipelineLayout layout;
+    VkPipeline pipe[4];
+    VkDescriptorPool dpool;
+    VkDescriptorSet set;
+    VkCommandPool cpool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries;
+    double ts_ns;
+    int have_ts;
+    buf bufs[NBUF];
+    int dirty_set;
+    /* the geometry and header of the last encode */
+    uint32_t w, h, mcus_x, mcus_y, bpm, mpi, n_intervals, slot_words, header_bytes;
+    int quality;
+    rcanvas_subsampling ss;
+};
+
+static int vkfail(rc_gpu_jpeg *e, VkResult r, const char *what) {
+    rc_log(e->log, RCANVAS_LOG_ERROR, "gpu jpeg: %s failed (VkResult %d)", what, (int)r);
+    return r == VK_ERROR_DEVICE_LOST ? RCANVAS_EDEVICE_LOST : RCANVAS_EVULKAN;
+}
+
+static int find_mem(rc_gpu_jpeg *e, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(e->phys, &mp);
+    int best = -1;
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & want) != want) continue;
+        if (best < 0 || ((f & prefer) == prefer && (mp.memoryTypes[best].propertyFlags & prefer) != prefer)) best = (int)i;
+    }
+    return best;
+}
+
+static void buf_free(rc_gpu_jpeg *e, buf *b) {
+    if (b->map) vkUnmapMemory(e->dev, b->m);
+    if (b->b) vkDestroyBuffer(e->dev, b->b, NULL);
+    if (b->m) vkFreeMemory(e->dev, b->m, NULL);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Ensures buffer i holds `need` bytes. Host buffers (control, header, tables, divisors, output, staging) are
+ * mapped; the output prefers host-cached memory (the CPU reads it), the rest device-local. */
+static int buf_reserve(rc_gpu_jpeg *e, int i, VkDeviceSize need) {
+    buf *b = &e->bufs[i];
+    if (b->cap >= need) return RCANVAS_OK;
+    vkDeviceWaitIdle(e->dev);
+    buf_free(e, b);
+    int host = i == B_CTL || i == B_HDR || i == B_TAB || i == B_DIV || i == B_OUT || i == B_STAGE;
+    VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (i == B_CTL ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0);
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need, .usage = usage};
+    VkResult r = vkCreateBuffer(e->dev, &bci, NULL, &b->b);
+    if (r != VK_SUCCESS) return vkfail(e, r, "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(e->dev, b->b, &req);
+    int type = host ? find_mem(e, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                               i == B_OUT ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0)
+                    : find_mem(e, req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) {
+        buf_free(e, b);
+        return RCANVAS_EVULKAN;
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = (uint32_t)type};
+    r = vkAllocateMemory(e->dev, &mai, NULL, &b->m);
+    if (r == VK_SUCCESS) r = vkBindBufferMemory(e->dev, b->b, b->m, 0);
+    if (r == VK_SUCCESS && host) r = vkMapMemory(e->dev, b->m, 0, VK_WHOLE_SIZE, 0, &b->map);
+    if (r != VK_SUCCESS) {
+        buf_free(e, b);
+        return vkfail(e, r, "buffer memory");
+    }
+    b->cap = need;
+    e->dirty_set = 1;
+    return RCANVAS_OK;
+}
+
+static VkResult make_pipe(rc_gpu_jpeg *e, const uint32_t *code, size_t size, VkPipeline *out) {
+    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
+    VkShaderModule sm;
+    VkResult r = vkCreateShaderModule(e->dev, &smi, NULL, &sm);
+    if (r != VK_SUCCESS) return r;
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = sm, .pName = "main"},
+        .layout = e->layout};
+    r = vkCreateComputePipelines(e->dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
+    vkDestroyShaderModule(e->dev, sm, NULL);
+    return r;
+}
+
+int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueue queue, const rc_logger *log,
+                    rc_gpu_jpeg **out) {
+    static const rc_logger quiet = {0};
+    if (!phys || !dev || !queue || !out) return RCANVAS_EINVAL;
+    rc_gpu_jpeg *e = calloc(1, sizeof(*e));
+    if (!e) return RCANVAS_ENOMEM;
+    e->log = log ? log : &quiet;
+    e->phys = phys, e->dev = dev, e->family = family, e->queue = queue;
+    VkDescriptorSetLayoutBinding b[10];
+    for (int i = 0; i < 10; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo dli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = 10, .pBindings = b};
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 64};
+    VkResult r = vkCreateDescriptorSetLayout(dev, &dli, NULL, &e->dsl);
+    VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
+                                      .pSetLayouts = &e->dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
+    if (r == VK_SUCCESS) r = vkCreatePipelineLayout(dev, &pli, NULL, &e->layout);
+    if (r == VK_SUCCESS) r = make_pipe(e, k_dct, sizeof k_dct, &e->pipe[0]);
+    if (r == VK_SUCCESS) r = make_pipe(e, k_huff, sizeof k_huff, &e->pipe[1]);
+    if (r == VK_SUCCESS) r = make_pipe(e, k_scan, sizeof k_scan, &e->pipe[2]);
+    if (r == VK_SUCCESS) r = make_pipe(e, k_pack, sizeof k_pack, &e->pipe[3]);
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 10};
+    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
+                                      .poolSizeCount = 1, .pPoolSizes = &ps};
+    if (r == VK_SUCCESS) r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
+    VkDescriptorSetAllocateInfo dai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = e->dpool,
+                                       .descriptorSetCount = 1, .pSetLayouts = &e->dsl};
+    if (r == VK_SUCCESS) r = vkAllocateDescriptorSets(dev, &dai, &e->set);
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = family};
+    if (r == VK_SUCCESS) r = vkCreateCommandPool(dev, &cpi, NULL, &e->cpool);
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(phys, &props);
+    e->ts_ns = props.limits.timestampPeriod;
+    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                 .queryCount = 6};
+    if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
+    /* small fixed buffers */
+    int rr = r == VK_SUCCESS ? RCANVAS_OK : vkfail(e, r, "pipeline setup");
+    if (!rr) rr = buf_reserve(e, B_DIV, 128 * sizeof(float));
+    if (!rr) rr = buf_reserve(e, B_TAB, (2 * 12 + 2 * 256) * sizeof(uint32_t));
+    if (!rr) rr = buf_reserve(e, B_CTL, 16);
+    if (!rr) rr = buf_reserve(e, B_HDR, 1024);
+    if (rr) {
+        rc_gpu_jpeg_free(e);
+        return rr;
+    }
+    uint32_t *tab = e->bufs[B_TAB].map; /* code | length << 24 */
+    for (int t = 0; t < 2; t++)
+        for (int ac = 0; ac < 2; ac++) {
+            uint16_t code[256];
+            uint8_t len[256];
+            rc_jpeg_huff_codes(t, ac, code, len);
+            for (int s = 0; s < (ac ? 256 : 12); s++)
+                tab[(ac ? 24 + t * 256 : t * 12) + s] = code[s] | ((uint32_t)len[s] << 24);
+        }
+    *out = e;
+    return RCANVAS_OK;
+}
+
+void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
+    if (!e) return;
+    vkDeviceWaitIdle(e->dev);
+    for (int i = 0; i < NBUF; i++) buf_free(e, &e->bufs[i]);
+    if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
+    if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
+    if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
+    if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
+    for (int i = 0; i < 4; i++)
+        if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
+    if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
+    if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
+    free(e);
+}
+
+/* ---- header (JFIF, T.81 Annex B) ---- */
+
+static size_t put16(uint8_t *p, size_t o, unsigned v) {
+    p[o] = (uint8_t)(v >> 8);
+    p[o + 1] = (uint8_t)v;
+    return o + 2;
+}
+
+static size_t make_header(const rc_gpu_jpeg *e, uint8_t *p) {
+    size_t o = 0;
+    p[o++] = 0xFF, p[o++] = 0xD8;                                                     /* SOI */
+    static const uint8_t app0[] = {0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0};
+    memcpy(p + o, app0, sizeof app0), o += sizeof app0;
+    for (int t = 0; t < 2; t++) {                                                     /* DQT */
+        uint16_t q[64];
+        rc_jpeg_quant_table(e->quality, t, q);
+        p[o++] = 0xFF, p[o++] = 0xDB;
+        o = put16(p, o, 67);
+        p[o++] = (uint8_t)t;
+        for (int i = 0; i < 64; i++) p[o++] = (uint8_t)q[k_natural[i]];
+    }
+    p[o++] = 0xFF, p[o++] = 0xC0;                                                     /* SOF0 */
+    o = put16(p, o, 17);
+    p[o++] = 8;
+    o = put16(p, o, e->h);
+    o = put16(p, o, e->w);
+    p[o++] = 3;
+    p[o++] = 1, p[o++] = e->ss == RCANVAS_SUBSAMP_420 ? 0x22 : 0x11, p[o++] = 0;
+    p[o++] = 2, p[o++] = 0x11, p[o++] = 1;
+    p[o++] = 3, p[o++] = 0x11, p[o++] = 1;
+    for (int t = 0; t < 2; t++)                                                       /* DHT */
+        for (int ac = 0; ac < 2; ac++) {
+            const uint8_t *bits = ac ? k_ac_bits[t] : k_dc_bits[t];
+            const uint8_t *vals = ac ? k_ac_vals[t] : k_dc_vals;
+            int n = 0;
+            for (int i = 0; i < 16; i++) n += bits[i];
+            p[o++] = 0xFF, p[o++] = 0xC4;
+            o = put16(p, o, (unsigned)(3 + 16 + n));
+            p[o++] = (uint8_t)((ac << 4) | t);
+            memcpy(p + o, bits, 16), o += 16;
+            memcpy(p + o, vals, (size_t)n), o += (size_t)n;
+        }
+    p[o++] = 0xFF, p[o++] = 0xDD;                                                     /* DRI */
+    o = put16(p, o, 4);
+    o = put16(p, o, e->mpi);
+    static const uint8_t sos[] = {0xFF, 0xDA, 0, 12, 3, 1, 0x00, 2, 0x11, 3, 0x11, 0, 63, 0}; /* SOS */
+    memcpy(p + o, sos, sizeof sos), o += sizeof sos;
+    return o;
+}
+
+/* ---- encode ---- */
+
+#define RC_GPU_JPEG_MAX_MPI 32
+
+static const float k_aan[8] = {1.0f, 1.387039845f, 1.306562965f, 1.175875602f,
+                               1.0f, 0.785694958f, 0.541196100f, 0.275899379f};
+
+/* Sizes buffers and tables for w×h at quality/ss; rewrites the header when they change. */
+static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss) {
+    if (w == 0 || h == 0 || w > 65535 || h > 65535 || quality < 1 || quality > 100) return RCANVAS_EINVAL;
+    int changed = w != e->w || h != e->h || quality != e->quality || ss != e->ss;
+    e->w = w, e->h = h, e->quality = quality, e->ss = ss;
+    uint32_t mcu = ss == RCANVAS_SUBSAMP_420 ? 16 : 8;
+    e->mcus_x = (w + mcu - 1) / mcu;
+    e->mcus_y = (h + mcu - 1) / mcu;
+    e->bpm = ss == RCANVAS_SUBSAMP_420 ? 6 : 3;
+    uint32_t total = e->mcus_x * e->mcus_y;
+    /* Restart interval: about 2048 intervals (Huffman threads) per frame and at least 4 MCUs each. Each interval
+     * costs its RSTn marker, its padding bits and a fresh DC prediction (≈ 3.5 bytes): 2048 of them are ≈ 7 kB,
+     * under 10 % even of a smooth 1080p frame (measured: 4096 intervals of 2 MCUs made surface-1080p q75 19 %
+     * larger than libjpeg-turbo's file). At most RC_GPU_JPEG_MAX_MPI MCUs, so one invocation stays short: big
+     * frames get more intervals instead (measured: llvmpipe, Mesa's CPU driver, cut off the Huffman invocations
+     * of 64-MCU 4:4:4 intervals before the end — a loop-iteration guard — while 32 MCUs passed bit-exact). */
+    uint32_t mpi = (total + 2047) / 2048;
+    e->mpi = mpi < 4 ? 4 : mpi > RC_GPU_JPEG_MAX_MPI ? RC_GPU_JPEG_MAX_MPI : mpi;
+    e->n_intervals = (total + e->mpi - 1) / e->mpi;
+    /* Slot of an interval: 256 bytes a block. A block's code is at most ≈ 208 bytes before 0xFF stuffing (DC 22
+     * bits, 63 AC of ≤ 26 bits); real content stays far below (≈ 10–40 bytes at q90). An interval that would
+     * outgrow its slot is detected on the GPU and the encode returns RCANVAS_ECODEC (callers fall back to the
+     * CPU encoder). */
+    e->slot_words = e->mpi * e->bpm * 256 / 4 + 4;
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(e->phys, &props);
+    VkDeviceSize biggest = (VkDeviceSize)e->n_intervals * e->slot_words * 4 + 1024 + (VkDeviceSize)e->n_intervals * 2;
+    if (biggest > props.limits.maxStorageBufferRange || (VkDeviceSize)total * e->bpm * 256 > props.limits.maxStorageBufferRange)
+        return RCANVAS_EFRAME_SIZE; /* too big for this device's storage buffers: use the CPU encoder */
+    int r = buf_reserve(e, B_PX, (VkDeviceSize)w * h * 4);
+    if (!r) r = buf_reserve(e, B_COEF, (VkDeviceSize)total * e->bpm * 64 * 4);
+    if (!r) r = buf_reserve(e, B_SCRATCH, (VkDeviceSize)e->n_intervals * e->slot_words * 4);
+    if (!r) r = buf_reserve(e, B_LEN, (VkDeviceSize)e->n_intervals * 4);
+    if (!r) r = buf_reserve(e, B_OFF, (VkDeviceSize)e->n_intervals * 4);
+    if (!r) r = buf_reserve(e, B_OUT, 1024 + (VkDeviceSize)e->n_intervals * (e->slot_words * 4 + 2) + 4);
+    if (r) return r;
+    if (changed || e->dirty_set) {
+        float *div = e->bufs[B_DIV].map;
+        for (int t = 0; t < 2; t++) {
+            uint16_t q[64];
+            rc_jpeg_quant_table(quality, t, q);
+            for (int k = 0; k < 64; k++) div[t * 64 + k] = 1.0f / ((float)q[k] * k_aan[k / 8] * k_aan[k % 8] * 8.0f);
+        }
+        uint8_t hdr[1024];
+        e->header_bytes = (uint32_t)make_header(e, hdr);
+        memcpy(e->bufs[B_HDR].map, hdr, e->header_bytes);
+    }
+    if (e->dirty_set) {
+        static const int bind_of[10] = {B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT};
+        VkDescriptorBufferInfo bi[10];
+        VkWriteDescriptorSet wr[10];
+        for (int i = 0; i < 10; i++) {
+            bi[i] = (VkDescriptorBufferInfo){.buffer = e->bufs[bind_of[i]].b, .offset = 0, .range = VK_WHOLE_SIZE};
+            wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = e->set,
+                                           .dstBinding = (uint32_t)i, .descriptorCount = 1,
+                                           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &bi[i]};
+        }
+        vkUpdateDescriptorSets(e->dev, 10, wr, 0, NULL);
+        e->dirty_set = 0;
+    }
+    return RCANVAS_OK;
+}
+
+static void compute_barrier(VkCommandBuffer cb, VkAccessFlags dst) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT |
+                             VK_PIPELINE_STAGE_HOST_BIT,
+                         0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Records the four stages after the pixels are in B_PX, submits, waits, returns the file. */
+static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times, int64_t t0,
+               void (*record_input)(rc_gpu_jpeg *, VkCommandBuffer, void *), void *arg) {
+    VkCommandBuffer cb = e->cmd;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult vr = vkResetCommandBuffer(cb, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
+    if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
+    if (e->have_ts) {
+        vkCmdResetQueryPool(cb, e->queries, 0, 6);
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, e->queries, 0);
+    }
+    record_input(e, cb, arg);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
+
+    uint32_t total = e->mcus_x * e->mcus_y, blocks = total * e->bpm;
+    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420, (uint32_t)bgra, blocks};
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[0]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
+    vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
+
+    uint32_t pc_huff[5] = {total, e->mpi, e->bpm, e->slot_words, e->n_intervals};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[1]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_huff, pc_huff);
+    vkCmdDispatch(cb, (e->n_intervals + 63) / 64, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
+
+    uint32_t pc_scan[2] = {e->n_intervals, e->header_bytes};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[2]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_scan, pc_scan);
+    vkCmdDispatch(cb, 1, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
+
+    uint32_t pc_pack[3] = {e->n_intervals, e->header_bytes, e->slot_words};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[3]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_pack, pc_pack);
+    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
+    compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 5);
+    vr = vkEndCommandBuffer(cb);
+    if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
+    if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+    if (vr != VK_SUCCESS) return vkfail(e, vr == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : vr, "encode submit/wait");
+    uint32_t size = *(volatile uint32_t *)e->bufs[B_CTL].map;
+    if (size == 0) {
+        rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: an interval outgrew its slot; use the CPU encoder for this frame");
+        return RCANVAS_ECODEC;
+    }
+    if (size < e->header_bytes + 2 || size > e->bufs[B_OUT].cap) return RCANVAS_ECODEC;
+    *jpeg = e->bufs[B_OUT].map;
+    *len = size;
+    if (times) {
+        memset(times, 0, sizeof(*times));
+        uint64_t ts[6];
+        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, 6, sizeof ts, ts, sizeof ts[0],
+                                                VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
+            for (int i = 0; i < 5; i++) times->stage_ms[i] = (double)(ts[i + 1] - ts[i]) * e->ts_ns / 1e6;
+            times->gpu_ms = (double)(ts[5] - ts[0]) * e->ts_ns / 1e6;
+        }
+        times->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
+    }
+    return RCANVAS_OK;
+}
+
+typedef struct image_in {
+    VkImage image;
+    VkImageLayout layout;
+} image_in;
+
+static void record_image(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
+    image_in *in = arg;
+    VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT, .oldLayout = in->layout,
+                              .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .image = in->image, .subresourceRange = range};
+    if (in->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL,
+                             1, &b);
+    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {e->w, e->h, 1}};
+    vkCmdCopyImageToBuffer(cb, in->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, e->bufs[B_PX].b, 1, &region);
+    if (in->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
+        b.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+        b.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+        b.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+        b.newLayout = in->layout;
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL,
+                             1, &b);
+    }
+}
+
+int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
+                             uint32_t h, int quality, rcanvas_subsampling ss, const uint8_t **jpeg, size_t *len,
+                             rc_gpu_jpeg_times *times) {
+    if (!e || !image || !jpeg || !len) return RCANVAS_EINVAL;
+    int bgra;
+    if (format == VK_FORMAT_R8G8B8A8_UNORM || format == VK_FORMAT_R8G8B8A8_SRGB) bgra = 0;
+    else if (format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB) bgra = 1;
+    else return RCANVAS_EINVAL;
+    int64_t t0 = rc_now_us();
+    int r = prepare(e, w, h, quality, ss);
+    if (r) return r;
+    image_in in = {image, layout};
+    return run(e, bgra, jpeg, len, times, t0, record_image, &in);
+}
+
+static void record_upload(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
+    (void)arg;
+    VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
+    vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_PX].b, 1, &c);
+}
+
+int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rcanvas_subsampling ss,
+                           const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times) {
+    if (!e || !img || !img->pixels || !jpeg || !len || !rc_format_bpp(img->format) || img->pitch < (size_t)img->width * 4)
+        return RCANVAS_EINVAL;
+    int64_t t0 = rc_now_us();
+    int r = prepare(e, img->width, img->height, quality, ss);
+    if (!r) r = buf_reserve(e, B_STAGE, (VkDeviceSize)img->width * img->height * 4);
+    if (!r && e->dirty_set) r = prepare(e, img->width, img->height, quality, ss); /* rebind after a new buffer */
+    if (r) return r;
+    uint8_t *dst = e->bufs[B_STAGE].map;
+    for (uint32_t y = 0; y < img->height; y++)
+        memcpy(dst + (size_t)y * img->width * 4, img->pixels + y * img->pitch, (size_t)img->width * 4);
+    return run(e, img->format == RCANVAS_FORMAT_BGRA8, jpeg, len, times, t0, record_upload, NULL);
+}
+
+int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, uint32_t *mcus_per_interval) {
+    uint32_t n = e->mcus_x * e->mcus_y * e->bpm;
+    VkDeviceSize bytes = (VkDeviceSize)n * 64 * 4;
+    int r = buf_reserve(e, B_STAGE, bytes);
+    if (r) return r;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkResetCommandBuffer(e->cmd, 0);
+    vkBeginCommandBuffer(e->cmd, &bi);
+    VkBufferCopy c = {.size = bytes};
+    vkCmdCopyBuffer(e->cmd, e->bufs[B_COEF].b, e->bufs[B_STAGE].b, 1, &c);
+    compute_barrier(e->cmd, VK_ACCESS_HOST_READ_BIT);
+    vkEndCommandBuffer(e->cmd);
+    vkResetFences(e->dev, 1, &e->fence);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
+    if (vkQueueSubmit(e->queue, 1, &si, e->fence) != VK_SUCCESS ||
+        vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX) != VK_SUCCESS)
+        return RCANVAS_EVULKAN;
+    *coefs = malloc(bytes);
+    if (!*coefs) return RCANVAS_ENOMEM;
+    memcpy(*coefs, e->bufs[B_STAGE].map, bytes);
+    *blocks = n;
+    *mcus_per_interval = e->mpi;
+    return RCANVAS_OK;
+}

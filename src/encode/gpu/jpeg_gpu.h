@@ -1,0 +1,49 @@
+/*
+ * jpeg_gpu.h — a baseline JPEG encoder (ITU-T T.81, JFIF) in Vulkan compute shaders. In: a VkImage on the GPU (or
+ * a CPU bitmap, uploaded, for tests and tools). Out: the complete JPEG file in host memory. Stages: colour
+ * conversion + AAN DCT + quantization (jpeg_dct.comp) → Huffman coding per restart interval (jpeg_huff.comp) →
+ * prefix sum of interval sizes (jpeg_scan.comp) → packing header, intervals, RSTn markers and EOI straight into
+ * host-visible memory (jpeg_pack.comp). Headers are made on the CPU once per quality/size. Buffers, pipelines
+ * and descriptor sets live across frames and grow only when the frame does.
+ */
+#ifndef RC_JPEG_GPU_H
+#define RC_JPEG_GPU_H
+
+#include <vulkan/vulkan.h>
+
+#include "core/util.h"
+#include "encode/encoder.h"
+
+typedef struct rc_gpu_jpeg rc_gpu_jpeg;
+
+/* Creates the encoder on the app's (or rcanvas's) device. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
+int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, VkQueue queue, const rc_logger *log,
+                    rc_gpu_jpeg **out);
+void rc_gpu_jpeg_free(rc_gpu_jpeg *e);
+
+typedef struct rc_gpu_jpeg_times {
+    double stage_ms[5];  /* GPU time (timestamp queries): input copy, DCT+quant, Huffman, scan, pack */
+    double gpu_ms;       /* first to last timestamp */
+    double wall_ms;      /* call to return, CPU clock */
+} rc_gpu_jpeg_times;
+
+/* Encodes a w×h region of `image` (RGBA8/BGRA8, in `layout`, left in `layout`), quality 1–100 with the Annex K
+ * tables scaled as libjpeg does. Waits for the GPU (fence) and returns the file in *jpeg (*len bytes), valid
+ * until the next call. times may be NULL. One thread at a time; the queue rule of rcanvas_present_vk applies. */
+int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
+                             uint32_t h, int quality, rcanvas_subsampling ss, const uint8_t **jpeg, size_t *len,
+                             rc_gpu_jpeg_times *times);
+
+/* Same for a CPU bitmap (uploaded first). */
+int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rcanvas_subsampling ss,
+                           const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times);
+
+/* Test hooks, valid after an encode: the quantized coefficients ([block][64], zigzag, blocks in MCU order:
+ * Y0..Y3 Cb Cr for 4:2:0, Y Cb Cr for 4:4:4), and the geometry. Copies into malloc'd memory. */
+int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, uint32_t *mcus_per_interval);
+/* The quantization table (natural order) used for component class t (0 luma, 1 chroma) at a quality. */
+void rc_jpeg_quant_table(int quality, int t, uint16_t out[64]);
+/* Standard Annex K Huffman tables as (code, length) per symbol; t 0 luma, 1 chroma. */
+void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]);
+
+#endif
