@@ -354,14 +354,19 @@ static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_
     e->mcus_y = (h + mcu - 1) / mcu;
     e->bpm = ss == RCANVAS_SUBSAMP_420 ? 6 : 3;
     uint32_t total = e->mcus_x * e->mcus_y;
-    /* Restart interval: about 2048 intervals (Huffman threads) per frame and at least 4 MCUs each. Each interval
-     * costs its RSTn marker, its padding bits and a fresh DC prediction (≈ 3.5 bytes): 2048 of them are ≈ 7 kB,
-     * under 10 % even of a smooth 1080p frame (measured: 4096 intervals of 2 MCUs made surface-1080p q75 19 %
-     * larger than libjpeg-turbo's file). At most RC_GPU_JPEG_MAX_MPI MCUs, so one invocation stays short: big
-     * frames get more intervals instead (measured: llvmpipe, Mesa's CPU driver, cut off the Huffman invocations
-     * of 64-MCU 4:4:4 intervals before the end — a loop-iteration guard — while 32 MCUs passed bit-exact). */
-    uint32_t mpi = (total + 2047) / 2048;
-    e->mpi = mpi < 4 ? 4 : mpi > RC_GPU_JPEG_MAX_MPI ? RC_GPU_JPEG_MAX_MPI : mpi;
+    /* Restart interval: the Huffman stage codes one interval per invocation, so its time grows with the MCUs of
+     * an interval (H200, 4K lines q75 4:2:0: 0.14 / 0.25 / 0.49 / 0.96 ms at 1 / 2 / 4 / 8 MCUs) while every
+     * interval costs ≈ 3.5 bytes (RSTn marker, padding bits, fresh DC prediction). Aim at ≈ 16384 intervals,
+     * with at least 24 blocks each (4 MCUs of 4:2:0, 8 of 4:4:4: 1080p 4:2:0 then has 2040 intervals, ≈ 7 kB,
+     * and surface-1080p q75 stays 1.09× the size of libjpeg-turbo's file; 12 blocks made it 1.19×) and at most
+     * RC_GPU_JPEG_MAX_MPI MCUs, so one invocation
+     * stays short (llvmpipe, Mesa's CPU driver, cut off 64-MCU 4:4:4 intervals before their end — a
+     * loop-iteration guard — while 32 passed bit-exact). */
+    uint32_t mpi = (total + 16383) / 16384, min_mpi = 24 / e->bpm;
+    mpi = mpi < min_mpi ? min_mpi : mpi > RC_GPU_JPEG_MAX_MPI ? RC_GPU_JPEG_MAX_MPI : mpi;
+    const char *force = getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL"); /* benchmarks: try other interval sizes */
+    if (force && atoi(force) >= 1 && atoi(force) <= RC_GPU_JPEG_MAX_MPI) mpi = (uint32_t)atoi(force);
+    e->mpi = mpi;
     e->n_intervals = (total + e->mpi - 1) / e->mpi;
     /* Slot of an interval: 256 bytes a block. A block's code is at most ≈ 208 bytes before 0xFF stuffing (DC 22
      * bits, 63 AC of ≤ 26 bits); real content stays far below (≈ 10–40 bytes at q90). An interval that would
