@@ -313,6 +313,10 @@ typedef struct rcanvas_vk_config {
      * optimalBufferCopyRowPitchAlignment. */
     uint32_t row_pitch_alignment;
     int validation; /* own device only: enable VK_LAYER_KHRONOS_validation if installed and count its errors */
+    int gpu_jpeg;   /* 1 (default): while the canvas's codec is JPEG, encode on the GPU (Vulkan compute, codec
+                       "jpeg-gpu": plain baseline JPEG for the browser), one frame at a time; a frame that comes
+                       while it is busy, or one it cannot take, is encoded on the CPU. The staged pixels still
+                       serve the lossless refinement. 0 = CPU encoders only. */
 } rcanvas_vk_config;
 
 void rcanvas_vk_config_init(rcanvas_vk_config *cfg);

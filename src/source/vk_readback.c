@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode/gpu/jpeg_gpu.h"
 #include "stream/canvas.h"
 #include "transport/server_internal.h"
 
@@ -35,6 +36,7 @@ typedef struct slot {
     size_t pitch;
     rcanvas_pixel_format format;
     int64_t submit_us;
+    int gpu_encoded;          /* this copy also ran the GPU JPEG encoder */
 } slot;
 
 struct rcanvas_vk {
@@ -70,12 +72,15 @@ struct rcanvas_vk {
     int thread_started;
     rc_vk_stats stats;
     rc_vk_sink sink;          /* optional override of the canvas (benchmarks) */
+    rc_gpu_jpeg *gj;          /* the GPU JPEG encoder (NULL: CPU encoding only) */
+    int gj_busy;              /* one GPU encode in flight at a time (mu) */
 };
 
 void rcanvas_vk_config_init(rcanvas_vk_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->ring_depth = 4;
+    cfg->gpu_jpeg = 1;
 }
 
 static int vkerr(rcanvas_vk *vk, VkResult r, const char *what) {
@@ -302,6 +307,11 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
         if (vr == VK_SUCCESS) vr = vkCreateFence(vk->device, &fci, NULL, &s->fence);
         if (vr != VK_SUCCESS) r = vkerr(vk, vr, "slot creation");
     }
+    if (!r && canvas && cfg->gpu_jpeg) {
+        int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj);
+        if (g) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no GPU JPEG encoder (%s); JPEG on the CPU", rcanvas_strerror(g));
+        else rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: GPU JPEG encoder ready (codec jpeg-gpu for JPEG canvases)");
+    }
     if (!r) {
         if (pthread_create(&vk->thread, NULL, readback_main, vk)) r = RCANVAS_ETHREAD;
         else vk->thread_started = 1;
@@ -339,6 +349,7 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
         pthread_cond_wait(&vk->freed, &vk->mu);
     }
     pthread_mutex_unlock(&vk->mu);
+    rc_gpu_jpeg_free(vk->gj);
     if (vk->device) {
         vkDeviceWaitIdle(vk->device);
         for (int i = 0; i < vk->depth; i++) {
@@ -400,6 +411,14 @@ void rc_vk_release_slot(void *arg) {
     pthread_mutex_lock(&vk->mu);
     s->state = SLOT_FREE;
     pthread_cond_broadcast(&vk->freed);
+    pthread_mutex_unlock(&vk->mu);
+}
+
+static void release_gpu_encoder(rcanvas_vk *vk, slot *s) {
+    if (!s->gpu_encoded) return;
+    s->gpu_encoded = 0;
+    pthread_mutex_lock(&vk->mu);
+    vk->gj_busy = 0;
     pthread_mutex_unlock(&vk->mu);
 }
 
@@ -466,6 +485,26 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
                                 .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                 .imageExtent = {f->width, f->height, 1}};
     vkCmdCopyImageToBuffer(s->cmd, f->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s->buf, 1, &region);
+    /* JPEG on the GPU too, when the canvas streams JPEG and the encoder is free: only the compressed bytes are
+     * then encoded-and-sent; the staged pixels serve the lossless refinement (and the CPU fallback). */
+    s->gpu_encoded = 0;
+    if (vk->gj && vk->canvas) {
+        pthread_mutex_lock(&vk->canvas->mu);
+        rc_encode_params ep = vk->canvas->params;
+        pthread_mutex_unlock(&vk->canvas->mu);
+        pthread_mutex_lock(&vk->mu);
+        int take = !vk->gj_busy && ep.codec == RCANVAS_CODEC_JPEG;
+        if (take) vk->gj_busy = 1;
+        pthread_mutex_unlock(&vk->mu);
+        if (take && rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->width, f->height, ep.quality,
+                                       ep.subsampling) == RCANVAS_OK) {
+            s->gpu_encoded = 1;
+        } else if (take) {
+            pthread_mutex_lock(&vk->mu);
+            vk->gj_busy = 0;
+            pthread_mutex_unlock(&vk->mu);
+        }
+    }
     if (final != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
         VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
                                   .srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
@@ -484,9 +523,11 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     if (vk->have_timestamps)
         vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk->queries, 2 * (uint32_t)idx + 1);
     vr = vkEndCommandBuffer(s->cmd);
-    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkEndCommandBuffer");
-    vr = vkResetFences(vk->device, 1, &s->fence);
-    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkResetFences");
+    if (vr == VK_SUCCESS) vr = vkResetFences(vk->device, 1, &s->fence);
+    if (vr != VK_SUCCESS) {
+        release_gpu_encoder(vk, s);
+        return vkerr(vk, vr, "recording the copy");
+    }
     VkPipelineStageFlags stage = f->wait_stage ? f->wait_stage : VK_PIPELINE_STAGE_TRANSFER_BIT;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                        .waitSemaphoreCount = f->wait_semaphore ? 1u : 0u, .pWaitSemaphores = &f->wait_semaphore,
@@ -494,7 +535,10 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
                        .signalSemaphoreCount = f->signal_semaphore ? 1u : 0u, .pSignalSemaphores = &f->signal_semaphore};
     s->submit_us = rc_now_us();
     vr = vkQueueSubmit(vk->queue, 1, &si, s->fence);
-    if (vr != VK_SUCCESS) return vkerr(vk, vr, "vkQueueSubmit");
+    if (vr != VK_SUCCESS) {
+        release_gpu_encoder(vk, s);
+        return vkerr(vk, vr, "vkQueueSubmit");
+    }
     pthread_mutex_lock(&vk->mu);
     s->state = SLOT_SUBMITTED;
     vk->fifo[(vk->fifo_head + vk->fifo_len) % MAX_RING] = idx;
@@ -541,6 +585,7 @@ static void *readback_main(void *arg) {
         vk->fifo_len--;
         if (vr != VK_SUCCESS) {
             if (vr == VK_ERROR_DEVICE_LOST) vk->lost = 1;
+            if (s->gpu_encoded) vk->gj_busy = 0, s->gpu_encoded = 0;
             s->state = SLOT_FREE;
             pthread_cond_broadcast(&vk->freed);
             vk->stats.failed++;
@@ -559,8 +604,21 @@ static void *readback_main(void *arg) {
         rc_image img = {.pixels = s->mapped, .width = s->width, .height = s->height, .pitch = s->pitch,
                         .format = s->format};
         int64_t t2 = rc_now_us();
+        const uint8_t *jpeg = NULL;
+        size_t jlen = 0;
         if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, rc_vk_release_slot, s);
-        else rc_canvas_present_external(vk->canvas, &img, rc_vk_release_slot, s);
+        else if (s->gpu_encoded && rc_gpu_jpeg_result(vk->gj, &jpeg, &jlen) == RCANVAS_OK)
+            rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, jpeg, jlen);
+        else
+            rc_canvas_present_external(vk->canvas, &img, rc_vk_release_slot, s); /* CPU JPEG (or PNG) */
+        if (s->gpu_encoded) { /* the canvas has copied the bytes: the encoder may take the next frame */
+            pthread_mutex_lock(&vk->mu);
+            vk->gj_busy = 0;
+            vk->stats.gpu_encoded += jpeg != NULL;
+            uint64_t n = vk->stats.gpu_encoded;
+            pthread_mutex_unlock(&vk->mu);
+            if (n == 1) rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: first frame encoded on the GPU (jpeg-gpu)");
+        }
         int64_t t3 = rc_now_us();
         pthread_mutex_lock(&vk->mu);
         vk->stats.handoff_ms = (double)(t3 - t2) / 1000.0;

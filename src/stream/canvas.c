@@ -407,6 +407,66 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
     pthread_mutex_unlock(&c->mu);
 }
 
+int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                       const uint8_t *jpeg, size_t len) {
+    /* the packet is filled outside the lock: one tile, the whole frame */
+    rc_packet *pk = len <= UINT32_MAX ? rc_packet_get(c->packets) : NULL;
+    if (!pk || rc_buf_reserve(&pk->tiles[0], len)) {
+        rc_packet_unref(pk);
+        release(arg);
+        return RCANVAS_ENOMEM;
+    }
+    memcpy(rc_buf_data(&pk->tiles[0]), jpeg, len);
+    pk->tiles[0].len = len;
+    pk->ntiles = 1;
+    pk->total_bytes = len;
+    pk->codec = RCANVAS_CODEC_JPEG;
+    pk->width = img->width;
+    pk->height = img->height;
+    rc_packet *old_latest = NULL, *old_refined = NULL;
+    pthread_mutex_lock(&c->mu);
+    rc_frame_buf *fb = NULL;
+    for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
+        if (c->frames[i].refs == 0) fb = &c->frames[i];
+    if (c->closing || !fb) {
+        pthread_mutex_unlock(&c->mu);
+        rc_packet_unref(pk);
+        release(arg);
+        return c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+    }
+    fb->refs = 1;
+    fb->img = *img;
+    fb->ext_release = release;
+    fb->ext_arg = arg;
+    int64_t now = rc_now_us();
+    fb->seq = ++c->presented_seq;
+    fb->present_us = now;
+    c->last_present_us = now;
+    pk->seq = fb->seq;
+    pk->present_us = now;
+    rc_frame_header h = {.version = RCANVAS_PROTOCOL_VERSION, .codec = RCANVAS_CODEC_JPEG, .flags = RC_FLAG_LAST_TILE,
+                         .seq = fb->seq, .tile_index = 0, .tile_count = 1, .timestamp_us = now,
+                         .frame_width = img->width, .frame_height = img->height, .w = img->width, .h = img->height,
+                         .payload_bytes = (uint32_t)len};
+    rc_frame_header_write(rc_packet_tile_msg(pk, 0), &h);
+    if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
+        frame_release_locked(c->pending);
+        c->pending = NULL;
+    }
+    old_latest = c->latest;
+    old_refined = c->refined;
+    c->latest = pk;
+    c->refined = NULL;
+    frame_release_locked(c->last);
+    c->last = fb; /* source of the lossless refinement */
+    rc_packet_unref(old_latest);
+    rc_packet_unref(old_refined);
+    rc_server_wake(c->server);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
 /* ---- scheduling ---- */
 
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {

@@ -92,6 +92,12 @@ struct rcanvas_canvas {
  * with the frame. release runs with the canvas lock held and must not call back into the canvas. */
 int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg);
 
+/* Like rc_canvas_present_external, with the frame already encoded (a complete JPEG file, jpeg/len bytes, copied
+ * before it returns): it becomes the newest packet at once, no CPU encode; the pixels stay as the source of the
+ * lossless refinement. */
+int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                       const uint8_t *jpeg, size_t len);
+
 /* Lets go of every external frame (a frame source is going away): drops a pending one, waits for running
  * encodes, and releases `last` if it is external (refinement of it is then no longer possible). */
 void rc_canvas_release_external(rcanvas_canvas *c);

@@ -73,6 +73,7 @@ async function dragChangesFractal(args) {
     await until(async () => (await shot()) !== before, 10000, 'the dragged scene');
     assert.deepEqual(v.errors, []);
   } finally { await v.page.close(); await mandel.stop(); }
+  return mandel.stderr();
 }
 
 test('page and WebSocket refuse requests without the right token or from another origin', async () => {
@@ -175,7 +176,8 @@ test('a drag moves the test pattern by the dragged distance, and changes the Man
 });
 
 test('rcanvas-demo --gpu (Vulkan compute + readback ring) streams, and a drag changes the scene', async () => {
-  await dragChangesFractal(['--gpu']);
+  const stderr = await dragChangesFractal(['--gpu', '--verbose']);
+  assert.match(stderr, /first frame encoded on the GPU \(jpeg-gpu\)/, 'frames went through the GPU JPEG encoder');
 });
 
 test('a resize reaches the app and the frames follow the new size; keys and wheel arrive with their fields', async () => {

@@ -7,7 +7,9 @@
  *    is held back by a host event and rewrites the image: the readback must show the rewrite);
  *  - resize mid-stream; the image ends in the final layout the app asked for;
  *  - a full ring refuses with RCANVAS_EBUSY and changes nothing; bad descriptors are refused;
- *  - teardown with frames in flight frees everything; zero validation errors.
+ *  - teardown with frames in flight frees everything; zero validation errors;
+ *  - on a JPEG canvas the frame is encoded on the GPU (codec jpeg-gpu): the packet is one plain JPEG that
+ *    libjpeg-turbo decodes strictly, close to the source, and the still frame is then refined to exact PNG.
  */
 #include <vulkan/vulkan.h>
 
@@ -196,6 +198,33 @@ static void expect_layout(gpu_image *g, VkImageLayout layout) {
     vkDestroySemaphore(g_dev, sem, NULL);
 }
 
+/* The refined (PNG) packet of the latest frame equals the BGRA8 source exactly. */
+static void check_frame_refined(rcanvas_canvas *c, const uint8_t *bgra, uint32_t w, uint32_t h) {
+    pthread_mutex_lock(&c->mu);
+    rc_packet *pk = c->refined ? rc_packet_ref(c->refined) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!pk) return;
+    long bad = 0;
+    for (int t = 0; t < pk->ntiles; t++) {
+        rc_frame_header hd;
+        rc_frame_header_read(rc_packet_tile_msg(pk, t), rc_packet_tile_msg_len(pk, t), &hd);
+        uint8_t *px;
+        uint32_t tw, th;
+        if (rc_decode_png(rc_buf_data(&pk->tiles[t]), pk->tiles[t].len, &px, &tw, &th)) {
+            bad++;
+            continue;
+        }
+        for (uint32_t y = 0; y < th; y++)
+            for (uint32_t x = 0; x < tw; x++) {
+                const uint8_t *e = bgra + ((size_t)(hd.y + y) * w + x) * 4, *d = px + ((size_t)y * tw + x) * 4;
+                bad += d[0] != e[2] || d[1] != e[1] || d[2] != e[0];
+            }
+        free(px);
+    }
+    CHECK_MSG(bad == 0 && (pk->flags & RC_FLAG_LOSSLESS), "refinement of the GPU-encoded frame: %ld pixels differ", bad);
+    rc_packet_unref(pk);
+}
+
 static void test_exact(rcanvas_canvas *c) {
     const uint32_t sizes[][2] = {{1, 1}, {7, 5}, {64, 48}, {1001, 777}, {64, 48}}; /* the last: resize back */
     const VkFormat formats[] = {VK_FORMAT_R8G8B8A8_UNORM, VK_FORMAT_B8G8R8A8_SRGB};
@@ -334,6 +363,81 @@ static void test_busy(rcanvas_server *srv) {
     rcanvas_canvas_free(c);
 }
 
+static void test_gpu_jpeg(rcanvas_server *srv) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "gpujpeg";
+    cc.codec = RCANVAS_CODEC_JPEG;
+    cc.quality = 90;
+    cc.subsampling = RCANVAS_SUBSAMP_444;
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    cc.refine_ms = 50;
+    rcanvas_canvas *c;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
+    rc_canvas_viewer_join(c, 1); /* refinement happens only while someone watches */
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.instance = rcanvas_vk_instance(g_vk);
+    vc.physical_device = rcanvas_vk_physical_device(g_vk);
+    vc.device = g_dev;
+    vc.queue_family = rcanvas_vk_queue_family(g_vk);
+    vc.queue = g_q;
+    rcanvas_vk *vk2 = NULL;
+    CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk2), RCANVAS_OK);
+    gpu_image g;
+    uint32_t w = 200, h = 120;
+    CHECK(image_new(&g, w, h, VK_FORMAT_B8G8R8A8_UNORM) == 0);
+    fill(g.up_ptr, w, h, 11);
+    VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+    rcanvas_vk_frame f = {.image = g.image, .format = VK_FORMAT_B8G8R8A8_UNORM, .width = w, .height = h,
+                          .layout = VK_IMAGE_LAYOUT_GENERAL};
+    CHECK_EQ_INT(rcanvas_present_vk(vk2, &f), RCANVAS_OK);
+    for (int i = 0; i < 5000 && latest_seq(c) < 1; i++) usleep(1000);
+    rc_vk_stats st;
+    rc_vk_get_stats(vk2, &st);
+    CHECK_EQ_INT(st.gpu_encoded, 1);
+    pthread_mutex_lock(&c->mu);
+    rc_packet *pk = c->latest ? rc_packet_ref(c->latest) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    CHECK(pk && pk->ntiles == 1 && pk->codec == RCANVAS_CODEC_JPEG && !(pk->flags & RC_FLAG_LOSSLESS));
+    if (pk) {
+        rc_frame_header hd;
+        CHECK_EQ_INT(rc_frame_header_read(rc_packet_tile_msg(pk, 0), rc_packet_tile_msg_len(pk, 0), &hd), RCANVAS_OK);
+        CHECK(hd.flags & RC_FLAG_LAST_TILE);
+        uint8_t *px;
+        uint32_t dw, dh;
+        int d = rc_decode_jpeg(rc_buf_data(&pk->tiles[0]), pk->tiles[0].len, &px, &dw, &dh);
+        CHECK_MSG(d == 0 && dw == w && dh == h, "GPU-encoded packet does not decode cleanly");
+        if (!d) {
+            uint8_t *rgb = malloc((size_t)w * h * 4); /* the source as RGBA (it was uploaded as BGRA bytes) */
+            for (size_t i = 0; i < (size_t)w * h; i++)
+                rgb[4 * i] = g.up_ptr[4 * i + 2], rgb[4 * i + 1] = g.up_ptr[4 * i + 1], rgb[4 * i + 2] = g.up_ptr[4 * i],
+                rgb[4 * i + 3] = 255;
+            double psnr = rc_psnr_rgb(px, (size_t)w * 4, rgb, (size_t)w * 4, w, h);
+            CHECK_MSG(psnr > 30.0, "GPU JPEG q90 4:4:4 PSNR %.2f dB", psnr);
+            free(rgb);
+            free(px);
+        }
+        rc_packet_unref(pk);
+    }
+    /* still: after refine_ms the network thread's timer makes the lossless version from the staged pixels */
+    rc_packet *ref = NULL;
+    for (int i = 0; i < 5000 && !ref; i++) {
+        pthread_mutex_lock(&c->mu);
+        ref = c->refined ? rc_packet_ref(c->refined) : NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (!ref) usleep(1000);
+    }
+    CHECK_MSG(ref != NULL, "no lossless refinement of the GPU-encoded frame");
+    rc_packet_unref(ref);
+    check_frame_refined(c, g.up_ptr, w, h);
+    rc_canvas_viewer_leave(c, 1, 0, 0);
+    rcanvas_vk_free(vk2);
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    image_free(&g);
+    rcanvas_canvas_free(c);
+}
+
 int main(void) {
     rcanvas_server_config sc;
     rcanvas_server_config_init(&sc);
@@ -365,6 +469,7 @@ int main(void) {
     test_wait_semaphore(c);
     test_refusals(c);
     test_busy(srv);
+    test_gpu_jpeg(srv);
 
     /* teardown with frames in flight: three presents, then free at once */
     gpu_image g;

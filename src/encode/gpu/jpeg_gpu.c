@@ -422,7 +422,55 @@ static void compute_barrier(VkCommandBuffer cb, VkAccessFlags dst) {
                          0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-/* Records the four stages after the pixels are in B_PX, submits, waits, returns the file. */
+/* Records the four stages, reading the pixels from B_PX (written just before, in the same command buffer).
+ * With ts, timestamps 1..5 go after the input copy and after each stage. */
+static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) {
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
+    uint32_t total = e->mcus_x * e->mcus_y, blocks = total * e->bpm;
+    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420, (uint32_t)bgra, blocks};
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[0]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
+    vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
+
+    uint32_t pc_huff[5] = {total, e->mpi, e->bpm, e->slot_words, e->n_intervals};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[1]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_huff, pc_huff);
+    vkCmdDispatch(cb, (e->n_intervals + 63) / 64, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
+
+    uint32_t pc_scan[2] = {e->n_intervals, e->header_bytes};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[2]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_scan, pc_scan);
+    vkCmdDispatch(cb, 1, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
+
+    uint32_t pc_pack[3] = {e->n_intervals, e->header_bytes, e->slot_words};
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[3]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_pack, pc_pack);
+    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
+    compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 5);
+}
+
+int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len) {
+    uint32_t size = *(volatile uint32_t *)e->bufs[B_CTL].map;
+    if (size == 0) {
+        rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: an interval outgrew its slot; use the CPU encoder for this frame");
+        return RCANVAS_ECODEC;
+    }
+    if (size < e->header_bytes + 2 || size > e->bufs[B_OUT].cap) return RCANVAS_ECODEC;
+    *jpeg = e->bufs[B_OUT].map;
+    *len = size;
+    return RCANVAS_OK;
+}
+
+/* Records the input, the stages, submits, waits, returns the file. */
 static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times, int64_t t0,
                void (*record_input)(rc_gpu_jpeg *, VkCommandBuffer, void *), void *arg) {
     VkCommandBuffer cb = e->cmd;
@@ -436,52 +484,15 @@ static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_g
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, e->queries, 0);
     }
     record_input(e, cb, arg);
-    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
-    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
-
-    uint32_t total = e->mcus_x * e->mcus_y, blocks = total * e->bpm;
-    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420, (uint32_t)bgra, blocks};
-    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[0]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
-    vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
-    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
-    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
-
-    uint32_t pc_huff[5] = {total, e->mpi, e->bpm, e->slot_words, e->n_intervals};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[1]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_huff, pc_huff);
-    vkCmdDispatch(cb, (e->n_intervals + 63) / 64, 1, 1);
-    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
-    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
-
-    uint32_t pc_scan[2] = {e->n_intervals, e->header_bytes};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[2]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_scan, pc_scan);
-    vkCmdDispatch(cb, 1, 1, 1);
-    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
-    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
-
-    uint32_t pc_pack[3] = {e->n_intervals, e->header_bytes, e->slot_words};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[3]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_pack, pc_pack);
-    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
-    compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
-    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 5);
+    record_stages(e, cb, bgra, e->have_ts);
     vr = vkEndCommandBuffer(cb);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
     if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
     if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
     if (vr != VK_SUCCESS) return vkfail(e, vr == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : vr, "encode submit/wait");
-    uint32_t size = *(volatile uint32_t *)e->bufs[B_CTL].map;
-    if (size == 0) {
-        rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: an interval outgrew its slot; use the CPU encoder for this frame");
-        return RCANVAS_ECODEC;
-    }
-    if (size < e->header_bytes + 2 || size > e->bufs[B_OUT].cap) return RCANVAS_ECODEC;
-    *jpeg = e->bufs[B_OUT].map;
-    *len = size;
+    int r = rc_gpu_jpeg_result(e, jpeg, len);
+    if (r) return r;
     if (times) {
         memset(times, 0, sizeof(*times));
         uint64_t ts[6];
@@ -521,6 +532,17 @@ static void record_image(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
         vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL,
                              1, &b);
     }
+}
+
+int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
+                       int quality, rcanvas_subsampling ss) {
+    int bgra = format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB;
+    int r = prepare(e, w, h, quality, ss);
+    if (r) return r;
+    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {w, h, 1}};
+    vkCmdCopyImageToBuffer(cb, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, e->bufs[B_PX].b, 1, &region);
+    record_stages(e, cb, bgra, 0);
+    return RCANVAS_OK;
 }
 
 int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,

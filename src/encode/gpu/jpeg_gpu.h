@@ -34,6 +34,16 @@ int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkI
                              uint32_t h, int quality, rcanvas_subsampling ss, const uint8_t **jpeg, size_t *len,
                              rc_gpu_jpeg_times *times);
 
+/* Asynchronous use inside another command buffer (the readback ring's): records, into cb (recording), the copy
+ * of `image` — which must be in VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL — into the encoder's input buffer and the
+ * four stages. The caller submits; once its fence has signalled, rc_gpu_jpeg_result() gives the file (valid
+ * until the next record/encode). One encode in flight at a time. RCANVAS_EFRAME_SIZE if the device's storage
+ * buffers are too small for this frame (use the CPU encoder). */
+int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
+                       int quality, rcanvas_subsampling ss);
+/* The file of the last encode: RCANVAS_OK, or RCANVAS_ECODEC (an interval outgrew its slot: CPU fallback). */
+int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len);
+
 /* Same for a CPU bitmap (uploaded first). */
 int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rcanvas_subsampling ss,
                            const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times);
