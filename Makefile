@@ -11,7 +11,7 @@ DEMO_ARGS ?=
 FRAMES ?= $(abspath ../shared/frames)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-vk bench-e2e clean
+.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
 
 all: build
 
@@ -64,11 +64,16 @@ bench-encode: build
 bench-vk: build
 	./build/bench-vk --frames 200 $(FRAMES)
 
+# The Vulkan compute JPEG encoder per stage, beside libturbojpeg (few frames: on lavapipe each takes 0.1-0.5 s;
+# the H200 figures in docs/benchmarks.md use --frames 300).
+bench-jpeg-gpu: build
+	./build/bench-jpeg-gpu --frames 10 $(FRAMES)
+
 bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-vk bench-e2e
+bench: bench-encode bench-vk bench-jpeg-gpu bench-e2e
 
 clean:
 	rm -rf build build-asan
