@@ -327,7 +327,8 @@ void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
 int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
- * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas. */
+ * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
+ * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
 void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */

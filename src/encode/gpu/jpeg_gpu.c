@@ -159,7 +159,9 @@ static void buf_free(rc_gpu_jpeg *e, buf *b) {
 static int buf_reserve(rc_gpu_jpeg *e, int i, VkDeviceSize need) {
     buf *b = &e->bufs[i];
     if (b->cap >= need) return RCANVAS_OK;
-    vkDeviceWaitIdle(e->dev);
+    /* No wait here: no encode is pending when buffers grow (the synchronous calls wait for their fence, and the
+     * readback ring records a new encode only after the previous one was consumed), and vkDeviceWaitIdle would
+     * need every queue of the app's device to be idle and unused by other threads. */
     buf_free(e, b);
     int host = i == B_CTL || i == B_HDR || i == B_TAB || i == B_DIV || i == B_OUT || i == B_STAGE;
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
