@@ -367,20 +367,29 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     return RCANVAS_OK;
 }
 
-int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
-    pthread_mutex_lock(&c->mu);
+/* A free frame slot holding the external pixels (refs = 1), or NULL (closing, or all slots taken: then the
+ * caller unlocks and releases). */
+static rc_frame_buf *take_external_locked(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
     rc_frame_buf *fb = NULL;
-    for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
+    for (int i = 0; i < RC_FRAME_BUFS && !fb && !c->closing; i++)
         if (c->frames[i].refs == 0) fb = &c->frames[i];
-    if (c->closing || !fb) {
-        pthread_mutex_unlock(&c->mu);
-        release(arg);
-        return c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
-    }
+    if (!fb) return NULL;
     fb->refs = 1;
     fb->img = *img;
     fb->ext_release = release;
     fb->ext_arg = arg;
+    return fb;
+}
+
+int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+    pthread_mutex_lock(&c->mu);
+    rc_frame_buf *fb = take_external_locked(c, img, release, arg);
+    if (!fb) {
+        int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+        pthread_mutex_unlock(&c->mu);
+        release(arg);
+        return r;
+    }
     publish_locked(c, fb);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
@@ -425,19 +434,14 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     pk->height = img->height;
     rc_packet *old_latest = NULL, *old_refined = NULL;
     pthread_mutex_lock(&c->mu);
-    rc_frame_buf *fb = NULL;
-    for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
-        if (c->frames[i].refs == 0) fb = &c->frames[i];
-    if (c->closing || !fb) {
+    rc_frame_buf *fb = take_external_locked(c, img, release, arg);
+    if (!fb) {
+        int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
         pthread_mutex_unlock(&c->mu);
         rc_packet_unref(pk);
         release(arg);
-        return c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+        return r;
     }
-    fb->refs = 1;
-    fb->img = *img;
-    fb->ext_release = release;
-    fb->ext_arg = arg;
     int64_t now = rc_now_us();
     fb->seq = ++c->presented_seq;
     fb->present_us = now;

@@ -134,17 +134,8 @@ static uint32_t latest_seq(rcanvas_canvas *c) {
     return s;
 }
 
-/* Waits for packet `seq`, decodes it and compares RGB with `expect` (RGBA8 bytes, or BGRA8 when bgra). */
-static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, uint32_t w, uint32_t h, int bgra,
-                        const char *what) {
-    for (int i = 0; i < 5000 && latest_seq(c) < seq; i++) usleep(1000);
-    pthread_mutex_lock(&c->mu);
-    rc_packet *pk = c->latest && c->latest->seq == seq ? rc_packet_ref(c->latest) : NULL;
-    pthread_mutex_unlock(&c->mu);
-    CHECK_MSG(pk != NULL, "%s: frame %u never arrived", what, seq);
-    if (!pk) return;
-    CHECK_EQ_INT(pk->width, w);
-    CHECK_EQ_INT(pk->height, h);
+/* Pixels of the PNG tiles of pk that differ from `expect` (w wide; RGBA8 bytes, or BGRA8 when bgra). */
+static long png_mismatches(const rc_packet *pk, const uint8_t *expect, uint32_t w, int bgra) {
     long bad = 0;
     for (int t = 0; t < pk->ntiles; t++) {
         rc_frame_header hd;
@@ -163,6 +154,21 @@ static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, 
             }
         free(px);
     }
+    return bad;
+}
+
+/* Waits for packet `seq`, decodes it and compares RGB with `expect` (RGBA8 bytes, or BGRA8 when bgra). */
+static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, uint32_t w, uint32_t h, int bgra,
+                        const char *what) {
+    for (int i = 0; i < 5000 && latest_seq(c) < seq; i++) usleep(1000);
+    pthread_mutex_lock(&c->mu);
+    rc_packet *pk = c->latest && c->latest->seq == seq ? rc_packet_ref(c->latest) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    CHECK_MSG(pk != NULL, "%s: frame %u never arrived", what, seq);
+    if (!pk) return;
+    CHECK_EQ_INT(pk->width, w);
+    CHECK_EQ_INT(pk->height, h);
+    long bad = png_mismatches(pk, expect, w, bgra);
     CHECK_MSG(bad == 0, "%s: %ld pixels differ", what, bad);
     rc_packet_unref(pk);
 }
@@ -199,28 +205,12 @@ static void expect_layout(gpu_image *g, VkImageLayout layout) {
 }
 
 /* The refined (PNG) packet of the latest frame equals the BGRA8 source exactly. */
-static void check_frame_refined(rcanvas_canvas *c, const uint8_t *bgra, uint32_t w, uint32_t h) {
+static void check_frame_refined(rcanvas_canvas *c, const uint8_t *bgra, uint32_t w) {
     pthread_mutex_lock(&c->mu);
     rc_packet *pk = c->refined ? rc_packet_ref(c->refined) : NULL;
     pthread_mutex_unlock(&c->mu);
     if (!pk) return;
-    long bad = 0;
-    for (int t = 0; t < pk->ntiles; t++) {
-        rc_frame_header hd;
-        rc_frame_header_read(rc_packet_tile_msg(pk, t), rc_packet_tile_msg_len(pk, t), &hd);
-        uint8_t *px;
-        uint32_t tw, th;
-        if (rc_decode_png(rc_buf_data(&pk->tiles[t]), pk->tiles[t].len, &px, &tw, &th)) {
-            bad++;
-            continue;
-        }
-        for (uint32_t y = 0; y < th; y++)
-            for (uint32_t x = 0; x < tw; x++) {
-                const uint8_t *e = bgra + ((size_t)(hd.y + y) * w + x) * 4, *d = px + ((size_t)y * tw + x) * 4;
-                bad += d[0] != e[2] || d[1] != e[1] || d[2] != e[0];
-            }
-        free(px);
-    }
+    long bad = png_mismatches(pk, bgra, w, 1);
     CHECK_MSG(bad == 0 && (pk->flags & RC_FLAG_LOSSLESS), "refinement of the GPU-encoded frame: %ld pixels differ", bad);
     rc_packet_unref(pk);
 }
@@ -430,7 +420,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     }
     CHECK_MSG(ref != NULL, "no lossless refinement of the GPU-encoded frame");
     rc_packet_unref(ref);
-    check_frame_refined(c, g.up_ptr, w, h);
+    check_frame_refined(c, g.up_ptr, w);
     rc_canvas_viewer_leave(c, 1, 0, 0);
     rcanvas_vk_free(vk2);
     vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
