@@ -44,7 +44,8 @@ typedef enum rcanvas_error {
     RCANVAS_EEXIST = -11,      /* a canvas with that name exists already */
     RCANVAS_ENAME = -12,       /* canvas name not made of [A-Za-z0-9_-], or longer than 64 bytes */
     RCANVAS_EIO = -13,         /* reading or writing a file failed (tools) */
-    RCANVAS_EBUSY = -14,       /* every staging buffer of the readback ring is in use: the frame was not taken */
+    RCANVAS_EBUSY = -14,       /* every frame slot (or staging buffer of the readback ring) is in use: the frame
+                                  was not taken; present a later frame */
     RCANVAS_EDEVICE_LOST = -15,/* the Vulkan device was lost; the rcanvas_vk must be freed */
     RCANVAS_EVULKAN = -16,     /* another Vulkan error (out of device/host memory, unsupported device) */
 } rcanvas_error;
@@ -201,7 +202,10 @@ typedef struct rcanvas_frame {
  * app may reuse its buffer at once; it never waits on the network or on an encoder. A newer frame replaces one
  * that has not started encoding. Any thread, but at most one thread at a time per canvas.
  * Errors (nothing is changed): RCANVAS_EINVAL (NULL canvas/frame), RCANVAS_ENULL, RCANVAS_EFRAME_SIZE,
- * RCANVAS_EPITCH, RCANVAS_EFORMAT, RCANVAS_ENOMEM, RCANVAS_ECLOSED. */
+ * RCANVAS_EPITCH, RCANVAS_EFORMAT, RCANVAS_ENOMEM, RCANVAS_ECLOSED, RCANVAS_EBUSY (all frame slots taken: the
+ * canvas keeps 5 — one being filled, one pending, one encoding, the newest encoded and one being refined — so
+ * this happens only when several threads present on one canvas at once, which the threading rule forbids; the
+ * same code as rcanvas_present_vk() when its ring is full). */
 int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */
