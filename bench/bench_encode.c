@@ -12,7 +12,7 @@
 #include <turbojpeg.h>
 
 #include "core/util.h"
-#include "encode/frame_encode.h"
+#include "codec/frame_encode.h"
 #include "imageio.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -30,14 +30,13 @@ static double packet_psnr(const rc_packet *pk, const uint8_t *src, uint32_t w, u
     uint8_t *full = malloc((size_t)w * h * 4);
     if (!full) return -1;
     for (int i = 0; i < pk->ntiles; i++) {
-        rc_frame_header hd;
-        if (rc_frame_header_read(rc_packet_tile_msg(pk, i), rc_packet_tile_msg_len(pk, i), &hd)) goto fail;
+        const rc_tile *hd = &pk->tiles[i];
         uint8_t *px;
         uint32_t tw, th;
-        int r = pk->codec == RCANVAS_CODEC_JPEG ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &tw, &th)
-                                                : rc_decode_png(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &tw, &th);
-        if (r || tw != hd.w || th != hd.h) goto fail;
-        for (uint32_t y = 0; y < th; y++) memcpy(full + ((size_t)(hd.y + y) * w + hd.x) * 4, px + (size_t)y * tw * 4, (size_t)tw * 4);
+        int r = pk->codec->wire_id == RCANVAS_CODEC_JPEG ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i].data), pk->tiles[i].data.len, &px, &tw, &th)
+                                                : rc_decode_png(rc_buf_data(&pk->tiles[i].data), pk->tiles[i].data.len, &px, &tw, &th);
+        if (r || tw != hd->w || th != hd->h) goto fail;
+        for (uint32_t y = 0; y < th; y++) memcpy(full + ((size_t)(hd->y + y) * w + hd->x) * 4, px + (size_t)y * tw * 4, (size_t)tw * 4);
         free(px);
     }
     double p = rc_psnr_rgb(full, (size_t)w * 4, src, (size_t)w * 4, w, h);

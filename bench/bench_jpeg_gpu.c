@@ -7,13 +7,15 @@
  */
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "encode/gpu/jpeg_gpu.h"
+#include "codec/gpu/jpeg_gpu.h"
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "vk_util.h"

@@ -13,6 +13,8 @@
  */
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@
 #include <string.h>
 
 #include "core/pool.h"
-#include "encode/frame_encode.h"
+#include "codec/frame_encode.h"
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "vk_util.h"

@@ -6,7 +6,7 @@
 
 #include <vulkan/vulkan.h>
 
-#include "rcanvas.h"
+#include "rcanvas_vk.h"
 
 VkImage upload_image(rcanvas_vk *vk, const uint8_t *rgba, uint32_t w, uint32_t h, VkDeviceMemory *mem_out);
 

@@ -1,11 +1,12 @@
 /*
- * rcanvas.h — the one public header of rcanvas: a live canvas, rendered by a C program on the CPU (or, later, a GPU),
- * shown in any web browser over WebSockets, with input events sent back.
+ * rcanvas.h — the public header of rcanvas: a live canvas, rendered by a C program on the CPU or a GPU, shown in
+ * any web browser over WebSockets, with input events sent back. GPU (Vulkan) frames: <rcanvas_vk.h>.
  *
- * Data path: rcanvas_present() copies a frame → a pool of encoder threads encodes it (JPEG through libturbojpeg,
- * PNG through libspng) in horizontal stripes → the network thread (libwebsockets) sends the newest encoded frame to
- * each viewer whose flow-control window allows → the browser client draws it and acks it → events (pointer, wheel,
- * keys, resize) come back as JSON and queue up for the app.
+ * Data path: rcanvas_present() copies a CPU frame (rcanvas_present_vk() reads a Vulkan image back into a ring of
+ * staging buffers instead, and may JPEG-encode it on the GPU) → a pool of encoder threads encodes it (JPEG
+ * through libturbojpeg, PNG through libspng) in horizontal stripes → the network thread (libwebsockets) sends
+ * the newest encoded frame to each viewer whose flow-control window allows → the browser client draws it and acks
+ * it → events (pointer, wheel, keys, resize) come back as JSON and queue up for the app.
  *
  * Conventions (see docs/architecture.md for the thread model):
  *  - Every function that can fail returns int: RCANVAS_OK (0) or a negative rcanvas_error; rcanvas_strerror() names it.
@@ -29,29 +30,38 @@ extern "C" {
 
 /* ---- Errors ------------------------------------------------------------------------------------------------ */
 
+/* Every error: X(NAME, value, description). rcanvas_strerror() returns the description, rcanvas_err_name() the
+ * name ("RCANVAS_EBUSY"); both come from this one table. */
+#define RCANVAS_ERRORS(X)                                                                                        \
+    X(OK, 0, "success")                                                                                          \
+    X(EINVAL, -1, "invalid argument")                     /* NULL handle, out-of-range value */                  \
+    X(ENOMEM, -2, "out of memory")                                                                               \
+    X(EFRAME_SIZE, -3, "frame width or height is zero or above the maximum")                                     \
+    X(EPITCH, -4, "row pitch is smaller than width times bytes per pixel")                                       \
+    X(EFORMAT, -5, "unknown pixel format")                                                                       \
+    X(ENULL, -6, "pixel pointer is NULL")                                                                        \
+    X(ENET, -7, "cannot listen on the given host and port")  /* bad host, no permission */                      \
+    X(ETHREAD, -8, "cannot start a thread")                                                                      \
+    X(ECODEC, -9, "encoder library error")                /* libturbojpeg, libspng, … reported an error */       \
+    X(ECLOSED, -10, "server or canvas is closing")                                                               \
+    X(EEXIST, -11, "a canvas with this name exists")                                                             \
+    X(ENAME, -12, "canvas name must be 0-64 characters of [A-Za-z0-9_-]")                                        \
+    X(EIO, -13, "input/output error")                     /* reading or writing a file failed (tools) */         \
+    X(EBUSY, -14, "every frame slot or staging buffer is in use; the frame was not taken")                       \
+    X(EDEVICE_LOST, -15, "the Vulkan device was lost")    /* the rcanvas_vk must be freed */                     \
+    X(EVULKAN, -16, "Vulkan error")                       /* out of device/host memory, unsupported device */    \
+    X(EADDRINUSE, -17, "address already in use")          /* the port is taken by another program */
+
 typedef enum rcanvas_error {
-    RCANVAS_OK = 0,
-    RCANVAS_EINVAL = -1,       /* an argument is invalid (NULL handle, out-of-range value) */
-    RCANVAS_ENOMEM = -2,       /* an allocation failed */
-    RCANVAS_EFRAME_SIZE = -3,  /* frame width/height is 0 or larger than the configured maximum */
-    RCANVAS_EPITCH = -4,       /* row pitch is smaller than width × bytes per pixel */
-    RCANVAS_EFORMAT = -5,      /* unknown pixel format */
-    RCANVAS_ENULL = -6,        /* NULL pixel pointer */
-    RCANVAS_ENET = -7,         /* the server could not listen (address in use, bad host) */
-    RCANVAS_ETHREAD = -8,      /* a thread could not be started */
-    RCANVAS_ECODEC = -9,       /* an encoder (libturbojpeg, libspng) reported an error */
-    RCANVAS_ECLOSED = -10,     /* the server or canvas is shutting down */
-    RCANVAS_EEXIST = -11,      /* a canvas with that name exists already */
-    RCANVAS_ENAME = -12,       /* canvas name not made of [A-Za-z0-9_-], or longer than 64 bytes */
-    RCANVAS_EIO = -13,         /* reading or writing a file failed (tools) */
-    RCANVAS_EBUSY = -14,       /* every frame slot (or staging buffer of the readback ring) is in use: the frame
-                                  was not taken; present a later frame */
-    RCANVAS_EDEVICE_LOST = -15,/* the Vulkan device was lost; the rcanvas_vk must be freed */
-    RCANVAS_EVULKAN = -16,     /* another Vulkan error (out of device/host memory, unsupported device) */
+#define RCANVAS_ERROR_ENUM_(name, value, text) RCANVAS_##name = value,
+    RCANVAS_ERRORS(RCANVAS_ERROR_ENUM_)
+#undef RCANVAS_ERROR_ENUM_
 } rcanvas_error;
 
-/* Returns a static English description of an rcanvas_error (or "unknown error"). Any thread. */
+/* A static English description of an rcanvas_error ("unknown error" for other values). Any thread. */
 const char *rcanvas_strerror(int err);
+/* The name of an rcanvas_error, e.g. "RCANVAS_EBUSY" ("RCANVAS_UNKNOWN" for other values). Any thread. */
+const char *rcanvas_err_name(int err);
 
 /* ---- Logging ----------------------------------------------------------------------------------------------- */
 
@@ -167,6 +177,24 @@ int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
 
 /* Changes the codec and its parameters for the following frames (quality 1–100). Any thread. */
 int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
+
+/* Codec and stream options, set one at a time (in the style of tj3Set / spng_set_option), so new codecs add
+ * options without changing signatures. Values are ints in the units named. */
+typedef enum rcanvas_option {
+    RCANVAS_OPT_CODEC = 1,         /* rcanvas_codec of live frames */
+    RCANVAS_OPT_QUALITY = 2,       /* JPEG quality 1–100 */
+    RCANVAS_OPT_SUBSAMPLING = 3,   /* rcanvas_subsampling */
+    RCANVAS_OPT_REFINE_MS = 4,     /* ms still before the lossless refinement, ≥ 0 (0 = never) */
+    RCANVAS_OPT_MAX_IN_FLIGHT = 5, /* 1–16 frames */
+    RCANVAS_OPT_UPDATE_MODE = 6,   /* rcanvas_update_mode */
+    RCANVAS_OPT_MAX_FPS = 7,       /* frames/s, 0–1000 (0 = no cap); get rounds a fractional config value */
+} rcanvas_option;
+
+/* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out
+ * of range: nothing changes). Any thread. */
+int rcanvas_canvas_set_option(rcanvas_canvas *canvas, rcanvas_option option, int value);
+/* Reads an option into *value. RCANVAS_OK or RCANVAS_EINVAL. Any thread. */
+int rcanvas_canvas_get_option(rcanvas_canvas *canvas, rcanvas_option option, int *value);
 
 /* Size the app should render at: the active viewer's logical size (CSS pixels), its devicePixelRatio, and the
  * physical size = round(logical × ratio), clamped to max_frame_dim. Any thread. */
@@ -290,82 +318,9 @@ const char *rcanvas_event_type_name(rcanvas_event_type type);
 
 
 /* ---- GPU frames (Vulkan) ------------------------------------------------------------------------------------
- * Declared when <vulkan/vulkan.h> is included before this header. A rcanvas_vk reads Vulkan images back into a
- * ring of host-visible staging buffers (host-cached memory where the device has it) and hands the mapped memory
- * straight to the canvas's encoders: no copy of the frame on the CPU. Link with -lvulkan.
- *
- * Queue access: rcanvas_present_vk() records and submits on the given queue from the calling thread and touches
- * the queue nowhere else (its readback thread only waits on fences). Vulkan requires queue submissions to be
- * externally synchronized, so the app must not submit on that queue from another thread during the call. */
-#if defined(VK_VERSION_1_0)
-typedef struct rcanvas_vk rcanvas_vk;
+ * rcanvas_present_vk() and the readback ring are declared in <rcanvas_vk.h> (it includes <vulkan/vulkan.h>).
+ * A program that only presents CPU frames needs neither that header nor -lvulkan. */
 
-typedef struct rcanvas_vk_config {
-    /* The app's objects; all NULL (default) = rcanvas creates its own instance and device (first discrete GPU,
-     * else the first device; a queue family with compute), reachable through rcanvas_vk_device() & co. */
-    VkInstance instance;
-    VkPhysicalDevice physical_device;
-    VkDevice device;
-    uint32_t queue_family;
-    VkQueue queue;
-    /* Staging buffers in the ring (1..16). Each one in flight is a frame the viewer sees later when the network
-     * is the bottleneck; flow control keeps at most max_in_flight + 1 of them busy with a well-behaved app, so
-     * the default 4 never stalls the renderer and adds no latency beyond that. Depth 1 serializes GPU copy and
-     * encode (no pipelining). */
-    int ring_depth;
-    /* Row pitch alignment of the staging buffers (bytes, power of two); 0 (default) = the device's
-     * optimalBufferCopyRowPitchAlignment. */
-    uint32_t row_pitch_alignment;
-    int validation; /* own device only: enable VK_LAYER_KHRONOS_validation if installed and count its errors */
-    int gpu_jpeg;   /* 1 (default): while the canvas's codec is JPEG, encode on the GPU (Vulkan compute, codec
-                       "jpeg-gpu": plain baseline JPEG for the browser), one frame at a time; a frame that comes
-                       while it is busy, or one it cannot take, is encoded on the CPU. The staged pixels still
-                       serve the lossless refinement. 0 = CPU encoders only. */
-} rcanvas_vk_config;
-
-void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
-
-/* Creates the readback ring for one canvas. Returns RCANVAS_OK and *out, RCANVAS_EINVAL, RCANVAS_ENOMEM,
- * RCANVAS_ETHREAD or RCANVAS_EVULKAN (no usable device, or a Vulkan call failed; logged). Staging buffers are
- * allocated on first use and grow on resize only. Any thread. */
-int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
-
-/* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
- * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
- * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
-void rcanvas_vk_free(rcanvas_vk *vk);
-
-/* The objects in use (the app's, or rcanvas's own). */
-VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
-VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
-VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
-VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
-uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
-
-typedef struct rcanvas_vk_frame {
-    VkImage image;               /* created with VK_IMAGE_USAGE_TRANSFER_SRC_BIT, one mip level, one layer */
-    VkFormat format;             /* R8G8B8A8 or B8G8R8A8, _UNORM or _SRGB (bytes are sent as they are) */
-    uint32_t width, height;      /* pixels, 1..max_frame_dim */
-    VkImageLayout layout;        /* the image's layout when the copy runs (after wait_semaphore) */
-    VkImageLayout final_layout;  /* its layout after the copy; VK_IMAGE_LAYOUT_UNDEFINED (0) = same as layout */
-    VkSemaphore wait_semaphore;  /* optional (VK_NULL_HANDLE): the copy waits for it */
-    VkPipelineStageFlags wait_stage; /* stage that waits; 0 = VK_PIPELINE_STAGE_TRANSFER_BIT */
-    VkSemaphore signal_semaphore;/* optional: signalled when the copy (and the layout change) is done */
-    int64_t timestamp_us;        /* the app's time, optional */
-} rcanvas_vk_frame;
-
-/* Records the copy of f->image into a free staging buffer (with the layout transitions around it), submits it on
- * the queue and returns at once; the readback thread hands the buffer to the encoders when its fence signals.
- * Errors: RCANVAS_EINVAL (NULL, bad format or layout), RCANVAS_EFRAME_SIZE, RCANVAS_EBUSY (no free staging
- * buffer: nothing was submitted, the semaphores and the image are untouched — only when the app presents past
- * flow control or the ring is too shallow), RCANVAS_EDEVICE_LOST, RCANVAS_EVULKAN (out of memory growing a
- * staging buffer; the ring keeps working at the old size), RCANVAS_ECLOSED. One thread at a time per rcanvas_vk,
- * with the queue rule above. */
-int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
-
-/* Validation-layer errors counted so far (own device with cfg.validation; else 0). */
-int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
-#endif /* VK_VERSION_1_0 */
 
 #ifdef __cplusplus
 }

@@ -8,13 +8,15 @@
  */
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
-#include "encode/encoder.h"
-#include "encode/gpu/jpeg_gpu.h"
+#include "codec/codec.h"
+#include "codec/gpu/jpeg_gpu.h"
 #include "source/vk_readback.h"
 #include "imageio.h"
 

@@ -7,7 +7,7 @@
 
 #include <vulkan/vulkan.h>
 
-#include "rcanvas.h"
+#include "rcanvas_vk.h"
 
 typedef struct gpu_scene gpu_scene;
 

@@ -16,7 +16,7 @@
 
 #include "frames.h"
 #include "gpu_scene.h"
-#include "rcanvas.h"
+#include "rcanvas_vk.h"
 #include "scene.h"
 
 static volatile sig_atomic_t g_stop = 0;

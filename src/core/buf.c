@@ -1,5 +1,5 @@
 /*
- * buf.c — growable byte buffer with head room (see buf.h). Grows by 1.5× so a stream of slightly larger frames
+ * buf.c — growable byte buffer (see buf.h). Grows by 1.5× so a stream of slightly larger frames
  * does not reallocate every time.
  */
 #include "core/buf.h"
@@ -16,7 +16,7 @@ int rc_buf_reserve(rc_buf *b, size_t need) {
         if (cap > SIZE_MAX / 2) return RCANVAS_ENOMEM;
         cap += cap / 2;
     }
-    uint8_t *m = realloc(b->mem, RC_BUF_HEAD + cap);
+    uint8_t *m = realloc(b->mem, cap);
     if (!m) return RCANVAS_ENOMEM;
     b->mem = m;
     b->cap = cap;

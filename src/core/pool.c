@@ -21,12 +21,6 @@ struct rc_pool {
     rc_worker *workers;
 };
 
-rc_encoder *rc_worker_encoder(rc_worker *w, rcanvas_codec codec) {
-    if (codec != RCANVAS_CODEC_JPEG && codec != RCANVAS_CODEC_PNG) return NULL;
-    if (!w->enc[codec] && rc_encoder_new(codec, &w->enc[codec]) != RCANVAS_OK) w->enc[codec] = NULL;
-    return w->enc[codec];
-}
-
 typedef struct worker_arg {
     rc_pool *pool;
     rc_worker *w;
@@ -128,7 +122,7 @@ void rc_pool_free(rc_pool *p) {
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
     for (int i = 0; i < p->nthreads; i++)
-        for (int c = 0; c < 3; c++) rc_encoder_free(p->workers[i].enc[c]);
+        if (p->workers[i].local_free) p->workers[i].local_free(p->workers[i].local);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->threads);

@@ -1,22 +1,21 @@
 /*
- * pool.h — the encoder worker pool: N threads take jobs from one FIFO queue. Each worker owns one encoder per
- * codec (created on first use, kept for the worker's life), so jobs never allocate library handles.
+ * pool.h — the encoder worker pool: N threads take jobs from one FIFO queue. Each worker has one slot of
+ * worker-local state that the layer above fills on first use and the pool frees when it stops (the codec layer
+ * keeps its per-worker encoder instances there, so jobs never allocate library handles).
  */
 #ifndef RC_POOL_H
 #define RC_POOL_H
 
-#include "encode/encoder.h"
+#include "rcanvas.h"
 
 typedef struct rc_pool rc_pool;
 
 /* Per-worker state handed to every job it runs. */
 typedef struct rc_worker {
     int index;
-    rc_encoder *enc[3];  /* indexed by rcanvas_codec (1 JPEG, 2 PNG); created lazily */
+    void *local;                     /* worker-local state of the layer above; NULL until it sets it */
+    void (*local_free)(void *local); /* called on the worker's state when the pool stops (NULL = nothing) */
 } rc_worker;
-
-/* Returns the worker's encoder for codec, creating it on first use (NULL on failure). */
-rc_encoder *rc_worker_encoder(rc_worker *w, rcanvas_codec codec);
 
 typedef struct rc_job rc_job;
 struct rc_job {

@@ -61,23 +61,20 @@ int rc_cpu_count(void) {
 
 const char *rcanvas_strerror(int err) {
     switch (err) {
-    case RCANVAS_OK: return "success";
-    case RCANVAS_EINVAL: return "invalid argument";
-    case RCANVAS_ENOMEM: return "out of memory";
-    case RCANVAS_EFRAME_SIZE: return "frame width or height is zero or above the maximum";
-    case RCANVAS_EPITCH: return "row pitch is smaller than width times bytes per pixel";
-    case RCANVAS_EFORMAT: return "unknown pixel format";
-    case RCANVAS_ENULL: return "pixel pointer is NULL";
-    case RCANVAS_ENET: return "cannot listen on the given host and port";
-    case RCANVAS_ETHREAD: return "cannot start a thread";
-    case RCANVAS_ECODEC: return "encoder library error";
-    case RCANVAS_ECLOSED: return "server or canvas is closing";
-    case RCANVAS_EEXIST: return "a canvas with this name exists";
-    case RCANVAS_ENAME: return "canvas name must be 1-64 characters of [A-Za-z0-9_-]";
-    case RCANVAS_EIO: return "input/output error";
-    case RCANVAS_EBUSY: return "every staging buffer is in use; the frame was not taken";
-    case RCANVAS_EDEVICE_LOST: return "the Vulkan device was lost";
-    case RCANVAS_EVULKAN: return "Vulkan error";
+#define RC_ERR_TEXT_(name, value, text)                                                                          \
+    case RCANVAS_##name: return text;
+        RCANVAS_ERRORS(RC_ERR_TEXT_)
+#undef RC_ERR_TEXT_
     }
     return "unknown error";
+}
+
+const char *rcanvas_err_name(int err) {
+    switch (err) {
+#define RC_ERR_NAME_(name, value, text)                                                                          \
+    case RCANVAS_##name: return "RCANVAS_" #name;
+        RCANVAS_ERRORS(RC_ERR_NAME_)
+#undef RC_ERR_NAME_
+    }
+    return "RCANVAS_UNKNOWN";
 }

@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "encode/gpu/jpeg_gpu.h"
+#include "codec/gpu/jpeg_gpu.h"
 #include "stream/canvas.h"
-#include "transport/server_internal.h"
 
 #define MAX_RING 16
 
@@ -73,16 +72,12 @@ struct rcanvas_vk {
     rc_vk_stats stats;
     rc_vk_sink sink;          /* optional override of the canvas (benchmarks) */
     rc_gpu_jpeg *gj;          /* the GPU JPEG encoder (NULL: CPU encoding only) */
-    int gj_busy;              /* one GPU encode in flight at a time (mu) */
 };
 
-/* Tells the canvas whether its JPEG frames come from the GPU encoder; the transport passes it on to viewers
- * ("encoder" in hello, docs/protocol.md). */
+/* Tells the canvas whether its JPEG frames come from the GPU encoder; viewers are told ("encoder" messages,
+ * docs/protocol.md). */
 static void set_canvas_gpu_jpeg(rcanvas_vk *vk, int on) {
-    if (!vk->canvas) return;
-    pthread_mutex_lock(&vk->canvas->mu);
-    vk->canvas->gpu_jpeg = on;
-    pthread_mutex_unlock(&vk->canvas->mu);
+    if (vk->canvas) rc_canvas_set_source_codec(vk->canvas, on ? &rc_codec_jpeg_gpu : NULL);
 }
 
 void rcanvas_vk_config_init(rcanvas_vk_config *cfg) {
@@ -336,7 +331,7 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
 
 int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out) {
     if (!canvas) return RCANVAS_EINVAL;
-    return rc_vk_new_internal(canvas, cfg, rc_server_logger(canvas->server), out);
+    return rc_vk_new_internal(canvas, cfg, rc_canvas_logger(canvas), out);
 }
 
 void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) {
@@ -431,9 +426,7 @@ void rc_vk_release_slot(void *arg) {
 static void release_gpu_encoder(rcanvas_vk *vk, slot *s) {
     if (!s->gpu_encoded) return;
     s->gpu_encoded = 0;
-    pthread_mutex_lock(&vk->mu);
-    vk->gj_busy = 0;
-    pthread_mutex_unlock(&vk->mu);
+    rc_gpu_jpeg_finish(vk->gj);
 }
 
 int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
@@ -442,7 +435,7 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     if (format_of(f->format, &pf) || !valid_layout(f->layout) ||
         (f->final_layout != VK_IMAGE_LAYOUT_UNDEFINED && !valid_layout(f->final_layout)))
         return RCANVAS_EINVAL;
-    uint32_t maxd = vk->canvas ? rc_server_max_frame_dim(vk->canvas->server) : 16384;
+    uint32_t maxd = vk->canvas ? rc_canvas_max_frame_dim(vk->canvas) : 16384;
     if (f->width == 0 || f->height == 0 || f->width > maxd || f->height > maxd) return RCANVAS_EFRAME_SIZE;
 
     pthread_mutex_lock(&vk->mu);
@@ -503,21 +496,12 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
      * then encoded-and-sent; the staged pixels serve the lossless refinement (and the CPU fallback). */
     s->gpu_encoded = 0;
     if (vk->gj && vk->canvas) {
-        pthread_mutex_lock(&vk->canvas->mu);
-        rc_encode_params ep = vk->canvas->params;
-        pthread_mutex_unlock(&vk->canvas->mu);
-        pthread_mutex_lock(&vk->mu);
-        int take = !vk->gj_busy && ep.codec == RCANVAS_CODEC_JPEG;
-        if (take) vk->gj_busy = 1;
-        pthread_mutex_unlock(&vk->mu);
-        if (take && rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->width, f->height, ep.quality,
-                                       ep.subsampling) == RCANVAS_OK) {
-            s->gpu_encoded = 1;
-        } else if (take) {
-            pthread_mutex_lock(&vk->mu);
-            vk->gj_busy = 0;
-            pthread_mutex_unlock(&vk->mu);
-        }
+        rc_encode_params ep;
+        rc_canvas_get_params(vk->canvas, &ep);
+        /* EBUSY while the previous GPU encode is in flight: this frame is encoded on the CPU */
+        s->gpu_encoded = ep.codec == RCANVAS_CODEC_JPEG &&
+                         rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->width, f->height, ep.quality,
+                                            ep.subsampling) == RCANVAS_OK;
     }
     if (final != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
         VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
@@ -599,7 +583,7 @@ static void *readback_main(void *arg) {
         vk->fifo_len--;
         if (vr != VK_SUCCESS) {
             if (vr == VK_ERROR_DEVICE_LOST) vk->lost = 1;
-            if (s->gpu_encoded) vk->gj_busy = 0, s->gpu_encoded = 0;
+            if (s->gpu_encoded) rc_gpu_jpeg_finish(vk->gj), s->gpu_encoded = 0;
             s->state = SLOT_FREE;
             pthread_cond_broadcast(&vk->freed);
             vk->stats.failed++;
@@ -622,12 +606,14 @@ static void *readback_main(void *arg) {
         size_t jlen = 0;
         if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, rc_vk_release_slot, s);
         else if (s->gpu_encoded && rc_gpu_jpeg_result(vk->gj, &jpeg, &jlen) == RCANVAS_OK)
-            rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, jpeg, jlen);
+            rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, &rc_codec_jpeg_gpu, jpeg,
+                                               jlen);
         else
             rc_canvas_present_external(vk->canvas, &img, rc_vk_release_slot, s); /* CPU JPEG (or PNG) */
         if (s->gpu_encoded) { /* the canvas has copied the bytes: the encoder may take the next frame */
+            rc_gpu_jpeg_finish(vk->gj);
+            s->gpu_encoded = 0;
             pthread_mutex_lock(&vk->mu);
-            vk->gj_busy = 0;
             vk->stats.gpu_encoded += jpeg != NULL;
             uint64_t n = vk->stats.gpu_encoded;
             pthread_mutex_unlock(&vk->mu);

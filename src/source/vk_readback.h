@@ -7,8 +7,10 @@
 
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include "core/util.h"
-#include "encode/encoder.h"
+#include "codec/codec.h"
 
 typedef struct rc_vk_stats {
     uint64_t submitted, delivered, failed, busy; /* frames; busy = presents refused with RCANVAS_EBUSY */

@@ -1,19 +1,18 @@
 /*
  * canvas.c — the stream stage: rcanvas_present() copies the app's frame into a pooled frame buffer and feeds the
  * canvas's encode pipeline (one frame encoding, one pending; a newer present replaces the pending one); encoded
- * packets become `latest` for the transport to send. rcanvas_wait() decides when a draw is due (update mode,
- * max_fps, and flow control on the active viewer's unacked frames). Events from viewers queue here, merged as
- * rendercanvas does. Idle canvases get their last frame re-encoded losslessly (refinement).
+ * packets become `latest`, and the canvas notifies the runtime so the transports ask their sessions for it.
+ * rcanvas_wait() decides when a draw is due (update mode, max_fps, and flow control on the active viewer's
+ * unacked frames). Events from viewers queue here, merged as rendercanvas does. Idle canvases get their last
+ * frame re-encoded losslessly (refinement). Sessions (the viewers' side) are in session.c.
  */
-#include "stream/canvas.h"
+#include "stream/canvas_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "transport/server_internal.h"
 
 #define NEVER INT64_MAX
 
@@ -57,8 +56,8 @@ static void copy_utf8(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
-static void set_size_locked(rcanvas_canvas *c, double w, double h, double ratio) {
-    uint32_t maxd = rc_server_max_frame_dim(c->server);
+void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio) {
+    uint32_t maxd = c->env.max_frame_dim;
     c->size.width = w;
     c->size.height = h;
     c->size.pixel_ratio = ratio;
@@ -74,13 +73,14 @@ static int check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss
     return RCANVAS_OK;
 }
 
-int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg, rcanvas_canvas **out) {
-    if (!server || !cfg || !out) return RCANVAS_EINVAL;
+int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg, rcanvas_canvas **out) {
+    if (!env || !cfg || !out) return RCANVAS_EINVAL;
     *out = NULL;
     const char *name = cfg->name ? cfg->name : "";
     if (!valid_name(name)) return RCANVAS_ENAME;
     if (cfg->update_mode < RCANVAS_UPDATE_MANUAL || cfg->update_mode > RCANVAS_UPDATE_FASTEST) return RCANVAS_EINVAL;
-    if (!(cfg->max_fps >= 0 && cfg->max_fps <= 1000) || cfg->max_in_flight < 1 || cfg->max_in_flight > 16)
+    if (!(cfg->max_fps >= 0 && cfg->max_fps <= 1000) || cfg->max_in_flight < 1 ||
+        cfg->max_in_flight > RC_MAX_INFLIGHT)
         return RCANVAS_EINVAL;
     if (check_params(cfg->codec, cfg->quality, cfg->subsampling)) return RCANVAS_EINVAL;
     if (cfg->refine_ms < 0 || cfg->width < 1 || cfg->height < 1 || cfg->width > 32768 || cfg->height > 32768 ||
@@ -94,7 +94,7 @@ int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg,
         free(c);
         return RCANVAS_ENOMEM;
     }
-    c->server = server;
+    c->env = *env;
     memcpy(c->name, name, strlen(name) + 1);
     copy_utf8(c->title, sizeof c->title, cfg->title ? cfg->title : "rcanvas");
     c->mode = cfg->update_mode;
@@ -109,18 +109,31 @@ int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->cv, &ca);
     pthread_condattr_destroy(&ca);
-    set_size_locked(c, cfg->width, cfg->height, cfg->pixel_ratio);
-
-    int r = rc_server_attach(server, c);
-    if (r) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-        rc_packet_pool_free(c->packets);
-        free(c);
-        return r;
-    }
+    rc_canvas_set_size_locked(c, cfg->width, cfg->height, cfg->pixel_ratio);
     *out = c;
     return RCANVAS_OK;
+}
+
+const char *rc_canvas_name(const rcanvas_canvas *c) { return c->name; }
+void *rc_canvas_owner(const rcanvas_canvas *c) { return c->env.owner; }
+const rc_logger *rc_canvas_logger(const rcanvas_canvas *c) { return c->env.log; }
+uint32_t rc_canvas_max_frame_dim(const rcanvas_canvas *c) { return c->env.max_frame_dim; }
+
+void rc_canvas_notify_locked(rcanvas_canvas *c) {
+    if (c->env.notify) c->env.notify(c->env.notify_user);
+}
+
+void rc_canvas_get_params(rcanvas_canvas *c, rc_encode_params *out) {
+    pthread_mutex_lock(&c->mu);
+    *out = c->params;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rc_canvas_set_source_codec(rcanvas_canvas *c, const rc_codec_type *codec) {
+    pthread_mutex_lock(&c->mu);
+    c->source_codec = codec;
+    rc_canvas_notify_locked(c);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void frame_release_locked(rc_frame_buf *fb) {
@@ -132,19 +145,29 @@ static void frame_release_locked(rc_frame_buf *fb) {
     }
 }
 
-void rcanvas_canvas_free(rcanvas_canvas *c) {
-    if (!c) return;
+void rc_canvas_close(rcanvas_canvas *c) {
     pthread_mutex_lock(&c->mu);
     c->closing = 1;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    rc_server_detach(c->server, c); /* viewers closed and gone */
-    pthread_mutex_lock(&c->mu);
+    rc_canvas_notify_locked(c); /* sessions see `closing`: the transport closes them */
     while (c->encoding || c->refine_running) pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
+}
+
+void rc_canvas_wait_sessions(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    while (c->nsessions > 0) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rc_canvas_destroy(rcanvas_canvas *c) {
+    if (!c) return;
     rc_packet_unref(c->latest);
     rc_packet_unref(c->refined);
-    for (int i = 0; i < RC_FRAME_BUFS; i++) free(c->frames[i].pixels);
+    for (int i = 0; i < RC_FRAME_BUFS; i++) {
+        if (c->frames[i].refs && c->frames[i].ext_release) c->frames[i].ext_release(c->frames[i].ext_arg);
+        free(c->frames[i].pixels);
+    }
     rc_packet_pool_free(c->packets);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
@@ -156,8 +179,8 @@ int rcanvas_canvas_set_title(rcanvas_canvas *c, const char *title) {
     pthread_mutex_lock(&c->mu);
     copy_utf8(c->title, sizeof c->title, title);
     c->title_version++;
+    rc_canvas_notify_locked(c);
     pthread_mutex_unlock(&c->mu);
-    rc_server_wake(c->server);
     return RCANVAS_OK;
 }
 
@@ -179,7 +202,7 @@ void rcanvas_canvas_get_size(rcanvas_canvas *c, rcanvas_size *out) {
 int rcanvas_canvas_viewer_count(rcanvas_canvas *c) {
     if (!c) return RCANVAS_EINVAL;
     pthread_mutex_lock(&c->mu);
-    int n = c->viewers;
+    int n = c->nsessions;
     pthread_mutex_unlock(&c->mu);
     return n;
 }
@@ -194,7 +217,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
     c->pending = NULL;
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) {
-        rc_log(rc_server_logger(c->server), RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name,
+        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name,
                fb->seq);
         if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
         frame_release_locked(fb);
@@ -210,7 +233,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
     t->done = live_done;
     t->user = c;
     t->packet = pk;
-    rc_encode_submit(rc_server_pool(c->server), t);
+    rc_encode_submit(c->env.pool, t);
 }
 
 static void live_done(rc_encode_task *t, int status) {
@@ -228,7 +251,7 @@ static void live_done(rc_encode_task *t, int status) {
         c->last = fb; /* the encoding slot's reference moves to `last` */
     } else {
         if (status != RCANVAS_OK) {
-            rc_log(rc_server_logger(c->server), RCANVAS_LOG_ERROR, "canvas '%s': encoding frame %u failed: %s (%s)",
+            rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': encoding frame %u failed: %s (%s)",
                    c->name, t->seq, rcanvas_strerror(status), t->error);
             if (t->seq > c->failed_seq) c->failed_seq = t->seq;
         }
@@ -238,9 +261,9 @@ static void live_done(rc_encode_task *t, int status) {
     if (c->pending && !c->closing) start_encode_locked(c);
     rc_packet_unref(old_latest);
     rc_packet_unref(old_refined);
-    /* Wake and signal with mu held: once it is released with `encoding` clear, canvas_free (or server_free)
-     * may free the canvas and the server, so nothing here may touch them after the unlock. */
-    rc_server_wake(c->server);
+    /* Notify and signal with mu held: once it is released with `encoding` clear, rc_canvas_close returns and the
+     * canvas and the runtime may be freed, so nothing here may touch them after the unlock. */
+    rc_canvas_notify_locked(c);
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
@@ -257,22 +280,23 @@ static void refine_done(rc_encode_task *t, int status) {
         c->refined = drop;
         drop = NULL;
     } else if (status != RCANVAS_OK) {
-        rc_log(rc_server_logger(c->server), RCANVAS_LOG_WARN, "canvas '%s': lossless refinement of frame %u failed: %s",
+        rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': lossless refinement of frame %u failed: %s",
                c->name, t->seq, t->error);
     }
     rc_packet_unref(drop);
     rc_packet_unref(old);
-    rc_server_wake(c->server); /* with mu held, as in live_done */
+    rc_canvas_notify_locked(c); /* with mu held, as in live_done */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
 
-int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us) {
+/* Starts the lossless refinement of `last` if one is due (no new frame for refine_ms, latest lossy). Returns the
+ * µs until it would be due, or -1 if none is pending. */
+static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     int64_t ret = -1;
-    pthread_mutex_lock(&c->mu);
     rc_frame_buf *fb = c->last;
-    if (c->closing || c->refine_ms <= 0 || !c->latest || !fb || c->viewers == 0) goto out;
-    if ((c->latest->flags & RC_FLAG_LOSSLESS) || c->refine_done_seq == c->latest->seq || fb->seq != c->latest->seq)
+    if (c->closing || c->refine_ms <= 0 || !c->latest || !fb || c->nsessions == 0) goto out;
+    if ((c->latest->flags & RC_PACKET_LOSSLESS) || c->refine_done_seq == c->latest->seq || fb->seq != c->latest->seq)
         goto out;
     if (c->pending || c->encoding) goto out; /* a newer frame is on its way; its completion re-arms */
     /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
@@ -287,7 +311,7 @@ int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us) {
     }
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) goto out;
-    pk->flags = RC_FLAG_REFINE;
+    pk->flags = RC_PACKET_REFINE;
     c->refine_done_seq = fb->seq;
     c->refine_running = 1;
     fb->refs++;
@@ -301,10 +325,17 @@ int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us) {
     t->done = refine_done;
     t->user = c;
     t->packet = pk;
-    rc_encode_submit(rc_server_pool(c->server), t);
+    rc_encode_submit(c->env.pool, t);
 out:
-    pthread_mutex_unlock(&c->mu);
     return ret;
+}
+
+int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us) {
+    pthread_mutex_lock(&c->mu);
+    int64_t a = refine_check_locked(c, now_us);
+    int64_t b = rc_session_check_stall_locked(c, now_us);
+    pthread_mutex_unlock(&c->mu);
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
 /* ---- frames in ---- */
@@ -325,7 +356,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     if (!f->pixels) return RCANVAS_ENULL;
     unsigned bpp = rc_format_bpp(f->format);
     if (!bpp) return RCANVAS_EFORMAT;
-    uint32_t maxd = rc_server_max_frame_dim(c->server);
+    uint32_t maxd = c->env.max_frame_dim;
     if (f->width == 0 || f->height == 0 || f->width > maxd || f->height > maxd) return RCANVAS_EFRAME_SIZE;
     size_t row = (size_t)f->width * bpp;
     if (f->pitch < row) return RCANVAS_EPITCH;
@@ -422,19 +453,23 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
 }
 
 int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
-                                       const uint8_t *jpeg, size_t len) {
+                                       const rc_codec_type *codec, const uint8_t *data, size_t len) {
     /* the packet is filled outside the lock: one tile, the whole frame */
     rc_packet *pk = len <= UINT32_MAX ? rc_packet_get(c->packets) : NULL;
-    if (!pk || rc_buf_reserve(&pk->tiles[0], len)) {
+    if (!pk || rc_buf_reserve(&pk->tiles[0].data, len)) {
         rc_packet_unref(pk);
         release(arg);
         return RCANVAS_ENOMEM;
     }
-    memcpy(rc_buf_data(&pk->tiles[0]), jpeg, len);
-    pk->tiles[0].len = len;
+    memcpy(rc_buf_data(&pk->tiles[0].data), data, len);
+    pk->tiles[0].data.len = len;
+    pk->tiles[0].x = pk->tiles[0].y = 0;
+    pk->tiles[0].w = img->width;
+    pk->tiles[0].h = img->height;
     pk->ntiles = 1;
     pk->total_bytes = len;
-    pk->codec = RCANVAS_CODEC_JPEG;
+    pk->codec = codec;
+    pk->flags = RC_PACKET_KEYFRAME | ((codec->flags & RC_CODEC_LOSSLESS) ? RC_PACKET_LOSSLESS : 0);
     pk->width = img->width;
     pk->height = img->height;
     rc_packet *old_latest = NULL, *old_refined = NULL;
@@ -453,11 +488,6 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->last_present_us = now;
     pk->seq = fb->seq;
     pk->present_us = now;
-    rc_frame_header h = {.version = RCANVAS_PROTOCOL_VERSION, .codec = RCANVAS_CODEC_JPEG, .flags = RC_FLAG_LAST_TILE,
-                         .seq = fb->seq, .tile_index = 0, .tile_count = 1, .timestamp_us = now,
-                         .frame_width = img->width, .frame_height = img->height, .w = img->width, .h = img->height,
-                         .payload_bytes = (uint32_t)len};
-    rc_frame_header_write(rc_packet_tile_msg(pk, 0), &h);
     if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
         frame_release_locked(c->pending);
         c->pending = NULL;
@@ -470,7 +500,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->last = fb; /* source of the lossless refinement */
     rc_packet_unref(old_latest);
     rc_packet_unref(old_refined);
-    rc_server_wake(c->server);
+    rc_canvas_notify_locked(c);
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
@@ -479,7 +509,8 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
 /* ---- scheduling ---- */
 
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
-    if (c->viewers == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
+    if (c->nsessions == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
+    if (!rc_sessions_visible_locked(c)) return 0; /* every view is scrolled away or in a hidden tab */
     uint32_t done = c->active_acked > c->failed_seq ? c->active_acked : c->failed_seq;
     uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
     if (in_flight >= (uint32_t)c->max_in_flight) return 0; /* an ack wakes us */
@@ -535,68 +566,15 @@ void rcanvas_request_draw(rcanvas_canvas *c) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- viewers, acks, events (from the network thread) ---- */
-
-int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id) {
-    pthread_mutex_lock(&c->mu);
-    c->viewers++;
-    int active = 0;
-    if (!c->active_viewer) {
-        c->active_viewer = viewer_id;
-        c->active_acked = c->presented_seq;
-        active = 1;
-    }
-    /* The first viewer needs a frame; a passive one is served the newest encoded frame, no new draw. */
-    if (active || c->presented_seq == 0) c->draw_requested = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    return active;
-}
-
-void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_active, uint32_t new_active_acked) {
-    pthread_mutex_lock(&c->mu);
-    if (c->viewers > 0) c->viewers--;
-    if (c->active_viewer == viewer_id) {
-        c->active_viewer = new_active;
-        c->active_acked = new_active_acked;
-    }
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked) {
-    pthread_mutex_lock(&c->mu);
-    c->active_viewer = viewer_id;
-    c->active_acked = acked;
-    c->draw_requested = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-void rc_canvas_ack(rcanvas_canvas *c, uint32_t viewer_id, uint32_t seq) {
-    pthread_mutex_lock(&c->mu);
-    if (viewer_id == c->active_viewer && seq > c->active_acked && seq <= c->presented_seq) {
-        c->active_acked = seq;
-        pthread_cond_broadcast(&c->cv);
-    }
-    pthread_mutex_unlock(&c->mu);
-}
+/* ---- events (from sessions) ---- */
 
 static int same_pointer_state(const rcanvas_event *a, const rcanvas_event *b) {
     return a->buttons == b->buttons && a->modifiers == b->modifiers && a->ntouches == b->ntouches;
 }
 
-void rc_canvas_push_event(rcanvas_canvas *c, const rcanvas_event *in) {
+/* Queues ev for the app, merging as rendercanvas does; mu held. */
+void rc_canvas_queue_event_locked(rcanvas_canvas *c, const rcanvas_event *in) {
     rcanvas_event ev = *in;
-    pthread_mutex_lock(&c->mu);
-    if (ev.type == RCANVAS_EVENT_RESIZE) {
-        if (ev.viewer_id != c->active_viewer) { /* only the active viewer sizes the canvas */
-            pthread_mutex_unlock(&c->mu);
-            return;
-        }
-        set_size_locked(c, ev.width, ev.height, ev.pixel_ratio);
-        c->draw_requested = 1;
-    }
     if (c->ev_count > 0) {
         rcanvas_event *last = &c->events[(c->ev_head + c->ev_count - 1) % RC_EVENT_QUEUE];
         int merge = 0;
@@ -612,7 +590,6 @@ void rc_canvas_push_event(rcanvas_canvas *c, const rcanvas_event *in) {
         if (merge) {
             *last = ev;
             pthread_cond_broadcast(&c->cv);
-            pthread_mutex_unlock(&c->mu);
             return;
         }
     }
@@ -620,13 +597,12 @@ void rc_canvas_push_event(rcanvas_canvas *c, const rcanvas_event *in) {
         c->ev_head = (c->ev_head + 1) % RC_EVENT_QUEUE;
         c->ev_count--;
         if (c->events_dropped++ % 256 == 0)
-            rc_log(rc_server_logger(c->server), RCANVAS_LOG_WARN,
-                   "canvas '%s': event queue full (app not polling), dropping oldest", c->name);
+            rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': event queue full (app not polling), dropping oldest",
+                   c->name);
     }
     c->events[(c->ev_head + c->ev_count) % RC_EVENT_QUEUE] = ev;
     c->ev_count++;
     pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
 }
 
 int rcanvas_poll_event(rcanvas_canvas *c, rcanvas_event *out) {
@@ -641,4 +617,98 @@ int rcanvas_poll_event(rcanvas_canvas *c, rcanvas_event *out) {
     }
     pthread_mutex_unlock(&c->mu);
     return got;
+}
+
+/* ---- options ---- */
+
+int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) {
+    if (!c) return RCANVAS_EINVAL;
+    int r = RCANVAS_OK;
+    pthread_mutex_lock(&c->mu);
+    switch (opt) {
+    case RCANVAS_OPT_CODEC:
+        if (check_params((rcanvas_codec)value, c->params.quality, c->params.subsampling)) r = RCANVAS_EINVAL;
+        else c->params.codec = (rcanvas_codec)value;
+        break;
+    case RCANVAS_OPT_QUALITY:
+        if (value < 1 || value > 100) r = RCANVAS_EINVAL;
+        else c->params.quality = value;
+        break;
+    case RCANVAS_OPT_SUBSAMPLING:
+        if (value != RCANVAS_SUBSAMP_420 && value != RCANVAS_SUBSAMP_444) r = RCANVAS_EINVAL;
+        else c->params.subsampling = (rcanvas_subsampling)value;
+        break;
+    case RCANVAS_OPT_REFINE_MS:
+        if (value < 0) r = RCANVAS_EINVAL;
+        else c->refine_ms = value;
+        break;
+    case RCANVAS_OPT_MAX_IN_FLIGHT:
+        if (value < 1 || value > RC_MAX_INFLIGHT) r = RCANVAS_EINVAL;
+        else c->max_in_flight = value;
+        break;
+    case RCANVAS_OPT_UPDATE_MODE:
+        if (value < RCANVAS_UPDATE_MANUAL || value > RCANVAS_UPDATE_FASTEST) r = RCANVAS_EINVAL;
+        else c->mode = (rcanvas_update_mode)value;
+        break;
+    case RCANVAS_OPT_MAX_FPS:
+        if (value < 0 || value > 1000) r = RCANVAS_EINVAL;
+        else c->max_fps = value;
+        break;
+    default: r = RCANVAS_EINVAL; break;
+    }
+    if (!r) {
+        pthread_cond_broadcast(&c->cv); /* a mode or window change may make a draw due */
+        rc_canvas_notify_locked(c);     /* a wider window may let sessions send */
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+int rcanvas_canvas_get_option(rcanvas_canvas *c, rcanvas_option opt, int *value) {
+    if (!c || !value) return RCANVAS_EINVAL;
+    int r = RCANVAS_OK;
+    pthread_mutex_lock(&c->mu);
+    switch (opt) {
+    case RCANVAS_OPT_CODEC: *value = (int)c->params.codec; break;
+    case RCANVAS_OPT_QUALITY: *value = c->params.quality; break;
+    case RCANVAS_OPT_SUBSAMPLING: *value = (int)c->params.subsampling; break;
+    case RCANVAS_OPT_REFINE_MS: *value = c->refine_ms; break;
+    case RCANVAS_OPT_MAX_IN_FLIGHT: *value = c->max_in_flight; break;
+    case RCANVAS_OPT_UPDATE_MODE: *value = (int)c->mode; break;
+    case RCANVAS_OPT_MAX_FPS: *value = (int)(c->max_fps + 0.5); break;
+    default: r = RCANVAS_EINVAL; break;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+/* ---- introspection ---- */
+
+void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out) {
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&c->mu);
+    out->presented_seq = c->presented_seq;
+    out->latest_seq = c->latest ? c->latest->seq : 0;
+    out->latest_bytes = c->latest ? c->latest->total_bytes : 0;
+    out->latest_codec = c->latest ? c->latest->codec : NULL;
+    out->refined_seq = c->refined ? c->refined->seq : 0;
+    out->encoding_seq = c->encoding ? c->encoding->seq : 0;
+    out->pending_seq = c->pending ? c->pending->seq : 0;
+    if (c->pending) memcpy(out->first_pixel, c->pending->img.pixels, 4);
+    out->last_seq = c->last ? c->last->seq : 0;
+    out->refine_running = c->refine_running;
+    out->refine_seq = c->refine_src ? c->refine_src->seq : 0;
+    out->slots = RC_FRAME_BUFS;
+    for (int i = 0; i < RC_FRAME_BUFS; i++) out->free_slots += c->frames[i].refs == 0;
+    out->sessions = c->nsessions;
+    out->active_session = c->active ? c->active->id : 0;
+    out->active_acked = c->active_acked;
+    pthread_mutex_unlock(&c->mu);
+}
+
+rc_packet *rc_canvas_latest_packet(rcanvas_canvas *c, int refined) {
+    pthread_mutex_lock(&c->mu);
+    rc_packet *p = rc_packet_ref(refined ? c->refined : c->latest);
+    pthread_mutex_unlock(&c->mu);
+    return p;
 }

@@ -1,91 +1,55 @@
 /*
- * canvas.h — private: the canvas, where the app's frames meet the viewers. It owns the frame buffers, the
- * encode pipeline of the canvas (one frame encoding + one pending, newest wins), the newest encoded packets,
- * the draw scheduling (update mode, max_fps, flow control) and the event queue. All of it is guarded by one
- * mutex per canvas (`mu`); `cv` wakes rcanvas_wait(). The transport (network thread) reads packets and feeds
- * events and acks through the rc_canvas_* functions below; it owns the viewers themselves.
+ * canvas.h — private: the canvas, the hub where the app's frames meet the viewers. It owns the frame buffers, the
+ * encode pipeline (one frame encoding + one pending, newest wins), the newest encoded packets, the draw
+ * scheduling (update mode, max_fps, flow control), the event queue, and the viewers' sessions (session.h): their
+ * flow-control windows, the active/passive roles and the round trips. All of it is guarded by one mutex per
+ * canvas; its condition variable wakes rcanvas_wait().
+ *
+ * The canvas knows nothing of the transport: it is given an environment (the worker pool, the logger, the frame
+ * size limit and a notify callback) by the runtime, and calls notify whenever something a viewer should see
+ * changed (a new packet, a title, a role, closing). Sources (src/source/) present frames through the functions
+ * below; the transport goes through session.h only.
  */
 #ifndef RC_CANVAS_H
 #define RC_CANVAS_H
 
-#include <pthread.h>
-
+#include "codec/codec.h"
+#include "core/pool.h"
 #include "core/util.h"
-#include "encode/frame_encode.h"
+#include "stream/session.h"
 
-#define RC_EVENT_QUEUE 1024
-#define RC_FRAME_BUFS 5 /* presenter, pending, encoding, last, an older last still being refined */
-#define RC_NAME_MAX 64
+typedef struct rc_canvas_env {
+    rc_pool *pool;            /* encoder workers */
+    const rc_logger *log;
+    uint32_t max_frame_dim;   /* largest frame width/height accepted, pixels */
+    /* Called (any thread, with the canvas lock held: it must not call back into the canvas) when something for
+     * the viewers changed. The runtime passes it on to the transports (a cheap wake-up). */
+    void (*notify)(void *user);
+    void *notify_user;
+    void *owner;              /* the runtime that made the canvas (opaque here) */
+} rc_canvas_env;
 
-/* One copy of an app frame. refs counts the slots holding it (pending, encoding, last, refine). */
-typedef struct rc_frame_buf {
-    uint8_t *pixels;
-    size_t cap;
-    rc_image img;
-    uint32_t seq;
-    int64_t present_us;
-    int refs;
-    /* External pixels (a mapped Vulkan staging buffer): img.pixels points there, not at `pixels`, and
-     * ext_release(ext_arg) runs (canvas lock held) when the last slot lets go of the frame. */
-    void (*ext_release)(void *arg);
-    void *ext_arg;
-} rc_frame_buf;
+/* Creates a canvas (rcanvas_canvas_new validates the config first). RCANVAS_OK, RCANVAS_EINVAL, RCANVAS_ENAME,
+ * RCANVAS_ENOMEM. */
+int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg, rcanvas_canvas **out);
+/* No new frames, encodes or sessions from now on; rcanvas_wait() returns RCANVAS_ECLOSED; sessions see
+ * `closing` and the transport closes them. Then waits for running encodes. Idempotent. */
+void rc_canvas_close(rcanvas_canvas *c);
+/* Blocks until every session of the canvas is closed. */
+void rc_canvas_wait_sessions(rcanvas_canvas *c);
+/* Frees a closed canvas whose sessions are all closed. */
+void rc_canvas_destroy(rcanvas_canvas *c);
 
-struct rcanvas_canvas {
-    rcanvas_server *server;
-    char name[RC_NAME_MAX + 1];
+const char *rc_canvas_name(const rcanvas_canvas *c);
+void *rc_canvas_owner(const rcanvas_canvas *c);
+const rc_logger *rc_canvas_logger(const rcanvas_canvas *c);
+uint32_t rc_canvas_max_frame_dim(const rcanvas_canvas *c);
+/* The codec options frames are encoded with now. */
+void rc_canvas_get_params(rcanvas_canvas *c, rc_encode_params *out);
 
-    pthread_mutex_t mu;
-    pthread_cond_t cv;        /* rcanvas_wait(), and canvas_free waiting for encodes/viewers */
-    int closing;              /* no new encodes; waiters get RCANVAS_ECLOSED */
-
-    /* configuration (mu) */
-    char title[256];
-    int title_version;        /* bumped on change; the network thread compares */
-    rcanvas_update_mode mode;
-    double max_fps;
-    int max_in_flight;
-    rc_encode_params params;
-    int refine_ms;
-    int gpu_jpeg;             /* a frame source encodes this canvas's JPEG frames on the GPU (src/source/vk_readback.c
-                                 sets it); viewers are told, so the client can name the encoder it sees */
-
-    /* size (mu) */
-    rcanvas_size size;
-
-    /* frames (mu) */
-    rc_frame_buf frames[RC_FRAME_BUFS];
-    rc_frame_buf *pending;    /* presented, waiting for the encoder */
-    rc_frame_buf *encoding;   /* being encoded */
-    rc_frame_buf *last;       /* newest frame encoded (source of refinement) */
-    uint32_t presented_seq;   /* P: seq of the newest present() */
-    uint32_t failed_seq;      /* newest seq whose encode failed (counts as delivered) */
-    int64_t last_present_us;
-    rc_encode_task live_task;
-    rc_encode_task refine_task;
-    int refine_running;
-    rc_frame_buf *refine_src; /* frame the refinement reads (holds a ref) */
-
-    /* encoded output (mu) */
-    rc_packet_pool *packets;
-    rc_packet *latest;        /* newest encoded live frame */
-    rc_packet *refined;       /* lossless version of `latest` once made (same seq), else NULL */
-    uint32_t refine_done_seq; /* seq for which a refinement was made or is running */
-
-    /* viewers (mu; the viewer objects themselves are the network thread's) */
-    int viewers;
-    uint32_t active_viewer;   /* id, 0 = none */
-    uint32_t active_acked;    /* A: newest seq acked by the active viewer */
-
-    /* scheduling (mu) */
-    int draw_requested;
-    int64_t last_draw_us;
-
-    /* events (mu) */
-    rcanvas_event events[RC_EVENT_QUEUE];
-    int ev_head, ev_count;
-    uint64_t events_dropped;
-};
+/* Starts due lossless refinements and hands the active role on from a viewer that stalled. Returns the µs until
+ * the next deadline (the caller's timer), or -1 if none. Called by the transport's network thread. */
+int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us);
 
 /* ---- called by frame sources (src/source/) ---- */
 
@@ -94,30 +58,39 @@ struct rcanvas_canvas {
  * with the frame. release runs with the canvas lock held and must not call back into the canvas. */
 int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg);
 
-/* Like rc_canvas_present_external, with the frame already encoded (a complete JPEG file, jpeg/len bytes, copied
- * before it returns): it becomes the newest packet at once, no CPU encode; the pixels stay as the source of the
- * lossless refinement. */
+/* Like rc_canvas_present_external, with the frame already encoded by `codec` (a complete file of `len` bytes,
+ * copied before it returns): it becomes the newest packet at once, no CPU encode; the pixels stay as the source
+ * of the lossless refinement. RCANVAS_ENOMEM also. */
 int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
-                                       const uint8_t *jpeg, size_t len);
+                                       const rc_codec_type *codec, const uint8_t *data, size_t len);
 
 /* Lets go of every external frame (a frame source is going away): drops a pending one, waits for running
  * encodes, and releases `last` if it is external (refinement of it is then no longer possible). */
 void rc_canvas_release_external(rcanvas_canvas *c);
 
-/* ---- called by the transport (network thread) ---- */
+/* The source's own encoder for this canvas's codec (the GPU JPEG encoder of a readback ring), or NULL: viewers
+ * are told its name in "encoder" messages. */
+void rc_canvas_set_source_codec(rcanvas_canvas *c, const rc_codec_type *codec);
 
-/* A viewer joined: counts it, makes it active if none is (then asks for a draw). Returns 1 if it is now active. */
-int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id);
-/* A viewer left. If it was active, new_active (0 = none) takes over with its own acked seq. */
-void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_active, uint32_t new_active_acked);
-/* viewer_id becomes the active viewer (the previous one stalled), with its own acked seq. */
-void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked);
-/* The viewer acked seq (after drawing it). */
-void rc_canvas_ack(rcanvas_canvas *c, uint32_t viewer_id, uint32_t seq);
-/* Queues an event from a viewer (merging as documented); a resize from the active viewer sets the size. */
-void rc_canvas_push_event(rcanvas_canvas *c, const rcanvas_event *ev);
-/* Starts a lossless refinement if one is due (no new frame for refine_ms, latest lossy). Returns the µs until
- * it would be due (to re-arm the timer), or -1 if none is pending. */
-int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us);
+/* ---- introspection for tests and benchmarks ---- */
+typedef struct rc_canvas_debug {
+    uint32_t presented_seq;   /* newest rcanvas_present */
+    uint32_t latest_seq;      /* newest encoded live packet (0 none) */
+    uint32_t refined_seq;     /* seq of the lossless refinement of `latest`, 0 none */
+    uint32_t encoding_seq, pending_seq; /* frames in the pipeline, 0 none */
+    uint32_t last_seq;        /* frame kept as the refinement source */
+    int refine_running;
+    uint32_t refine_seq;      /* frame being refined, 0 none */
+    int free_slots, slots;    /* frame buffers free / in all */
+    int sessions;
+    uint32_t active_session;  /* id, 0 none */
+    uint32_t active_acked;
+    size_t latest_bytes;      /* encoded bytes of `latest` */
+    const rc_codec_type *latest_codec;
+    uint8_t first_pixel[4];   /* first 4 bytes of the pending frame (0 if none) */
+} rc_canvas_debug;
+void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out);
+/* A reference to the newest live packet (refined = 0) or its lossless refinement (1), or NULL. */
+rc_packet *rc_canvas_latest_packet(rcanvas_canvas *c, int refined);
 
 #endif

@@ -12,9 +12,10 @@
 
 #include "core/pool.h"
 #include "core/util.h"
-#include "encode/frame_encode.h"
+#include "codec/frame_encode.h"
 #include "imageio.h"
 #include "test.h"
+#include "test_wire.h"
 
 static rc_pool *g_pool;
 static rc_packet_pool *g_pp;
@@ -37,7 +38,7 @@ static uint8_t *encode_decode(const rc_image *img, rc_encode_params p, size_t *b
     *ntiles = pk->ntiles;
     for (int i = 0; i < pk->ntiles; i++) {
         rc_frame_header h;
-        CHECK_EQ_INT(rc_frame_header_read(rc_packet_tile_msg(pk, i), rc_packet_tile_msg_len(pk, i), &h), RCANVAS_OK);
+        CHECK_EQ_INT(test_tile_header(pk, i, &h), RCANVAS_OK);
         CHECK_EQ_INT(h.seq, 7);
         CHECK_EQ_INT(h.tile_index, i);
         CHECK_EQ_INT(h.tile_count, pk->ntiles);
@@ -49,8 +50,8 @@ static uint8_t *encode_decode(const rc_image *img, rc_encode_params p, size_t *b
         uint8_t *px = NULL;
         uint32_t w = 0, hh = 0;
         int r = p.codec == RCANVAS_CODEC_JPEG
-                    ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &w, &hh)
-                    : rc_decode_png(rc_buf_data(&pk->tiles[i]), pk->tiles[i].len, &px, &w, &hh);
+                    ? rc_decode_jpeg(rc_buf_data(&pk->tiles[i].data), pk->tiles[i].data.len, &px, &w, &hh)
+                    : rc_decode_png(rc_buf_data(&pk->tiles[i].data), pk->tiles[i].data.len, &px, &w, &hh);
         CHECK_MSG(r == 0, "tile %d of %ux%u does not decode cleanly", i, img->width, img->height);
         if (r) continue;
         CHECK_EQ_INT(w, h.w);

@@ -10,12 +10,14 @@
  */
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <string.h>
 #include <turbojpeg.h>
 
-#include "encode/gpu/jpeg_gpu.h"
+#include "codec/gpu/jpeg_gpu.h"
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "test.h"

@@ -13,13 +13,17 @@
  */
 #include <vulkan/vulkan.h>
 
+#include "rcanvas_vk.h"
+
 #include <string.h>
 #include <unistd.h>
 
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "stream/canvas.h"
+#include "stream/session.h"
 #include "test.h"
+#include "test_wire.h"
 
 static rcanvas_vk *g_vk;
 static VkDevice g_dev;
@@ -127,11 +131,16 @@ static VkCommandBuffer upload(gpu_image *g, VkEvent gate, VkSemaphore signal) {
     return cb;
 }
 
+static uint32_t presented_seq(rcanvas_canvas *c) {
+    rc_canvas_debug d;
+    rc_canvas_get_debug(c, &d);
+    return d.presented_seq;
+}
+
 static uint32_t latest_seq(rcanvas_canvas *c) {
-    pthread_mutex_lock(&c->mu);
-    uint32_t s = c->latest ? c->latest->seq : 0;
-    pthread_mutex_unlock(&c->mu);
-    return s;
+    rc_canvas_debug d;
+    rc_canvas_get_debug(c, &d);
+    return d.latest_seq;
 }
 
 /* Pixels of the PNG tiles of pk that differ from `expect` (w wide; RGBA8 bytes, or BGRA8 when bgra). */
@@ -139,10 +148,10 @@ static long png_mismatches(const rc_packet *pk, const uint8_t *expect, uint32_t 
     long bad = 0;
     for (int t = 0; t < pk->ntiles; t++) {
         rc_frame_header hd;
-        rc_frame_header_read(rc_packet_tile_msg(pk, t), rc_packet_tile_msg_len(pk, t), &hd);
+        test_tile_header(pk, t, &hd);
         uint8_t *px;
         uint32_t tw, th;
-        if (rc_decode_png(rc_buf_data(&pk->tiles[t]), pk->tiles[t].len, &px, &tw, &th)) {
+        if (rc_decode_png(rc_buf_data(&pk->tiles[t].data), pk->tiles[t].data.len, &px, &tw, &th)) {
             bad++;
             continue;
         }
@@ -161,9 +170,11 @@ static long png_mismatches(const rc_packet *pk, const uint8_t *expect, uint32_t 
 static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, uint32_t w, uint32_t h, int bgra,
                         const char *what) {
     for (int i = 0; i < 5000 && latest_seq(c) < seq; i++) usleep(1000);
-    pthread_mutex_lock(&c->mu);
-    rc_packet *pk = c->latest && c->latest->seq == seq ? rc_packet_ref(c->latest) : NULL;
-    pthread_mutex_unlock(&c->mu);
+    rc_packet *pk = rc_canvas_latest_packet(c, 0);
+    if (pk && pk->seq != seq) {
+        rc_packet_unref(pk);
+        pk = NULL;
+    }
     CHECK_MSG(pk != NULL, "%s: frame %u never arrived", what, seq);
     if (!pk) return;
     CHECK_EQ_INT(pk->width, w);
@@ -206,12 +217,10 @@ static void expect_layout(gpu_image *g, VkImageLayout layout) {
 
 /* The refined (PNG) packet of the latest frame equals the BGRA8 source exactly. */
 static void check_frame_refined(rcanvas_canvas *c, const uint8_t *bgra, uint32_t w) {
-    pthread_mutex_lock(&c->mu);
-    rc_packet *pk = c->refined ? rc_packet_ref(c->refined) : NULL;
-    pthread_mutex_unlock(&c->mu);
+    rc_packet *pk = rc_canvas_latest_packet(c, 1);
     if (!pk) return;
     long bad = png_mismatches(pk, bgra, w, 1);
-    CHECK_MSG(bad == 0 && (pk->flags & RC_FLAG_LOSSLESS), "refinement of the GPU-encoded frame: %ld pixels differ", bad);
+    CHECK_MSG(bad == 0 && (pk->flags & RC_PACKET_LOSSLESS), "refinement of the GPU-encoded frame: %ld pixels differ", bad);
     rc_packet_unref(pk);
 }
 
@@ -228,7 +237,7 @@ static void test_exact(rcanvas_canvas *c) {
             rcanvas_vk_frame f = {.image = g.image, .format = formats[fi], .width = w, .height = h,
                                   .layout = VK_IMAGE_LAYOUT_GENERAL,
                                   .final_layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
-            uint32_t seq = c->presented_seq + 1;
+            uint32_t seq = presented_seq(c) + 1;
             int r = rcanvas_present_vk(g_vk, &f);
             CHECK_MSG(r == RCANVAS_OK, "present_vk %ux%u: %s", w, h, rcanvas_strerror(r));
             char what[64];
@@ -274,7 +283,7 @@ static void test_wait_semaphore(rcanvas_canvas *c) {
     VkCommandBuffer cb2 = upload(&g, gate, sem); /* rewrites the image once the host sets the event */
     /* The event is set from another thread: some drivers (lavapipe) block in vkQueueSubmit while an earlier
      * submission waits on a host event, so present_vk may only return after the gate opens. */
-    gate_arg ga = {.c = c, .gate = gate, .seq = c->presented_seq + 1};
+    gate_arg ga = {.c = c, .gate = gate, .seq = presented_seq(c) + 1};
     rc_vk_get_stats(g_vk, &ga.before);
     pthread_t th;
     pthread_create(&th, NULL, open_gate, &ga);
@@ -346,7 +355,7 @@ static void test_busy(rcanvas_server *srv) {
     CHECK_EQ_INT(rcanvas_present_vk(vk1, &f), RCANVAS_OK);
     check_frame(c, 1, g.up_ptr, 40, 30, 0, "ring of 1");
     CHECK_EQ_INT(rcanvas_present_vk(vk1, &f), RCANVAS_EBUSY);
-    CHECK_EQ_INT(c->presented_seq, 1);
+    CHECK_EQ_INT(presented_seq(c), 1);
     rcanvas_vk_free(vk1); /* takes its frame back from the canvas */
     vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
     image_free(&g);
@@ -364,7 +373,8 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     cc.refine_ms = 50;
     rcanvas_canvas *c;
     CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
-    rc_canvas_viewer_join(c, 1); /* refinement happens only while someone watches */
+    rc_session *sess = NULL; /* refinement happens only while someone watches */
+    CHECK_EQ_INT(rc_session_open(c, NULL, &sess), RCANVAS_OK);
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
     vc.instance = rcanvas_vk_instance(g_vk);
@@ -386,17 +396,15 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     rc_vk_stats st;
     rc_vk_get_stats(vk2, &st);
     CHECK_EQ_INT(st.gpu_encoded, 1);
-    pthread_mutex_lock(&c->mu);
-    rc_packet *pk = c->latest ? rc_packet_ref(c->latest) : NULL;
-    pthread_mutex_unlock(&c->mu);
-    CHECK(pk && pk->ntiles == 1 && pk->codec == RCANVAS_CODEC_JPEG && !(pk->flags & RC_FLAG_LOSSLESS));
+    rc_packet *pk = rc_canvas_latest_packet(c, 0);
+    CHECK(pk && pk->ntiles == 1 && pk->codec == &rc_codec_jpeg_gpu && !(pk->flags & RC_PACKET_LOSSLESS));
     if (pk) {
         rc_frame_header hd;
-        CHECK_EQ_INT(rc_frame_header_read(rc_packet_tile_msg(pk, 0), rc_packet_tile_msg_len(pk, 0), &hd), RCANVAS_OK);
+        CHECK_EQ_INT(test_tile_header(pk, 0, &hd), RCANVAS_OK);
         CHECK(hd.flags & RC_FLAG_LAST_TILE);
         uint8_t *px;
         uint32_t dw, dh;
-        int d = rc_decode_jpeg(rc_buf_data(&pk->tiles[0]), pk->tiles[0].len, &px, &dw, &dh);
+        int d = rc_decode_jpeg(rc_buf_data(&pk->tiles[0].data), pk->tiles[0].data.len, &px, &dw, &dh);
         CHECK_MSG(d == 0 && dw == w && dh == h, "GPU-encoded packet does not decode cleanly");
         if (!d) {
             uint8_t *rgb = malloc((size_t)w * h * 4); /* the source as RGBA (it was uploaded as BGRA bytes) */
@@ -413,15 +421,13 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     /* still: after refine_ms the network thread's timer makes the lossless version from the staged pixels */
     rc_packet *ref = NULL;
     for (int i = 0; i < 5000 && !ref; i++) {
-        pthread_mutex_lock(&c->mu);
-        ref = c->refined ? rc_packet_ref(c->refined) : NULL;
-        pthread_mutex_unlock(&c->mu);
+        ref = rc_canvas_latest_packet(c, 1);
         if (!ref) usleep(1000);
     }
     CHECK_MSG(ref != NULL, "no lossless refinement of the GPU-encoded frame");
     rc_packet_unref(ref);
     check_frame_refined(c, g.up_ptr, w);
-    rc_canvas_viewer_leave(c, 1, 0, 0);
+    rc_session_close(sess);
     rcanvas_vk_free(vk2);
     vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
     image_free(&g);

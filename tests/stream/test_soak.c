@@ -1,6 +1,7 @@
 /*
- * test_soak — mixed animation, drag bursts and pauses against one canvas, with a fake viewer acking from its own
- * thread and the server's own refine timer starting lossless refinements whenever the scene pauses. This is the
+ * test_soak — mixed animation, drag bursts and pauses against one canvas, with a fake viewer (a session, as the
+ * transport has) acking from its own thread, which also runs the canvas's timers as the network thread does, so
+ * lossless refinements start whenever the scene pauses. This is the
  * load under which issue 7's stream froze (a refinement overlapping another leaked a frame slot per overlap until
  * every present failed). It checks that every present is taken, that the newest frame always gets encoded, and
  * that at the end every frame slot but `last` is free.
@@ -17,8 +18,8 @@
 #include <unistd.h>
 
 #include "stream/canvas.h"
+#include "stream/session.h"
 #include "test.h"
-#include "transport/server_internal.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(uint32_t n) { /* xorshift64*, fixed seed */
@@ -30,33 +31,36 @@ static uint32_t rnd(uint32_t n) { /* xorshift64*, fixed seed */
 
 static atomic_int g_stop;
 static struct {
-    uint32_t refinements, overlaps, acks;
+    uint32_t refinements, overlaps, acks, packets;
 } g_seen;
 
-/* The fake viewer: acks the newest encoded frame every 2–12 ms, as a browser that draws what it gets. It also
- * counts refinements made and the moments when one runs while a newer frame is already `last` (the overlap). */
+/* The fake transport and viewer: every 2–12 ms it runs the canvas's timers (as the network thread's timer does),
+ * takes what the session would send and acks it (a browser that draws what it gets). It also counts
+ * refinements received and the moments when one runs while a newer frame is already `last` (the overlap). */
 static void *viewer_thread(void *arg) {
-    rcanvas_canvas *c = arg;
-    uint32_t last_refined = 0;
+    rc_session *s = arg;
+    rcanvas_canvas *c = rc_session_canvas(s);
     uint64_t rng = 12345;
     while (!atomic_load(&g_stop)) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         usleep(2000 + (unsigned)((rng >> 33) % 10000));
-        pthread_mutex_lock(&c->mu);
-        uint32_t seq = c->latest ? c->latest->seq : 0;
-        if (c->refined && c->refined->seq != last_refined) {
-            last_refined = c->refined->seq;
-            g_seen.refinements++;
-        }
-        if (c->refine_running && c->refine_src && c->last && c->last->seq > c->refine_src->seq) g_seen.overlaps++;
-        pthread_mutex_unlock(&c->mu);
-        if (seq) {
-            rc_canvas_ack(c, 1, seq);
-            g_seen.acks++;
+        rc_canvas_tick(c, rc_now_us());
+        rc_canvas_debug d;
+        rc_canvas_get_debug(c, &d);
+        if (d.refine_running && d.last_seq > d.refine_seq) g_seen.overlaps++;
+        rc_packet *pk = NULL;
+        while (rc_session_next(s, rc_now_us(), &pk, NULL)) {
+            g_seen.packets++;
+            if (pk->flags & RC_PACKET_REFINE) g_seen.refinements++;
+            uint32_t seq = pk->seq;
+            rc_packet_unref(pk);
+            if (rc_session_ack(s, seq, rc_now_us()) == RCANVAS_OK) g_seen.acks++;
         }
     }
     return NULL;
 }
+
+static void notify_nothing(void *user) { (void)user; }
 
 int main(void) {
     const char *secs_env = getenv("RCANVAS_SOAK_SECONDS");
@@ -69,13 +73,11 @@ int main(void) {
     }
     printf("soak: %.0f s at %ux%u\n", seconds, w, h);
 
-    rcanvas_server_config sc;
-    rcanvas_server_config_init(&sc);
-    sc.port = 0;
-    sc.encode_threads = 2;
-    rcanvas_server *s = NULL;
-    CHECK_EQ_INT(rcanvas_server_new(&sc, &s), RCANVAS_OK);
-    if (!s) TEST_MAIN_END();
+    rc_pool *pool = NULL;
+    CHECK_EQ_INT(rc_pool_new(2, &pool), RCANVAS_OK);
+    if (!pool) TEST_MAIN_END();
+    static const rc_logger quiet = {0};
+    rc_canvas_env env = {.pool = pool, .log = &quiet, .max_frame_dim = 8192, .notify = notify_nothing};
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.update_mode = RCANVAS_UPDATE_CONTINUOUS;
@@ -84,9 +86,9 @@ int main(void) {
     cc.width = w;
     cc.height = h;
     rcanvas_canvas *c = NULL;
-    CHECK_EQ_INT(rcanvas_canvas_new(s, &cc, &c), RCANVAS_OK);
+    CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
     if (!c) {
-        rcanvas_server_free(s);
+        rc_pool_free(pool);
         TEST_MAIN_END();
     }
 
@@ -99,9 +101,10 @@ int main(void) {
                 px[k][y * pitch + x] = y < h / 2 ? (uint8_t)rnd(256) : (uint8_t)(60 + 100 * k);
     }
 
-    rc_canvas_viewer_join(c, 1);
+    rc_session *sess = NULL;
+    CHECK_EQ_INT(rc_session_open(c, NULL, &sess), RCANVAS_OK);
     pthread_t th;
-    pthread_create(&th, NULL, viewer_thread, c);
+    pthread_create(&th, NULL, viewer_thread, sess);
 
     int64_t t0 = rc_now_us(), end = t0 + (int64_t)(seconds * 1e6);
     uint32_t presents = 0, refused = 0, pauses = 0, drags = 0, nudges = 0;
@@ -148,31 +151,29 @@ int main(void) {
 
     CHECK_MSG(refused == 0, "%u of %u presents refused, first: %s", refused, presents, rcanvas_strerror(first_error));
     /* the newest frame gets encoded: nothing is stuck */
-    uint32_t presented = c->presented_seq;
+    rc_canvas_debug d;
     for (int i = 0; i < 20000; i++) {
-        pthread_mutex_lock(&c->mu);
-        int idle = !c->encoding && !c->pending && !c->refine_running && c->latest && c->latest->seq == presented;
-        pthread_mutex_unlock(&c->mu);
-        if (idle) break;
+        rc_canvas_get_debug(c, &d);
+        if (!d.encoding_seq && !d.pending_seq && !d.refine_running && d.latest_seq == d.presented_seq) break;
         usleep(1000);
     }
-    pthread_mutex_lock(&c->mu);
-    CHECK_MSG(c->latest && c->latest->seq == presented, "latest %u, presented %u", c->latest ? c->latest->seq : 0,
-              presented);
-    CHECK(!c->encoding && !c->pending && !c->refine_running);
-    int free_slots = 0;
-    for (int i = 0; i < RC_FRAME_BUFS; i++) free_slots += c->frames[i].refs == 0;
-    CHECK_EQ_INT(free_slots, RC_FRAME_BUFS - 1); /* only `last` holds one */
-    CHECK(c->last && c->last->refs == 1);
-    pthread_mutex_unlock(&c->mu);
+    rc_canvas_get_debug(c, &d);
+    CHECK_MSG(d.latest_seq == d.presented_seq, "latest %u, presented %u", d.latest_seq, d.presented_seq);
+    CHECK(!d.encoding_seq && !d.pending_seq && !d.refine_running);
+    int free_slots = d.free_slots;
+    CHECK_EQ_INT(free_slots, d.slots - 1); /* only `last` holds one */
+    CHECK_EQ_INT(d.last_seq, d.presented_seq);
     CHECK_MSG(g_seen.refinements > 0, "no refinement was made in %u pauses", pauses);
     printf("soak: %u presents (%u refused), %u drags, %u nudge runs, %u pauses, %u refinements seen, "
            "%u overlap samples, %u acks, %d of %d frame slots free at the end\n",
            presents, refused, drags, nudges, pauses, g_seen.refinements, g_seen.overlaps, g_seen.acks, free_slots,
-           RC_FRAME_BUFS);
+           d.slots);
 
-    rc_canvas_viewer_leave(c, 1, 0, 0);
-    rcanvas_server_free(s);
+    rc_session_close(sess);
+    rc_canvas_close(c);
+    rc_canvas_wait_sessions(c);
+    rc_canvas_destroy(c);
+    rc_pool_free(pool);
     free(px[0]);
     free(px[1]);
     TEST_MAIN_END();

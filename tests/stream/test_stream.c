@@ -1,24 +1,66 @@
 /*
- * test_stream — the canvas stage driven without a browser: the server listens on a free loopback port but no
- * client connects; viewers, acks and events are fed through the same functions the network thread calls.
+ * test_stream — the stream stage driven without a network: canvases are made with an environment of the test's
+ * own (a worker pool, a notify counter), and viewers are sessions opened, fed and acked the way the transport
+ * does it (stream/session.h).
  *  - frame descriptors: every bad one returns its error code and presents nothing;
  *  - flow control: no draw is due without a viewer, or while the active viewer holds max_in_flight unacked
- *    frames (frames still encoding count); an ack makes one due again;
- *  - newest wins: frames presented while the encoder is busy replace each other, the skipped one is never
- *    encoded, and `latest` ends at the newest;
+ *    frames (frames still encoding count); an ack makes one due again; a passive viewer's acks do not count;
+ *  - per-viewer windows: a session gets at most max_in_flight packets before it acks, the newest one (newest
+ *    wins), its lossless refinement once made, and nothing while invisible;
+ *  - newest wins in the pipeline: frames presented while the encoder is busy replace each other, the skipped
+ *    one is never encoded, and `latest` ends at the newest;
+ *  - refinement: one lossless refinement at a time, so frame slots always come back (issue 7's freeze);
  *  - update modes: ondemand needs a request, manual never draws, max_fps spaces draws;
  *  - events: pointer_move/wheel/resize merging as in rendercanvas, resize only from the active viewer,
- *    active viewer hand-over;
- *  - refinement: one lossless refinement at a time, so frame slots always come back (issue 7's freeze);
- *  - server: token, URL, port 0, a second server on a used port fails with RCANVAS_ENET.
+ *    active viewer hand-over on leave and on stall;
+ *  - server: token, URL, port 0, a second server on a used port fails, canvas names, options, error names.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "stream/canvas.h"
+#include "stream/session.h"
 #include "test.h"
-#include "transport/server_internal.h"
+
+static rc_pool *g_pool;
+static atomic_int g_notified;
+static const rc_logger g_log = {0};
+static void count_notify(void *user) {
+    (void)user;
+    atomic_fetch_add(&g_notified, 1);
+}
+
+static rcanvas_canvas *new_canvas_cfg(const rcanvas_canvas_config *cc) {
+    rc_canvas_env env = {.pool = g_pool, .log = &g_log, .max_frame_dim = 8192, .notify = count_notify};
+    rcanvas_canvas *c = NULL;
+    int r = rc_canvas_create(&env, cc, &c);
+    CHECK_MSG(r == RCANVAS_OK, "canvas_create: %s", rcanvas_strerror(r));
+    return c;
+}
+
+static rcanvas_canvas *new_canvas(const char *name, rcanvas_update_mode mode, double fps) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = name;
+    cc.update_mode = mode;
+    cc.max_fps = fps;
+    cc.refine_ms = 0;
+    return new_canvas_cfg(&cc);
+}
+
+static void free_canvas(rcanvas_canvas *c) {
+    rc_canvas_close(c);
+    rc_canvas_wait_sessions(c);
+    rc_canvas_destroy(c);
+}
+
+static rc_session *open_session(rcanvas_canvas *c) {
+    rc_session *s = NULL;
+    CHECK_EQ_INT(rc_session_open(c, NULL, &s), RCANVAS_OK);
+    return s;
+}
 
 static rcanvas_server *new_server(int port) {
     rcanvas_server_config cfg;
@@ -31,37 +73,38 @@ static rcanvas_server *new_server(int port) {
     return s;
 }
 
-static rcanvas_canvas *new_canvas(rcanvas_server *s, const char *name, rcanvas_update_mode mode, double fps) {
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.name = name;
-    cc.update_mode = mode;
-    cc.max_fps = fps;
-    cc.refine_ms = 0;
-    rcanvas_canvas *c = NULL;
-    int r = rcanvas_canvas_new(s, &cc, &c);
-    CHECK_MSG(r == RCANVAS_OK, "canvas_new: %s", rcanvas_strerror(r));
-    return c;
-}
-
 static uint8_t g_px[64 * 48 * 4];
 static rcanvas_frame frame64(void) {
     return (rcanvas_frame){.pixels = g_px, .width = 64, .height = 48, .pitch = 64 * 4, .format = RCANVAS_FORMAT_RGBA8};
 }
 
-static uint32_t latest_seq(rcanvas_canvas *c) {
-    pthread_mutex_lock(&c->mu);
-    uint32_t s = c->latest ? c->latest->seq : 0;
-    pthread_mutex_unlock(&c->mu);
-    return s;
+static rc_canvas_debug dbg(rcanvas_canvas *c) {
+    rc_canvas_debug d;
+    rc_canvas_get_debug(c, &d);
+    return d;
 }
 
 static void wait_latest(rcanvas_canvas *c, uint32_t seq) {
-    for (int i = 0; i < 2000 && latest_seq(c) < seq; i++) usleep(1000);
+    for (int i = 0; i < 2000 && dbg(c).latest_seq < seq; i++) usleep(1000);
 }
 
-static void test_bad_frames(rcanvas_server *s) {
-    rcanvas_canvas *c = new_canvas(s, "bad", RCANVAS_UPDATE_ONDEMAND, 60);
+/* The packet the transport would send s now: its seq (0 = none), dropped at once. */
+static uint32_t next_seq(rc_session *s, unsigned *flags) {
+    rc_packet *pk = NULL;
+    if (!rc_session_next(s, rc_now_us(), &pk, NULL)) return 0;
+    uint32_t seq = pk->seq;
+    if (flags) *flags = pk->flags;
+    rc_packet_unref(pk);
+    return seq;
+}
+
+/* Routes a test event to the session named by its viewer_id (1 or 2). */
+static void push(rc_session *s1, rc_session *s2, const rcanvas_event *e) {
+    rc_session_push_event(e->viewer_id == 1 ? s1 : s2, e);
+}
+
+static void test_bad_frames(void) {
+    rcanvas_canvas *c = new_canvas("bad", RCANVAS_UPDATE_ONDEMAND, 60);
     rcanvas_frame f = frame64();
     CHECK_EQ_INT(rcanvas_present(NULL, &f), RCANVAS_EINVAL);
     CHECK_EQ_INT(rcanvas_present(c, NULL), RCANVAS_EINVAL);
@@ -79,17 +122,18 @@ static void test_bad_frames(rcanvas_server *s) {
     f = frame64();
     f.format = (rcanvas_pixel_format)7;
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_EFORMAT);
-    CHECK_EQ_INT(c->presented_seq, 0); /* nothing changed */
+    CHECK_EQ_INT(dbg(c).presented_seq, 0); /* nothing changed */
     f = frame64();
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
-    CHECK_EQ_INT(c->presented_seq, 1);
-    rcanvas_canvas_free(c);
+    CHECK_EQ_INT(dbg(c).presented_seq, 1);
+    free_canvas(c);
 }
 
-static void test_flow_control(rcanvas_server *s) {
-    rcanvas_canvas *c = new_canvas(s, "flow", RCANVAS_UPDATE_FASTEST, 0);
+static void test_flow_control(void) {
+    rcanvas_canvas *c = new_canvas("flow", RCANVAS_UPDATE_FASTEST, 0);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0); /* no viewer: nothing due */
-    CHECK_EQ_INT(rc_canvas_viewer_join(c, 1), 1);
+    rc_session *s1 = open_session(c);
+    CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1)); /* the first one is active */
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
     rcanvas_frame f = frame64();
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1 */
@@ -97,29 +141,118 @@ static void test_flow_control(rcanvas_server *s) {
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* 2 in flight: not due */
     CHECK_EQ_INT(rcanvas_wait(c, 30), 0);               /* still not, after waiting */
+    rc_session *s2 = open_session(c);                   /* passive; frames up to 2 are not its to ack */
     wait_latest(c, 2);
-    CHECK_EQ_INT(latest_seq(c), 2);
+    CHECK_EQ_INT(dbg(c).latest_seq, 2);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* encoded but not acked still counts */
-    rc_canvas_ack(c, 1, 1);
-    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* one acked → due */
+    CHECK_EQ_INT(next_seq(s1, NULL), 2);                /* newest wins: frame 1 was never given */
+    CHECK_EQ_INT(next_seq(s1, NULL), 0);                /* nothing newer */
+    CHECK_EQ_INT(rc_session_ack(s1, 2, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* acked → due */
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 3 */
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 4 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    rc_canvas_ack(c, 2, 3); /* an ack from a passive (unknown) viewer does not count */
+    wait_latest(c, 4);
+    CHECK_EQ_INT(next_seq(s2, NULL), 4);
+    CHECK_EQ_INT(rc_session_ack(s2, 4, rc_now_us()), RCANVAS_OK); /* a passive viewer's ack does not count */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    rc_canvas_ack(c, 1, 3);
+    CHECK_EQ_INT(rc_session_ack(s1, 99, rc_now_us()), RCANVAS_EINVAL); /* never sent: refused, nothing changes */
+    CHECK_EQ_INT(rc_session_ack(s1, 3, rc_now_us()), RCANVAS_EINVAL);  /* skipped (newest wins): not in flight */
+    CHECK_EQ_INT(dbg(c).active_acked, 2);
+    CHECK_EQ_INT(next_seq(s1, NULL), 4);
+    CHECK_EQ_INT(rc_session_ack(s1, 4, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
-    rc_canvas_ack(c, 1, 99); /* an ack beyond what was presented is ignored */
-    CHECK_EQ_INT(c->active_acked, 3);
-    /* the active viewer leaves; viewer 2 (acked up to 1) takes over: 2 frames in flight for it */
-    CHECK_EQ_INT(rc_canvas_viewer_join(c, 2), 0);
-    rc_canvas_viewer_leave(c, 1, 2, 1);
-    CHECK_EQ_INT(c->active_viewer, 2);
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 5 */
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 6 */
+    wait_latest(c, 6);
+    CHECK_EQ_INT(next_seq(s2, NULL), 6);
+    /* the active viewer leaves; s2 (acked up to 4) takes over: 2 frames in flight for it */
+    rc_session_close(s1);
+    CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s2));
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    rc_canvas_ack(c, 2, 3);
+    CHECK_EQ_INT(rc_session_ack(s2, 6, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
-    rc_canvas_viewer_leave(c, 2, 0, 0);
+    rc_session_close(s2);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0); /* no viewers */
-    rcanvas_canvas_free(c);
+    free_canvas(c);
+}
+
+/* A viewer's window: max_in_flight packets before it acks; the lossless refinement of what it has; nothing while
+ * it is invisible, and no draw while no viewer is visible. */
+static void test_window(void) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "window";
+    cc.update_mode = RCANVAS_UPDATE_FASTEST;
+    cc.refine_ms = 3600 * 1000; /* the test starts refinements itself, with rc_canvas_tick in the future */
+    rcanvas_canvas *c = new_canvas_cfg(&cc);
+    rc_session *s = open_session(c);
+    rcanvas_frame f = frame64();
+    unsigned flags = 0;
+    for (uint32_t seq = 1; seq <= 3; seq++) {
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        wait_latest(c, seq);
+        CHECK_EQ_INT(next_seq(s, &flags), seq <= 2 ? seq : 0); /* window of 2 */
+        CHECK(seq > 2 || (flags & RC_PACKET_KEYFRAME));
+    }
+    CHECK_EQ_INT(rc_session_ack(s, 1, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(next_seq(s, NULL), 3);
+    CHECK_EQ_INT(rc_session_ack(s, 2, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s, 3, rc_now_us()), RCANVAS_OK);
+    rc_session_state st;
+    rc_session_get_state(s, &st);
+    CHECK(st.active && !st.closing && !st.ready);
+    CHECK_MSG(st.rtt_us > 0 && st.rtt_us < 10 * 1000 * 1000, "rtt %u us", st.rtt_us);
+    CHECK(st.encoder == &rc_codec_jpeg);
+    /* still: the refinement of frame 3 goes to the viewer that has it lossy, once */
+    CHECK_EQ_INT(rc_canvas_tick(c, rc_now_us() + 7200LL * 1000000), -1);
+    for (int i = 0; i < 2000 && !dbg(c).refined_seq; i++) usleep(1000);
+    CHECK_EQ_INT(dbg(c).refined_seq, 3);
+    CHECK_EQ_INT(next_seq(s, &flags), 3);
+    CHECK((flags & RC_PACKET_REFINE) && (flags & RC_PACKET_LOSSLESS));
+    CHECK_EQ_INT(next_seq(s, NULL), 0);
+    CHECK_EQ_INT(rc_session_ack(s, 3, rc_now_us()), RCANVAS_OK);
+    /* a viewer that joins now gets the lossless frame straight away */
+    rc_session *late = open_session(c);
+    CHECK_EQ_INT(next_seq(late, &flags), 3);
+    CHECK(flags & RC_PACKET_LOSSLESS);
+    rc_session_close(late);
+    /* invisible: no packet, and no draw due while nobody sees the canvas */
+    rc_session_set_visible(s, 0);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
+    wait_latest(c, 4);
+    CHECK_EQ_INT(next_seq(s, NULL), 0);
+    rc_session_set_visible(s, 1); /* back: the newest frame at once */
+    CHECK_EQ_INT(next_seq(s, NULL), 4);
+    rc_session_close(s);
+    free_canvas(c);
+}
+
+/* An active viewer that holds a full window for RC_STALL_US while another watches loses the active role. */
+static void test_stall(void) {
+    rcanvas_canvas *c = new_canvas("stall", RCANVAS_UPDATE_FASTEST, 0);
+    rc_session *s1 = open_session(c), *s2 = open_session(c);
+    rcanvas_frame f = frame64();
+    for (uint32_t seq = 1; seq <= 2; seq++) {
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        wait_latest(c, seq);
+        CHECK_EQ_INT(next_seq(s1, NULL), seq);
+    }
+    int64_t now = rc_now_us();
+    int64_t d = rc_canvas_tick(c, now);
+    CHECK_MSG(d > 0 && d <= 2000000, "next check in %lld us", (long long)d); /* full window: watched */
+    CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1));
+    rc_canvas_tick(c, now + 2100000); /* 2.1 s later, still nothing acked */
+    CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s2));
+    rc_session_state st;
+    rc_session_get_state(s1, &st);
+    CHECK(!st.active);
+    rc_session_get_state(s2, &st);
+    CHECK(st.active);
+    rc_session_close(s1);
+    rc_session_close(s2);
+    free_canvas(c);
 }
 
 /* A job that holds one encoder thread until released: makes "encoder busy" deterministic. */
@@ -130,6 +263,7 @@ typedef struct blocker {
     int running, release, done;
 } blocker;
 static void block_run(rc_job *j, rc_worker *w) {
+    (void)w;
     blocker *b = (blocker *)j;
     pthread_mutex_lock(&b->mu);
     b->running = 1;
@@ -139,54 +273,25 @@ static void block_run(rc_job *j, rc_worker *w) {
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
 }
-
-static void test_newest_wins(rcanvas_server *s) {
-    rcanvas_canvas *c = new_canvas(s, "newest", RCANVAS_UPDATE_MANUAL, 0);
-    rc_canvas_viewer_join(c, 1);
-    blocker b[2];
-    for (int i = 0; i < 2; i++) { /* occupy both encoder threads */
+static void hold_pool(blocker b[2]) {
+    for (int i = 0; i < 2; i++) {
         memset(&b[i], 0, sizeof b[i]);
         b[i].job.run = block_run;
         pthread_mutex_init(&b[i].mu, NULL);
         pthread_cond_init(&b[i].cv, NULL);
-        rc_pool_submit(rc_server_pool(s), &b[i].job);
+        rc_pool_submit(g_pool, &b[i].job);
     }
     for (int i = 0; i < 2; i++) {
         pthread_mutex_lock(&b[i].mu);
         while (!b[i].running) pthread_cond_wait(&b[i].cv, &b[i].mu);
         pthread_mutex_unlock(&b[i].mu);
     }
-    rcanvas_frame f = frame64();
-    memset(g_px, 10, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
-    memset(g_px, 20, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2: pending */
-    memset(g_px, 30, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
-    pthread_mutex_lock(&c->mu);
-    CHECK(c->encoding && c->encoding->seq == 1);
-    CHECK(c->pending && c->pending->seq == 3);
-    CHECK_EQ_INT(c->pending->pixels[0], 30); /* the app's buffer was copied at present time */
-    int free_bufs = 0;
-    for (int i = 0; i < RC_FRAME_BUFS; i++) free_bufs += c->frames[i].refs == 0;
-    CHECK_EQ_INT(free_bufs, RC_FRAME_BUFS - 2); /* frame 2's buffer went back to the pool */
-    pthread_mutex_unlock(&c->mu);
+}
+static void release_pool(blocker b[2]) {
     for (int i = 0; i < 2; i++) {
         pthread_mutex_lock(&b[i].mu);
         b[i].release = 1;
         pthread_cond_broadcast(&b[i].cv);
-        pthread_mutex_unlock(&b[i].mu);
-    }
-    wait_latest(c, 3);
-    CHECK_EQ_INT(latest_seq(c), 3);
-    pthread_mutex_lock(&c->mu);
-    CHECK(c->last && c->last->seq == 3);
-    CHECK(c->encoding == NULL && c->pending == NULL);
-    pthread_mutex_unlock(&c->mu);
-    rc_canvas_viewer_leave(c, 1, 0, 0); /* (fake viewers must leave, as the network thread would) */
-    rcanvas_canvas_free(c);
-    for (int i = 0; i < 2; i++) { /* the blocker jobs live on this stack: wait until they returned */
-        pthread_mutex_lock(&b[i].mu);
         while (!b[i].done) pthread_cond_wait(&b[i].cv, &b[i].mu);
         pthread_mutex_unlock(&b[i].mu);
         pthread_mutex_destroy(&b[i].mu);
@@ -194,133 +299,96 @@ static void test_newest_wins(rcanvas_server *s) {
     }
 }
 
-/* A refinement whose completion is held until released: the test swaps the refine task's done callback for this
- * one after the canvas queued it, so "a refinement is still running" is a state the test controls. */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int entered, release;
-    rc_encode_done_fn orig;
-} g_held = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
-
-static void held_refine_done(rc_encode_task *t, int status) {
-    pthread_mutex_lock(&g_held.mu);
-    g_held.entered = 1;
-    pthread_cond_broadcast(&g_held.cv);
-    while (!g_held.release) pthread_cond_wait(&g_held.cv, &g_held.mu);
-    rc_encode_done_fn orig = g_held.orig;
-    pthread_mutex_unlock(&g_held.mu);
-    orig(t, status);
+static void test_newest_wins(void) {
+    rcanvas_canvas *c = new_canvas("newest", RCANVAS_UPDATE_MANUAL, 0);
+    rc_session *s = open_session(c);
+    blocker b[2];
+    hold_pool(b); /* occupy both encoder threads */
+    rcanvas_frame f = frame64();
+    memset(g_px, 10, sizeof g_px);
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
+    memset(g_px, 20, sizeof g_px);
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2: pending */
+    memset(g_px, 30, sizeof g_px);
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
+    rc_canvas_debug d = dbg(c);
+    CHECK_EQ_INT(d.encoding_seq, 1);
+    CHECK_EQ_INT(d.pending_seq, 3);
+    CHECK_EQ_INT(d.first_pixel[0], 30);         /* the app's buffer was copied at present time */
+    CHECK_EQ_INT(d.free_slots, d.slots - 2);    /* frame 2's buffer went back to the pool */
+    release_pool(b);
+    wait_latest(c, 3);
+    d = dbg(c);
+    CHECK_EQ_INT(d.latest_seq, 3);
+    CHECK_EQ_INT(d.last_seq, 3);
+    CHECK(d.encoding_seq == 0 && d.pending_seq == 0);
+    CHECK_EQ_INT(next_seq(s, NULL), 3);
+    rc_session_close(s);
+    free_canvas(c);
 }
 
-static int free_slots(rcanvas_canvas *c) {
-    pthread_mutex_lock(&c->mu);
-    int n = 0;
-    for (int i = 0; i < RC_FRAME_BUFS; i++) n += c->frames[i].refs == 0;
-    pthread_mutex_unlock(&c->mu);
-    return n;
+static int refine_running(rcanvas_canvas *c) { return dbg(c).refine_running; }
+
+static int g_released;
+static void count_release(void *arg) {
+    (void)arg;
+    g_released++;
 }
 
-static int refine_running(rcanvas_canvas *c) {
-    pthread_mutex_lock(&c->mu);
-    int r = c->refine_running;
-    pthread_mutex_unlock(&c->mu);
-    return r;
-}
-
-/* Issue 7: a lossless refinement still running while a newer frame is encoded and becomes due for refinement
+/* Issue 7: a lossless refinement still running while a newer frame becomes `last` and is due for refinement
  * itself. A second refinement must not start over the first (it overwrote refine_src, so the older frame's
  * buffer was never released; after a few rounds every present found all slots taken and the stream stopped).
- * Each round: frame N encoded → refinement of N started and held in its completion → frame N+1 presented and
- * encoded → refine check (due for N+1) → release N's completion. Afterwards only `last` holds a slot. */
-static void test_refine_overlap(rcanvas_server *s) {
+ * Each round: frame N (CPU encoded) → its refinement started and held behind the blocked encoder threads →
+ * frame N+1 arrives already encoded (as from the GPU encoder) and becomes `last` → the refine check, due for
+ * N+1 → the threads go. Afterwards only `last` holds a slot. */
+static void test_refine_overlap(void) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = "refine";
     cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    /* Due after an hour of real time: the network thread's own timer never starts one; the test calls the check
-     * with a time two hours ahead instead, so it alone decides when refinements start. */
-    cc.refine_ms = 3600 * 1000;
-    rcanvas_canvas *c = NULL;
-    CHECK_EQ_INT(rcanvas_canvas_new(s, &cc, &c), RCANVAS_OK);
-    if (!c) return;
-    rc_canvas_viewer_join(c, 1);
+    cc.refine_ms = 3600 * 1000; /* only the test's own ticks (two hours ahead) start refinements */
+    rcanvas_canvas *c = new_canvas_cfg(&cc);
+    rc_session *s = open_session(c);
     rcanvas_frame f = frame64();
-    for (int round = 0; round < 2 * RC_FRAME_BUFS; round++) {
-        uint32_t seq = (uint32_t)round + 1;
+    static const uint8_t jpeg[] = {0xFF, 0xD8, 0xFF, 0xD9}; /* never decoded here */
+    rc_image ext = {.pixels = g_px, .width = 64, .height = 48, .pitch = 64 * 4, .format = RCANVAS_FORMAT_RGBA8};
+    g_released = 0;
+    for (int round = 0; round < 2 * 5; round++) {
+        uint32_t seq = 2 * (uint32_t)round + 1;
         memset(g_px, 40 + round, sizeof g_px);
         int r = rcanvas_present(c, &f);
         CHECK_MSG(r == RCANVAS_OK, "round %d: present: %s", round, rcanvas_strerror(r));
         if (r != RCANVAS_OK) break;
         wait_latest(c, seq);
-        CHECK_EQ_INT(latest_seq(c), seq);
-        if (round % 2 == 1) { /* odd rounds: the refinement of the previous frame is held over this one */
-            CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
-            CHECK_MSG(refine_running(c), "round %d: the held refinement is still the one running", round);
-            pthread_mutex_lock(&g_held.mu);
-            g_held.release = 1;
-            pthread_cond_broadcast(&g_held.cv);
-            pthread_mutex_unlock(&g_held.mu);
-            for (int i = 0; i < 2000 && refine_running(c); i++) usleep(1000);
-            CHECK_EQ_INT(refine_running(c), 0);
-            CHECK_EQ_INT(free_slots(c), RC_FRAME_BUFS - 1); /* only `last` */
-            pthread_mutex_lock(&c->mu);
-            CHECK(c->refined == NULL); /* the held one was for an older frame: dropped */
-            pthread_mutex_unlock(&c->mu);
-            continue;
-        }
-        /* even rounds: start the refinement of this frame and hold its completion */
-        pthread_mutex_lock(&g_held.mu);
-        g_held.entered = g_held.release = 0;
-        pthread_mutex_unlock(&g_held.mu);
-        /* The pool could finish the task as soon as the check queues it, so hold both encoder threads first (as
-         * test_newest_wins does) and swap the callback before letting them go. */
         blocker b[2];
-        for (int i = 0; i < 2; i++) {
-            memset(&b[i], 0, sizeof b[i]);
-            b[i].job.run = block_run;
-            pthread_mutex_init(&b[i].mu, NULL);
-            pthread_cond_init(&b[i].cv, NULL);
-            rc_pool_submit(rc_server_pool(s), &b[i].job);
-        }
-        for (int i = 0; i < 2; i++) {
-            pthread_mutex_lock(&b[i].mu);
-            while (!b[i].running) pthread_cond_wait(&b[i].cv, &b[i].mu);
-            pthread_mutex_unlock(&b[i].mu);
-        }
-        CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
+        hold_pool(b);
+        CHECK_EQ_INT(rc_canvas_tick(c, rc_now_us() + 7200LL * 1000000), -1); /* refinement of seq, queued */
         CHECK(refine_running(c));
-        pthread_mutex_lock(&c->mu);
-        g_held.orig = c->refine_task.done;
-        c->refine_task.done = held_refine_done;
-        pthread_mutex_unlock(&c->mu);
-        for (int i = 0; i < 2; i++) {
-            pthread_mutex_lock(&b[i].mu);
-            b[i].release = 1;
-            pthread_cond_broadcast(&b[i].cv);
-            while (!b[i].done) pthread_cond_wait(&b[i].cv, &b[i].mu);
-            pthread_mutex_unlock(&b[i].mu);
-            pthread_mutex_destroy(&b[i].mu);
-            pthread_cond_destroy(&b[i].cv);
-        }
-        pthread_mutex_lock(&g_held.mu); /* the refinement is encoded and parked in its completion */
-        while (!g_held.entered) pthread_cond_wait(&g_held.cv, &g_held.mu);
-        pthread_mutex_unlock(&g_held.mu);
+        r = rc_canvas_present_external_encoded(c, &ext, count_release, NULL, &rc_codec_jpeg, jpeg, sizeof jpeg);
+        CHECK_MSG(r == RCANVAS_OK, "round %d: present encoded: %s", round, rcanvas_strerror(r));
+        CHECK_EQ_INT(dbg(c).latest_seq, seq + 1);
+        /* due for seq + 1 now, but one refinement runs: none may start */
+        rc_canvas_tick(c, rc_now_us() + 7200LL * 1000000);
+        release_pool(b);
+        for (int i = 0; i < 2000 && refine_running(c); i++) usleep(1000);
+        CHECK_EQ_INT(refine_running(c), 0);
+        rc_canvas_debug d = dbg(c);
+        CHECK_EQ_INT(d.free_slots, d.slots - 1); /* only `last` */
+        CHECK_EQ_INT(d.refined_seq, 0);           /* the one made was for an older frame: dropped */
     }
-    /* the last frame, refined to the end: the refinement is kept and the slots are back */
-    CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
+    CHECK_EQ_INT(g_released, 2 * 5 - 1); /* every external frame but the last was let go */
+    /* the last frame, refined to the end: the refinement is kept */
+    CHECK_EQ_INT(rc_canvas_tick(c, rc_now_us() + 7200LL * 1000000), -1);
     for (int i = 0; i < 2000 && refine_running(c); i++) usleep(1000);
-    pthread_mutex_lock(&c->mu);
-    CHECK(c->refined && c->refined->seq == c->presented_seq && (c->refined->flags & RC_FLAG_REFINE));
-    pthread_mutex_unlock(&c->mu);
-    CHECK_EQ_INT(free_slots(c), RC_FRAME_BUFS - 1);
-    rc_canvas_viewer_leave(c, 1, 0, 0);
-    rcanvas_canvas_free(c);
+    CHECK_EQ_INT(dbg(c).refined_seq, dbg(c).presented_seq);
+    rc_session_close(s);
+    free_canvas(c);
+    CHECK_EQ_INT(g_released, 2 * 5); /* and the last one at destroy */
 }
 
-static void test_modes(rcanvas_server *s) {
-    rcanvas_canvas *c = new_canvas(s, "ondemand", RCANVAS_UPDATE_ONDEMAND, 20);
-    rc_canvas_viewer_join(c, 1);
+static void test_modes(void) {
+    rcanvas_canvas *c = new_canvas("ondemand", RCANVAS_UPDATE_ONDEMAND, 20);
+    rc_session *s = open_session(c);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* a new viewer asks for a draw */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                 /* consumed; no request */
     rcanvas_request_draw(c);
@@ -329,47 +397,49 @@ static void test_modes(rcanvas_server *s) {
     CHECK_EQ_INT(rcanvas_wait(c, 1000), RCANVAS_WAKE_DRAW);
     CHECK_MSG(rc_now_us() - t0 >= 40000, "draw came after %lld us, max_fps 20 allows one per 50 ms",
               (long long)(rc_now_us() - t0));
-    rc_canvas_viewer_leave(c, 1, 0, 0);
-    rcanvas_canvas_free(c);
+    rc_session_close(s);
+    free_canvas(c);
 
-    c = new_canvas(s, "manual", RCANVAS_UPDATE_MANUAL, 60);
-    rc_canvas_viewer_join(c, 1);
+    c = new_canvas("manual", RCANVAS_UPDATE_MANUAL, 60);
+    s = open_session(c);
     rcanvas_request_draw(c);
     CHECK_EQ_INT(rcanvas_wait(c, 20), 0);
-    rc_canvas_viewer_leave(c, 1, 0, 0);
-    rcanvas_canvas_free(c);
+    /* the mode is an option: switched to ondemand, the pending request makes a draw due */
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c, RCANVAS_OPT_UPDATE_MODE, RCANVAS_UPDATE_ONDEMAND), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_session_close(s);
+    free_canvas(c);
 }
 
-static void test_events(rcanvas_server *s) {
-    rcanvas_canvas *c = new_canvas(s, "events", RCANVAS_UPDATE_MANUAL, 60);
-    rc_canvas_viewer_join(c, 1);
-    rc_canvas_viewer_join(c, 2);
+static void test_events(void) {
+    rcanvas_canvas *c = new_canvas("events", RCANVAS_UPDATE_MANUAL, 60);
+    rc_session *s1 = open_session(c), *s2 = open_session(c);
     rcanvas_event e = {.type = RCANVAS_EVENT_POINTER_MOVE, .viewer_id = 1, .buttons = 2};
     for (int i = 0; i < 5; i++) {
         e.x = i;
         e.y = 10 * i;
-        rc_canvas_push_event(c, &e);
+        push(s1, s2, &e);
     }
     e.buttons = 0; /* other buttons: not merged with the previous moves */
     e.x = 100;
-    rc_canvas_push_event(c, &e);
+    push(s1, s2, &e);
     rcanvas_event w = {.type = RCANVAS_EVENT_WHEEL, .viewer_id = 1, .dx = 1, .dy = -3};
-    rc_canvas_push_event(c, &w);
-    rc_canvas_push_event(c, &w);
+    push(s1, s2, &w);
+    push(s1, s2, &w);
     w.modifiers = RCANVAS_MOD_SHIFT;
-    rc_canvas_push_event(c, &w);
+    push(s1, s2, &w);
     rcanvas_event k = {.type = RCANVAS_EVENT_KEY_DOWN, .viewer_id = 2};
     strcpy(k.key, "p");
-    rc_canvas_push_event(c, &k);
+    push(s1, s2, &k);
     rcanvas_event r = {.type = RCANVAS_EVENT_RESIZE, .viewer_id = 2, .width = 100, .height = 100, .pixel_ratio = 1};
-    rc_canvas_push_event(c, &r); /* passive viewer: ignored */
+    push(s1, s2, &r); /* passive viewer: ignored */
     r.viewer_id = 1;
     r.width = 300;
-    rc_canvas_push_event(c, &r);
+    push(s1, s2, &r);
     r.width = 401;
     r.height = 301;
     r.pixel_ratio = 1.5;
-    rc_canvas_push_event(c, &r); /* merged with the previous resize */
+    push(s1, s2, &r); /* merged with the previous resize */
 
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_EVENTS);
     rcanvas_event out;
@@ -404,15 +474,15 @@ static void test_events(rcanvas_server *s) {
 
     /* a full queue drops the oldest */
     rcanvas_event kk = {.type = RCANVAS_EVENT_KEY_DOWN, .viewer_id = 1};
-    for (int i = 0; i < RC_EVENT_QUEUE + 5; i++) {
+    for (int i = 0; i < 1024 + 5; i++) { /* the queue holds 1024 */
         snprintf(kk.key, sizeof kk.key, "%d", i);
-        rc_canvas_push_event(c, &kk);
+        push(s1, s2, &kk);
     }
     CHECK_EQ_INT(rcanvas_poll_event(c, &out), 1);
     CHECK(!strcmp(out.key, "5"));
-    rc_canvas_viewer_leave(c, 2, 0, 0);
-    rc_canvas_viewer_leave(c, 1, 0, 0);
-    rcanvas_canvas_free(c);
+    rc_session_close(s2);
+    rc_session_close(s1);
+    free_canvas(c);
 }
 
 static void test_server(rcanvas_server *s) {
@@ -461,6 +531,33 @@ static void test_server(rcanvas_server *s) {
     rcanvas_canvas_free(c1);
     CHECK(!strcmp(rcanvas_strerror(RCANVAS_EPITCH), "row pitch is smaller than width times bytes per pixel"));
     CHECK(!strcmp(rcanvas_strerror(12345), "unknown error"));
+    CHECK(!strcmp(rcanvas_err_name(RCANVAS_EBUSY), "RCANVAS_EBUSY"));
+    CHECK(!strcmp(rcanvas_err_name(RCANVAS_OK), "RCANVAS_OK"));
+    CHECK(!strcmp(rcanvas_err_name(-999), "RCANVAS_UNKNOWN"));
+    /* options: set, read back, refuse out of range without changing anything */
+    rcanvas_canvas *c3 = NULL;
+    cc.name = "opts";
+    cc.quality = 85;
+    CHECK_EQ_INT(rcanvas_canvas_new(s, &cc, &c3), RCANVAS_OK);
+    int v = 0;
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_QUALITY, 70), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_QUALITY, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, 70);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_QUALITY, 101), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_QUALITY, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, 70);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_CODEC, RCANVAS_CODEC_PNG), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_CODEC, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, RCANVAS_CODEC_PNG);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_CODEC, 77), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_SUBSAMPLING, 2), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_MAX_IN_FLIGHT, 17), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_MAX_FPS, 30), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_MAX_FPS, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, 30);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, (rcanvas_option)99, 1), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(NULL, RCANVAS_OPT_QUALITY, 50), RCANVAS_EINVAL);
+    rcanvas_canvas_free(c3);
 }
 
 /* rcanvas_server_free with a canvas still attached and a thread blocked in rcanvas_wait: it returns ECLOSED. */
@@ -475,35 +572,44 @@ rcanvas_canvas *g_wait_canvas;
 static void test_shutdown(void) {
     rcanvas_server *s = new_server(0);
     if (!s) return;
-    g_wait_canvas = new_canvas(s, "", RCANVAS_UPDATE_CONTINUOUS, 60);
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.update_mode = RCANVAS_UPDATE_CONTINUOUS;
+    CHECK_EQ_INT(rcanvas_canvas_new(s, &cc, &g_wait_canvas), RCANVAS_OK);
+    if (!g_wait_canvas) return;
     rcanvas_frame f = frame64();
     rcanvas_present(g_wait_canvas, &f); /* a frame in flight at shutdown */
     int r = 1;
     pthread_t th;
     pthread_create(&th, NULL, waiter, &r);
     usleep(20000);
-    rcanvas_canvas *c = g_wait_canvas;
-    pthread_mutex_lock(&c->mu);
-    c->closing = 1; /* what rcanvas_server_free does first */
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    rc_canvas_close(g_wait_canvas); /* what rcanvas_server_free does first */
     pthread_join(th, NULL);
     CHECK_EQ_INT(r, RCANVAS_ECLOSED);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_ECLOSED);
+    CHECK_EQ_INT(rcanvas_present(g_wait_canvas, &f), RCANVAS_ECLOSED);
     rcanvas_server_free(s); /* frees the canvas; ASan checks nothing leaks */
 }
 
 int main(void) {
+    if (rc_pool_new(2, &g_pool)) {
+        CHECK(!"pool");
+        TEST_MAIN_END();
+    }
     rcanvas_server *s = new_server(0);
-    if (!s) TEST_MAIN_END();
-    test_server(s);
-    test_bad_frames(s);
-    test_flow_control(s);
-    test_newest_wins(s);
-    test_refine_overlap(s);
-    test_modes(s);
-    test_events(s);
-    rcanvas_server_free(s);
+    if (s) {
+        test_server(s);
+        rcanvas_server_free(s);
+    }
+    test_bad_frames();
+    test_flow_control();
+    test_window();
+    test_stall();
+    test_newest_wins();
+    test_refine_overlap();
+    test_modes();
+    test_events();
     test_shutdown();
+    rc_pool_free(g_pool);
+    CHECK_MSG(atomic_load(&g_notified) > 0, "the canvases never notified");
     TEST_MAIN_END();
 }

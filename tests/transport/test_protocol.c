@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "test.h"
-#include "transport/protocol.h"
+#include "transport/wire.h"
 
 static void test_header_roundtrip(void) {
     uint8_t msg[RC_FRAME_HEADER_SIZE + 10] = {0};

@@ -2,7 +2,7 @@
  * packet.c — reference-counted encoded frames and their free list (see packet.h). The pool outlives its
  * packets: rc_packet_pool_free() marks it closed and the last packet out frees it.
  */
-#include "encode/packet.h"
+#include "codec/packet.h"
 
 #include <stdlib.h>
 
@@ -21,7 +21,7 @@ rc_packet_pool *rc_packet_pool_new(void) {
 }
 
 static void packet_destroy(rc_packet *p) {
-    for (int i = 0; i < RC_MAX_TILES; i++) rc_buf_free(&p->tiles[i]);
+    for (int i = 0; i < RC_MAX_TILES; i++) rc_buf_free(&p->tiles[i].data);
     free(p);
 }
 
@@ -59,11 +59,12 @@ rc_packet *rc_packet_get(rc_packet_pool *pool) {
     pthread_mutex_unlock(&pool->mu);
     atomic_store(&p->refs, 1);
     p->free_next = NULL;
-    p->seq = 0;
+    p->seq = p->depends_on = 0;
+    p->codec = NULL;
     p->flags = 0;
     p->ntiles = 0;
     p->total_bytes = 0;
-    for (int i = 0; i < RC_MAX_TILES; i++) rc_buf_clear(&p->tiles[i]);
+    for (int i = 0; i < RC_MAX_TILES; i++) rc_buf_clear(&p->tiles[i].data);
     return p;
 }
 

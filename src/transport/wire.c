@@ -1,9 +1,11 @@
 /*
- * protocol.c — wire format (docs/protocol.md): the 56-byte little-endian frame header, and validation of client
+ * wire.c — wire format (docs/protocol.md): the 56-byte little-endian frame header, and validation of client
  * JSON messages (acks and renderview events) into rc_client_msg. JSON is parsed by cJSON; every field is checked
  * for presence, type, finiteness and range before it reaches the app.
  */
-#include "transport/protocol.h"
+#include "transport/wire.h"
+
+#include "codec/codec.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -44,6 +46,20 @@ void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_hea
     put32(out + 44, h->h);
     put32(out + 48, h->rtt_us);
     put32(out + 52, h->payload_bytes);
+}
+
+void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, uint8_t out[RC_FRAME_HEADER_SIZE]) {
+    const rc_tile *t = &pk->tiles[tile];
+    uint16_t flags = 0;
+    if (pk->flags & RC_PACKET_LOSSLESS) flags |= RC_FLAG_LOSSLESS;
+    if (pk->flags & RC_PACKET_REFINE) flags |= RC_FLAG_REFINE;
+    if (tile == pk->ntiles - 1) flags |= RC_FLAG_LAST_TILE;
+    rc_frame_header h = {.version = RCANVAS_PROTOCOL_VERSION, .codec = pk->codec ? pk->codec->wire_id : 0,
+                         .flags = flags, .seq = pk->seq, .tile_index = (uint16_t)tile,
+                         .tile_count = (uint16_t)pk->ntiles, .timestamp_us = pk->present_us,
+                         .frame_width = pk->width, .frame_height = pk->height, .x = t->x, .y = t->y, .w = t->w,
+                         .h = t->h, .rtt_us = rtt_us, .payload_bytes = (uint32_t)t->data.len};
+    rc_frame_header_write(out, &h);
 }
 
 int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h) {

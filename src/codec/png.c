@@ -4,22 +4,31 @@
  * at any pitch into one scratch row and written progressively into the caller's rc_buf through a write callback,
  * so no whole-frame copy and no per-frame output allocation happens.
  */
-#include "encode/codecs.h"
+#include "codec/codec.h"
 
 #include <spng.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <zlib.h>
 
-int rc_png_init(rc_encoder *e) {
-    (void)e;
-    return RCANVAS_OK;
+typedef struct png_codec {
+    rc_codec base;
+    uint8_t *row; /* one RGB8 row of scratch */
+    size_t row_cap;
+} png_codec;
+
+static void png_destroy(rc_codec *c) {
+    png_codec *e = (png_codec *)c;
+    free(e->row);
+    free(e);
 }
 
-void rc_png_fini(rc_encoder *e) {
-    free(e->row);
-    e->row = NULL;
-    e->row_cap = 0;
+static int png_create(const rc_codec_type *type, rc_codec **out) {
+    png_codec *e = calloc(1, sizeof(*e));
+    if (!e) return RCANVAS_ENOMEM;
+    e->base.type = type;
+    *out = &e->base;
+    return RCANVAS_OK;
 }
 
 static int write_cb(spng_ctx *ctx, void *user, void *data, size_t len) {
@@ -47,13 +56,17 @@ static void to_rgb(uint8_t *dst, const uint8_t *src, uint32_t w, rcanvas_pixel_f
     do {                                                                                                       \
         int rc_ = (call);                                                                                      \
         if (rc_) {                                                                                             \
-            snprintf(e->err, sizeof e->err, "%s: %s", #call, spng_strerror(rc_));                              \
+            snprintf(e->base.err, sizeof e->base.err, "%s: %s", #call, spng_strerror(rc_));                              \
             ret = rc_ == SPNG_IO_ERROR ? RCANVAS_ENOMEM : RCANVAS_ECODEC;                                      \
             goto done;                                                                                         \
         }                                                                                                      \
     } while (0)
 
-int rc_png_encode(rc_encoder *e, const rc_image *img, rc_buf *out) {
+static int png_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out,
+                      rc_encode_info *info) {
+    (void)p;
+    (void)info;
+    png_codec *e = (png_codec *)c;
     size_t row_bytes = (size_t)img->width * 3;
     if (row_bytes > e->row_cap) {
         uint8_t *row = realloc(e->row, row_bytes);
@@ -86,3 +99,7 @@ done:
     spng_ctx_free(ctx);
     return ret;
 }
+
+const rc_codec_type rc_codec_png = {
+    .name = "png", .wire_id = RCANVAS_CODEC_PNG, .flags = RC_CODEC_INTRA | RC_CODEC_STRIPES | RC_CODEC_LOSSLESS,
+    .create = png_create, .encode = png_encode, .request_keyframe = NULL, .destroy = png_destroy};

@@ -3,24 +3,35 @@
  * Annex K scaled by quality as libjpeg does). Reads RGBA/BGRA/RGBX rows at any pitch directly (no conversion
  * copy) and compresses into the caller's rc_buf, grown once to tjBufSize() so libturbojpeg never reallocates.
  */
-#include "encode/codecs.h"
+#include "codec/codec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
 
-int rc_jpeg_init(rc_encoder *e) {
-    e->tj = tjInitCompress();
-    if (!e->tj) {
-        snprintf(e->err, sizeof e->err, "tjInitCompress: %s", tjGetErrorStr2(NULL));
-        return RCANVAS_ECODEC;
-    }
-    return RCANVAS_OK;
+typedef struct jpeg_codec {
+    rc_codec base;
+    tjhandle tj; /* libturbojpeg compressor */
+} jpeg_codec;
+
+static void jpeg_destroy(rc_codec *c) {
+    jpeg_codec *e = (jpeg_codec *)c;
+    if (e->tj) tjDestroy(e->tj);
+    free(e);
 }
 
-void rc_jpeg_fini(rc_encoder *e) {
-    if (e->tj) tjDestroy(e->tj);
-    e->tj = NULL;
+static int jpeg_create(const rc_codec_type *type, rc_codec **out) {
+    jpeg_codec *e = calloc(1, sizeof(*e));
+    if (!e) return RCANVAS_ENOMEM;
+    e->base.type = type;
+    e->tj = tjInitCompress();
+    if (!e->tj) {
+        jpeg_destroy(&e->base);
+        return RCANVAS_ECODEC;
+    }
+    *out = &e->base;
+    return RCANVAS_OK;
 }
 
 static int tj_pixel_format(rcanvas_pixel_format f) {
@@ -32,7 +43,10 @@ static int tj_pixel_format(rcanvas_pixel_format f) {
     return -1;
 }
 
-int rc_jpeg_encode(rc_encoder *e, const rc_image *img, const rc_encode_params *p, rc_buf *out) {
+static int jpeg_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out,
+                       rc_encode_info *info) {
+    (void)info; /* intra-only: always a keyframe */
+    jpeg_codec *e = (jpeg_codec *)c;
     if (p->quality < 1 || p->quality > 100) return RCANVAS_EINVAL;
     if (img->pitch > (size_t)INT32_MAX || img->width > INT32_MAX / 4 || img->height > INT32_MAX)
         return RCANVAS_EINVAL;
@@ -48,9 +62,13 @@ int rc_jpeg_encode(rc_encoder *e, const rc_image *img, const rc_encode_params *p
     if (tjCompress2(e->tj, img->pixels, (int)img->width, (int)img->pitch, (int)img->height,
                     tj_pixel_format(img->format), &dst, &size, ss, p->quality,
                     TJFLAG_NOREALLOC | TJFLAG_FASTDCT) != 0) {
-        snprintf(e->err, sizeof e->err, "tjCompress2: %s", tjGetErrorStr2(e->tj));
+        snprintf(c->err, sizeof c->err, "tjCompress2: %s", tjGetErrorStr2(e->tj));
         return RCANVAS_ECODEC;
     }
     out->len += size;
     return RCANVAS_OK;
 }
+
+const rc_codec_type rc_codec_jpeg = {
+    .name = "jpeg", .wire_id = RCANVAS_CODEC_JPEG, .flags = RC_CODEC_INTRA | RC_CODEC_STRIPES,
+    .create = jpeg_create, .encode = jpeg_encode, .request_keyframe = NULL, .destroy = jpeg_destroy};

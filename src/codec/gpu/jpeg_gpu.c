@@ -8,7 +8,9 @@
  * cross PCIe, in the same submission, with no second round trip to learn the size first. The size itself comes
  * back in a 16-byte host-visible control word.
  */
-#include "encode/gpu/jpeg_gpu.h"
+#include "codec/gpu/jpeg_gpu.h"
+
+#include <stdatomic.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +108,8 @@ typedef struct buf {
 } buf;
 
 struct rc_gpu_jpeg {
+    rc_codec base;            /* first: this encoder is the codec "jpeg-gpu" (rc_codec_jpeg_gpu) */
+    atomic_int in_flight;     /* an asynchronous encode (rc_gpu_jpeg_record) not yet finished */
     const rc_logger *log;
     VkPhysicalDevice phys;
     VkDevice dev;
@@ -213,6 +217,7 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (!phys || !dev || !queue || !out) return RCANVAS_EINVAL;
     rc_gpu_jpeg *e = calloc(1, sizeof(*e));
     if (!e) return RCANVAS_ENOMEM;
+    e->base.type = &rc_codec_jpeg_gpu;
     e->log = log ? log : &quiet;
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue;
     VkDescriptorSetLayoutBinding b[10];
@@ -460,6 +465,10 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) 
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 5);
 }
 
+void rc_gpu_jpeg_finish(rc_gpu_jpeg *e) {
+    if (e) atomic_store(&e->in_flight, 0);
+}
+
 int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len) {
     uint32_t size = *(volatile uint32_t *)e->bufs[B_CTL].map;
     if (size == 0) {
@@ -539,8 +548,13 @@ static void record_image(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
 int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
                        int quality, rcanvas_subsampling ss) {
     int bgra = format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&e->in_flight, &expected, 1)) return RCANVAS_EBUSY;
     int r = prepare(e, w, h, quality, ss);
-    if (r) return r;
+    if (r) {
+        atomic_store(&e->in_flight, 0);
+        return r;
+    }
     VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {w, h, 1}};
     vkCmdCopyImageToBuffer(cb, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, e->bufs[B_PX].b, 1, &region);
     record_stages(e, cb, bgra, 0);
@@ -607,3 +621,28 @@ int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, u
     *mcus_per_interval = e->mpi;
     return RCANVAS_OK;
 }
+
+/* ---- the codec interface ---- */
+
+static int gpu_create(const rc_codec_type *type, rc_codec **out) {
+    (void)type;
+    (void)out;
+    return RCANVAS_EINVAL; /* needs a Vulkan device: the readback ring makes it with rc_gpu_jpeg_new() */
+}
+
+/* A CPU image through the GPU (uploaded first); used by tools and tests. The server's GPU frames take the
+ * asynchronous path instead (rc_gpu_jpeg_record inside the readback ring's command buffer). */
+static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out,
+                      rc_encode_info *info) {
+    (void)info;
+    const uint8_t *jpeg;
+    size_t len;
+    int r = rc_gpu_jpeg_encode_cpu((rc_gpu_jpeg *)c, img, p->quality, p->subsampling, &jpeg, &len, NULL);
+    return r ? r : rc_buf_append(out, jpeg, len);
+}
+
+static void gpu_destroy(rc_codec *c) { rc_gpu_jpeg_free((rc_gpu_jpeg *)c); }
+
+const rc_codec_type rc_codec_jpeg_gpu = {
+    .name = "jpeg-gpu", .wire_id = RCANVAS_CODEC_JPEG, .flags = RC_CODEC_INTRA | RC_CODEC_GPU,
+    .create = gpu_create, .encode = gpu_encode, .request_keyframe = NULL, .destroy = gpu_destroy};

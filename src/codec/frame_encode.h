@@ -1,15 +1,17 @@
 /*
  * frame_encode.h — encodes one frame on the worker pool, cut into horizontal stripes (one tile each) so every
  * core works on the same frame: the latency of one 1080p JPEG drops to ~1/cores of one single-threaded call.
- * In: an rc_image and codec parameters. Out: an rc_packet whose tiles carry their wire headers.
+ * For intra-only, stripe-parallel codecs (RC_CODEC_STRIPES). In: an rc_image and codec parameters. Out: an
+ * rc_packet, one tile per stripe with its rectangle.
  */
 #ifndef RC_FRAME_ENCODE_H
 #define RC_FRAME_ENCODE_H
 
 #include <stdatomic.h>
 
+#include "codec/codec.h"
+#include "codec/packet.h"
 #include "core/pool.h"
-#include "encode/packet.h"
 
 typedef struct rc_encode_task rc_encode_task;
 
@@ -27,7 +29,7 @@ typedef void (*rc_encode_done_fn)(rc_encode_task *task, int status);
 struct rc_encode_task {
     /* in */
     rc_image img;
-    rc_encode_params params;
+    rc_encode_params params; /* params.codec selects the codec (rc_codec_for) */
     uint32_t seq;
     int64_t present_us;
     int stripes;             /* 0 = rc_encode_plan_stripes() */

@@ -1,9 +1,9 @@
 /*
  * frame_encode.c — stripe-parallel encoding of one frame (see frame_encode.h). Each stripe job encodes rows
- * [y0, y0+rows) straight from the frame buffer (pointer offset, same pitch: no copy) into its tile buffer and
- * writes that tile's wire header into the buffer's head room. The last stripe to finish calls done().
+ * [y0, y0+rows) straight from the frame buffer (pointer offset, same pitch: no copy) into its tile buffer; the
+ * tile's rectangle is set at submit time. The last stripe to finish calls done().
  */
-#include "encode/frame_encode.h"
+#include "codec/frame_encode.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -23,37 +23,26 @@ static void stripe_run(rc_job *job, rc_worker *w) {
     rc_stripe_job *sj = (rc_stripe_job *)job;
     rc_encode_task *t = sj->task;
     rc_packet *pk = t->packet;
-    rc_buf *out = &pk->tiles[sj->index];
-    int st = RCANVAS_OK;
+    rc_buf *out = &pk->tiles[sj->index].data;
     if (atomic_load_explicit(&t->status, memory_order_relaxed) == RCANVAS_OK) {
-        rc_encoder *enc = rc_worker_encoder(w, t->params.codec);
+        rc_codec *enc = rc_worker_codec(w, pk->codec);
         rc_image part = t->img;
         part.pixels = t->img.pixels + (size_t)sj->y0 * t->img.pitch;
         part.height = sj->rows;
         rc_buf_clear(out);
-        st = enc ? rc_encoder_encode(enc, &part, &t->params, out) : RCANVAS_ECODEC;
+        int st = enc ? rc_codec_encode(enc, &part, &t->params, out, NULL) : RCANVAS_ECODEC;
         if (st == RCANVAS_OK && out->len > UINT32_MAX) st = RCANVAS_ECODEC;
         if (st != RCANVAS_OK) {
             int expected = RCANVAS_OK;
             if (atomic_compare_exchange_strong(&t->status, &expected, st))
-                snprintf(t->error, sizeof t->error, "%s", enc ? rc_encoder_error(enc) : "encoder creation failed");
-        } else {
-            uint16_t flags = pk->flags;
-            if (sj->index == pk->ntiles - 1) flags |= RC_FLAG_LAST_TILE;
-            rc_frame_header h = {
-                .version = RCANVAS_PROTOCOL_VERSION, .codec = (uint8_t)t->params.codec, .flags = flags,
-                .seq = t->seq, .tile_index = (uint16_t)sj->index, .tile_count = (uint16_t)pk->ntiles,
-                .timestamp_us = t->present_us, .frame_width = t->img.width, .frame_height = t->img.height,
-                .x = 0, .y = sj->y0, .w = t->img.width, .h = sj->rows, .rtt_us = 0,
-                .payload_bytes = (uint32_t)out->len};
-            rc_frame_header_write(rc_packet_tile_msg(pk, sj->index), &h);
+                snprintf(t->error, sizeof t->error, "%s", enc ? rc_codec_error(enc) : "encoder creation failed");
         }
     }
     if (atomic_fetch_sub_explicit(&t->remaining, 1, memory_order_acq_rel) == 1) {
         int status = atomic_load(&t->status);
         if (status == RCANVAS_OK) {
             size_t total = 0;
-            for (int i = 0; i < pk->ntiles; i++) total += pk->tiles[i].len;
+            for (int i = 0; i < pk->ntiles; i++) total += pk->tiles[i].data.len;
             pk->total_bytes = total;
         }
         t->done(t, status);
@@ -70,14 +59,16 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
     n = (int)((t->img.height + rows - 1) / rows);
     rc_packet *pk = t->packet;
     pk->seq = t->seq;
+    pk->depends_on = 0;
     pk->present_us = t->present_us;
-    pk->codec = t->params.codec;
+    pk->codec = rc_codec_for(t->params.codec);
     pk->width = t->img.width;
     pk->height = t->img.height;
     pk->ntiles = n;
-    if (t->params.codec == RCANVAS_CODEC_PNG) pk->flags |= RC_FLAG_LOSSLESS;
+    pk->flags |= RC_PACKET_KEYFRAME; /* stripe-parallel codecs are intra-only */
+    if (pk->codec && (pk->codec->flags & RC_CODEC_LOSSLESS)) pk->flags |= RC_PACKET_LOSSLESS;
     t->error[0] = '\0';
-    atomic_store(&t->status, RCANVAS_OK);
+    atomic_store(&t->status, pk->codec ? RCANVAS_OK : RCANVAS_EINVAL);
     atomic_store(&t->remaining, n);
     rc_job *jobs[RC_MAX_TILES];
     for (int i = 0; i < n; i++) {
@@ -87,6 +78,10 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
         sj->index = i;
         sj->y0 = (uint32_t)i * rows;
         sj->rows = (i == n - 1) ? t->img.height - sj->y0 : rows;
+        pk->tiles[i].x = 0;
+        pk->tiles[i].y = sj->y0;
+        pk->tiles[i].w = t->img.width;
+        pk->tiles[i].h = sj->rows;
         jobs[i] = &sj->job;
     }
     rc_pool_submit_n(pool, jobs, n);

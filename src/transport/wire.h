@@ -1,13 +1,15 @@
 /*
- * protocol.h — the wire protocol (docs/protocol.md): the fixed little-endian header in front of every binary frame
- * message, and the parsing of client JSON messages (events, acks) into C structs with full validation.
+ * wire.h — the wire protocol (docs/protocol.md), in one place: the fixed little-endian header in front of every
+ * binary frame message (written here from a packet's tile when the transport sends it, read here by the tests),
+ * and the parsing of client JSON messages (events, acks) into C structs with full validation.
  */
-#ifndef RC_PROTOCOL_H
-#define RC_PROTOCOL_H
+#ifndef RC_WIRE_H
+#define RC_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec/packet.h"
 #include "rcanvas.h"
 
 #define RC_FRAME_MAGIC 0x46434352u /* "RCCF" as little-endian bytes 'R','C','C','F' */
@@ -32,6 +34,10 @@ typedef struct rc_frame_header {
     uint32_t payload_bytes;  /* encoded bytes following the header */
 } rc_frame_header;
 
+/* The header of tile `tile` of packet pk as one viewer receives it (rtt_us: that viewer's last round trip), into
+ * out. The one place that maps a packet to the wire. */
+void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, uint8_t out[RC_FRAME_HEADER_SIZE]);
+
 /* Writes the 56-byte header into out. */
 void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_header *h);
 /* Parses a header from msg (len bytes, header + payload). Returns RCANVAS_OK or RCANVAS_EINVAL (short, bad magic,
@@ -53,4 +59,4 @@ typedef struct rc_client_msg {
  * char ≤ 31 bytes UTF-8; resize width/height in (0, 32768], pixel_ratio in (0, 16]. */
 int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const char **why);
 
-#endif
+#endif /* RC_WIRE_H */

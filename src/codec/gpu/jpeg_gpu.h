@@ -4,7 +4,8 @@
  * conversion + AAN DCT + quantization (jpeg_dct.comp) → Huffman coding per restart interval (jpeg_huff.comp) →
  * prefix sum of interval sizes (jpeg_scan.comp) → packing header, intervals, RSTn markers and EOI straight into
  * host-visible memory (jpeg_pack.comp). Headers are made on the CPU once per quality/size. Buffers, pipelines
- * and descriptor sets live across frames and grow only when the frame does.
+ * and descriptor sets live across frames and grow only when the frame does. An rc_gpu_jpeg is also the codec
+ * "jpeg-gpu" of the codec table (it starts with rc_codec; rc_codec_jpeg_gpu).
  */
 #ifndef RC_JPEG_GPU_H
 #define RC_JPEG_GPU_H
@@ -12,7 +13,7 @@
 #include <vulkan/vulkan.h>
 
 #include "core/util.h"
-#include "encode/encoder.h"
+#include "codec/codec.h"
 
 typedef struct rc_gpu_jpeg rc_gpu_jpeg;
 
@@ -37,10 +38,13 @@ int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkI
 /* Asynchronous use inside another command buffer (the readback ring's): records, into cb (recording), the copy
  * of `image` — which must be in VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL — into the encoder's input buffer and the
  * four stages. The caller submits; once its fence has signalled, rc_gpu_jpeg_result() gives the file (valid
- * until the next record/encode). One encode in flight at a time. RCANVAS_EFRAME_SIZE if the device's storage
- * buffers are too small for this frame (use the CPU encoder). */
+ * until the next record/encode), and rc_gpu_jpeg_finish() ends the encode — also when the submission failed.
+ * One encode in flight at a time: RCANVAS_EBUSY while one is (use the CPU encoder for this frame; nothing was
+ * recorded). RCANVAS_EFRAME_SIZE if the device's storage buffers are too small for this frame (likewise). */
 int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
                        int quality, rcanvas_subsampling ss);
+/* Ends the asynchronous encode started by rc_gpu_jpeg_record (its result is no longer needed). Any thread. */
+void rc_gpu_jpeg_finish(rc_gpu_jpeg *e);
 /* The file of the last encode: RCANVAS_OK, or RCANVAS_ECODEC (an interval outgrew its slot: CPU fallback). */
 int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len);
 

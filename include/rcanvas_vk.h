@@ -1,0 +1,94 @@
+/*
+ * rcanvas_vk.h — GPU frames: present Vulkan images to an rcanvas canvas. Include it instead of, or after,
+ * <rcanvas.h>; it includes <vulkan/vulkan.h> itself. Link with -lvulkan (pkg-config: rcanvas, which lists Vulkan
+ * as a private dependency when rcanvas was built with it).
+ */
+#ifndef RCANVAS_VK_H
+#define RCANVAS_VK_H
+
+#include <vulkan/vulkan.h>
+
+#include "rcanvas.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A rcanvas_vk reads Vulkan images back into a ring of host-visible staging buffers (host-cached memory where the device has it) and hands the mapped memory
+ * straight to the canvas's encoders: no copy of the frame on the CPU. Link with -lvulkan.
+ *
+ * Queue access: rcanvas_present_vk() records and submits on the given queue from the calling thread and touches
+ * the queue nowhere else (its readback thread only waits on fences). Vulkan requires queue submissions to be
+ * externally synchronized, so the app must not submit on that queue from another thread during the call. */
+typedef struct rcanvas_vk rcanvas_vk;
+
+typedef struct rcanvas_vk_config {
+    /* The app's objects; all NULL (default) = rcanvas creates its own instance and device (first discrete GPU,
+     * else the first device; a queue family with compute), reachable through rcanvas_vk_device() & co. */
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    uint32_t queue_family;
+    VkQueue queue;
+    /* Staging buffers in the ring (1..16). Each one in flight is a frame the viewer sees later when the network
+     * is the bottleneck; flow control keeps at most max_in_flight + 1 of them busy with a well-behaved app, so
+     * the default 4 never stalls the renderer and adds no latency beyond that. Depth 1 serializes GPU copy and
+     * encode (no pipelining). */
+    int ring_depth;
+    /* Row pitch alignment of the staging buffers (bytes, power of two); 0 (default) = the device's
+     * optimalBufferCopyRowPitchAlignment. */
+    uint32_t row_pitch_alignment;
+    int validation; /* own device only: enable VK_LAYER_KHRONOS_validation if installed and count its errors */
+    int gpu_jpeg;   /* 1 (default): while the canvas's codec is JPEG, encode on the GPU (Vulkan compute, codec
+                       "jpeg-gpu": plain baseline JPEG for the browser), one frame at a time; a frame that comes
+                       while it is busy, or one it cannot take, is encoded on the CPU. The staged pixels still
+                       serve the lossless refinement. 0 = CPU encoders only. */
+} rcanvas_vk_config;
+
+void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
+
+/* Creates the readback ring for one canvas. Returns RCANVAS_OK and *out, RCANVAS_EINVAL, RCANVAS_ENOMEM,
+ * RCANVAS_ETHREAD or RCANVAS_EVULKAN (no usable device, or a Vulkan call failed; logged). Staging buffers are
+ * allocated on first use and grow on resize only. Any thread. */
+int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
+
+/* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
+ * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
+ * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
+void rcanvas_vk_free(rcanvas_vk *vk);
+
+/* The objects in use (the app's, or rcanvas's own). */
+VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
+VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
+VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
+VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
+uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
+
+typedef struct rcanvas_vk_frame {
+    VkImage image;               /* created with VK_IMAGE_USAGE_TRANSFER_SRC_BIT, one mip level, one layer */
+    VkFormat format;             /* R8G8B8A8 or B8G8R8A8, _UNORM or _SRGB (bytes are sent as they are) */
+    uint32_t width, height;      /* pixels, 1..max_frame_dim */
+    VkImageLayout layout;        /* the image's layout when the copy runs (after wait_semaphore) */
+    VkImageLayout final_layout;  /* its layout after the copy; VK_IMAGE_LAYOUT_UNDEFINED (0) = same as layout */
+    VkSemaphore wait_semaphore;  /* optional (VK_NULL_HANDLE): the copy waits for it */
+    VkPipelineStageFlags wait_stage; /* stage that waits; 0 = VK_PIPELINE_STAGE_TRANSFER_BIT */
+    VkSemaphore signal_semaphore;/* optional: signalled when the copy (and the layout change) is done */
+    int64_t timestamp_us;        /* the app's time, optional */
+} rcanvas_vk_frame;
+
+/* Records the copy of f->image into a free staging buffer (with the layout transitions around it), submits it on
+ * the queue and returns at once; the readback thread hands the buffer to the encoders when its fence signals.
+ * Errors: RCANVAS_EINVAL (NULL, bad format or layout), RCANVAS_EFRAME_SIZE, RCANVAS_EBUSY (no free staging
+ * buffer: nothing was submitted, the semaphores and the image are untouched — only when the app presents past
+ * flow control or the ring is too shallow), RCANVAS_EDEVICE_LOST, RCANVAS_EVULKAN (out of memory growing a
+ * staging buffer; the ring keeps working at the old size), RCANVAS_ECLOSED. One thread at a time per rcanvas_vk,
+ * with the queue rule above. */
+int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
+
+/* Validation-layer errors counted so far (own device with cfg.validation; else 0). */
+int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RCANVAS_VK_H */

@@ -1,0 +1,116 @@
+/*
+ * codec.h — the codec interface: every encoder rcanvas has (JPEG through libturbojpeg, PNG through libspng, the
+ * JPEG encoder in Vulkan compute shaders) is one rc_codec_type, a table of functions in the style of Redis'
+ * ConnectionType or libuv's backends, listed once in codec.c. Adding a codec means its own file plus one line in
+ * that table (and, for a new wire id, the client's decoder).
+ *
+ * In: an image view (pixels, width, height, row pitch, pixel format) and the canvas's codec options.
+ * Out: compressed bytes appended to an rc_buf, and what the stream needs to know about them (keyframe or not).
+ * Nothing here knows the wire format or the transport: the transport frames packets when it sends them.
+ *
+ * Threading: a codec instance is used by one thread at a time. Intra-only, stripe-parallel codecs (JPEG, PNG)
+ * keep one instance per encoder worker (rc_worker_codec); a stateful codec (video, later) has one instance per
+ * stream, owned by the canvas.
+ */
+#ifndef RC_CODEC_H
+#define RC_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/pool.h"
+#include "rcanvas.h"
+
+/* A read-only view of pixels; rows at pixels + r × pitch. Formats as rcanvas_pixel_format, 4 bytes per pixel. */
+typedef struct rc_image {
+    const uint8_t *pixels;
+    uint32_t width, height;
+    size_t pitch;
+    rcanvas_pixel_format format;
+} rc_image;
+
+/* The canvas's codec options (set with rcanvas_canvas_set_option). A codec reads those it knows. */
+typedef struct rc_encode_params {
+    rcanvas_codec codec;
+    int quality;                     /* JPEG 1–100 */
+    rcanvas_subsampling subsampling; /* JPEG */
+} rc_encode_params;
+
+/* rc_codec_type.flags */
+#define RC_CODEC_INTRA 0x1u    /* every packet is a keyframe: it depends on no other packet */
+#define RC_CODEC_STRIPES 0x2u  /* a frame may be cut into horizontal stripes, each encoded on its own */
+#define RC_CODEC_STATEFUL 0x4u /* packets depend on earlier ones: one instance per stream, keyframes on request */
+#define RC_CODEC_GPU 0x8u      /* runs on a Vulkan device: instances are made by the frame source, not per worker */
+#define RC_CODEC_LOSSLESS 0x10u
+
+typedef struct rc_codec rc_codec;
+typedef struct rc_codec_type rc_codec_type;
+
+/* What an encode produced besides the bytes. */
+typedef struct rc_encode_info {
+    int keyframe; /* 1: decodable alone */
+} rc_encode_info;
+
+struct rc_codec_type {
+    const char *name;      /* "jpeg", "png", "jpeg-gpu": the encoder, as viewers are told in "encoder" messages */
+    uint8_t wire_id;       /* the codec byte of the frame header: which decoder the client uses (rcanvas_codec) */
+    unsigned flags;        /* RC_CODEC_* */
+    /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
+     * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */
+    int (*create)(const rc_codec_type *type, rc_codec **out);
+    /* Appends one encoded image to out. RCANVAS_OK, RCANVAS_EINVAL, RCANVAS_ENOMEM, RCANVAS_ECODEC. */
+    int (*encode)(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info);
+    /* The next packet is a keyframe (a viewer joined or skipped). NULL for intra-only codecs. */
+    void (*request_keyframe)(rc_codec *c);
+    void (*destroy)(rc_codec *c);
+};
+
+/* The common head of every instance. */
+struct rc_codec {
+    const rc_codec_type *type;
+    char err[160]; /* last library message, "" if none */
+};
+
+/* The table. */
+extern const rc_codec_type rc_codec_jpeg, rc_codec_png, rc_codec_jpeg_gpu;
+
+/* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
+const rc_codec_type *rc_codec_for(rcanvas_codec codec);
+/* A codec by name ("jpeg", "png", "jpeg-gpu"), or NULL. */
+const rc_codec_type *rc_codec_by_name(const char *name);
+
+/* Generic entry points (argument checks, then the type's function). Errors as in rc_codec_type. */
+int rc_codec_new(const rc_codec_type *type, rc_codec **out);
+int rc_codec_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info);
+void rc_codec_request_keyframe(rc_codec *c);
+void rc_codec_free(rc_codec *c);
+const char *rc_codec_error(const rc_codec *c);
+
+/* The worker's instance of an intra-only CPU codec, created on first use and kept for the worker's life (so jobs
+ * never create library handles), or NULL if creation failed. Worker thread only. */
+rc_codec *rc_worker_codec(rc_worker *w, const rc_codec_type *type);
+
+/* Bytes per pixel of a format (4), or 0 for an unknown one. */
+static inline unsigned rc_format_bpp(rcanvas_pixel_format f) {
+    return (f == RCANVAS_FORMAT_RGBA8 || f == RCANVAS_FORMAT_BGRA8 || f == RCANVAS_FORMAT_RGBX8) ? 4u : 0u;
+}
+
+/* ---- compatibility for tools and tests: one instance of a public codec ---- */
+typedef rc_codec rc_encoder;
+static inline int rc_encoder_new(rcanvas_codec codec, rc_encoder **out) {
+    const rc_codec_type *t = rc_codec_for(codec);
+    if (!t) {
+        if (out) *out = NULL;
+        return RCANVAS_EINVAL;
+    }
+    return rc_codec_new(t, out);
+}
+static inline void rc_encoder_free(rc_encoder *e) { rc_codec_free(e); }
+static inline int rc_encoder_encode(rc_encoder *e, const rc_image *img, const rc_encode_params *p, rc_buf *out) {
+    if (e && p && rc_codec_for(p->codec) != e->type) return RCANVAS_EINVAL;
+    return rc_codec_encode(e, img, p, out, NULL);
+}
+static inline const char *rc_encoder_error(const rc_encoder *e) { return rc_codec_error(e); }
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * packet.h — an encoded frame: 1..RC_MAX_TILES tiles, each a complete JPEG/PNG (or video access unit) for one
+ * rectangle of the frame, plus what the stream needs to route it: its sequence number, whether it is a keyframe
+ * and which packet it depends on. Packets carry no wire bytes: the transport frames them when it sends.
+ * Packets are reference counted (one encode serves every viewer that decodes that codec) and recycled through a
+ * per-canvas free list, keeping their tile buffers' capacity: after the first frames nothing is allocated per
+ * frame.
+ */
+#ifndef RC_PACKET_H
+#define RC_PACKET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+
+typedef struct rc_codec_type rc_codec_type;
+
+#define RC_MAX_TILES 64
+
+/* rc_packet.flags */
+#define RC_PACKET_LOSSLESS 0x1u /* an exact copy of the frame (PNG) */
+#define RC_PACKET_REFINE 0x2u   /* a lossless resend of a frame already sent lossy (same seq) */
+#define RC_PACKET_KEYFRAME 0x4u /* decodable alone (every packet of an intra-only codec) */
+
+typedef struct rc_tile {
+    rc_buf data;             /* the encoded bytes */
+    uint32_t x, y, w, h;     /* the rectangle of the frame it covers, pixels */
+} rc_tile;
+
+typedef struct rc_packet_pool rc_packet_pool;
+
+typedef struct rc_packet {
+    atomic_int refs;
+    rc_packet_pool *pool;
+    struct rc_packet *free_next;
+    uint32_t seq;               /* the frame's sequence number (a refinement has its frame's seq) */
+    uint32_t depends_on;        /* seq of the packet this one needs decoded first; 0 for a keyframe */
+    int64_t present_us;         /* when the app presented the frame (CLOCK_MONOTONIC, µs) */
+    const rc_codec_type *codec; /* the encoder that made it; codec->wire_id tells the client's decoder */
+    unsigned flags;             /* RC_PACKET_* */
+    uint32_t width, height;     /* whole frame, pixels */
+    int ntiles;
+    size_t total_bytes;         /* encoded bytes of all tiles */
+    rc_tile tiles[RC_MAX_TILES];
+} rc_packet;
+
+/* A free list of packets. Thread-safe. */
+rc_packet_pool *rc_packet_pool_new(void);
+/* Frees the pool and its free packets; packets still referenced free themselves on their last unref. */
+void rc_packet_pool_free(rc_packet_pool *pool);
+/* A packet with refs = 1, tiles cleared (capacity kept), or NULL on ENOMEM. */
+rc_packet *rc_packet_get(rc_packet_pool *pool);
+static inline rc_packet *rc_packet_ref(rc_packet *p) {
+    if (p) atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    return p;
+}
+/* Drops a reference; the last one returns the packet to its pool. NULL ignored. Any thread. */
+void rc_packet_unref(rc_packet *p);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+ * rcanvas.c — the runtime: what an rcanvas_server is. It owns the encoder worker pool, the logger, the registry
+ * of canvases and the transport, and wires them together: a canvas is given the pool, the logger and a notify
+ * callback that wakes the transport; the transport is given the registry. Nothing below this file knows about
+ * the others' existence beyond those seams (docs/architecture.md).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pool.h"
+#include "core/util.h"
+#include "stream/canvas.h"
+#include "stream/session.h"
+#include "transport/transport.h"
+
+struct rcanvas_server {
+    char host[256];
+    char token[129];
+    uint32_t max_frame_dim;
+    rc_logger log;
+    rc_pool *pool;
+    rc_registry *registry;
+    rc_transport *transport;
+    pthread_mutex_t mu;        /* the list of canvases, for shutdown */
+    rcanvas_canvas **canvases;
+    int ncanvases, cap;
+};
+
+void rcanvas_server_config_init(rcanvas_server_config *cfg) {
+    if (!cfg) return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->host = "127.0.0.1";
+    cfg->port = 8080;
+    cfg->max_viewers = 16;
+    cfg->max_message_bytes = 4096;
+    cfg->max_bad_messages = 20;
+    cfg->max_frame_dim = 8192;
+    cfg->log_level = RCANVAS_LOG_INFO;
+}
+
+static int valid_token(const char *t) {
+    size_t n = strlen(t);
+    if (n < 8 || n > 128) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = t[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void notify_transport(void *user) {
+    rcanvas_server *s = user;
+    if (s->transport) rc_transport_wake(s->transport);
+}
+
+static void server_destroy(rcanvas_server *s) {
+    rc_transport_free(s->transport);
+    rc_pool_free(s->pool);
+    rc_registry_free(s->registry);
+    free(s->canvases);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
+    if (!cfg || !out) return RCANVAS_EINVAL;
+    *out = NULL;
+    if (cfg->port < 0 || cfg->port > 65535 || cfg->max_viewers < 1 || cfg->max_message_bytes < 256 ||
+        cfg->max_message_bytes > (1u << 24) || cfg->max_bad_messages < 0 || cfg->encode_threads < 0 ||
+        cfg->encode_threads > 256 || cfg->max_frame_dim < 1 || cfg->max_frame_dim > 65535 ||
+        cfg->n_allowed_origins < 0 || (cfg->n_allowed_origins > 0 && !cfg->allowed_origins))
+        return RCANVAS_EINVAL;
+    for (int i = 0; i < cfg->n_allowed_origins; i++)
+        if (!cfg->allowed_origins[i]) return RCANVAS_EINVAL;
+    const char *host = cfg->host ? cfg->host : "127.0.0.1";
+    if (strlen(host) >= 256 || (cfg->token && !valid_token(cfg->token))) return RCANVAS_EINVAL;
+
+    rcanvas_server *s = calloc(1, sizeof(*s));
+    if (!s) return RCANVAS_ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    snprintf(s->host, sizeof s->host, "%s", host);
+    s->max_frame_dim = cfg->max_frame_dim;
+    s->log = (rc_logger){.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+    if (cfg->token) snprintf(s->token, sizeof s->token, "%s", cfg->token);
+    else if (rc_random_hex(s->token, 16)) {
+        server_destroy(s);
+        return RCANVAS_EIO;
+    }
+    s->registry = rc_registry_new();
+    if (!s->registry) {
+        server_destroy(s);
+        return RCANVAS_ENOMEM;
+    }
+    rc_transport_config tc = {.host = s->host, .port = cfg->port, .token = s->token,
+                              .allowed_origins = cfg->allowed_origins, .n_allowed_origins = cfg->n_allowed_origins,
+                              .max_viewers = cfg->max_viewers, .max_message_bytes = cfg->max_message_bytes,
+                              .max_bad_messages = cfg->max_bad_messages, .registry = s->registry, .log = &s->log};
+    int r = rc_transport_new(&tc, &s->transport);
+    if (r) {
+        server_destroy(s);
+        return r;
+    }
+    int threads = cfg->encode_threads ? cfg->encode_threads : rc_cpu_count();
+    r = rc_pool_new(threads, &s->pool);
+    if (!r) r = rc_transport_start(s->transport);
+    if (r) {
+        server_destroy(s);
+        return r;
+    }
+    rc_log(&s->log, RCANVAS_LOG_INFO, "listening on http://%s:%d/ with %d encoder threads", s->host,
+           rc_transport_port(s->transport), threads);
+    *out = s;
+    return RCANVAS_OK;
+}
+
+void rcanvas_server_free(rcanvas_server *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    int n = s->ncanvases;
+    rcanvas_canvas **list = s->canvases;
+    s->canvases = NULL;
+    s->ncanvases = s->cap = 0;
+    pthread_mutex_unlock(&s->mu);
+    /* 1. no new sessions; canvases stop accepting frames (waiters get RCANVAS_ECLOSED) and their running encodes
+     *    finish while the transport can still be woken */
+    for (int i = 0; i < n; i++) rc_registry_remove(s->registry, list[i]);
+    for (int i = 0; i < n; i++) rc_canvas_close(list[i]);
+    /* 2. the transport stops; closing its connections closes every session */
+    rc_transport_free(s->transport);
+    s->transport = NULL;
+    /* 3. encoder threads stop (nothing is queued any more) */
+    rc_pool_free(s->pool);
+    s->pool = NULL;
+    /* 4. canvases go */
+    for (int i = 0; i < n; i++) rc_canvas_destroy(list[i]);
+    free(list);
+    server_destroy(s);
+}
+
+int rcanvas_server_port(const rcanvas_server *s) { return s ? rc_transport_port(s->transport) : RCANVAS_EINVAL; }
+
+const char *rcanvas_server_token(const rcanvas_server *s) { return s ? s->token : NULL; }
+
+int rcanvas_server_url(const rcanvas_server *s, const char *name, char *buf, size_t cap) {
+    if (!s || !buf) return RCANVAS_EINVAL;
+    const char *host = strcmp(s->host, "0.0.0.0") ? s->host : "127.0.0.1";
+    int bracket = strchr(host, ':') != NULL;
+    int port = rc_transport_port(s->transport);
+    int n;
+    if (name && *name)
+        n = snprintf(buf, cap, "http://%s%s%s:%d/c/%s?token=%s", bracket ? "[" : "", host, bracket ? "]" : "", port,
+                     name, s->token);
+    else
+        n = snprintf(buf, cap, "http://%s%s%s:%d/?token=%s", bracket ? "[" : "", host, bracket ? "]" : "", port,
+                     s->token);
+    if (n < 0 || (size_t)n >= cap) return RCANVAS_EINVAL;
+    return n;
+}
+
+/* ---- canvases ---- */
+
+int rcanvas_canvas_new(rcanvas_server *s, const rcanvas_canvas_config *cfg, rcanvas_canvas **out) {
+    if (!s || !cfg || !out) return RCANVAS_EINVAL;
+    *out = NULL;
+    rc_canvas_env env = {.pool = s->pool, .log = &s->log, .max_frame_dim = s->max_frame_dim,
+                         .notify = notify_transport, .notify_user = s, .owner = s};
+    rcanvas_canvas *c = NULL;
+    int r = rc_canvas_create(&env, cfg, &c);
+    if (r) return r;
+    pthread_mutex_lock(&s->mu);
+    if (s->ncanvases == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 8;
+        rcanvas_canvas **l = realloc(s->canvases, (size_t)cap * sizeof(*l));
+        if (l) s->canvases = l, s->cap = cap;
+    }
+    r = s->ncanvases < s->cap ? rc_registry_add(s->registry, c) : RCANVAS_ENOMEM;
+    if (!r) s->canvases[s->ncanvases++] = c;
+    pthread_mutex_unlock(&s->mu);
+    if (r) {
+        rc_canvas_destroy(c);
+        return r;
+    }
+    *out = c;
+    return RCANVAS_OK;
+}
+
+void rcanvas_canvas_free(rcanvas_canvas *c) {
+    if (!c) return;
+    rcanvas_server *s = rc_canvas_owner(c);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->ncanvases; i++)
+        if (s->canvases[i] == c) {
+            s->canvases[i] = s->canvases[--s->ncanvases];
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    rc_registry_remove(s->registry, c); /* no new sessions */
+    rc_canvas_close(c);                 /* the transport closes its sessions with 1001 */
+    rc_canvas_wait_sessions(c);
+    rc_canvas_destroy(c);
+}

@@ -1,0 +1,261 @@
+/*
+ * session.c — the viewers' side of a canvas (see session.h): per-viewer flow control (packets in flight, newest
+ * wins), the lossless refinement of what a viewer has, keyframe needs, round trips, the active role and its
+ * hand-over, visibility. Everything runs under the canvas mutex; the transport's network thread is the only
+ * caller, so a session's fields change only there or under the canvas lock from the canvas's own threads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/canvas_internal.h"
+
+/* ---- roles ---- */
+
+/* s becomes the active viewer: the canvas's flow control follows its acks, its last resize sizes the canvas,
+ * and the app is asked for a draw. mu held. */
+static void make_active_locked(rcanvas_canvas *c, rc_session *s) {
+    if (c->active) c->active->active = 0;
+    c->active = s;
+    if (!s) {
+        c->active_acked = 0;
+        return;
+    }
+    s->active = 1;
+    c->active_acked = s->acked_seq;
+    if (s->have_resize) {
+        rc_canvas_set_size_locked(c, s->last_resize.width, s->last_resize.height, s->last_resize.pixel_ratio);
+        rc_canvas_queue_event_locked(c, &s->last_resize);
+    }
+    c->draw_requested = 1;
+    pthread_cond_broadcast(&c->cv);
+    rc_canvas_notify_locked(c); /* both viewers are told their new role */
+}
+
+/* The oldest other session (lowest id), skipping closing ones unless include_closing. mu held. */
+static rc_session *oldest_other(rcanvas_canvas *c, const rc_session *s, int include_closing) {
+    rc_session *heir = NULL;
+    for (rc_session *o = c->sessions; o; o = o->next)
+        if (o != s && (include_closing || !o->closing) && (!heir || o->id < heir->id)) heir = o;
+    return heir;
+}
+
+int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us) {
+    rc_session *s = c->active;
+    if (!s || s->n_inflight < c->max_in_flight || s->n_inflight == 0) return -1;
+    int64_t waited = now_us - s->inflight[s->if_head].sent_us;
+    if (waited < RC_STALL_US) return RC_STALL_US - waited;
+    rc_session *heir = oldest_other(c, s, 0);
+    if (!heir) return RC_STALL_US; /* alone: nobody to hand over to; look again later */
+    rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': viewer %u acked nothing for %lld ms; viewer %u becomes active",
+           c->name, s->id, (long long)(waited / 1000), heir->id);
+    make_active_locked(c, heir);
+    return -1;
+}
+
+int rc_sessions_visible_locked(rcanvas_canvas *c) {
+    for (rc_session *s = c->sessions; s; s = s->next)
+        if (s->visible) return 1;
+    return 0;
+}
+
+/* ---- open, close ---- */
+
+int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session **out) {
+    *out = NULL;
+    rc_session *s = calloc(1, sizeof(*s));
+    if (!s) return RCANVAS_ENOMEM;
+    pthread_mutex_lock(&c->mu);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        free(s);
+        return RCANVAS_ECLOSED;
+    }
+    s->canvas = c;
+    s->id = ++c->next_session_id;
+    s->visible = 1;
+    s->need_keyframe = 1;
+    if (caps) s->caps = *caps;
+    s->acked_seq = c->presented_seq; /* frames before it joined are not its to ack */
+    s->next = c->sessions;
+    c->sessions = s;
+    c->nsessions++;
+    if (!c->active) make_active_locked(c, s);
+    else if (c->presented_seq == 0) c->draw_requested = 1; /* nothing to show it yet */
+    /* a passive viewer is served the newest encoded frame, no new draw */
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    *out = s;
+    return RCANVAS_OK;
+}
+
+void rc_session_close(rc_session *s) {
+    if (!s) return;
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    rc_session **pp = &c->sessions;
+    while (*pp && *pp != s) pp = &(*pp)->next;
+    if (*pp) *pp = s->next;
+    c->nsessions--;
+    if (c->active == s) {
+        c->active = NULL;
+        rc_session *heir = oldest_other(c, s, 0);
+        if (!heir) heir = oldest_other(c, s, 1); /* so the canvas keeps an active viewer */
+        make_active_locked(c, heir);
+    }
+    pthread_cond_broadcast(&c->cv); /* rcanvas_wait (no viewer: no draw), rc_canvas_wait_sessions */
+    pthread_mutex_unlock(&c->mu);
+    free(s);
+}
+
+void rc_session_set_closing(rc_session *s) {
+    pthread_mutex_lock(&s->canvas->mu);
+    s->closing = 1;
+    pthread_mutex_unlock(&s->canvas->mu);
+}
+
+uint32_t rc_session_id(const rc_session *s) { return s->id; }
+rcanvas_canvas *rc_session_canvas(const rc_session *s) { return s->canvas; }
+
+/* ---- sending ---- */
+
+static int can_decode(const rc_session *s, const rc_packet *pk) {
+    unsigned mask = s->caps.codecs ? s->caps.codecs : (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
+    return pk->codec && pk->codec->wire_id < 32 && (mask & (1u << pk->codec->wire_id));
+}
+
+/* The packet s should get now, or NULL; mu held. Newest wins: a viewer whose window was full when several frames
+ * were encoded gets only the newest. A viewer that has a frame lossy gets its refinement once made. */
+static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wait) {
+    if (!s->visible || c->closing || s->n_inflight >= c->max_in_flight) return NULL;
+    rc_packet *pk = NULL;
+    if (c->latest && c->latest->seq > s->given_seq) {
+        /* a viewer that joins a still scene gets the lossless version straight away */
+        int use_refined = c->refined && c->refined->seq == c->latest->seq;
+        pk = use_refined ? c->refined : c->latest;
+    } else if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq) {
+        pk = c->refined;
+    }
+    if (!pk || !can_decode(s, pk)) return NULL;
+    if (!(pk->flags & RC_PACKET_KEYFRAME) && (s->need_keyframe || pk->depends_on != s->sent_seq)) {
+        /* it lacks the reference: never send a packet it cannot decode; one keyframe serves every such viewer */
+        s->need_keyframe = 1;
+        if (!c->keyframe_requested) {
+            c->keyframe_requested = 1;
+            pthread_cond_broadcast(&c->cv);
+        }
+        if (keyframe_wait) *keyframe_wait = 1;
+        return NULL;
+    }
+    return pk;
+}
+
+int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyframe_wait) {
+    rcanvas_canvas *c = s->canvas;
+    if (keyframe_wait) *keyframe_wait = 0;
+    pthread_mutex_lock(&c->mu);
+    rc_packet *pk = pick_locked(c, s, keyframe_wait);
+    if (pk) {
+        if (pk->seq > s->given_seq) s->given_seq = pk->seq;
+        if (pk->flags & RC_PACKET_LOSSLESS) s->lossless_seq = pk->seq;
+        s->sent_seq = pk->seq;
+        s->need_keyframe = 0;
+        int slot = (s->if_head + s->n_inflight) % RC_MAX_INFLIGHT;
+        s->inflight[slot].seq = pk->seq;
+        s->inflight[slot].present_us = pk->present_us;
+        s->inflight[slot].sent_us = now_us;
+        s->n_inflight++;
+        rc_packet_ref(pk);
+        /* an active viewer whose window just filled may stall: the stall check needs a timer */
+        if (s->active && s->n_inflight >= c->max_in_flight) rc_canvas_notify_locked(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+    *out = pk;
+    return pk != NULL;
+}
+
+int rc_session_ack(rc_session *s, uint32_t seq, int64_t now_us) {
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    int found = 0;
+    while (s->n_inflight > 0 && !found) {
+        uint32_t q = s->inflight[s->if_head].seq;
+        int64_t t0 = s->inflight[s->if_head].present_us;
+        if (q > seq) break;
+        s->if_head = (s->if_head + 1) % RC_MAX_INFLIGHT;
+        s->n_inflight--;
+        if (q == seq) {
+            found = 1;
+            int64_t rtt = now_us - t0;
+            s->rtt_us = rtt < 0 ? 0 : rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+        }
+    }
+    if (found) {
+        if (seq > s->acked_seq) s->acked_seq = seq;
+        if (c->active == s && seq > c->active_acked && seq <= c->presented_seq) {
+            c->active_acked = seq;
+            pthread_cond_broadcast(&c->cv); /* a draw may be due */
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found ? RCANVAS_OK : RCANVAS_EINVAL;
+}
+
+/* ---- input ---- */
+
+void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
+    rcanvas_canvas *c = s->canvas;
+    rcanvas_event ev = *in;
+    ev.viewer_id = s->id;
+    pthread_mutex_lock(&c->mu);
+    if (ev.type == RCANVAS_EVENT_RESIZE) {
+        s->last_resize = ev;
+        s->have_resize = 1;
+        if (c->active != s) { /* only the active viewer sizes the canvas */
+            pthread_mutex_unlock(&c->mu);
+            return;
+        }
+        rc_canvas_set_size_locked(c, ev.width, ev.height, ev.pixel_ratio);
+        c->draw_requested = 1;
+    }
+    rc_canvas_queue_event_locked(c, &ev);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rc_session_set_visible(rc_session *s, int visible) {
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    if (s->visible != !!visible) {
+        s->visible = !!visible;
+        if (visible) c->draw_requested = 1; /* it shows a stale frame: a new one, please */
+        pthread_cond_broadcast(&c->cv);
+        rc_canvas_notify_locked(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- state ---- */
+
+void rc_session_get_state(rc_session *s, rc_session_state *out) {
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    out->active = s->active;
+    out->closing = c->closing;
+    out->title_version = c->title_version;
+    out->rtt_us = s->rtt_us;
+    out->encoder = c->params.codec == RCANVAS_CODEC_JPEG && c->source_codec ? c->source_codec
+                                                                              : rc_codec_for(c->params.codec);
+    out->ready = pick_locked(c, s, NULL) != NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rc_session_get_hello(rc_session *s, rc_session_hello *out) {
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    memcpy(out->canvas, c->name, sizeof out->canvas);
+    memcpy(out->title, c->title, sizeof out->title);
+    out->title_version = c->title_version;
+    out->size = c->size;
+    out->codec = c->params.codec;
+    out->max_in_flight = c->max_in_flight;
+    pthread_mutex_unlock(&c->mu);
+}

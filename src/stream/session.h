@@ -1,0 +1,99 @@
+/*
+ * session.h — the transport's only door into the stream: one session per viewer of a canvas.
+ *
+ * The transport opens a session when a viewer connects, asks it for the next packet whenever it can send, passes
+ * acks, events and visibility in, reads its state (role, title, encoder, closing) to tell the viewer about
+ * changes, and closes it when the connection ends. Flow control (at most max_in_flight unacked packets per
+ * viewer, newest wins), the active/passive roles, keyframe needs and the round-trip measurement all live behind
+ * it, in the canvas. Every call takes the canvas lock; none blocks. All calls for one session come from one
+ * thread (the transport's network thread).
+ */
+#ifndef RC_SESSION_H
+#define RC_SESSION_H
+
+#include "codec/codec.h"
+#include "codec/packet.h"
+#include "rcanvas.h"
+
+#define RC_NAME_MAX 64 /* canvas name, bytes */
+
+typedef struct rc_session rc_session;
+
+/* What the viewer can decode. */
+typedef struct rc_session_caps {
+    unsigned codecs; /* bit (1 << wire id) per codec the client decodes; 0 = JPEG and PNG (protocol 1 clients) */
+} rc_session_caps;
+
+/* Opens a session on canvas c. The first session of a canvas becomes the active one (its size and acks drive
+ * the app) and asks the app for a draw. RCANVAS_OK and *out, RCANVAS_ECLOSED (canvas closing), RCANVAS_ENOMEM. */
+int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session **out);
+/* Closes it. If it was active, the oldest other session (preferring those not closing) takes over, with its
+ * own acks and its last resize. NULL ignored. */
+void rc_session_close(rc_session *s);
+/* The transport is closing this viewer (bad input, stall): it is passed over when the active role moves. */
+void rc_session_set_closing(rc_session *s);
+
+uint32_t rc_session_id(const rc_session *s);
+rcanvas_canvas *rc_session_canvas(const rc_session *s);
+
+/* The next packet to send to this viewer, if one is due now: the viewer is visible, holds fewer than
+ * max_in_flight unacked packets, and a newer packet (or the lossless refinement of the one it has) exists that
+ * it can decode. Returns 1 and *out (a reference the caller drops with rc_packet_unref once sent), recording it
+ * as in flight at now_us; or 0. A session that needs a keyframe (new, or it missed a packet another one depends
+ * on) never gets a packet that depends on one it did not receive: the canvas's encoder is asked for a keyframe
+ * instead (requests are coalesced), and *keyframe_wait (if not NULL) is set to 1. */
+int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyframe_wait);
+
+/* The viewer acked seq (it drew that frame). Frees its window, measures the round trip (present → ack) and, for
+ * the active viewer, advances the canvas's flow control. RCANVAS_OK, or RCANVAS_EINVAL if seq was not in
+ * flight (the caller counts it as a malformed message). */
+int rc_session_ack(rc_session *s, uint32_t seq, int64_t now_us);
+
+/* An event from this viewer (validated by the transport): stamped with the session id and queued for the app,
+ * merged as rendercanvas does. A resize counts only from the active viewer (it sets the canvas size); from a
+ * passive one it is kept and applied if it becomes active. */
+void rc_session_push_event(rc_session *s, const rcanvas_event *ev);
+
+/* The viewer's view is on screen (1) or scrolled away / in a hidden tab (0). An invisible viewer gets no
+ * packets; no draw is due while no viewer of the canvas is visible. Sessions start visible. */
+void rc_session_set_visible(rc_session *s, int visible);
+
+typedef struct rc_session_state {
+    int active;                  /* this viewer is the active one */
+    int closing;                 /* the canvas is going away: close with 1001 */
+    int title_version;           /* bumped when the title changes */
+    uint32_t rtt_us;             /* last round trip (present → ack), µs; 0 = none yet */
+    const rc_codec_type *encoder;/* the encoder of this canvas's live frames */
+    int ready;                   /* rc_session_next would give a packet now */
+} rc_session_state;
+void rc_session_get_state(rc_session *s, rc_session_state *out);
+
+/* What the transport puts in its hello message. */
+typedef struct rc_session_hello {
+    char canvas[RC_NAME_MAX + 1];
+    char title[256];
+    int title_version;
+    rcanvas_size size;
+    rcanvas_codec codec;
+    int max_in_flight;
+} rc_session_hello;
+void rc_session_get_hello(rc_session *s, rc_session_hello *out);
+
+/* ---- the canvases of a runtime, as the transport finds them ---- */
+
+/* The runtime's list of canvases by name. Thread-safe (its own lock, taken before any canvas lock). */
+typedef struct rc_registry rc_registry;
+rc_registry *rc_registry_new(void);
+void rc_registry_free(rc_registry *r);
+/* RCANVAS_OK, RCANVAS_EEXIST (that name is taken), RCANVAS_ENOMEM. */
+int rc_registry_add(rc_registry *r, rcanvas_canvas *c);
+/* After this no new session opens on c. */
+void rc_registry_remove(rc_registry *r, rcanvas_canvas *c);
+/* 1 and its title (HTML page) if a canvas of that name (len bytes, "" = the default canvas) is open, else 0. */
+int rc_registry_lookup(rc_registry *r, const char *name, size_t len, char *title, size_t title_cap);
+/* rc_session_open on the canvas of that name. RCANVAS_ECLOSED also when there is none. */
+int rc_registry_open(rc_registry *r, const char *name, size_t len, const rc_session_caps *caps, rc_session **out);
+/* rc_canvas_tick on every canvas; returns the µs until the earliest deadline, or -1. Network thread. */
+int64_t rc_registry_tick(rc_registry *r, int64_t now_us);
+
+#endif

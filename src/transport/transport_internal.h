@@ -1,0 +1,109 @@
+/*
+ * transport_internal.h — private to src/transport/: the transport, its viewers and the per-connection state,
+ * shared by server.c (context, thread, dispatch, timers), http.c (pages, client files, token and Origin checks),
+ * viewer.c (WebSocket viewers: messages in, notices out, closing) and send.c (frames out, in fragments).
+ * Viewer objects belong to the network thread alone.
+ */
+#ifndef RC_TRANSPORT_INTERNAL_H
+#define RC_TRANSPORT_INTERNAL_H
+
+#include <libwebsockets.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "transport/transport.h"
+#include "transport/wire.h"
+
+#define RC_CHUNK (64 * 1024)        /* a frame goes out as fragments of at most this many bytes */
+#define RC_CHUNKS_PER_WRITABLE 4    /* fragments per writable callback, so one big frame never holds up others */
+#define RC_MAX_TEXT_QUEUE 8
+#define RC_CLOSE_GRACE_US 50000     /* see rc_viewer_request_close */
+
+typedef struct rc_viewer rc_viewer;
+struct rc_viewer {
+    struct lws *wsi;
+    rc_transport *t;
+    rc_session *session;
+    rc_viewer *next;
+    uint32_t id;              /* the session id (per canvas), for log lines */
+    /* sending: the packet being sent, its tile and the offset in that tile's message (header + payload) */
+    rc_packet *sending;
+    int tile;
+    size_t off;
+    uint8_t header[RC_FRAME_HEADER_SIZE]; /* the current tile's wire header, for this viewer */
+    /* what this viewer has been told */
+    int told_active;
+    int told_title_version;
+    const rc_codec_type *told_encoder;
+    /* input */
+    uint8_t *rx;
+    size_t rx_len;
+    int bad_msgs;
+    /* text out: each buffer has LWS_PRE head room */
+    char *text[RC_MAX_TEXT_QUEUE];
+    size_t text_len[RC_MAX_TEXT_QUEUE];
+    int ntext;
+    /* close */
+    int close_code;
+    int close_now;            /* grace period over: send the close frame */
+    char close_reason[100];
+    uint8_t chunk[LWS_PRE + RC_CHUNK];
+};
+
+/* Per-connection data of lws (HTTP and WebSocket). */
+typedef struct rc_pss {
+    rc_viewer *v;              /* WebSocket, once established */
+    char canvas[RC_NAME_MAX + 1]; /* the canvas named in the upgrade request */
+    int reserved;              /* holds one of max_viewers until it becomes a viewer */
+    unsigned char *body;       /* HTTP response body with LWS_PRE head room */
+    size_t body_len;
+} rc_pss;
+
+struct rc_transport {
+    char host[256];
+    char token[129];
+    char **origins;
+    int n_origins;
+    int max_viewers;
+    size_t max_message_bytes;
+    int max_bad_messages;
+    rc_registry *registry;
+    const rc_logger *log;
+
+    struct lws_context *ctx;
+    struct lws_protocols protocols[2];
+    int port;
+    pthread_t thread;
+    int thread_started;
+    atomic_int stop;
+    lws_sorted_usec_list_t tick_sul;
+
+    pthread_mutex_t mu;        /* nviewers (taken at upgrade filtering, released on close) */
+    int nviewers;
+
+    rc_viewer *viewers;        /* network thread only */
+};
+
+/* http.c */
+int rc_http_serve(struct lws *wsi, rc_transport *t, rc_pss *p, const char *path);
+int rc_http_writable(struct lws *wsi, rc_pss *p);
+/* Checks an upgrade request (path, token, Origin, canvas, viewer limit): 0 and p->canvas set and a viewer slot
+ * reserved, or -1 after answering it with an HTTP error. */
+int rc_http_filter_upgrade(struct lws *wsi, rc_transport *t, rc_pss *p);
+void rc_transport_release_slot(rc_transport *t);
+
+/* viewer.c */
+int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p);
+int rc_viewer_receive(rc_viewer *v, const void *in, size_t len);
+void rc_viewer_timer(rc_viewer *v);
+void rc_viewer_closed(rc_viewer *v);
+/* Brings v up to date with its session: role, title, encoder notices, closing, and asks for a writable
+ * callback when there is something to send. */
+void rc_viewer_service(rc_viewer *v);
+void rc_viewer_queue_text(rc_viewer *v, const char *json);
+void rc_viewer_request_close(rc_viewer *v, int code, const char *reason);
+
+/* send.c */
+int rc_viewer_writable(rc_viewer *v);
+
+#endif

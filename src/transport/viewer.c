@@ -1,0 +1,211 @@
+/*
+ * viewer.c — the transport's WebSocket viewers: a connection becomes a viewer with a session of its canvas;
+ * client messages (acks, events, visibility) are validated (wire.c) and handed to the session; what changed in
+ * the session (role, title, encoder, closing) goes out as text notices; bad input closes that one connection
+ * with a code and reason after a short grace period. Network thread only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/transport_internal.h"
+
+void rc_viewer_queue_text(rc_viewer *v, const char *json) {
+    if (v->ntext == RC_MAX_TEXT_QUEUE) {
+        rc_log(v->t->log, RCANVAS_LOG_WARN, "viewer %u: text queue full, dropping a message", v->id);
+        return;
+    }
+    size_t n = strlen(json);
+    char *b = malloc(LWS_PRE + n + 1);
+    if (!b) {
+        rc_log(v->t->log, RCANVAS_LOG_ERROR, "viewer %u: out of memory for a text message", v->id);
+        return;
+    }
+    memcpy(b + LWS_PRE, json, n + 1);
+    v->text[v->ntext] = b;
+    v->text_len[v->ntext] = n;
+    v->ntext++;
+}
+
+/* JSON string body (without quotes) of s, escaped, into out. */
+static void json_escape(char *out, size_t cap, const char *s) {
+    size_t o = 0;
+    for (; *s && o + 7 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)ch;
+        } else if (ch < 0x20) {
+            o += (size_t)snprintf(out + o, cap - o, "\\u%04x", ch);
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    out[o] = '\0';
+}
+
+static void queue_hello(rc_viewer *v) {
+    rc_session_hello h;
+    rc_session_state st;
+    rc_session_get_hello(v->session, &h);
+    rc_session_get_state(v->session, &st);
+    char title[256 * 6 + 1], msg[2400];
+    json_escape(title, sizeof title, h.title);
+    v->told_title_version = h.title_version;
+    v->told_active = st.active;
+    v->told_encoder = st.encoder;
+    snprintf(msg, sizeof msg,
+             "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
+             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\","
+             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
+             RCANVAS_PROTOCOL_VERSION, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio,
+             h.codec == RCANVAS_CODEC_PNG ? "png" : "jpeg", st.encoder ? st.encoder->name : "jpeg", v->id,
+             st.active ? "true" : "false", h.max_in_flight, v->t->max_message_bytes);
+    rc_viewer_queue_text(v, msg);
+}
+
+/* Closes the viewer with code and reason after a grace period of RC_CLOSE_GRACE_US in which its input is read
+ * and discarded: a client that sent a burst (the usual case for junk) has then finished, so our close frame is
+ * read by it instead of being lost to a TCP reset caused by unread data (which the browser reports as 1006). */
+void rc_viewer_request_close(rc_viewer *v, int code, const char *reason) {
+    if (v->close_code) return;
+    v->close_code = code;
+    snprintf(v->close_reason, sizeof v->close_reason, "%s", reason);
+    if (v->session) rc_session_set_closing(v->session);
+    lws_set_timer_usecs(v->wsi, RC_CLOSE_GRACE_US);
+}
+
+void rc_viewer_service(rc_viewer *v) {
+    if (v->close_code) return;
+    rc_session_state st;
+    rc_session_get_state(v->session, &st);
+    if (st.closing) {
+        rc_viewer_request_close(v, LWS_CLOSE_STATUS_GOINGAWAY, "canvas closed");
+        return;
+    }
+    if (st.active != v->told_active) {
+        rc_viewer_queue_text(v, st.active ? "{\"type\":\"role\",\"active\":true}" : "{\"type\":\"role\",\"active\":false}");
+        v->told_active = st.active;
+    }
+    if (st.title_version != v->told_title_version) {
+        rc_session_hello h;
+        rc_session_get_hello(v->session, &h);
+        char esc[256 * 6 + 1], msg[256 * 6 + 40];
+        json_escape(esc, sizeof esc, h.title);
+        snprintf(msg, sizeof msg, "{\"type\":\"title\",\"title\":\"%s\"}", esc);
+        rc_viewer_queue_text(v, msg);
+        v->told_title_version = h.title_version;
+    }
+    if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
+        char msg[64];
+        snprintf(msg, sizeof msg, "{\"type\":\"encoder\",\"encoder\":\"%s\"}", st.encoder->name);
+        rc_viewer_queue_text(v, msg);
+        v->told_encoder = st.encoder;
+    }
+    if (v->ntext || (!v->sending && st.ready)) lws_callback_on_writable(v->wsi);
+}
+
+int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
+    rc_viewer *v = calloc(1, sizeof(*v));
+    if (v) v->rx = malloc(t->max_message_bytes);
+    int r = v && v->rx ? rc_registry_open(t->registry, p->canvas, strlen(p->canvas), NULL, &v->session)
+                       : RCANVAS_ENOMEM;
+    if (r) {
+        if (v) free(v->rx);
+        free(v);
+        return -1; /* WSI_DESTROY releases the reservation */
+    }
+    p->reserved = 0; /* the viewer owns the slot now; rc_viewer_closed releases it */
+    v->wsi = wsi;
+    v->t = t;
+    v->id = rc_session_id(v->session);
+    v->next = t->viewers;
+    t->viewers = v;
+    p->v = v;
+    char peer[64] = "";
+    lws_get_peer_simple(wsi, peer, sizeof peer);
+    queue_hello(v);
+    rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u connected from %s to canvas '%s'%s", v->id, peer, p->canvas,
+           v->told_active ? " (active)" : "");
+    rc_viewer_service(v);
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+static void bad_message(rc_viewer *v, const char *what) {
+    rc_transport *t = v->t;
+    v->bad_msgs++;
+    rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: dropped message (%s); %d of %d allowed", v->id, what, v->bad_msgs,
+           t->max_bad_messages);
+    if (v->bad_msgs > t->max_bad_messages)
+        rc_viewer_request_close(v, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
+}
+
+static void handle_message(rc_viewer *v, const char *json, size_t len) {
+    rc_client_msg m;
+    const char *why = NULL;
+    if (rc_client_msg_parse(json, len, &m, &why) != RCANVAS_OK) {
+        bad_message(v, why);
+        return;
+    }
+    if (m.kind == RC_MSG_ACK) {
+        if (rc_session_ack(v->session, m.ack_seq, rc_now_us()) != RCANVAS_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "ack of seq %u that was not in flight", m.ack_seq);
+            bad_message(v, what);
+            return;
+        }
+        rc_viewer_service(v); /* its window opened: the newest packet (or a refinement made meanwhile) */
+        return;
+    }
+    m.event.server_time_us = rc_now_us();
+    rc_session_push_event(v->session, &m.event);
+}
+
+int rc_viewer_receive(rc_viewer *v, const void *in, size_t len) {
+    rc_transport *t = v->t;
+    if (v->close_code) return 0;
+    /* Refusals close through the writable callback (close frame, then the peer's reply) rather than by returning
+     * -1 here: dropping the TCP connection with client data unread makes the kernel send a reset, and the
+     * browser would then see 1006 instead of our code and reason. Input after that is discarded. */
+    if (lws_frame_is_binary(v->wsi)) {
+        rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: binary message, closing", v->id);
+        rc_viewer_request_close(v, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary messages are not accepted");
+        return 0;
+    }
+    size_t remaining = lws_remaining_packet_payload(v->wsi);
+    if (len > t->max_message_bytes - v->rx_len || remaining > t->max_message_bytes - v->rx_len - len) {
+        rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: message over %zu bytes, closing", v->id, t->max_message_bytes);
+        char r[64];
+        snprintf(r, sizeof r, "message larger than %zu bytes", t->max_message_bytes);
+        rc_viewer_request_close(v, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, r);
+        return 0;
+    }
+    memcpy(v->rx + v->rx_len, in, len);
+    v->rx_len += len;
+    if (!lws_is_final_fragment(v->wsi) || lws_remaining_packet_payload(v->wsi) > 0) return 0;
+    handle_message(v, (const char *)v->rx, v->rx_len);
+    v->rx_len = 0;
+    return 0;
+}
+
+void rc_viewer_timer(rc_viewer *v) {
+    if (!v->close_code) return;
+    v->close_now = 1; /* grace period over */
+    lws_callback_on_writable(v->wsi);
+}
+
+void rc_viewer_closed(rc_viewer *v) {
+    rc_transport *t = v->t;
+    rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u disconnected", v->id);
+    rc_viewer **pp = &t->viewers;
+    while (*pp && *pp != v) pp = &(*pp)->next;
+    if (*pp) *pp = v->next;
+    rc_session_close(v->session); /* another viewer may become active: the wake that follows tells it */
+    rc_packet_unref(v->sending);
+    for (int i = 0; i < v->ntext; i++) free(v->text[i]);
+    free(v->rx);
+    free(v);
+    rc_transport_release_slot(t);
+    rc_transport_wake(t);
+}
