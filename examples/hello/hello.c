@@ -45,7 +45,8 @@ static void print_event(const rcanvas_event *e) {
     if (e->type == RCANVAS_EVENT_RESIZE) printf(" %gx%g pixel_ratio=%g", e->width, e->height, e->pixel_ratio);
     else if (e->type == RCANVAS_EVENT_KEY_DOWN || e->type == RCANVAS_EVENT_KEY_UP) printf(" key=%s", e->key);
     else if (e->type == RCANVAS_EVENT_WHEEL) printf(" x=%g y=%g dy=%g", e->x, e->y, e->dy);
-    else if (e->type != RCANVAS_EVENT_CHAR && e->type != RCANVAS_EVENT_CLOSE)
+    else if (e->type == RCANVAS_EVENT_CHAR) printf(" data=%s", e->data);
+    else if (e->type != RCANVAS_EVENT_CLOSE)
         printf(" x=%g y=%g button=%d", e->x, e->y, e->button);
     printf("\n");
     fflush(stdout); /* show it at once, also when stdout is a pipe */
