@@ -92,6 +92,7 @@ const page = await get(url);
 assert.equal(page.status, 200);
 assert.match(page.type, /^text\/html/);
 assert.ok(page.body.includes('<title>rcanvas hello</title>'), 'page title');
+assert.equal(page.body.split('rcanvas hello').length, 2, 'the title is filled in once: the template comment names no placeholder');
 assert.equal((await get(`http://127.0.0.1:${port}/`)).status, 401);
 assert.equal((await get(`http://127.0.0.1:${port}/?token=${'0'.repeat(32)}`)).status, 403);
 
