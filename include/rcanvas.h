@@ -152,7 +152,8 @@ typedef struct rcanvas_canvas_config {
     uint32_t width, height;    /* initial logical size (CSS pixels) until a viewer reports its own; 640×480 */
     double pixel_ratio;        /* initial physical/logical ratio; default 1.0 */
     rcanvas_update_mode update_mode; /* default RCANVAS_UPDATE_ONDEMAND */
-    double max_fps;            /* cap for ONDEMAND and CONTINUOUS (frames/s); default 60 */
+    double max_fps;            /* cap for ONDEMAND and CONTINUOUS (frames/s, 0–1000); 0 = no cap: a draw is due
+                                  whenever flow control allows (as in FASTEST); default 60 */
     int max_in_flight;         /* frames sent to the active viewer and not yet acked before no draw is due; 2 */
     rcanvas_codec codec;       /* codec of live frames; default RCANVAS_CODEC_JPEG */
     int quality;               /* JPEG quality 1–100; default 85 */
