@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rcanvas_export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,7 +53,7 @@ typedef enum rcanvas_error {
 } rcanvas_error;
 
 /* Returns a static English description of an rcanvas_error (or "unknown error"). Any thread. */
-const char *rcanvas_strerror(int err);
+RCANVAS_API const char *rcanvas_strerror(int err);
 
 /* ---- Logging ----------------------------------------------------------------------------------------------- */
 
@@ -93,28 +95,28 @@ typedef struct rcanvas_server_config {
 } rcanvas_server_config;
 
 /* Fills *cfg with the defaults above. */
-void rcanvas_server_config_init(rcanvas_server_config *cfg);
+RCANVAS_API void rcanvas_server_config_init(rcanvas_server_config *cfg);
 
 /* Creates a server, binds and listens, and starts its network thread and encoder threads.
  * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config), RCANVAS_ENET (cannot listen), RCANVAS_ENOMEM,
  * RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
-int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
+RCANVAS_API int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
 
 /* Stops the network thread (closing every viewer with 1001 "going away") and the encoder threads, frees all
  * canvases still attached, and frees the server. Blocks until every thread has joined (typically < 50 ms).
  * Any rcanvas_wait() blocked on one of its canvases returns RCANVAS_ECLOSED before the canvas is freed, so the
  * app must stop calling into those canvases first (join its render threads). NULL is ignored. */
-void rcanvas_server_free(rcanvas_server *server);
+RCANVAS_API void rcanvas_server_free(rcanvas_server *server);
 
 /* The TCP port actually bound (useful with port 0). */
-int rcanvas_server_port(const rcanvas_server *server);
+RCANVAS_API int rcanvas_server_port(const rcanvas_server *server);
 
 /* The access token (NUL-terminated, owned by the server). */
-const char *rcanvas_server_token(const rcanvas_server *server);
+RCANVAS_API const char *rcanvas_server_token(const rcanvas_server *server);
 
 /* Writes the URL of a canvas ("http://HOST:PORT/[c/NAME]?token=TOKEN") into buf (cap bytes, NUL-terminated).
  * name NULL or "" = the default canvas. Returns the length, or RCANVAS_EINVAL if cap is too small. */
-int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
+RCANVAS_API int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
 
 /* ---- Canvases ---------------------------------------------------------------------------------------------- */
 
@@ -153,21 +155,21 @@ typedef struct rcanvas_canvas_config {
 } rcanvas_canvas_config;
 
 /* Fills *cfg with the defaults above. */
-void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg);
+RCANVAS_API void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg);
 
 /* Adds a canvas to the server. Returns RCANVAS_OK and *out, RCANVAS_EINVAL (bad config value), RCANVAS_ENAME,
  * RCANVAS_EEXIST, RCANVAS_ENOMEM. Any thread. The canvas lives until rcanvas_canvas_free() or the server's free. */
-int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg, rcanvas_canvas **out);
+RCANVAS_API int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg, rcanvas_canvas **out);
 
 /* Detaches the canvas (its viewers are closed with 1001) and frees it. Waits for its encodes to finish. NULL is
  * ignored. No other thread may be inside a call on this canvas. */
-void rcanvas_canvas_free(rcanvas_canvas *canvas);
+RCANVAS_API void rcanvas_canvas_free(rcanvas_canvas *canvas);
 
 /* Sets the title (≤ 255 bytes UTF-8; longer is cut at a character boundary); viewers are told at once. */
-int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
+RCANVAS_API int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
 
 /* Changes the codec and its parameters for the following frames (quality 1–100). Any thread. */
-int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
+RCANVAS_API int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
 
 /* Size the app should render at: the active viewer's logical size (CSS pixels), its devicePixelRatio, and the
  * physical size = round(logical × ratio), clamped to max_frame_dim. Any thread. */
@@ -176,10 +178,10 @@ typedef struct rcanvas_size {
     double pixel_ratio;
     uint32_t physical_width, physical_height;
 } rcanvas_size;
-void rcanvas_canvas_get_size(rcanvas_canvas *canvas, rcanvas_size *out);
+RCANVAS_API void rcanvas_canvas_get_size(rcanvas_canvas *canvas, rcanvas_size *out);
 
 /* Number of viewers connected to this canvas right now. Any thread. */
-int rcanvas_canvas_viewer_count(rcanvas_canvas *canvas);
+RCANVAS_API int rcanvas_canvas_viewer_count(rcanvas_canvas *canvas);
 
 /* ---- Frames in --------------------------------------------------------------------------------------------- */
 
@@ -207,7 +209,7 @@ typedef struct rcanvas_frame {
  * canvas keeps 5 — one being filled, one pending, one encoding, the newest encoded and one being refined — so
  * this happens only when several threads present on one canvas at once, which the threading rule forbids; the
  * same code as rcanvas_present_vk() when its ring is full). */
-int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
+RCANVAS_API int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */
 
@@ -224,10 +226,10 @@ int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
  *                while (rcanvas_poll_event(c, &ev) == 1) handle(&ev);
  *                if (w & RCANVAS_WAKE_DRAW) { render(); rcanvas_present(c, &frame); } }
  * One thread at a time per canvas. */
-int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
+RCANVAS_API int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
 
 /* Asks for a draw (ONDEMAND mode; in MANUAL mode it is ignored). Any thread; wakes rcanvas_wait(). */
-void rcanvas_request_draw(rcanvas_canvas *canvas);
+RCANVAS_API void rcanvas_request_draw(rcanvas_canvas *canvas);
 
 /* ---- Events (renderview spec, as in rendercanvas / jupyter_rfb) ------------------------------------------- */
 
@@ -284,10 +286,10 @@ typedef struct rcanvas_event {
  * Consecutive pointer_move events (same buttons, modifiers, ntouches) and wheel events (same modifiers) are merged
  * while they wait, as rendercanvas does: a move keeps the newest position, wheels sum dx/dy. Resize events merge
  * too. The queue holds at most 1024 events; when full the oldest is dropped (logged). Any thread. */
-int rcanvas_poll_event(rcanvas_canvas *canvas, rcanvas_event *out);
+RCANVAS_API int rcanvas_poll_event(rcanvas_canvas *canvas, rcanvas_event *out);
 
 /* Name of an event type as in the spec ("pointer_down", …), or "unknown". */
-const char *rcanvas_event_type_name(rcanvas_event_type type);
+RCANVAS_API const char *rcanvas_event_type_name(rcanvas_event_type type);
 
 
 /* ---- GPU frames (Vulkan) ------------------------------------------------------------------------------------
@@ -324,24 +326,24 @@ typedef struct rcanvas_vk_config {
                        serve the lossless refinement. 0 = CPU encoders only. */
 } rcanvas_vk_config;
 
-void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
+RCANVAS_API void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
 
 /* Creates the readback ring for one canvas. Returns RCANVAS_OK and *out, RCANVAS_EINVAL, RCANVAS_ENOMEM,
  * RCANVAS_ETHREAD or RCANVAS_EVULKAN (no usable device, or a Vulkan call failed; logged). Staging buffers are
  * allocated on first use and grow on resize only. Any thread. */
-int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
+RCANVAS_API int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
  * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
  * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
-void rcanvas_vk_free(rcanvas_vk *vk);
+RCANVAS_API void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */
-VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
-VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
-VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
-VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
-uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
+RCANVAS_API VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
+RCANVAS_API VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
+RCANVAS_API VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
+RCANVAS_API VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
+RCANVAS_API uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
 
 typedef struct rcanvas_vk_frame {
     VkImage image;               /* created with VK_IMAGE_USAGE_TRANSFER_SRC_BIT, one mip level, one layer */
@@ -362,10 +364,10 @@ typedef struct rcanvas_vk_frame {
  * flow control or the ring is too shallow), RCANVAS_EDEVICE_LOST, RCANVAS_EVULKAN (out of memory growing a
  * staging buffer; the ring keeps working at the old size), RCANVAS_ECLOSED. One thread at a time per rcanvas_vk,
  * with the queue rule above. */
-int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
+RCANVAS_API int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
 
 /* Validation-layer errors counted so far (own device with cfg.validation; else 0). */
-int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
+RCANVAS_API int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
 #endif /* VK_VERSION_1_0 */
 
 #ifdef __cplusplus
