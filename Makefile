@@ -46,7 +46,7 @@ build-cpu: deps
 
 # Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it. Builds only the library
 # and the demo, without echoing commands, so that the URL is not lost in build output (compiler warnings and
-# errors still show; an up-to-date tree prints two "Built target" lines).
+# errors still show; an up-to-date tree prints three "Built target" lines).
 demo: deps
 	@$(CONFIGURE)
 	@cmake --build build -j $(JOBS) --target rcanvas-demo
