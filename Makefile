@@ -1,5 +1,6 @@
 # rcanvas — top-level commands. `make demo` and `make test` install what they need on Debian 12 (apt packages,
-# npm packages) and build with CMake. Everything builds out of tree in build/ (and build-asan/ for sanitizers).
+# npm packages) and build with CMake. Everything builds out of tree in build/ (build-asan/ for sanitizers, build-cpu/
+# without Vulkan).
 
 APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
                 zlib1g-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc
@@ -16,7 +17,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
 
 all: build
 
@@ -38,9 +39,14 @@ build-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRCANVAS_SANITIZE=ON -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 
+# CPU-only: the library and everything in-tree without Vulkan (RCANVAS_VULKAN=OFF).
+build-cpu: deps
+	cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_VULKAN=OFF -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
+	cmake --build build-cpu -j $(JOBS)
+
 # Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it. Builds only the library
 # and the demo, without echoing commands, so that the URL is not lost in build output (compiler warnings and
-# errors still show; an up-to-date tree prints two "Built target" lines).
+# errors still show; an up-to-date tree prints three "Built target" lines).
 demo: deps
 	@$(CONFIGURE)
 	@cmake --build build -j $(JOBS) --target rcanvas-demo
@@ -58,12 +64,19 @@ test-asan: build-asan
 	  LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	  ctest --output-on-failure
 
+# The CPU-only build works: its librcanvas.so needs no libvulkan, and the installed-library test and the quick C
+# tests pass against it (test_soak and test_encode do not touch the Vulkan code and ran in test-c already).
+test-cpu-only: build-cpu
+	@if ldd build-cpu/librcanvas.so | grep -i vulkan; then echo "build-cpu/librcanvas.so needs libvulkan"; exit 1; fi
+	cd build-cpu && ctest --output-on-failure --no-tests=error -E '^test_(soak|encode)$$'
+
 test-browser: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	  node --test --test-concurrency=1 *.test.mjs
 
-# All tests: C unit tests, the same under ASan+UBSan, then the browser tests in headless Chromium.
-test: test-c test-asan test-browser
+# All tests: C unit tests (and the installed library), the CPU-only build, the C tests under ASan+UBSan, then the
+# browser tests in headless Chromium.
+test: test-c test-cpu-only test-asan test-browser
 
 bench-encode: build
 	./build/bench-encode --runs 31 $(FRAMES)
@@ -85,4 +98,4 @@ bench-e2e: build tests/browser/node_modules
 bench: bench-encode bench-vk bench-jpeg-gpu bench-e2e
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-cpu

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rcanvas_export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,9 +61,9 @@ typedef enum rcanvas_error {
 } rcanvas_error;
 
 /* A static English description of an rcanvas_error ("unknown error" for other values). Any thread. */
-const char *rcanvas_strerror(int err);
+RCANVAS_API const char *rcanvas_strerror(int err);
 /* The name of an rcanvas_error, e.g. "RCANVAS_EBUSY" ("RCANVAS_UNKNOWN" for other values). Any thread. */
-const char *rcanvas_err_name(int err);
+RCANVAS_API const char *rcanvas_err_name(int err);
 
 /* ---- Logging ----------------------------------------------------------------------------------------------- */
 
@@ -103,28 +105,28 @@ typedef struct rcanvas_server_config {
 } rcanvas_server_config;
 
 /* Fills *cfg with the defaults above. */
-void rcanvas_server_config_init(rcanvas_server_config *cfg);
+RCANVAS_API void rcanvas_server_config_init(rcanvas_server_config *cfg);
 
 /* Creates a server, binds and listens, and starts its network thread and encoder threads.
  * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config), RCANVAS_ENET (cannot listen), RCANVAS_ENOMEM,
  * RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
-int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
+RCANVAS_API int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
 
 /* Stops the network thread (closing every viewer with 1001 "going away") and the encoder threads, frees all
  * canvases still attached, and frees the server. Blocks until every thread has joined (typically < 50 ms).
  * Any rcanvas_wait() blocked on one of its canvases returns RCANVAS_ECLOSED before the canvas is freed, so the
  * app must stop calling into those canvases first (join its render threads). NULL is ignored. */
-void rcanvas_server_free(rcanvas_server *server);
+RCANVAS_API void rcanvas_server_free(rcanvas_server *server);
 
 /* The TCP port actually bound (useful with port 0). */
-int rcanvas_server_port(const rcanvas_server *server);
+RCANVAS_API int rcanvas_server_port(const rcanvas_server *server);
 
 /* The access token (NUL-terminated, owned by the server). */
-const char *rcanvas_server_token(const rcanvas_server *server);
+RCANVAS_API const char *rcanvas_server_token(const rcanvas_server *server);
 
 /* Writes the URL of a canvas ("http://HOST:PORT/[c/NAME]?token=TOKEN") into buf (cap bytes, NUL-terminated).
  * name NULL or "" = the default canvas. Returns the length, or RCANVAS_EINVAL if cap is too small. */
-int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
+RCANVAS_API int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
 
 /* ---- Canvases ---------------------------------------------------------------------------------------------- */
 
@@ -163,21 +165,21 @@ typedef struct rcanvas_canvas_config {
 } rcanvas_canvas_config;
 
 /* Fills *cfg with the defaults above. */
-void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg);
+RCANVAS_API void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg);
 
 /* Adds a canvas to the server. Returns RCANVAS_OK and *out, RCANVAS_EINVAL (bad config value), RCANVAS_ENAME,
  * RCANVAS_EEXIST, RCANVAS_ENOMEM. Any thread. The canvas lives until rcanvas_canvas_free() or the server's free. */
-int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg, rcanvas_canvas **out);
+RCANVAS_API int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_config *cfg, rcanvas_canvas **out);
 
 /* Detaches the canvas (its viewers are closed with 1001) and frees it. Waits for its encodes to finish. NULL is
  * ignored. No other thread may be inside a call on this canvas. */
-void rcanvas_canvas_free(rcanvas_canvas *canvas);
+RCANVAS_API void rcanvas_canvas_free(rcanvas_canvas *canvas);
 
 /* Sets the title (≤ 255 bytes UTF-8; longer is cut at a character boundary); viewers are told at once. */
-int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
+RCANVAS_API int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
 
 /* Changes the codec and its parameters for the following frames (quality 1–100). Any thread. */
-int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
+RCANVAS_API int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
 
 /* Codec and stream options, set one at a time (in the style of tj3Set / spng_set_option), so new codecs add
  * options without changing signatures. Values are ints in the units named. */
@@ -193,9 +195,9 @@ typedef enum rcanvas_option {
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out
  * of range: nothing changes). Any thread. */
-int rcanvas_canvas_set_option(rcanvas_canvas *canvas, rcanvas_option option, int value);
+RCANVAS_API int rcanvas_canvas_set_option(rcanvas_canvas *canvas, rcanvas_option option, int value);
 /* Reads an option into *value. RCANVAS_OK or RCANVAS_EINVAL. Any thread. */
-int rcanvas_canvas_get_option(rcanvas_canvas *canvas, rcanvas_option option, int *value);
+RCANVAS_API int rcanvas_canvas_get_option(rcanvas_canvas *canvas, rcanvas_option option, int *value);
 
 /* Size the app should render at: the active viewer's logical size (CSS pixels), its devicePixelRatio, and the
  * physical size = round(logical × ratio), clamped to max_frame_dim. Any thread. */
@@ -204,10 +206,10 @@ typedef struct rcanvas_size {
     double pixel_ratio;
     uint32_t physical_width, physical_height;
 } rcanvas_size;
-void rcanvas_canvas_get_size(rcanvas_canvas *canvas, rcanvas_size *out);
+RCANVAS_API void rcanvas_canvas_get_size(rcanvas_canvas *canvas, rcanvas_size *out);
 
 /* Number of viewers connected to this canvas right now. Any thread. */
-int rcanvas_canvas_viewer_count(rcanvas_canvas *canvas);
+RCANVAS_API int rcanvas_canvas_viewer_count(rcanvas_canvas *canvas);
 
 /* ---- Frames in --------------------------------------------------------------------------------------------- */
 
@@ -235,7 +237,7 @@ typedef struct rcanvas_frame {
  * canvas keeps 5 — one being filled, one pending, one encoding, the newest encoded and one being refined — so
  * this happens only when several threads present on one canvas at once, which the threading rule forbids; the
  * same code as rcanvas_present_vk() when its ring is full). */
-int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
+RCANVAS_API int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */
 
@@ -252,10 +254,10 @@ int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
  *                while (rcanvas_poll_event(c, &ev) == 1) handle(&ev);
  *                if (w & RCANVAS_WAKE_DRAW) { render(); rcanvas_present(c, &frame); } }
  * One thread at a time per canvas. */
-int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
+RCANVAS_API int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
 
 /* Asks for a draw (ONDEMAND mode; in MANUAL mode it is ignored). Any thread; wakes rcanvas_wait(). */
-void rcanvas_request_draw(rcanvas_canvas *canvas);
+RCANVAS_API void rcanvas_request_draw(rcanvas_canvas *canvas);
 
 /* ---- Events (renderview spec, as in rendercanvas / jupyter_rfb) ------------------------------------------- */
 
@@ -312,10 +314,10 @@ typedef struct rcanvas_event {
  * Consecutive pointer_move events (same buttons, modifiers, ntouches) and wheel events (same modifiers) are merged
  * while they wait, as rendercanvas does: a move keeps the newest position, wheels sum dx/dy. Resize events merge
  * too. The queue holds at most 1024 events; when full the oldest is dropped (logged). Any thread. */
-int rcanvas_poll_event(rcanvas_canvas *canvas, rcanvas_event *out);
+RCANVAS_API int rcanvas_poll_event(rcanvas_canvas *canvas, rcanvas_event *out);
 
 /* Name of an event type as in the spec ("pointer_down", …), or "unknown". */
-const char *rcanvas_event_type_name(rcanvas_event_type type);
+RCANVAS_API const char *rcanvas_event_type_name(rcanvas_event_type type);
 
 
 /* ---- GPU frames (Vulkan) ------------------------------------------------------------------------------------

@@ -45,24 +45,24 @@ typedef struct rcanvas_vk_config {
                        serve the lossless refinement. 0 = CPU encoders only. */
 } rcanvas_vk_config;
 
-void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
+RCANVAS_API void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
 
 /* Creates the readback ring for one canvas. Returns RCANVAS_OK and *out, RCANVAS_EINVAL, RCANVAS_ENOMEM,
  * RCANVAS_ETHREAD or RCANVAS_EVULKAN (no usable device, or a Vulkan call failed; logged). Staging buffers are
  * allocated on first use and grow on resize only. Any thread. */
-int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
+RCANVAS_API int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas_vk **out);
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
  * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
  * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
-void rcanvas_vk_free(rcanvas_vk *vk);
+RCANVAS_API void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */
-VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
-VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
-VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
-VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
-uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
+RCANVAS_API VkInstance rcanvas_vk_instance(const rcanvas_vk *vk);
+RCANVAS_API VkPhysicalDevice rcanvas_vk_physical_device(const rcanvas_vk *vk);
+RCANVAS_API VkDevice rcanvas_vk_device(const rcanvas_vk *vk);
+RCANVAS_API VkQueue rcanvas_vk_queue(const rcanvas_vk *vk);
+RCANVAS_API uint32_t rcanvas_vk_queue_family(const rcanvas_vk *vk);
 
 typedef struct rcanvas_vk_frame {
     VkImage image;               /* created with VK_IMAGE_USAGE_TRANSFER_SRC_BIT, one mip level, one layer */
@@ -83,10 +83,10 @@ typedef struct rcanvas_vk_frame {
  * flow control or the ring is too shallow), RCANVAS_EDEVICE_LOST, RCANVAS_EVULKAN (out of memory growing a
  * staging buffer; the ring keeps working at the old size), RCANVAS_ECLOSED. One thread at a time per rcanvas_vk,
  * with the queue rule above. */
-int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
+RCANVAS_API int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f);
 
 /* Validation-layer errors counted so far (own device with cfg.validation; else 0). */
-int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
+RCANVAS_API int rcanvas_vk_validation_errors(const rcanvas_vk *vk);
 
 #ifdef __cplusplus
 }

@@ -6,18 +6,17 @@
  * jpeg-gpu (the Vulkan compute encoder, on the first Vulkan device) it is upload + encode + the file in host
  * memory, and the GPU time of the stages is printed too.
  */
-#include <vulkan/vulkan.h>
-
-#include "rcanvas_vk.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "codec/codec.h"
+#if RCANVAS_HAVE_VULKAN
+#include "rcanvas_vk.h"
 #include "codec/gpu/jpeg_gpu.h"
 #include "source/vk_readback.h"
+#endif
 #include "imageio.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -25,6 +24,7 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+#if RCANVAS_HAVE_VULKAN
 static int encode_gpu(const char *in, const char *out, const uint8_t *rgba, uint32_t w, uint32_t h,
                       const rc_encode_params *p, int repeat) {
     rcanvas_vk_config vc;
@@ -66,6 +66,13 @@ static int encode_gpu(const char *in, const char *out, const uint8_t *rgba, uint
     rcanvas_vk_free(vk);
     return rc;
 }
+#else
+static int encode_gpu(const char *in, const char *out, const uint8_t *rgba, uint32_t w, uint32_t h,
+                      const rc_encode_params *p, int repeat) {
+    fprintf(stderr, "rcanvas-encode: jpeg-gpu: this build has no Vulkan (RCANVAS_VULKAN=OFF)\n");
+    return 2;
+}
+#endif
 
 static void usage(void) {
     fprintf(stderr, "usage: rcanvas-encode [--codec jpeg|jpeg-gpu|png] [--quality 1-100] [--subsampling 420|444] "

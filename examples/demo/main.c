@@ -12,11 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <vulkan/vulkan.h>
-
 #include "frames.h"
 #include "gpu_scene.h"
+#include "rcanvas.h"
+#if RCANVAS_HAVE_VULKAN
 #include "rcanvas_vk.h"
+#endif
 #include "scene.h"
 
 static volatile sig_atomic_t g_stop = 0;
@@ -146,19 +147,28 @@ int main(int argc, char **argv) {
     }
     rcanvas_canvas *cv = NULL;
     r = rcanvas_canvas_new(srv, &ccfg, &cv);
+#if RCANVAS_HAVE_VULKAN
     rcanvas_vk *vk = NULL;
+#endif
     gpu_scene *gs = NULL;
     if (!r && gpu) {
+#if RCANVAS_HAVE_VULKAN
         rcanvas_vk_config vc;
         rcanvas_vk_config_init(&vc);
         r = rcanvas_vk_new(cv, &vc, &vk);
         if (!r && !(gs = gpu_scene_new(vk))) r = RCANVAS_EVULKAN;
+#else
+        fprintf(stderr, "rcanvas-demo: --gpu: this build has no Vulkan (RCANVAS_VULKAN=OFF)\n");
+        r = RCANVAS_EINVAL;
+#endif
     }
     scene *sc = (!r && !fs && !test_scene && !gpu) ? scene_new(0) : NULL;
     if (r || (!fs && !test_scene && !gpu && !sc)) {
         fprintf(stderr, "rcanvas-demo: %s\n", r ? rcanvas_strerror(r) : "out of memory");
         gpu_scene_free(gs);
+#if RCANVAS_HAVE_VULKAN
         rcanvas_vk_free(vk);
+#endif
         rcanvas_server_free(srv);
         frame_set_free(fs);
         return 1;
@@ -315,7 +325,9 @@ int main(int argc, char **argv) {
     printf("rcanvas-demo: stopping\n");
     fflush(stdout);
     gpu_scene_free(gs);
+#if RCANVAS_HAVE_VULKAN
     rcanvas_vk_free(vk); /* before its canvas */
+#endif
     rcanvas_server_free(srv); /* frees the canvas too */
     scene_free(sc);
     frame_set_free(fs);
