@@ -1,6 +1,14 @@
 // input.js: the person's input on one view, as renderview events (rendercanvas / jupyter_rfb; docs/protocol.md):
 // pointer, wheel, double click, keys, char, with pointer_move and wheel coalesced per animation frame.
-// Keys go to the app while the view's key target (its canvas) has the focus; a click in the view gives it.
+//
+// Focus and wheel rule (public bug reports of embedded canvases):
+//  - A view never takes the keyboard focus by itself: a view that appears while the person types in a text
+//    field leaves the focus there. It takes it on a click (pointerdown) in the view, or by Tab. Only the served
+//    full-window page asks for `autofocus`, which like HTML autofocus takes the focus only if nothing else has it.
+//  - The wheel goes to the app only while the view has the focus (it was clicked) or holds a pressed pointer;
+//    otherwise the wheel is left to the browser, so a page scrolls past a view it is not working with.
+//  - Keys go to the app only while the view has the focus.
+// The keyboard focus sits on the view's key target (its canvas).
 import {
   buttonsList, clampCoord, mapButton, MAX_TOUCHES, modifiersList, nowSeconds, truncateUtf8,
 } from './protocol.js';
@@ -100,6 +108,11 @@ export class Input {
     this.bind();
   }
 
+  /** Whether the view has the keyboard focus (its key target is the document's focused element). */
+  focused() {
+    return this.keyTarget.ownerDocument.activeElement === this.keyTarget;
+  }
+
   focus() { this.keyTarget.focus({ preventScroll: true }); }
 
   on(target, type, fn, opts) {
@@ -185,6 +198,7 @@ export class Input {
     });
 
     this.on(canvas, 'wheel', (ev) => {
+      if (!this.focused() && this.down.size === 0) return;   // not ours: the page scrolls (see the rule above)
       ev.preventDefault();                       // no page scroll or ctrl+wheel zoom
       const k = ev.deltaMode === 1 ? 16 : ev.deltaMode === 2 ? (canvas.clientHeight || window.innerHeight) : 1;
       queue.queueWheel({ event_type: 'wheel', x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY),

@@ -28,7 +28,7 @@ function startPage(doc) {
   return new RCanvasView(body, {
     canvas: canvasNameFrom(body.dataset.canvas, doc.defaultView.location.pathname),
     fullPage: true,
-    autofocus: true,           // the page is the view: keys work at once
+    autofocus: true,           // the page is the view: keys work at once, unless something else has the focus
     documentTitle: true,
     ids: 'rcanvas',
     canvasElement: doc.getElementById('rcanvas-canvas'),

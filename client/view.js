@@ -11,7 +11,7 @@
 //
 // Data path: the server's tiles arrive on the view's WebSocket -> each is decoded as it arrives (decoder.js) -> a
 // frame is drawn whole once all its tiles are decoded (no tearing), then acked (the server's flow control waits for
-// acks). Input goes back as renderview events (input.js).
+// acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there).
 // Connection states (connection.js) show as a badge, a banner and a dimmed picture; root[data-state] carries the
 // state.
 //
@@ -58,7 +58,7 @@ export class RCanvasView {
    * container: the element the view fills. options:
    *   url           page or WebSocket URL of the canvas (http://host:port/c/NAME?token=T); or else
    *   canvas, token canvas name ("" = the default canvas) and token on this page's server (token default: ?token=)
-   *   autofocus     take the keyboard focus at start (the served full-window page)
+   *   autofocus     take the keyboard focus at start if nothing else has it (the served full-window page)
    *   stats         show the stats overlay from the start
    *   documentTitle follow the canvas title in document.title
    *   fullPage      fill the window (the served page)
@@ -115,7 +115,10 @@ export class RCanvasView {
     if (!this.win.rcanvas) this.win.rcanvas = this;
 
     if (options.stats) this.overlay.show(true);
-    if (options.autofocus) this.input.focus();
+    if (options.autofocus) {
+      const a = this.doc.activeElement;
+      if (!a || a === this.doc.body || a === this.doc.documentElement) this.input.focus();
+    }
     this.onState('connecting', {});
     this.conn.connect();
   }

@@ -1,6 +1,7 @@
 // client.test.mjs — the client as modules (client/view.js: RCanvasView) in real headless Chromium: two canvases of
-// one server in one page, each view with its own frames and events. rcanvas-test-two (two_canvases.c) prints the
-// events each canvas receives.
+// one server in one page, and the public bug reports it fixes, one test each: wheel over a view without focus,
+// a view appearing while the person types. rcanvas-demo and rcanvas-test-two (two_canvases.c) print the events
+// the app receives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
@@ -26,6 +27,34 @@ const viewPixel = (page, i, x, y) => page.evaluate(([i, x, y]) => {
   const c = document.querySelectorAll('canvas.rcanvas-canvas')[i];
   return Array.from(c.getContext('2d').getImageData(x, y, 1, 1).data);
 }, [i, x, y]);
+
+/** The static page of the server (client/multi.html) without views: a blank page of the server's origin. */
+async function openBlank(page, server) {
+  await page.goto(`http://127.0.0.1:${server.port}/client/multi.html?token=${server.token}`);
+}
+
+/**
+ * Builds a page: a text field on top, `before` px of page, a 320×240 box (#box) with a view of the default canvas in
+ * it (unless view is false), `after` px of page. Returns once the view is connected.
+ */
+async function buildPage(page, { before = 0, after = 0, view = true, options = {} } = {}) {
+  await page.evaluate(async ({ before, after, view, options }) => {
+    const add = (tag, props, css) => {
+      const e = Object.assign(document.createElement(tag), props);
+      Object.assign(e.style, css);
+      return document.body.appendChild(e);
+    };
+    add('input', { id: 'field', type: 'text' }, { display: 'block', width: '200px' });
+    add('div', {}, { height: `${before}px` });
+    const box = add('div', { id: 'box' }, { width: '320px', height: '240px' });
+    add('div', {}, { height: `${after}px` });
+    if (view) {
+      const { RCanvasView } = await import('/client/view.js');
+      window.testView = new RCanvasView(box, options);
+    }
+  }, { before, after, view, options });
+  if (view) await until(() => page.evaluate(() => window.testView.connected), 10000, 'view connected');
+}
 
 const eventLines = (server, re) => server.lines.filter((l) => re.test(l));
 
@@ -97,4 +126,75 @@ test('two canvases of one server in one page: each view shows its own pixels and
     assert.equal(await page.locator('canvas.rcanvas-canvas').count(), 1);
     assert.deepEqual(errors, []);
   } finally { await page.close(); await server.stop(); }
+});
+
+test('wheel over a view that does not have the focus scrolls the page; after a click it goes to the app', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  const { page, errors } = await newPage({ width: 400, height: 300 });
+  try {
+    await openBlank(page, demo);
+    await buildPage(page, { before: 20, after: 3000 });
+    await page.click('#field');                          // the person is typing in a text field
+    await page.mouse.move(160, 140);                     // the pointer over the view
+    let last = 0;
+    for (let i = 0; i < 30; i++) {
+      await page.mouse.wheel(0, 100);
+      await sleep(20);
+    }
+    const scrolled = await until(async () => {
+      const y = await page.evaluate(() => window.scrollY);
+      const done = y === last && y > 0;
+      last = y;
+      return done && y;
+    }, 5000, 'scrolling to settle');
+    assert.ok(scrolled >= 2900, `the page scrolled to ${scrolled} of 3000 px`);
+    assert.deepEqual(eventLines(demo, /event wheel/), [], 'the app got no wheel');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'field', 'the focus stayed in the field');
+
+    // with focus (a click in the view), the wheel goes to the app and the page stays put
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.mouse.click(160, 140);
+    const y0 = await page.evaluate(() => window.scrollY);
+    await page.mouse.wheel(0, 120);
+    await until(() => eventLines(demo, /event wheel viewer=1 x=\d+ y=\d+ dx=0 dy=120/).length === 1, 5000, 'wheel in the app');
+    await sleep(200);
+    assert.equal(await page.evaluate(() => window.scrollY), y0, 'the page did not scroll');
+
+    // focus elsewhere again: the wheel is the page's
+    await page.click('#field');
+    await page.mouse.move(160, 140);
+    await page.mouse.wheel(0, 200);
+    await until(async () => (await page.evaluate(() => window.scrollY)) > y0, 5000, 'the page scrolls again');
+    await sleep(200);
+    assert.equal(eventLines(demo, /event wheel/).length, 1);
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('a view that appears while the person types in a text field does not take the focus', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  const { page, errors } = await newPage({ width: 400, height: 300 });
+  try {
+    await openBlank(page, demo);
+    await buildPage(page, { view: false });
+    await page.click('#field');
+    await page.keyboard.type('hel');
+    // a view appears (default options), then one as the served page makes it (autofocus: only if nothing has focus)
+    for (const options of [{}, { autofocus: true }]) {
+      await page.evaluate(async (options) => {
+        const { RCanvasView } = await import('/client/view.js');
+        const box = document.body.appendChild(document.createElement('div'));
+        box.style.height = '100px';
+        new RCanvasView(box, options);
+      }, options);
+      await until(async () => (await page.evaluate(async () => (await import('/client/view.js')).RCanvasView.instances.at(-1).connected)),
+        10000, 'view connected');
+    }
+    await page.keyboard.type('lo');
+    assert.equal(await page.inputValue('#field'), 'hello');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'field');
+    await sleep(300);
+    assert.deepEqual(eventLines(demo, /event (key_down|key_up|char)/), [], 'the app got no keys');
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
 });
