@@ -8,6 +8,9 @@
 //  - The wheel goes to the app only while the view has the focus (it was clicked) or holds a pressed pointer;
 //    otherwise the wheel is left to the browser, so a page scrolls past a view it is not working with.
 //  - Keys go to the app only while the view has the focus.
+//  - macOS delivers no keyup for a key released while Cmd (Meta) is down: when Meta goes up, every key pressed
+//    while Meta was down and still held gets its key_up (before Meta's own). A key_up is sent only for a key whose
+//    key_down was sent, so a late real keyup is not sent twice.
 // The keyboard focus sits on the view's key target (its canvas).
 import {
   buttonsList, clampCoord, mapButton, MAX_TOUCHES, modifiersList, nowSeconds, truncateUtf8,
@@ -103,7 +106,7 @@ export class Input {
     this.onActivity = onActivity;
     this.touches = new Map();      // pointerId -> {x, y, pressure} of touch pointers that are down
     this.down = new Map();         // pointerId -> renderview button, of pointers that are down
-    this.held = new Map();         // KeyboardEvent.code -> {key} of keys whose key_down was sent
+    this.held = new Map();         // KeyboardEvent.code -> {key, underMeta} of keys whose key_down was sent
     this.listeners = [];
     this.bind();
   }
@@ -145,10 +148,13 @@ export class Input {
     this.queue.send({ event_type: 'key_up', key, modifiers, time_stamp: nowSeconds() });
   }
 
-  /** Releases (key_up) the keys still held. */
-  releaseHeld() {
-    for (const k of this.held.values()) this.sendKeyUp(k.key, []);
-    this.held.clear();
+  /** Releases (key_up) the keys still held; all of them, or only those pressed while Meta was down. */
+  releaseHeld(onlyUnderMeta, modifiers = []) {
+    for (const [code, k] of this.held) {
+      if (onlyUnderMeta && !k.underMeta) continue;
+      this.held.delete(code);
+      this.sendKeyUp(k.key, modifiers);
+    }
   }
 
   bind() {
@@ -214,7 +220,7 @@ export class Input {
       if (composingKey(ev)) return;
       const modifiers = modifiersList(ev);
       const key = truncateUtf8(ev.key);
-      this.held.set(ev.code || key, { key });
+      this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
       queue.send({ event_type: 'key_down', key, modifiers, time_stamp: nowSeconds() });
       const altGr = ev.getModifierState && ev.getModifierState('AltGraph');
       if ([...ev.key].length === 1 && !ev.metaKey && (!ev.ctrlKey || altGr)) {
@@ -227,10 +233,15 @@ export class Input {
       if (ev.key === 'F2' || !ev.key || composingKey(ev)) return;
       if (!isBrowserShortcut(ev)) ev.preventDefault();
       const key = truncateUtf8(ev.key);
-      this.held.delete(ev.code || key);
-      this.sendKeyUp(key, modifiersList(ev));
+      const code = ev.code || key;
+      const k = this.held.get(code);
+      if (!k) return;                            // no key_down was sent for it, or it was released already
+      this.held.delete(code);
+      const modifiers = modifiersList(ev);
+      if (ev.key === 'Meta') this.releaseHeld(true, modifiers);   // macOS sends no keyup for these
+      this.sendKeyUp(k.key, modifiers);
     });
 
-    this.on(keyTarget, 'blur', () => this.releaseHeld());   // keys released elsewhere would stay "down"
+    this.on(keyTarget, 'blur', () => this.releaseHeld(false));   // keys released elsewhere would stay "down"
   }
 }

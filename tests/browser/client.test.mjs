@@ -1,7 +1,7 @@
 // client.test.mjs — the client as modules (client/view.js: RCanvasView) in real headless Chromium: two canvases of
 // one server in one page, and the public bug reports it fixes, one test each: wheel over a view without focus,
-// a view appearing while the person types. rcanvas-demo and rcanvas-test-two (two_canvases.c) print the events
-// the app receives.
+// a view appearing while the person types, macOS Cmd leaving a key held. rcanvas-demo and rcanvas-test-two
+// (two_canvases.c) print the events the app receives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
@@ -195,6 +195,28 @@ test('a view that appears while the person types in a text field does not take t
     assert.equal(await page.evaluate(() => document.activeElement.id), 'field');
     await sleep(300);
     assert.deepEqual(eventLines(demo, /event (key_down|key_up|char)/), [], 'the app got no keys');
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('macOS Cmd: Meta down, v down, Meta up (no v up) releases v', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  const { page, errors } = await newPage();
+  try {
+    await page.goto(demo.url);
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+    await page.mouse.click(100, 100);
+    await page.keyboard.down('Meta');
+    await page.keyboard.down('v');
+    await page.keyboard.up('Meta');                       // macOS sends no keyup for v
+    await until(() => eventLines(demo, /event key_up viewer=1 key=Meta/).length === 1, 5000, 'Meta up');
+    const keys = eventLines(demo, /event key_(down|up)/).map((l) => l.replace(/ viewer=1/, '').replace(/^event /, ''));
+    assert.deepEqual(keys, ['key_down key=Meta modifiers=8', 'key_down key=v modifiers=8', 'key_up key=v modifiers=0',
+      'key_up key=Meta modifiers=0']);
+    // where the platform does send the late keyup, v is not released twice
+    await page.keyboard.up('v');
+    await sleep(300);
+    assert.equal(eventLines(demo, /event key_up viewer=1 key=v/).length, 1);
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); }
 });
