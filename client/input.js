@@ -11,9 +11,13 @@
 //  - macOS delivers no keyup for a key released while Cmd (Meta) is down: when Meta goes up, every key pressed
 //    while Meta was down and still held gets its key_up (before Meta's own). A key_up is sent only for a key whose
 //    key_down was sent, so a late real keyup is not sent twice.
-// The keyboard focus sits on the view's key target (its canvas).
+//  - Text committed by an input method (CJK and others: compositionend), or inserted without a key (on-screen
+//    keyboards, dictation, emoji pickers: beforeinput insertText), is sent as `char` events, split into pieces
+//    of at most 31 bytes. The keys that drive a composition (isComposing, "Process", keyCode 229) are not sent.
+// The keyboard focus sits on a transparent <textarea> over the canvas (input methods need an editable target);
+// it moves to the last pointer-down position so a candidate window opens where the person works.
 import {
-  buttonsList, clampCoord, mapButton, MAX_TOUCHES, modifiersList, nowSeconds, truncateUtf8,
+  buttonsList, clampCoord, mapButton, MAX_TOUCHES, modifiersList, nowSeconds, splitUtf8, truncateUtf8,
 } from './protocol.js';
 
 const sameList = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
@@ -28,8 +32,8 @@ export function isBrowserShortcut(ev) {
   return false;
 }
 
-/** A key event that belongs to an input method's composition. */
-const composingKey = (ev) => ev.isComposing || ev.key === 'Process';
+/** A key event that belongs to an input method's composition (its text comes with compositionend). */
+const composingKey = (ev) => ev.isComposing || ev.key === 'Process' || ev.keyCode === 229;
 
 /**
  * Sends events in order: pointer_move and wheel wait for the next animation frame (at most one of each, merged
@@ -107,6 +111,7 @@ export class Input {
     this.touches = new Map();      // pointerId -> {x, y, pressure} of touch pointers that are down
     this.down = new Map();         // pointerId -> renderview button, of pointers that are down
     this.held = new Map();         // KeyboardEvent.code -> {key, underMeta} of keys whose key_down was sent
+    this.composing = false;
     this.listeners = [];
     this.bind();
   }
@@ -148,6 +153,13 @@ export class Input {
     this.queue.send({ event_type: 'key_up', key, modifiers, time_stamp: nowSeconds() });
   }
 
+  /** Text from an input method or an insertion without keys: `char` events of at most 31 bytes each. */
+  sendText(text) {
+    if (!text) return;
+    this.onActivity();
+    for (const data of splitUtf8(text)) this.queue.send({ event_type: 'char', data, modifiers: [], time_stamp: nowSeconds() });
+  }
+
   /** Releases (key_up) the keys still held; all of them, or only those pressed while Meta was down. */
   releaseHeld(onlyUnderMeta, modifiers = []) {
     for (const [code, k] of this.held) {
@@ -163,6 +175,8 @@ export class Input {
     this.on(canvas, 'pointerdown', (ev) => {
       ev.preventDefault();                       // no text selection, drag or autoscroll; we focus ourselves
       this.onActivity();
+      keyTarget.style.left = `${Math.max(0, ev.offsetX)}px`;   // an input method's window opens here
+      keyTarget.style.top = `${Math.max(0, ev.offsetY)}px`;
       this.focus();
       try { canvas.setPointerCapture(ev.pointerId); } catch { /* pointer already gone */ }
       this.trackTouch(ev);
@@ -217,7 +231,7 @@ export class Input {
     this.on(keyTarget, 'keydown', (ev) => {
       if (ev.key === 'F2' || !ev.key) return;
       this.onActivity();
-      if (composingKey(ev)) return;
+      if (composingKey(ev)) return;              // the input method's text comes with compositionend
       const modifiers = modifiersList(ev);
       const key = truncateUtf8(ev.key);
       this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
@@ -226,7 +240,7 @@ export class Input {
       if ([...ev.key].length === 1 && !ev.metaKey && (!ev.ctrlKey || altGr)) {
         queue.send({ event_type: 'char', data: key, modifiers, time_stamp: nowSeconds() });
       }
-      if (!isBrowserShortcut(ev)) ev.preventDefault();
+      if (!isBrowserShortcut(ev)) ev.preventDefault();   // also keeps the text out of the key target
     });
 
     this.on(keyTarget, 'keyup', (ev) => {
@@ -243,5 +257,19 @@ export class Input {
     });
 
     this.on(keyTarget, 'blur', () => this.releaseHeld(false));   // keys released elsewhere would stay "down"
+
+    // text without keys: input methods and insertions (see the rule above)
+    this.on(keyTarget, 'compositionstart', () => { this.composing = true; });
+    this.on(keyTarget, 'compositionend', (ev) => {
+      this.composing = false;
+      this.sendText(ev.data);
+      keyTarget.value = '';
+    });
+    this.on(keyTarget, 'beforeinput', (ev) => {
+      if (this.composing || ev.isComposing || ev.inputType === 'insertCompositionText') return;
+      ev.preventDefault();                       // nothing is edited here
+      if (ev.inputType === 'insertText') this.sendText(ev.data);
+    });
+    this.on(keyTarget, 'input', () => { if (!this.composing) keyTarget.value = ''; });
   }
 }

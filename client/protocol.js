@@ -112,6 +112,22 @@ export function truncateUtf8(s, maxBytes = MAX_STRING_BYTES) {
   return out;
 }
 
+/** Splits s into pieces of at most maxBytes of UTF-8 each, never inside a code point (for `char` events of
+ *  text longer than the protocol's 31-byte limit, such as a sentence committed by an input method). */
+export function splitUtf8(s, maxBytes = MAX_STRING_BYTES) {
+  const out = [];
+  let cur = '';
+  let n = 0;
+  for (const ch of String(s)) {
+    const len = utf8Length(ch.codePointAt(0));
+    if (n + len > maxBytes && cur) { out.push(cur); cur = ''; n = 0; }
+    cur += ch;
+    n += len;
+  }
+  if (cur) out.push(cur);
+  return out;
+}
+
 // ---- URLs of a canvas -----------------------------------------------------------------------------------
 
 const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;

@@ -4,8 +4,8 @@
 //   const v = new RCanvasView(document.getElementById('box'), { canvas: 'left', token: 'T' });
 //   // or { url: 'http://127.0.0.1:8080/c/left?token=T' } (the URL the server prints); …later: v.destroy();
 //
-// Each view owns its elements (inside the container: a <div class="rcanvas-view"> holding the <canvas>, the
-// badge, the stats overlay and the banner), its listeners, observers, timers and its WebSocket;
+// Each view owns its elements (inside the container: a <div class="rcanvas-view"> holding the <canvas>, the key
+// target, the badge, the stats overlay and the banner), its listeners, observers, timers and its WebSocket;
 // destroy() removes all of them. Give the container a size: the view fills it, and its CSS size × devicePixelRatio
 // is what the app renders (resize events).
 //
@@ -191,8 +191,11 @@ export class RCanvasView {
     this.canvas.classList.add('rcanvas-canvas');
     root.appendChild(this.canvas);
     this.canvas.setAttribute('role', 'img');
-    this.keys = this.canvas;           // the keyboard focus
-    this.canvas.tabIndex = 0;
+    // The keyboard focus: input methods need an editable element (input.js). Transparent, over the canvas.
+    const keys = this.keys = el('textarea', 'rcanvas-keys', root);
+    for (const [k, v] of [['autocomplete', 'off'], ['autocorrect', 'off'], ['autocapitalize', 'off'],
+      ['spellcheck', 'false'], ['rows', '1'], ['aria-label', 'rcanvas canvas (keyboard input)'],
+      ['inputmode', 'none']]) keys.setAttribute(k, v);   // no on-screen keyboard on every touch (as with a canvas)
     const badge = el('div', 'rcanvas-badge', root);
     badge.setAttribute('role', 'status');
     badge.setAttribute('aria-live', 'polite');
@@ -214,6 +217,7 @@ export class RCanvasView {
       badge.id = `${p}-status`;
       this.statsEl.id = `${p}-stats`;
       banner.id = `${p}-banner`;
+      keys.id = `${p}-keys`;
     }
     this.ctx = this.canvas.getContext('2d', { alpha: false, desynchronized: true });
     container.appendChild(root);

@@ -1,7 +1,7 @@
 // client.test.mjs — the client as modules (client/view.js: RCanvasView) in real headless Chromium: two canvases of
 // one server in one page, and the public bug reports it fixes, one test each: wheel over a view without focus,
-// a view appearing while the person types, macOS Cmd leaving a key held. rcanvas-demo and rcanvas-test-two
-// (two_canvases.c) print the events the app receives.
+// a view appearing while the person types, macOS Cmd leaving a key held, input-method text. rcanvas-demo and
+// rcanvas-test-two (two_canvases.c) print the events the app receives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
@@ -217,6 +217,40 @@ test('macOS Cmd: Meta down, v down, Meta up (no v up) releases v', async () => {
     await page.keyboard.up('v');
     await sleep(300);
     assert.equal(eventLines(demo, /event key_up viewer=1 key=v/).length, 1);
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('text committed by an input method reaches the app as char events', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  const { page, errors } = await newPage();
+  try {
+    await page.goto(demo.url);
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+    await page.mouse.click(100, 100);
+    const seen = await page.evaluate(() => {
+      const t = document.activeElement;
+      window.seenComposition = [];
+      for (const type of ['compositionstart', 'compositionend']) t.addEventListener(type, (e) => window.seenComposition.push(`${type}:${e.data}`));
+      return t.className;
+    });
+    assert.equal(seen, 'rcanvas-keys', 'the view\'s key target has the focus after the click');
+    // a real composition through the DevTools protocol: "nihao" being composed, then committed as 你好
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Input.imeSetComposition', { text: 'nihao', selectionStart: 5, selectionEnd: 5 });
+    await cdp.send('Input.insertText', { text: '你好' });
+    await until(() => eventLines(demo, /event char viewer=1 data=你好$/).length === 1, 5000, 'char 你好');
+    assert.deepEqual(await page.evaluate(() => window.seenComposition), ['compositionstart:', 'compositionend:你好']);
+    // text inserted without keys or composition (on-screen keyboards, dictation): beforeinput insertText
+    await page.keyboard.insertText('世界');
+    await until(() => eventLines(demo, /event char viewer=1 data=世界$/).length === 1, 5000, 'char 世界');
+    // longer than the protocol's 31 bytes: split between code points (10 + 2 characters of 3 bytes)
+    await page.keyboard.insertText('一二三四五六七八九十百千');
+    await until(() => eventLines(demo, /event char viewer=1 data=百千$/).length === 1, 5000, 'the rest of a long text');
+    assert.equal(eventLines(demo, /event char viewer=1 data=一二三四五六七八九十$/).length, 1);
+    assert.deepEqual(eventLines(demo, /event (key_down|key_up) /).filter((l) => !/key=Meta/.test(l)), [],
+      'no key events for text that came without keys');
+    assert.equal(await page.evaluate(() => document.activeElement.value), '', 'nothing piles up in the key target');
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); }
 });
