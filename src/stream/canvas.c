@@ -479,7 +479,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
 /* ---- scheduling ---- */
 
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
-    if (c->viewers == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
+    if (c->viewers == 0 || c->hidden_viewers >= c->viewers || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
     uint32_t done = c->active_acked > c->failed_seq ? c->active_acked : c->failed_seq;
     uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
     if (in_flight >= (uint32_t)c->max_in_flight) return 0; /* an ack wakes us */
@@ -570,6 +570,15 @@ void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked)
     c->active_acked = acked;
     c->draw_requested = 1;
     pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rc_canvas_viewer_visible(rcanvas_canvas *c, uint32_t viewer_id, int visible) {
+    (void)viewer_id;
+    pthread_mutex_lock(&c->mu);
+    if (!visible) c->hidden_viewers++;
+    else if (c->hidden_viewers > 0) c->hidden_viewers--;
+    pthread_cond_broadcast(&c->cv); /* a draw may be due again */
     pthread_mutex_unlock(&c->mu);
 }
 

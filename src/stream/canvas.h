@@ -74,6 +74,7 @@ struct rcanvas_canvas {
 
     /* viewers (mu; the viewer objects themselves are the network thread's) */
     int viewers;
+    int hidden_viewers;       /* viewers whose page said they cannot be seen: no draws are due if all are */
     uint32_t active_viewer;   /* id, 0 = none */
     uint32_t active_acked;    /* A: newest seq acked by the active viewer */
 
@@ -112,6 +113,9 @@ int rc_canvas_viewer_join(rcanvas_canvas *c, uint32_t viewer_id);
 void rc_canvas_viewer_leave(rcanvas_canvas *c, uint32_t viewer_id, uint32_t new_active, uint32_t new_active_acked);
 /* viewer_id becomes the active viewer (the previous one stalled), with its own acked seq. */
 void rc_canvas_set_active(rcanvas_canvas *c, uint32_t viewer_id, uint32_t acked);
+/* The viewer's page says whether it can be seen ({"type":"visibility"}); viewers join visible. Called on changes
+ * only, and with visible = 1 before a hidden viewer leaves. While no viewer is visible no draw is due. */
+void rc_canvas_viewer_visible(rcanvas_canvas *c, uint32_t viewer_id, int visible);
 /* The viewer acked seq (after drawing it). */
 void rc_canvas_ack(rcanvas_canvas *c, uint32_t viewer_id, uint32_t seq);
 /* Queues an event from a viewer (merging as documented); a resize from the active viewer sets the size. */

@@ -43,6 +43,7 @@ struct rc_viewer {
     rc_viewer *next;
     uint32_t id;
     int active;
+    int hidden;             /* its page said it cannot be seen ({"type":"visibility"}): no frames (see pass_hidden) */
     /* sending */
     rc_packet *sending;
     int tile;
@@ -323,6 +324,19 @@ static void request_close(rc_viewer *v, int code, const char *reason) {
 }
 
 static int can_send_more(const rc_viewer *v) { return v->n_inflight < v->canvas->max_in_flight; }
+/* A frame may go out now: the window has room and the viewer can be seen. */
+static int may_send(const rc_viewer *v) { return !v->hidden && can_send_more(v); }
+
+/* A hidden viewer gets no frames: its pending packet waits (newest wins) and goes out at once when it is visible
+ * again. Meanwhile it must not hold anything back: the frame it waits with counts as delivered to it, and, if it is
+ * the active viewer, as acked, so the draws go on for the visible viewers (when none is visible, the canvas has no
+ * draw due: rc_canvas_viewer_visible). Its real acks of frames sent before still count as always. */
+static void pass_hidden(rc_viewer *v) {
+    if (!v->hidden || !v->pending) return;
+    uint32_t seq = v->pending->seq;
+    if (seq > v->acked_seq) v->acked_seq = seq;
+    if (v->active) rc_canvas_ack(v->canvas, v->id, seq);
+}
 
 /* Takes the canvas's newest packets for this viewer (newest wins) and asks for a writable callback. */
 static void service_viewer(rc_viewer *v) {
@@ -361,7 +375,17 @@ static void service_viewer(rc_viewer *v) {
     }
     rc_packet_unref(drop);
     if (title_msg[0]) queue_text(v, title_msg);
-    if ((v->pending && can_send_more(v)) || v->ntext) lws_callback_on_writable(v->wsi);
+    pass_hidden(v);
+    if ((v->pending && may_send(v)) || v->ntext) lws_callback_on_writable(v->wsi);
+}
+
+/* The viewer's page says it can (not) be seen: a visible viewer gets the newest frame at once. */
+static void set_hidden(rc_viewer *v, int hidden) {
+    if (v->hidden == hidden) return;
+    v->hidden = hidden;
+    rc_canvas_viewer_visible(v->canvas, v->id, !hidden);
+    rc_log(&v->srv->log, RCANVAS_LOG_INFO, "viewer %u %s", v->id, hidden ? "hidden: no frames" : "visible again");
+    service_viewer(v);
 }
 
 static void arm_refine(rcanvas_server *s);
@@ -444,7 +468,7 @@ static int on_writable(rc_viewer *v) {
             if (v->ntext || v->pending) lws_callback_on_writable(v->wsi);
             return 0;
         }
-        if (v->pending && can_send_more(v)) {
+        if (v->pending && may_send(v)) {
             v->sending = v->pending;
             v->pending = NULL;
             v->tile = 0;
@@ -458,7 +482,7 @@ static int on_writable(rc_viewer *v) {
         }
     }
     if (v->sending && write_frame(v)) return -1;
-    if (v->sending || v->ntext || (v->pending && can_send_more(v))) lws_callback_on_writable(v->wsi);
+    if (v->sending || v->ntext || (v->pending && may_send(v))) lws_callback_on_writable(v->wsi);
     return 0;
 }
 
@@ -500,6 +524,10 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
         service_viewer(v); /* its window opened: take the newest packet (or a refinement made meanwhile) */
         return;
     }
+    if (m.kind == RC_MSG_VISIBILITY) {
+        set_hidden(v, !m.visible);
+        return;
+    }
     m.event.viewer_id = v->id;
     m.event.server_time_us = rc_now_us();
     if (m.event.type == RCANVAS_EVENT_RESIZE) {
@@ -535,6 +563,7 @@ static void viewer_free(rcanvas_server *s, rc_viewer *v) {
         heir = oldest_other(s, v, 0);
         if (!heir) heir = oldest_other(s, v, 1);
     }
+    if (v->hidden) rc_canvas_viewer_visible(v->canvas, v->id, 1); /* the canvas counts only viewers present */
     rc_canvas_viewer_leave(v->canvas, v->id, heir ? heir->id : 0, heir ? heir->acked_seq : 0);
     if (heir) announce_active(heir);
     rc_packet_unref(v->sending);

@@ -7,6 +7,7 @@
  *  - newest wins: frames presented while the encoder is busy replace each other, the skipped one is never
  *    encoded, and `latest` ends at the newest;
  *  - update modes: ondemand needs a request, manual never draws, max_fps spaces draws;
+ *  - visibility: no draw is due while every viewer is hidden, one is as soon as any viewer is visible again;
  *  - events: pointer_move/wheel/resize merging as in rendercanvas, resize only from the active viewer,
  *    active viewer hand-over;
  *  - refinement: one lossless refinement at a time, so frame slots always come back (issue 7's freeze);
@@ -340,6 +341,30 @@ static void test_modes(rcanvas_server *s) {
     rcanvas_canvas_free(c);
 }
 
+static void test_visibility(rcanvas_server *s) {
+    rcanvas_canvas *c = new_canvas(s, "visibility", RCANVAS_UPDATE_ONDEMAND, 0);
+    rc_canvas_viewer_join(c, 1);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_canvas_viewer_visible(c, 1, 0); /* the only viewer is hidden: a requested draw waits */
+    rcanvas_request_draw(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 20), 0);
+    rc_canvas_viewer_join(c, 2); /* a visible one joins: the draw is due */
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_canvas_viewer_visible(c, 2, 0); /* both hidden */
+    rcanvas_request_draw(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
+    rc_canvas_viewer_visible(c, 1, 1);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_canvas_viewer_visible(c, 2, 1); /* as the server does before a hidden viewer leaves */
+    rc_canvas_viewer_leave(c, 2, 0, 0);
+    rc_canvas_viewer_visible(c, 1, 0);
+    rc_canvas_viewer_visible(c, 1, 1);
+    rcanvas_request_draw(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* the count came back to zero */
+    rc_canvas_viewer_leave(c, 1, 0, 0);
+    rcanvas_canvas_free(c);
+}
+
 static void test_events(rcanvas_server *s) {
     rcanvas_canvas *c = new_canvas(s, "events", RCANVAS_UPDATE_MANUAL, 60);
     rc_canvas_viewer_join(c, 1);
@@ -502,6 +527,7 @@ int main(void) {
     test_newest_wins(s);
     test_refine_overlap(s);
     test_modes(s);
+    test_visibility(s);
     test_events(s);
     rcanvas_server_free(s);
     test_shutdown();
