@@ -1,5 +1,5 @@
 // protocol.js: the rcanvas wire protocol 1 as the browser sees it (docs/protocol.md), without DOM or sockets:
-// the 56-byte little-endian tile header, the JSON messages a client sends (ack, renderview events),
+// the 56-byte little-endian tile header, the JSON messages a client sends (ack, visibility, renderview events),
 // the URLs of a canvas (WebSocket, probe), and the small pure helpers the other modules share.
 
 export const PROTOCOL_VERSION = 1;
@@ -62,6 +62,9 @@ export function tilePayload(buffer, header) {
 
 /** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
 export const ackMessage = (seq) => ({ type: 'ack', seq });
+
+/** Whether the view can be seen (on screen, page not hidden); the server sends no frames to a hidden viewer. */
+export const visibilityMessage = (visible) => ({ type: 'visibility', visible: !!visible });
 
 /** The JSON text of a message, or null if it would exceed maxBytes of UTF-8 (the server would close on it). */
 export function encodeMessage(obj, maxBytes = DEFAULT_MAX_MESSAGE_BYTES) {

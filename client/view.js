@@ -11,15 +11,18 @@
 //
 // Data path: the server's tiles arrive on the view's WebSocket -> each is decoded as it arrives (decoder.js) -> a
 // frame is drawn whole once all its tiles are decoded (no tearing), then acked (the server's flow control waits for
-// acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there).
-// Connection states (connection.js) show as a badge, a banner and a dimmed picture; root[data-state] carries the
-// state.
+// acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there). The view
+// tells the server whether it can be seen (IntersectionObserver and the page's visibilityState): a view scrolled
+// out of sight or in a hidden tab gets no frames. Connection states (connection.js) show as a badge, a banner and
+// a dimmed picture; root[data-state] carries the state.
 //
 // window.rcanvas is the first live view of the page: the handle that tests and tools use.
 import { Connection } from './connection.js';
 import { DecoderSet } from './decoder.js';
 import { EventQueue, Input } from './input.js';
-import { ackMessage, endpointsFrom, FLAG_REFINEMENT, nowSeconds, parseFrameHeader, tilePayload } from './protocol.js';
+import {
+  ackMessage, endpointsFrom, FLAG_REFINEMENT, nowSeconds, parseFrameHeader, tilePayload, visibilityMessage,
+} from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
 
 const STYLESHEET = new URL('./rcanvas.css', import.meta.url).href;
@@ -86,6 +89,8 @@ export class RCanvasView {
     this.cssHeight = 0;
     this.lastResizeKey = '';
     this.scratch = null;               // keeps the picture across a backing-store resize
+    this.intersecting = true;          // until the IntersectionObserver says otherwise
+    this.sentVisible = true;           // what the server believes (a new viewer is visible)
 
     this.conn = new Connection({
       socketUrl: ep.socket, probeUrl: ep.probe,
@@ -109,6 +114,7 @@ export class RCanvasView {
     this.listen(this.retryButton, 'click', () => this.retry());
 
     this.watchSize();
+    this.watchVisibility();
     this.watchPage();
 
     live.push(this);
@@ -132,6 +138,8 @@ export class RCanvasView {
   get socket() { return this.conn.ws; }
   get connected() { return this.conn.connected; }
   get state() { return this.conn.state; }
+  /** Whether the view can be seen (on screen and the page not hidden), as last told to the server. */
+  get visible() { return this.intersecting && this.doc.visibilityState !== 'hidden'; }
 
   retry() { this.conn.retryNow(); }
   focus() { this.input.focus(); }
@@ -142,7 +150,7 @@ export class RCanvasView {
     const v = this.viewer;
     return this.stats_.snapshot({
       connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, title: v.title,
-      url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName,
+      url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName, visible: this.visible,
       canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
     });
   }
@@ -267,6 +275,8 @@ export class RCanvasView {
     this.decoders.reset();                      // a new stream
     this.setTitle(this.viewer.title);
     this.sendResize(true);
+    this.sentVisible = true;                    // a new viewer starts visible on the server
+    this.sendVisibility();
   }
 
   onMessage(msg) {
@@ -438,6 +448,26 @@ export class RCanvasView {
     };
     watchRatio();
     this.cleanups.push(() => mq.removeEventListener('change', onRatio));
+  }
+
+  // ---- visibility -----------------------------------------------------------------------------------------
+
+  watchVisibility() {
+    const io = new this.win.IntersectionObserver((entries) => {
+      this.intersecting = entries[entries.length - 1].isIntersecting;
+      this.sendVisibility();
+    });
+    io.observe(this.root);
+    this.cleanups.push(() => io.disconnect());
+    this.listen(this.doc, 'visibilitychange', () => this.sendVisibility());
+  }
+
+  /** Tells the server when the view's visibility changed ({"type":"visibility"}: docs/protocol.md). */
+  sendVisibility() {
+    const v = this.visible;
+    if (!this.conn.connected || v === this.sentVisible) return;
+    this.queue.flush();                          // events before it keep their order
+    if (this.conn.send(visibilityMessage(v))) this.sentVisible = v;
   }
 
   // ---- page lifecycle -------------------------------------------------------------------------------------

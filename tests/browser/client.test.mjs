@@ -1,7 +1,7 @@
 // client.test.mjs — the client as modules (client/view.js: RCanvasView) in real headless Chromium: two canvases of
 // one server in one page, and the public bug reports it fixes, one test each: wheel over a view without focus,
-// a view appearing while the person types, macOS Cmd leaving a key held, input-method text. rcanvas-demo and
-// rcanvas-test-two (two_canvases.c) print the events the app receives.
+// a view appearing while the person types, macOS Cmd leaving a key held, input-method text, frames to a view
+// nobody can see. rcanvas-demo and rcanvas-test-two (two_canvases.c) print the events the app receives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
@@ -253,4 +253,50 @@ test('text committed by an input method reaches the app as char events', async (
     assert.equal(await page.evaluate(() => document.activeElement.value), '', 'nothing piles up in the key target');
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); }
+});
+
+test('a view out of sight or in a hidden page gets no frames; it gets them again once visible', async () => {
+  const demo = await startDemo(['--fps', '30']);        // the animated fractal: a new frame is always due
+  const { page, errors } = await newPage({ width: 400, height: 300 });
+  const other = await newPage({ width: 400, height: 300 });
+  try {
+    await openBlank(page, demo);
+    await buildPage(page, { before: 3000, after: 100 });   // the view is far below the window
+    const frames = async () => (await viewStats(page)).framesShown;
+    await sleep(1000);                                     // the visibility message is on its way
+    const f0 = await frames();
+    await sleep(2000);
+    const f1 = await frames();
+    assert.ok(f1 - f0 <= 1, `${f1 - f0} frames in 2 s out of sight`);
+    assert.equal((await viewStats(page)).visible, false);
+    await page.evaluate(() => document.getElementById('box').scrollIntoView());
+    await until(async () => (await frames()) >= f1 + 10, 10000, 'frames once scrolled into view');
+
+    // the page hidden (a background tab): headless Chromium cannot hide a page, so its visibilityState is
+    // overridden and visibilitychange dispatched, as the browser would do
+    const setHidden = (hidden) => page.evaluate((hidden) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (hidden ? 'hidden' : 'visible') });
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+    await setHidden(true);
+    await sleep(1000);
+    const g0 = await frames();
+    // meanwhile a second, visible viewer of the canvas (passive) keeps streaming: the hidden active viewer does
+    // not hold the draws back
+    await other.page.goto(demo.url);
+    await until(() => other.page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'second viewer');
+    assert.equal(await other.page.evaluate(() => window.rcanvas.stats().active), false);
+    const o0 = await other.page.evaluate(() => window.rcanvas.stats().framesShown);
+    await sleep(2000);
+    const g1 = await frames();
+    const o1 = await other.page.evaluate(() => window.rcanvas.stats().framesShown);
+    assert.ok(g1 - g0 <= 1, `${g1 - g0} frames in 2 s while hidden`);
+    assert.ok(o1 - o0 >= 10, `the visible passive viewer got ${o1 - o0} frames in 2 s`);
+    await other.page.close();
+    await setHidden(false);
+    await until(async () => (await frames()) >= g1 + 10, 10000, 'frames once the page is visible again');
+    assert.deepEqual(errors, []);
+    assert.deepEqual(other.errors, []);
+  } finally { await page.close(); if (!other.page.isClosed()) await other.page.close(); await demo.stop(); }
 });
