@@ -4,7 +4,8 @@
 // Focus and wheel rule (public bug reports of embedded canvases):
 //  - A view never takes the keyboard focus by itself: a view that appears while the person types in a text
 //    field leaves the focus there. It takes it on a click (pointerdown) in the view, or by Tab. Only the served
-//    full-window page asks for `autofocus`, which like HTML autofocus takes the focus only if nothing else has it.
+//    full-window page asks for `autofocus`, which like HTML autofocus takes the focus only if nothing else has it
+//    (in an iframe: only if the frame has the focus, so an embedded page does not take it from its host page).
 //  - The wheel goes to the app only while the view has the focus (it was clicked) or holds a pressed pointer;
 //    otherwise the wheel is left to the browser, so a page scrolls past a view it is not working with.
 //  - Keys go to the app only while the view has the focus.

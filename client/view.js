@@ -61,7 +61,8 @@ export class RCanvasView {
    * container: the element the view fills. options:
    *   url           page or WebSocket URL of the canvas (http://host:port/c/NAME?token=T); or else
    *   canvas, token canvas name ("" = the default canvas) and token on this page's server (token default: ?token=)
-   *   autofocus     take the keyboard focus at start if nothing else has it (the served full-window page)
+   *   autofocus     take the keyboard focus at start if nothing else has it (the served full-window page;
+   *                 in a frame, only if the frame has the focus)
    *   stats         show the stats overlay from the start
    *   documentTitle follow the canvas title in document.title
    *   fullPage      fill the window (the served page)
@@ -122,8 +123,11 @@ export class RCanvasView {
 
     if (options.stats) this.overlay.show(true);
     if (options.autofocus) {
+      // like HTML autofocus: not if something in the page has the focus, and in a frame (the served page in an
+      // iframe) only if the frame has it: focus() in a frame would take it from the embedding page's text field
       const a = this.doc.activeElement;
-      if (!a || a === this.doc.body || a === this.doc.documentElement) this.input.focus();
+      const free = !a || a === this.doc.body || a === this.doc.documentElement;
+      if (free && (this.win.top === this.win || this.doc.hasFocus())) this.input.focus();
     }
     this.onState('connecting', {});
     this.conn.connect();

@@ -193,6 +193,22 @@ test('a view that appears while the person types in a text field does not take t
     await page.keyboard.type('lo');
     assert.equal(await page.inputValue('#field'), 'hello');
     assert.equal(await page.evaluate(() => document.activeElement.id), 'field');
+
+    // the served page framed by another page (README: "Embedding in a page"), loaded while the person types
+    const host = await browser.newPage({ viewport: { width: 500, height: 400 } });
+    try {
+      await host.setContent('<input id="field"><div id="holder"></div>');
+      await host.click('#field');
+      await host.keyboard.type('hel');
+      await host.evaluate((url) => {
+        const f = Object.assign(document.createElement('iframe'), { src: url, width: 400, height: 300 });
+        document.getElementById('holder').appendChild(f);
+      }, demo.url);
+      const frame = await (await host.waitForSelector('iframe')).contentFrame();
+      await until(() => frame.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'framed view connected');
+      await host.keyboard.type('lo');
+      assert.equal(await host.inputValue('#field'), 'hello', 'the framed page did not take the focus');
+    } finally { await host.close(); }
     await sleep(300);
     assert.deepEqual(eventLines(demo, /event (key_down|key_up|char)/), [], 'the app got no keys');
     assert.deepEqual(errors, []);
