@@ -511,7 +511,15 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
     if (c->nsessions == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
     if (!rc_sessions_visible_locked(c)) return 0; /* every view is scrolled away or in a hidden tab */
-    uint32_t done = c->active_acked > c->failed_seq ? c->active_acked : c->failed_seq;
+    /* A: the active viewer's acks; while it is hidden (a background tab acks nothing) the most advanced visible
+     * viewer's, so visible viewers do not starve */
+    uint32_t acked = c->active_acked;
+    if (c->active && !c->active->visible) {
+        acked = 0;
+        for (rc_session *s = c->sessions; s; s = s->next)
+            if (s->visible && s->acked_seq > acked) acked = s->acked_seq;
+    }
+    uint32_t done = acked > c->failed_seq ? acked : c->failed_seq;
     uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
     if (in_flight >= (uint32_t)c->max_in_flight) return 0; /* an ack wakes us */
     if (c->mode == RCANVAS_UPDATE_ONDEMAND && !c->draw_requested) return 0;

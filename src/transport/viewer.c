@@ -158,6 +158,10 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
         rc_viewer_service(v); /* its window opened: the newest packet (or a refinement made meanwhile) */
         return;
     }
+    if (m.kind == RC_MSG_VISIBILITY) {
+        rc_session_set_visible(v->session, m.visible);
+        return;
+    }
     m.event.server_time_us = rc_now_us();
     rc_session_push_event(v->session, &m.event);
 }

@@ -337,6 +337,14 @@ int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const 
                     r = 0;
                 }
             }
+        } else if (cJSON_IsString(t) && !strcmp(t->valuestring, "visibility")) {
+            const cJSON *vis = cJSON_GetObjectItemCaseSensitive(o, "visible");
+            if (!cJSON_IsBool(vis)) *why = "visibility needs visible: true or false";
+            else {
+                out->kind = RC_MSG_VISIBILITY;
+                out->visible = cJSON_IsTrue(vis);
+                r = 0;
+            }
         } else if (cJSON_IsString(et) && et->valuestring) {
             r = parse_event(o, et->valuestring, out, why);
         } else if (t) {

@@ -45,12 +45,13 @@ void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_hea
 int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h);
 
 /* A parsed client message. */
-typedef enum rc_msg_kind { RC_MSG_EVENT = 1, RC_MSG_ACK = 2 } rc_msg_kind;
+typedef enum rc_msg_kind { RC_MSG_EVENT = 1, RC_MSG_ACK = 2, RC_MSG_VISIBILITY = 3 } rc_msg_kind;
 
 typedef struct rc_client_msg {
     rc_msg_kind kind;
     rcanvas_event event;     /* RC_MSG_EVENT */
     uint32_t ack_seq;        /* RC_MSG_ACK */
+    int visible;             /* RC_MSG_VISIBILITY: 1 the viewer's canvas can be seen, 0 it cannot (no frames) */
 } rc_client_msg;
 
 /* Parses one client JSON text message (len bytes, not NUL-terminated). Returns RCANVAS_OK, or RCANVAS_EINVAL with

@@ -9,6 +9,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const root = path.resolve(here, '..', '..');
 export const buildDir = process.env.RCANVAS_BUILD_DIR || path.join(root, 'build');
 export const demoPath = path.join(buildDir, 'rcanvas-demo');
+export const testTwoPath = path.join(buildDir, 'rcanvas-test-two');   // two named canvases (two_canvases.c)
 export const framesDir = process.env.RCANVAS_FRAMES_DIR || path.resolve(root, '..', 'shared', 'frames');
 
 export const CHROMIUM_ARGS = [
@@ -41,12 +42,13 @@ export async function until(fn, timeoutMs = 10000, what = 'condition') {
 }
 
 /**
- * Starts rcanvas-demo with args; resolves once it printed its URL. Returns {proc, url, port, token, lines, stop()}.
- * `lines` collects stdout lines (events printed with --print-events).
+ * Starts rcanvas-demo (or `program`, which takes --port and --token too) with args; resolves once it printed its
+ * URL. Returns {proc, url, port, token, lines, stop()}. `lines` collects stdout lines (events printed with
+ * --print-events).
  */
-export function startDemo(args = [], { port = 0, token = undefined } = {}) {
+export function startDemo(args = [], { port = 0, token = undefined, program = demoPath } = {}) {
   const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...args];
-  const proc = spawn(demoPath, full, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = [];
   let stderr = '';
   let buf = '';

@@ -386,6 +386,40 @@ static void test_refine_overlap(void) {
     CHECK_EQ_INT(g_released, 2 * 5); /* and the last one at destroy */
 }
 
+/* Visibility: no draw while every viewer is hidden; a hidden active viewer does not starve a visible one. */
+static void test_visibility(void) {
+    rcanvas_canvas *c = new_canvas("visibility", RCANVAS_UPDATE_ONDEMAND, 0);
+    rc_session *s1 = open_session(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_session_set_visible(s1, 0); /* the only viewer is hidden: a requested draw waits */
+    rcanvas_request_draw(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 20), 0);
+    rc_session *s2 = open_session(c); /* a visible one joins: the draw is due */
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    rc_session_set_visible(s2, 0); /* both hidden */
+    rcanvas_request_draw(c);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
+    rc_session_set_visible(s2, 1);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    /* the active s1 is hidden and acks nothing; s2 gets and acks frames, and draws follow its acks */
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c, RCANVAS_OPT_UPDATE_MODE, RCANVAS_UPDATE_FASTEST), RCANVAS_OK);
+    rcanvas_frame f = frame64();
+    int drawn = 0;
+    for (uint32_t seq = 1; seq <= 6; seq++) {
+        if (rcanvas_wait(c, 1000) & RCANVAS_WAKE_DRAW) drawn++;
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        wait_latest(c, seq);
+        CHECK_EQ_INT(next_seq(s1, NULL), 0); /* hidden: nothing */
+        CHECK_EQ_INT(next_seq(s2, NULL), seq);
+        CHECK_EQ_INT(rc_session_ack(s2, seq, rc_now_us()), RCANVAS_OK);
+    }
+    CHECK_EQ_INT(drawn, 6);
+    CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1)); /* it keeps the role */
+    rc_session_close(s2);
+    rc_session_close(s1);
+    free_canvas(c);
+}
+
 static void test_modes(void) {
     rcanvas_canvas *c = new_canvas("ondemand", RCANVAS_UPDATE_ONDEMAND, 20);
     rc_session *s = open_session(c);
@@ -607,6 +641,7 @@ int main(void) {
     test_newest_wins();
     test_refine_overlap();
     test_modes();
+    test_visibility();
     test_events();
     test_shutdown();
     rc_pool_free(g_pool);

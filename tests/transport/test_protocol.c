@@ -111,6 +111,13 @@ static void test_good_events(void) {
     CHECK_EQ_INT(m.kind, RC_MSG_ACK);
     CHECK_EQ_INT(m.ack_seq, 4294967295u);
     CHECK(!strcmp(rcanvas_event_type_name(RCANVAS_EVENT_DOUBLE_CLICK), "double_click"));
+
+    CHECK_EQ_INT(parse("{\"type\":\"visibility\",\"visible\":false}", &m, &why), RCANVAS_OK);
+    CHECK_EQ_INT(m.kind, RC_MSG_VISIBILITY);
+    CHECK_EQ_INT(m.visible, 0);
+    CHECK_EQ_INT(parse("{\"type\":\"visibility\",\"visible\":true,\"extra\":1}", &m, &why), RCANVAS_OK);
+    CHECK_EQ_INT(m.kind, RC_MSG_VISIBILITY);
+    CHECK_EQ_INT(m.visible, 1);
 }
 
 static void test_bad_messages(void) {
@@ -149,6 +156,10 @@ static void test_bad_messages(void) {
         "{\"type\":\"ack\",\"seq\":-1}",
         "{\"type\":\"ack\",\"seq\":1.5}",
         "{\"type\":\"ack\",\"seq\":4294967296}",
+        "{\"type\":\"visibility\"}",                                /* missing visible */
+        "{\"type\":\"visibility\",\"visible\":1}",                  /* not a boolean */
+        "{\"type\":\"visibility\",\"visible\":\"false\"}",
+        "{\"type\":\"visibility\",\"visible\":null}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc_client_msg m;

@@ -1,0 +1,196 @@
+// connection.js: the WebSocket of one view and its states (docs/protocol.md, "Connection states"):
+// connecting → connected (after hello) → disconnected (retrying with backoff from 250 ms to 5 s) → connected …,
+// or token-missing / token-rejected (the server answers 401 / 403: no retrying until the person asks).
+// A browser WebSocket cannot see the HTTP status of a refused upgrade, so after an attempt that never opened the
+// connection asks the page URL of the same canvas with the same token (the probe) and reads only its status.
+// It knows nothing of the DOM: the view shows what it reports through its handlers.
+import { DEFAULT_MAX_MESSAGE_BYTES, encodeMessage, PROTOCOL_VERSION, refusalFrom, SUBPROTOCOL } from './protocol.js';
+
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 5000;
+const POLICY_DELAY_MS = 10000;         // after a close for policy (1008) or auth (4001/4003) reasons
+const HELLO_TIMEOUT_MS = 10000;
+const PROBE_TIMEOUT_MS = 5000;         // the HTTP probe after a refused WebSocket
+
+/**
+ * handlers: state(next, {text, detail, everConnected}) on every state change; countdown(text) while waiting for
+ * the next attempt; hello(msg, {reconnected}); message(msg) for the other JSON messages; binary(socket, buffer);
+ * closed() when an open socket has gone (the view forgets half-received frames); socket(ws) on each new socket.
+ */
+export class Connection {
+  constructor({ socketUrl, probeUrl, handlers }) {
+    this.socketUrl = socketUrl;
+    this.probeUrl = probeUrl;
+    this.h = handlers;
+    this.ws = null;
+    this.state = 'connecting';
+    this.attempt = 0;            // counts connect() calls: late answers of an older attempt are ignored
+    this.connected = false;      // between hello and close
+    this.everConnected = false;
+    this.failures = 0;           // consecutive failed attempts, for the backoff
+    this.retryTimer = null;
+    this.helloTimer = null;
+    this.stopped = false;        // page hidden (pagehide) or view destroyed: no reconnecting
+    this.maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  setState(next, info = {}) {
+    this.state = next;
+    this.h.state(next, { ...info, everConnected: this.everConnected });
+  }
+
+  /** Sends obj as JSON on socket (default: the current one) if it is open; false if not sent. */
+  send(obj, socket = this.ws) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+    const text = encodeMessage(obj, this.maxMessageBytes);
+    if (text === null) {
+      console.warn('rcanvas: not sending an over-long message', obj.event_type || obj.type);
+      return false;
+    }
+    socket.send(text);
+    return true;
+  }
+
+  connect() {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.stopped = false;
+    const mine = ++this.attempt;
+    if (this.state === 'disconnected') this.h.countdown('Reconnecting…');
+    else if (this.state !== 'connecting') {
+      this.setState(this.everConnected ? 'disconnected' : 'connecting', { text: 'Reconnecting…' });
+    }
+    let socket;
+    try {
+      socket = new WebSocket(this.socketUrl, SUBPROTOCOL);
+    } catch (err) {
+      console.error('rcanvas: cannot open WebSocket', this.socketUrl, err);
+      this.scheduleReconnect(null, 'cannot open a WebSocket');
+      return;
+    }
+    let opened = false;
+    socket.binaryType = 'arraybuffer';
+    this.ws = socket;
+    this.h.socket(socket);
+    socket.onopen = () => {
+      opened = true;
+      this.helloTimer = setTimeout(() => {
+        if (socket === this.ws && !this.connected) socket.close(4000, 'no hello');
+      }, HELLO_TIMEOUT_MS);
+    };
+    socket.onmessage = (ev) => {
+      if (socket !== this.ws) return;
+      if (typeof ev.data === 'string') this.onText(ev.data);
+      else this.h.binary(socket, ev.data);
+    };
+    socket.onclose = (ev) => { if (socket === this.ws) this.onClose(ev, opened, mine); };
+  }
+
+  retryNow() {
+    const old = this.ws;
+    if (old && old.readyState === WebSocket.CONNECTING) { this.ws = null; old.close(); }   // start over, not twice
+    this.failures = 0;
+    this.connect();
+  }
+
+  /** The network came back: try at once if an attempt is waiting. */
+  online() { if (this.retryTimer) this.connect(); }
+
+  /** The page is about to go (beforeunload): no more attempts; the socket stays open for the last messages. */
+  stopRetrying() {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+  }
+
+  /** The page is being hidden for good or kept in the back/forward cache: close, do not reconnect. */
+  stop(code = 1000, reason = 'page closed') {
+    this.stopRetrying();
+    clearTimeout(this.helloTimer);
+    const ws = this.ws;
+    if (ws && ws.readyState <= WebSocket.OPEN) ws.close(code, reason);
+  }
+
+  /** Back from the back/forward cache. */
+  resume() {
+    this.connected = false;
+    this.failures = 0;
+    this.connect();
+  }
+
+  /** For good (the view is destroyed): no more callbacks. */
+  destroy(reason = 'view closed') {
+    this.stop(1000, reason);
+    const ws = this.ws;
+    if (ws) { ws.onopen = ws.onmessage = ws.onclose = null; }
+    this.ws = null;
+    this.connected = false;
+    ++this.attempt;                                // a probe still under way is ignored
+  }
+
+  onClose(ev, opened, mine) {
+    clearTimeout(this.helloTimer);
+    this.connected = false;
+    this.h.closed();                               // the server forgets unacked frames of a closed socket
+    if (this.stopped) return;
+    if (opened) { this.scheduleReconnect(ev); return; }
+    // Refused or unreachable: the WebSocket API hides the HTTP status, so ask the page URL with the same token.
+    this.probeRefusal().then((status) => {
+      if (mine !== this.attempt || this.stopped) return;     // a retry or a page hide came first
+      const r = refusalFrom(status);
+      if (!r.retry) {
+        console.warn(`rcanvas: the server refuses this page's token (HTTP ${status}); not retrying`);
+        this.setState(r.state);
+        return;
+      }
+      this.scheduleReconnect(ev, r.why);
+    });
+  }
+
+  /** HTTP status of the canvas's page with our token; 0 when the server does not answer. */
+  async probeRefusal() {
+    try {
+      const resp = await fetch(this.probeUrl, { cache: 'no-store', credentials: 'same-origin',
+                                                signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      resp.body?.cancel().catch(() => {});         // only the status matters
+      return resp.status;
+    } catch {
+      return 0;
+    }
+  }
+
+  scheduleReconnect(ev, why = '') {
+    let delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.failures);
+    this.failures++;
+    if (ev) {
+      if ([1008, 4001, 4003].includes(ev.code)) delay = Math.max(delay, POLICY_DELAY_MS);
+      if (ev.reason) why = `closed by the server: ${ev.reason} (${ev.code})`;
+      else if (!why && ev.code !== 1005 && ev.code !== 1006) why = `closed (${ev.code})`;
+    }
+    const due = performance.now() + delay;
+    this.setState('disconnected', { detail: why });
+    const tick = () => {
+      const left = due - performance.now();
+      if (left <= 0) { this.connect(); return; }
+      this.h.countdown(`Retrying in ${Math.ceil(left / 1000)} s…`);
+      this.retryTimer = setTimeout(tick, Math.min(left, 250));
+    };
+    tick();
+  }
+
+  onText(text) {
+    let msg;
+    try { msg = JSON.parse(text); } catch { console.warn('rcanvas: ignoring a non-JSON text message'); return; }
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.type !== 'hello') { this.h.message(msg); return; }
+    clearTimeout(this.helloTimer);
+    if (msg.protocol !== PROTOCOL_VERSION) console.warn('rcanvas: server speaks protocol', msg.protocol);
+    const reconnected = this.everConnected && !this.connected;
+    this.everConnected = true;
+    this.connected = true;
+    this.failures = 0;
+    this.maxMessageBytes = msg.max_message_bytes > 0 ? msg.max_message_bytes : DEFAULT_MAX_MESSAGE_BYTES;
+    this.setState('connected');
+    this.h.hello(msg, { reconnected });
+  }
+}

@@ -1,0 +1,198 @@
+// protocol.js: the rcanvas wire protocol 1 as the browser sees it (docs/protocol.md), without DOM or sockets:
+// the 56-byte little-endian tile header, the JSON messages a client sends (ack, visibility, renderview events),
+// the URLs of a canvas (WebSocket, probe), and the small pure helpers the other modules share.
+
+export const PROTOCOL_VERSION = 1;
+export const SUBPROTOCOL = 'rcanvas.v1';
+export const HEADER_BYTES = 56;
+export const FRAME_MAGIC = 0x46434352;                 // bytes "RCCF" read as a little-endian u32
+export const CODEC_JPEG = 1;
+export const CODEC_PNG = 2;
+export const FLAG_LOSSLESS = 1;
+export const FLAG_LAST = 2;
+export const FLAG_REFINEMENT = 4;
+
+export const CODECS = { [CODEC_JPEG]: ['jpeg', 'image/jpeg'], [CODEC_PNG]: ['png', 'image/png'] };
+export const MAX_COORD = 1e6;                 // |x|, |y|, |dx|, |dy| limit of the protocol
+export const MAX_STRING_BYTES = 31;           // key and data limit
+export const MAX_TOUCHES = 10;                // list/object entry limit
+export const DEFAULT_MAX_MESSAGE_BYTES = 4096;
+
+/** Parses and validates the 56-byte little-endian tile header. Throws an Error saying what is wrong. */
+export function parseFrameHeader(buffer) {
+  const bytes = ArrayBuffer.isView(buffer) ? buffer : buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : null;
+  if (!bytes) throw new TypeError('binary message is not an ArrayBuffer');
+  if (bytes.byteLength < HEADER_BYTES) throw new Error(`message too short for a header (${bytes.byteLength} bytes)`);
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u32 = (o) => v.getUint32(o, true);
+  const h = {
+    magic: u32(0), version: v.getUint8(4), codec: v.getUint8(5), flags: v.getUint16(6, true), seq: u32(8),
+    tile_index: v.getUint16(12, true), tile_count: v.getUint16(14, true),
+    timestamp_us: Number(v.getBigInt64(16, true)),
+    frame_width: u32(24), frame_height: u32(28), x: u32(32), y: u32(36), w: u32(40), h: u32(44),
+    rtt_us: u32(48), payload_bytes: u32(52),
+  };
+  if (h.magic !== FRAME_MAGIC) throw new Error(`bad magic 0x${h.magic.toString(16)}`);
+  if (h.version !== PROTOCOL_VERSION) throw new Error(`unsupported version ${h.version}`);
+  if (!CODECS[h.codec]) throw new Error(`unknown codec ${h.codec}`);
+  if (h.payload_bytes !== bytes.byteLength - HEADER_BYTES) {
+    throw new Error(`payload_bytes ${h.payload_bytes} != message length ${bytes.byteLength} - ${HEADER_BYTES}`);
+  }
+  if (h.payload_bytes === 0) throw new Error('empty payload');
+  if (h.tile_count === 0 || h.tile_index >= h.tile_count) throw new Error(`bad tile ${h.tile_index}/${h.tile_count}`);
+  if (!h.frame_width || !h.frame_height || !h.w || !h.h ||
+      h.x + h.w > h.frame_width || h.y + h.h > h.frame_height) {
+    throw new Error(`tile ${h.x},${h.y} ${h.w}x${h.h} outside frame ${h.frame_width}x${h.frame_height}`);
+  }
+  h.codec_name = CODECS[h.codec][0];
+  h.mime = CODECS[h.codec][1];
+  h.lossless = (h.flags & FLAG_LOSSLESS) !== 0;
+  h.last = (h.flags & FLAG_LAST) !== 0;
+  h.refinement = (h.flags & FLAG_REFINEMENT) !== 0;
+  return h;
+}
+
+/** The tile's encoded bytes (a complete JPEG or PNG file), a view into the message without a copy. */
+export function tilePayload(buffer, header) {
+  const bytes = ArrayBuffer.isView(buffer) ? buffer : new Uint8Array(buffer);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset + HEADER_BYTES, header.payload_bytes);
+}
+
+// ---- client → server messages ---------------------------------------------------------------------------
+
+/** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
+export const ackMessage = (seq) => ({ type: 'ack', seq });
+
+/** Whether the view can be seen (on screen, page not hidden); the server sends no frames to a hidden viewer. */
+export const visibilityMessage = (visible) => ({ type: 'visibility', visible: !!visible });
+
+/** The JSON text of a message, or null if it would exceed maxBytes of UTF-8 (the server would close on it). */
+export function encodeMessage(obj, maxBytes = DEFAULT_MAX_MESSAGE_BYTES) {
+  const text = JSON.stringify(obj);
+  if (text.length * 3 > maxBytes && new TextEncoder().encode(text).length > maxBytes) return null;
+  return text;
+}
+
+// ---- renderview event fields ----------------------------------------------------------------------------
+
+export const clampCoord = (v) => Math.max(-MAX_COORD, Math.min(MAX_COORD, Number(v) || 0));
+export const nowSeconds = () => Date.now() / 1000;
+
+/** DOM MouseEvent.button -> renderview button (1 left, 2 right, 3 middle, 4 back, 5 forward; 0 none). */
+export function mapButton(domButton) {
+  return [1, 3, 2, 4, 5][domButton] ?? 0;
+}
+
+/** DOM MouseEvent.buttons bit mask -> renderview list (bit b -> b + 1). */
+export function buttonsList(bits) {
+  const out = [];
+  for (let b = 0; b < 5; b++) if (bits & (1 << b)) out.push(b + 1);
+  return out;
+}
+
+/** Modifier keys held during a DOM event, as renderview names. */
+export function modifiersList(ev) {
+  const out = [];
+  if (ev.shiftKey) out.push('Shift');
+  if (ev.ctrlKey) out.push('Control');
+  if (ev.altKey) out.push('Alt');
+  if (ev.metaKey) out.push('Meta');
+  return out;
+}
+
+const utf8Length = (cp) => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
+
+/** Cuts s to at most maxBytes of UTF-8 without splitting a code point. */
+export function truncateUtf8(s, maxBytes = MAX_STRING_BYTES) {
+  let out = '';
+  let n = 0;
+  for (const ch of String(s)) {
+    const len = utf8Length(ch.codePointAt(0));
+    if (n + len > maxBytes) break;
+    out += ch;
+    n += len;
+  }
+  return out;
+}
+
+/** Splits s into pieces of at most maxBytes of UTF-8 each, never inside a code point (for `char` events of
+ *  text longer than the protocol's 31-byte limit, such as a sentence committed by an input method). */
+export function splitUtf8(s, maxBytes = MAX_STRING_BYTES) {
+  const out = [];
+  let cur = '';
+  let n = 0;
+  for (const ch of String(s)) {
+    const len = utf8Length(ch.codePointAt(0));
+    if (n + len > maxBytes && cur) { out.push(cur); cur = ''; n = 0; }
+    cur += ch;
+    n += len;
+  }
+  if (cur) out.push(cur);
+  return out;
+}
+
+// ---- URLs of a canvas -----------------------------------------------------------------------------------
+
+const NAME_RE = /^[A-Za-z0-9_-]{1,64}$/;
+export const validCanvasName = (s) => s === '' || (typeof s === 'string' && NAME_RE.test(s));
+
+/** Canvas name from the page's data-canvas attribute, else from a /c/NAME path; "" is the default canvas. */
+export function canvasNameFrom(attr, pathname = '') {
+  if (attr === '' || (typeof attr === 'string' && NAME_RE.test(attr))) return attr;
+  const m = /^\/c\/([^/]+)\/?$/.exec(pathname);
+  return m && NAME_RE.test(m[1]) ? m[1] : '';
+}
+
+/** WebSocket URL of a canvas: ws(s)://host/ws?token=T or ws(s)://host/c/NAME/ws?token=T. */
+export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token')) {
+  const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  const path = canvasName ? `/c/${canvasName}/ws` : '/ws';
+  return `${scheme}//${loc.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+}
+
+/** URL of the page of the same canvas with the same token: asked after a WebSocket attempt that never opened, its
+ *  status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the upgrade was refused. */
+export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token')) {
+  const path = canvasName ? `/c/${canvasName}` : '/';
+  return `${loc.protocol}//${loc.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+}
+
+/**
+ * Where a view connects, from its options: `url` (a page URL as the server prints it, http(s)://host/c/NAME?token=T,
+ * or its ws(s):// WebSocket URL), or `canvas` (name, "" = default) and `token` on `base` (default: this page's
+ * origin; the token defaults to this page's ?token=). Returns {canvasName, socket, probe} or throws.
+ */
+export function endpointsFrom({ url, canvas, token } = {}, loc) {
+  let base = loc;
+  let name = canvas ?? '';
+  let tok = token ?? new URLSearchParams(loc.search).get('token');
+  if (url) {
+    const u = new URL(url, loc.href);
+    if (u.protocol === 'ws:' || u.protocol === 'wss:') u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+    const path = u.pathname.replace(/\/ws$/, '') || '/';        // "/ws" -> "/", "/c/NAME/ws" -> "/c/NAME"
+    const m = /^\/c\/([^/]+)\/?$/.exec(path);
+    if (!m && path !== '/' && path !== '/index.html') throw new Error(`rcanvas: not a canvas URL: ${url}`);
+    name = m ? m[1] : '';
+    base = u;
+    if (token == null) tok = u.searchParams.get('token');
+  }
+  if (!validCanvasName(name)) throw new Error(`rcanvas: bad canvas name ${JSON.stringify(name)}`);
+  return { canvasName: name, socket: socketUrl(base, name, tok), probe: probeUrl(base, name, tok) };
+}
+
+/** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down). */
+export function refusalFrom(status) {
+  if (status === 401) return { state: 'token-missing', retry: false };
+  if (status === 403) return { state: 'token-rejected', retry: false };
+  if (status === 404) return { state: 'disconnected', retry: true, why: 'the server has no such canvas' };
+  if (status === 0) return { state: 'disconnected', retry: true, why: 'the server does not answer' };
+  return { state: 'disconnected', retry: true, why: 'the server refused the connection' };
+}
+
+/** The stats overlay's name of the encoder of a frame: header codec, refinement flag, server's encoder name. */
+export function encoderLabel(codec, refinement, encoder) {
+  if (!codec) return '–';
+  if (refinement) return `${codec} (lossless refinement)`;
+  if (codec === 'jpeg' && encoder === 'jpeg-gpu') return 'jpeg (gpu)';
+  return codec;
+}

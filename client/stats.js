@@ -1,0 +1,136 @@
+// stats.js: what a view measures (frames shown, fps, bytes, round trips, decode errors…) and its overlay: F2 or
+// ?stats=1 shows it, and a "F2: stats" hint in the view's badge after the first connect.
+import { encoderLabel, FLAG_REFINEMENT } from './protocol.js';
+
+const LATENCIES_KEPT = 10000;
+const BYTES_WINDOW = 30;               // frames averaged for kB/frame
+const HINT_MS = 4000;                  // how long "F2: stats" stays after the first connect
+const RENDER_MS = 250;
+
+/** The figures of one view. The view calls frameDrawn() and counts the rest itself. */
+export class Stats {
+  constructor() {
+    this.counters = {
+      framesShown: 0, bytesReceived: 0, codec: '', refined: false, frameWidth: 0, frameHeight: 0, tiles: 0,
+      lastSeq: null, latencyMs: null, encoder: '', refinements: 0, decodeErrors: 0, droppedMessages: 0,
+      reconnects: 0,
+    };
+    this.drawTimes = [];               // performance.now() of frames drawn in the last second
+    this.frameBytes = [];              // bytes of the last BYTES_WINDOW frames
+    this.lat = new Float64Array(LATENCIES_KEPT);
+    this.latCount = 0;
+  }
+
+  /** A frame was drawn: f = {seq, flags, codec, frameWidth, frameHeight, tiles, bytes, rttUs}. */
+  frameDrawn(f, serverEncoder) {
+    const s = this.counters;
+    const refined = (f.flags & FLAG_REFINEMENT) !== 0;
+    s.framesShown++;
+    s.lastSeq = f.seq;
+    s.codec = f.codec;
+    s.encoder = encoderLabel(f.codec, refined, serverEncoder);
+    s.refined = refined;
+    if (refined) s.refinements++;
+    s.frameWidth = f.frameWidth;
+    s.frameHeight = f.frameHeight;
+    s.tiles = f.tiles.length;
+    this.drawTimes.push(performance.now());
+    this.frameBytes.push(f.bytes);
+    if (this.frameBytes.length > BYTES_WINDOW) this.frameBytes.shift();
+    if (f.rttUs > 0) this.lat[this.latCount++ % LATENCIES_KEPT] = f.rttUs / 1000;
+  }
+
+  fps() {
+    const cutoff = performance.now() - 1000;
+    while (this.drawTimes.length && this.drawTimes[0] < cutoff) this.drawTimes.shift();
+    return this.drawTimes.length;
+  }
+
+  /** The counters plus fps and kB/frame; `extra` (connection and view fields) is merged in. */
+  snapshot(extra = {}) {
+    const fb = this.frameBytes;
+    const kB = fb.length ? fb.reduce((a, b) => a + b, 0) / fb.length / 1000 : 0;
+    return { ...this.counters, fps: this.fps(), kBPerFrame: kB, tilesPerFrame: this.counters.tiles, ...extra };
+  }
+
+  /** The round trips (ms) of the frames drawn, oldest first (the last LATENCIES_KEPT). */
+  latencies() {
+    const n = Math.min(this.latCount, LATENCIES_KEPT);
+    const out = new Array(n);
+    const first = this.latCount - n;
+    for (let i = 0; i < n; i++) out[i] = this.lat[(first + i) % LATENCIES_KEPT];
+    return out;
+  }
+}
+
+/** The overlay text of a snapshot. */
+export function formatStats(s) {
+  const rtt = s.latencyMs === null ? '–' : s.latencyMs.toFixed(1);
+  const codec = s.encoder || '–';
+  return `${String(s.fps).padStart(3)} fps   rtt ${rtt} ms\n` +
+    `${s.kBPerFrame.toFixed(1)} kB/frame   ${codec}\n` +
+    `${s.frameWidth}×${s.frameHeight}   ${s.tilesPerFrame} tile${s.tilesPerFrame === 1 ? '' : 's'}\n` +
+    `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.active ? 'active' : 'passive') : 'offline'}`;
+}
+
+/**
+ * The overlay of one view (a <pre>) and its hint in the view's badge. F2 toggles it when the focus is in the view
+ * or nowhere in particular (the page body): a page's own text fields keep their F2.
+ */
+export class StatsOverlay {
+  constructor({ pre, badge, root, snapshot, window: win = window }) {
+    this.pre = pre;
+    this.badge = badge;
+    this.root = root;
+    this.snapshot = snapshot;
+    this.win = win;
+    this.timer = null;
+    this.hintShown = false;
+    this.hintTimer = null;
+    this.onKey = (ev) => {
+      if (ev.key !== 'F2') return;
+      const doc = this.root.ownerDocument;
+      const focus = doc.activeElement;
+      if (focus && focus !== doc.body && focus !== doc.documentElement && !this.root.contains(focus)) return;
+      ev.preventDefault();
+      if (!ev.repeat) this.show(!this.shown);
+    };
+    win.addEventListener('keydown', this.onKey, true);
+  }
+
+  get shown() { return !this.pre.hidden; }
+
+  show(on) {
+    this.pre.hidden = !on;
+    if (on) this.dismissHint();                   // the hint has done its job
+    clearInterval(this.timer);
+    this.timer = null;
+    if (on) { this.render(); this.timer = setInterval(() => this.render(), RENDER_MS); }
+  }
+
+  render() { this.pre.textContent = formatStats(this.snapshot()); }
+
+  /** After the first connect: "F2: stats" in the badge for a few seconds, then it fades away. */
+  showHint() {
+    if (this.hintShown || this.shown) return;
+    this.hintShown = true;
+    this.badge.set('F2: stats', { hint: true });
+    this.hintTimer = setTimeout(() => {                // (a state badge may have replaced the hint meanwhile)
+      if (!this.badge.isHint) return;
+      this.badge.fade();
+      this.hintTimer = setTimeout(() => { if (this.badge.isHint) this.badge.set(''); }, 1000);
+    }, HINT_MS);
+  }
+
+  // The first key or click in the view ends the hint at once: the person is at work, and a fading badge would
+  // change the picture under them (screenshots of a still scene included).
+  dismissHint() {
+    if (this.badge.isHint) { clearTimeout(this.hintTimer); this.badge.set(''); }
+  }
+
+  destroy() {
+    clearInterval(this.timer);
+    clearTimeout(this.hintTimer);
+    this.win.removeEventListener('keydown', this.onKey, true);
+  }
+}

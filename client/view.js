@@ -1,0 +1,498 @@
+// view.js: RCanvasView, one live rcanvas canvas in a page. Any page may hold several, of one server or of several:
+//
+//   import { RCanvasView } from '/client/view.js';
+//   const v = new RCanvasView(document.getElementById('box'), { canvas: 'left', token: 'T' });
+//   // or { url: 'http://127.0.0.1:8080/c/left?token=T' } (the URL the server prints); …later: v.destroy();
+//
+// Each view owns its elements (inside the container: a <div class="rcanvas-view"> holding the <canvas>, the key
+// target, the badge, the stats overlay and the banner), its listeners, observers, timers and its WebSocket;
+// destroy() removes all of them. Give the container a size: the view fills it, and its CSS size × devicePixelRatio
+// is what the app renders (resize events).
+//
+// Data path: the server's tiles arrive on the view's WebSocket -> each is decoded as it arrives (decoder.js) -> a
+// frame is drawn whole once all its tiles are decoded (no tearing), then acked (the server's flow control waits for
+// acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there). The view
+// tells the server whether it can be seen (IntersectionObserver and the page's visibilityState): a view scrolled
+// out of sight or in a hidden tab gets no frames. Connection states (connection.js) show as a badge, a banner and
+// a dimmed picture; root[data-state] carries the state.
+//
+// window.rcanvas is the first live view of the page: the handle that tests and tools use.
+import { Connection } from './connection.js';
+import { DecoderSet } from './decoder.js';
+import { EventQueue, Input } from './input.js';
+import {
+  ackMessage, endpointsFrom, FLAG_REFINEMENT, nowSeconds, parseFrameHeader, tilePayload, visibilityMessage,
+} from './protocol.js';
+import { Stats, StatsOverlay } from './stats.js';
+
+const STYLESHEET = new URL('./rcanvas.css', import.meta.url).href;
+const live = [];                       // the views of this page, oldest first
+
+/** The stylesheet every view needs, linked once per document (a page may have linked it itself). */
+function ensureStylesheet(doc) {
+  for (const l of doc.querySelectorAll('link[rel="stylesheet"]')) if (l.href === STYLESHEET) return;
+  const link = doc.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = STYLESHEET;
+  doc.head.appendChild(link);
+}
+
+/** The small status line of a view: "connecting…" or the "F2: stats" hint. */
+class Badge {
+  constructor(el) { this.el = el; }
+  get isHint() { return this.el.classList.contains('rcanvas-hint'); }
+  set(text, { hint = false } = {}) {
+    this.el.textContent = text;
+    this.el.hidden = !text;
+    this.el.classList.toggle('rcanvas-hint', hint);
+    this.el.classList.remove('rcanvas-fade');
+  }
+  fade() { this.el.classList.add('rcanvas-fade'); }
+}
+
+const BANNER_TITLES = {
+  disconnected: (ever) => (ever ? 'Connection lost' : 'Cannot connect'),
+  'token-rejected': () => 'Token rejected',
+  'token-missing': () => 'Token missing',
+};
+
+export class RCanvasView {
+  /**
+   * container: the element the view fills. options:
+   *   url           page or WebSocket URL of the canvas (http://host:port/c/NAME?token=T); or else
+   *   canvas, token canvas name ("" = the default canvas) and token on this page's server (token default: ?token=)
+   *   autofocus     take the keyboard focus at start if nothing else has it (the served full-window page;
+   *                 in a frame, only if the frame has the focus)
+   *   stats         show the stats overlay from the start
+   *   documentTitle follow the canvas title in document.title
+   *   fullPage      fill the window (the served page)
+   *   ids           prefix of element ids (the served page: "rcanvas" -> #rcanvas-canvas, #rcanvas-banner, …)
+   *   canvasElement a <canvas> of the page to use (it moves into the view) instead of a new one
+   */
+  constructor(container, options = {}) {
+    if (!container || !container.ownerDocument) throw new TypeError('RCanvasView: container must be an element');
+    this.options = options;
+    this.doc = container.ownerDocument;
+    this.win = this.doc.defaultView;
+    const ep = endpointsFrom(options, this.win.location);
+    this.canvasName = ep.canvasName;
+    this.url = ep.socket;
+    this.destroyed = false;
+    this.cleanups = [];                // run by destroy(), last first
+
+    this.buildDom(container);
+    this.viewer = { id: null, active: false, title: this.doc.title, encoder: '' };
+    this.stats_ = new Stats();
+    this.decoders = new DecoderSet();
+    this.assembling = null;            // the frame whose tiles are arriving
+    this.presentChain = Promise.resolve();
+    this.cssWidth = 0;
+    this.cssHeight = 0;
+    this.lastResizeKey = '';
+    this.scratch = null;               // keeps the picture across a backing-store resize
+    this.intersecting = true;          // until the IntersectionObserver says otherwise
+    this.sentVisible = true;           // what the server believes (a new viewer is visible)
+
+    this.conn = new Connection({
+      socketUrl: ep.socket, probeUrl: ep.probe,
+      handlers: {
+        state: (s, info) => this.onState(s, info),
+        countdown: (text) => { this.bannerText.textContent = text; },
+        hello: (msg, info) => this.onHello(msg, info),
+        message: (msg) => this.onMessage(msg),
+        binary: (socket, buf) => this.onBinary(socket, buf),
+        closed: () => { this.assembling = null; this.queue.clear(); },
+        socket: () => {},
+      },
+    });
+    this.queue = new EventQueue((ev) => this.conn.send(ev), () => this.conn.connected);
+    this.input = new Input({ canvas: this.canvas, keyTarget: this.keys, queue: this.queue,
+                             onActivity: () => this.overlay.dismissHint() });
+    this.cleanups.push(() => this.input.destroy());
+    this.overlay = new StatsOverlay({ pre: this.statsEl, badge: this.badge, root: this.root,
+                                      snapshot: () => this.stats(), window: this.win });
+    this.cleanups.push(() => this.overlay.destroy());
+    this.listen(this.retryButton, 'click', () => this.retry());
+
+    this.watchSize();
+    this.watchVisibility();
+    this.watchPage();
+
+    live.push(this);
+    if (!this.win.rcanvas) this.win.rcanvas = this;
+
+    if (options.stats) this.overlay.show(true);
+    if (options.autofocus) {
+      // like HTML autofocus: not if something in the page has the focus, and in a frame (the served page in an
+      // iframe) only if the frame has it: focus() in a frame would take it from the embedding page's text field
+      const a = this.doc.activeElement;
+      const free = !a || a === this.doc.body || a === this.doc.documentElement;
+      if (free && (this.win.top === this.win || this.doc.hasFocus())) this.input.focus();
+    }
+    this.onState('connecting', {});
+    this.conn.connect();
+  }
+
+  /** The views of this page that are not destroyed, oldest first. */
+  static get instances() { return live.slice(); }
+
+  // ---- public ---------------------------------------------------------------------------------------------
+
+  get element() { return this.root; }
+  get socket() { return this.conn.ws; }
+  get connected() { return this.conn.connected; }
+  get state() { return this.conn.state; }
+  /** Whether the view can be seen (on screen and the page not hidden), as last told to the server. */
+  get visible() { return this.intersecting && this.doc.visibilityState !== 'hidden'; }
+
+  retry() { this.conn.retryNow(); }
+  focus() { this.input.focus(); }
+  showStats(on) { this.overlay.show(on); }
+  latencies() { return this.stats_.latencies(); }
+
+  stats() {
+    const v = this.viewer;
+    return this.stats_.snapshot({
+      connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, title: v.title,
+      url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName, visible: this.visible,
+      canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
+    });
+  }
+
+  /** Closes the connection (after a `close` event to the app) and removes every element and listener. */
+  destroy() {
+    if (this.destroyed) return;
+    this.queue.send({ event_type: 'close', time_stamp: nowSeconds() });
+    this.destroyed = true;
+    this.conn.destroy('view closed');
+    for (const fn of this.cleanups.reverse()) {
+      try { fn(); } catch (err) { console.error('rcanvas: cleanup failed', err); }
+    }
+    this.cleanups = [];
+    this.decoders.close();
+    this.root.remove();
+    const i = live.indexOf(this);
+    if (i >= 0) live.splice(i, 1);
+    if (this.win.rcanvas === this) {
+      if (live.length) this.win.rcanvas = live[0];
+      else delete this.win.rcanvas;
+    }
+  }
+
+  // ---- DOM ------------------------------------------------------------------------------------------------
+
+  listen(target, type, fn, opts) {
+    target.addEventListener(type, fn, opts);
+    this.cleanups.push(() => target.removeEventListener(type, fn, opts));
+  }
+
+  buildDom(container) {
+    const doc = this.doc;
+    const el = (tag, cls, parent) => {
+      const e = doc.createElement(tag);
+      if (cls) e.className = cls;
+      if (parent) parent.appendChild(e);
+      return e;
+    };
+    ensureStylesheet(doc);
+    const root = this.root = el('div', 'rcanvas-view');
+    if (this.options.fullPage) root.classList.add('rcanvas-fullpage');
+    root.dataset.canvas = this.canvasName;
+    // a page may bring its own <canvas> (the served page has one in its markup): it moves into the view
+    this.canvas = this.options.canvasElement || doc.createElement('canvas');
+    this.canvas.classList.add('rcanvas-canvas');
+    root.appendChild(this.canvas);
+    this.canvas.setAttribute('role', 'img');
+    // The keyboard focus: input methods need an editable element (input.js). Transparent, over the canvas.
+    const keys = this.keys = el('textarea', 'rcanvas-keys', root);
+    for (const [k, v] of [['autocomplete', 'off'], ['autocorrect', 'off'], ['autocapitalize', 'off'],
+      ['spellcheck', 'false'], ['rows', '1'], ['aria-label', 'rcanvas canvas (keyboard input)'],
+      ['inputmode', 'none']]) keys.setAttribute(k, v);   // no on-screen keyboard on every touch (as with a canvas)
+    const badge = el('div', 'rcanvas-badge', root);
+    badge.setAttribute('role', 'status');
+    badge.setAttribute('aria-live', 'polite');
+    this.badge = new Badge(badge);
+    this.statsEl = el('pre', 'rcanvas-stats', root);
+    this.statsEl.setAttribute('aria-hidden', 'true');
+    this.statsEl.hidden = true;
+    const banner = this.banner = el('div', 'rcanvas-banner', root);
+    banner.hidden = true;
+    this.bannerTitle = el('p', 'rcanvas-banner-title', banner);
+    this.bannerTitle.setAttribute('role', 'alert');
+    this.bannerText = el('p', 'rcanvas-banner-text', banner);
+    this.bannerDetail = el('p', 'rcanvas-banner-detail', banner);
+    this.retryButton = el('button', 'rcanvas-banner-retry', banner);
+    this.retryButton.type = 'button';
+    const p = this.options.ids;
+    if (p) {
+      this.canvas.id = `${p}-canvas`;
+      badge.id = `${p}-status`;
+      this.statsEl.id = `${p}-stats`;
+      banner.id = `${p}-banner`;
+      keys.id = `${p}-keys`;
+    }
+    this.ctx = this.canvas.getContext('2d', { alpha: false, desynchronized: true });
+    container.appendChild(root);
+  }
+
+  setTitle(title) {
+    if (this.options.documentTitle) this.doc.title = title;
+    this.canvas.setAttribute('aria-label', title);
+  }
+
+  /** Enters a connection state: root[data-state] (the CSS dims the picture), the banner, the badge. */
+  onState(next, { text = '', detail = '', everConnected = false }) {
+    this.root.dataset.state = next;
+    this.root.dispatchEvent(new CustomEvent('rcanvas-state', { detail: { state: next, view: this }, bubbles: true }));
+    if (next === 'connecting' || next === 'connected') {
+      this.banner.hidden = true;
+      if (next === 'connecting') this.badge.set('connecting…');
+      else { this.badge.set(''); this.overlay.showHint(); }
+      return;
+    }
+    this.badge.set('');
+    this.bannerTitle.textContent = BANNER_TITLES[next](everConnected);
+    if (next === 'token-rejected') {
+      text = 'Open the URL the server printed.';
+      detail = 'The server refuses this page\'s token; it may have restarted with a new one.';
+    } else if (next === 'token-missing') {
+      text = 'Open the URL the server printed.';
+      detail = 'This page\'s address has no ?token=….';
+    }
+    this.bannerText.textContent = text;
+    this.bannerDetail.textContent = detail;
+    this.bannerDetail.hidden = !detail;
+    this.retryButton.textContent = next === 'disconnected' ? 'Retry now' : 'Retry';
+    this.banner.hidden = false;
+  }
+
+  // ---- messages -------------------------------------------------------------------------------------------
+
+  onHello(msg, { reconnected }) {
+    if (reconnected) this.stats_.counters.reconnects++;
+    this.viewer = {
+      id: msg.viewer_id ?? null, active: !!msg.active, title: String(msg.title ?? this.doc.title),
+      width: msg.width, height: msg.height, pixelRatio: msg.pixel_ratio, canvas: msg.canvas,
+      codecs: msg.codecs, codec: msg.codec, maxInFlight: msg.max_in_flight,
+      encoder: typeof msg.encoder === 'string' ? msg.encoder : '',
+    };
+    this.decoders.reset();                      // a new stream
+    this.setTitle(this.viewer.title);
+    this.sendResize(true);
+    this.sentVisible = true;                    // a new viewer starts visible on the server
+    this.sendVisibility();
+  }
+
+  onMessage(msg) {
+    switch (msg.type) {
+      case 'title':
+        this.viewer.title = String(msg.title ?? '');
+        this.setTitle(this.viewer.title);
+        break;
+      case 'encoder':                            // the codec changed, or a GPU encoder came or went
+        this.viewer.encoder = typeof msg.encoder === 'string' ? msg.encoder : '';
+        break;
+      case 'role':
+        this.viewer.active = !!msg.active;
+        if (this.viewer.active) this.sendResize(true);   // our size now drives the canvas
+        break;
+      default:
+        break;                                   // unknown types: forward compatibility
+    }
+  }
+
+  // ---- frames ---------------------------------------------------------------------------------------------
+
+  onBinary(socket, buf) {
+    const stats = this.stats_.counters;
+    let h;
+    try { h = parseFrameHeader(buf); } catch (err) {
+      stats.droppedMessages++;
+      console.warn('rcanvas: dropping binary message:', err.message);
+      return;
+    }
+    stats.bytesReceived += buf.byteLength;
+    stats.latencyMs = h.rtt_us > 0 ? h.rtt_us / 1000 : null;
+    if (this.assembling && (h.seq !== this.assembling.seq || h.tile_index === 0)) {
+      // a frame without its last tile (one was dropped): ack it undrawn so flow control does not stall
+      console.warn(`rcanvas: frame ${this.assembling.seq} ended without its last tile`);
+      this.assembling.incomplete = true;
+      this.present(this.assembling);
+      this.assembling = null;
+    }
+    if (!this.assembling) {
+      this.assembling = { socket, seq: h.seq, flags: h.flags, codec: h.codec_name, frameWidth: h.frame_width,
+                          frameHeight: h.frame_height, tileCount: h.tile_count, rttUs: 0, bytes: 0, tiles: [] };
+    }
+    const f = this.assembling;
+    let drawable;
+    try {
+      drawable = this.decoders.get(h.codec_name).decode({
+        codec: h.codec_name, mime: h.mime, seq: h.seq, index: h.tile_index, refinement: (h.flags & FLAG_REFINEMENT) !== 0,
+        x: h.x, y: h.y, w: h.w, h: h.h, data: tilePayload(buf, h),
+      });
+    } catch (err) {
+      drawable = Promise.reject(err);
+    }
+    drawable = drawable.catch((err) => {
+      stats.decodeErrors++;
+      console.error(`rcanvas: cannot decode tile ${h.tile_index} of frame ${h.seq} (${h.codec_name}):`, err);
+      return null;
+    });
+    f.tiles.push({ drawable, x: h.x, y: h.y, w: h.w, h: h.h });
+    f.bytes += buf.byteLength;
+    f.rttUs = h.rtt_us;
+    if (h.last) {
+      if (f.tiles.length !== f.tileCount) console.warn(`rcanvas: frame ${f.seq}: ${f.tiles.length}/${f.tileCount} tiles`);
+      this.assembling = null;
+      this.present(f);
+    }
+  }
+
+  // Frames are drawn and acked strictly in arrival order; their tiles decode in parallel meanwhile.
+  present(f) {
+    this.presentChain = this.presentChain.then(async () => {
+      const drawables = await Promise.all(f.tiles.map((t) => t.drawable));
+      try {
+        if (!f.incomplete && !this.destroyed) this.drawFrame(f, drawables);
+      } catch (err) {
+        console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
+      } finally {
+        for (const d of drawables) if (d) d.close();
+        this.conn.send(ackMessage(f.seq), f.socket);     // skipped if that socket has closed
+      }
+    }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err));
+  }
+
+  drawFrame(f, drawables) {
+    const ctx = this.ctx;
+    const cw = this.canvas.width, ch = this.canvas.height;
+    const sx = cw / f.frameWidth, sy = ch / f.frameHeight;
+    f.tiles.forEach((t, i) => {
+      const d = drawables[i];
+      if (!d) return;
+      if (sx === 1 && sy === 1 && d.width === t.w && d.height === t.h) {
+        ctx.imageSmoothingEnabled = false;
+        ctx.drawImage(d.image, t.x, t.y);
+      } else {                                   // stretch; rounded edges keep stripes seamless
+        const x0 = Math.round(t.x * sx), x1 = Math.round((t.x + t.w) * sx);
+        const y0 = Math.round(t.y * sy), y1 = Math.round((t.y + t.h) * sy);
+        ctx.imageSmoothingEnabled = true;
+        ctx.drawImage(d.image, x0, y0, x1 - x0, y1 - y0);
+      }
+    });
+    this.stats_.frameDrawn(f, this.viewer.encoder);
+  }
+
+  // ---- size -----------------------------------------------------------------------------------------------
+
+  sendResize(force) {
+    if (!this.conn.connected || !(this.cssWidth > 0) || !(this.cssHeight > 0)) return;
+    const dpr = this.win.devicePixelRatio;
+    const pr = Math.min(16, dpr > 0 ? dpr : 1);
+    const width = Math.min(32768, this.cssWidth), height = Math.min(32768, this.cssHeight);
+    const key = `${width}x${height}@${pr}`;
+    if (!force && key === this.lastResizeKey) return;
+    this.lastResizeKey = key;
+    this.queue.send({ event_type: 'resize', width, height, pixel_ratio: pr, time_stamp: nowSeconds() });
+  }
+
+  setBackingStore(w, h) {
+    const canvas = this.canvas;
+    w = Math.max(1, Math.round(w)); h = Math.max(1, Math.round(h));
+    if (canvas.width === w && canvas.height === h) return;
+    // resizing clears the canvas: keep showing the last picture, stretched, until a new frame comes
+    let keep = null;
+    if (this.stats_.counters.framesShown > 0) {
+      const s = this.scratch = this.scratch || this.doc.createElement('canvas');
+      s.width = canvas.width; s.height = canvas.height;
+      s.getContext('2d').drawImage(canvas, 0, 0);
+      keep = s;
+    }
+    canvas.width = w;
+    canvas.height = h;
+    if (keep) {
+      this.ctx.imageSmoothingEnabled = true;
+      this.ctx.drawImage(keep, 0, 0, w, h);
+    }
+  }
+
+  watchSize() {
+    const win = this.win;
+    let deviceBoxKnown = false;
+    const observer = new win.ResizeObserver((entries) => {
+      const e = entries[entries.length - 1];
+      const box = e.contentBoxSize && e.contentBoxSize[0];
+      this.cssWidth = box ? box.inlineSize : e.contentRect.width;
+      this.cssHeight = box ? box.blockSize : e.contentRect.height;
+      // device-pixel-content-box gives exact device pixels; trust it only when it agrees with CSS size x DPR
+      // (Chromium's DPR emulation, as used by test tools, leaves it at 1x)
+      const dev = e.devicePixelContentBoxSize && e.devicePixelContentBoxSize[0];
+      const dpr = win.devicePixelRatio || 1;
+      deviceBoxKnown = !!dev && Math.abs(dev.inlineSize - this.cssWidth * dpr) <= 1 &&
+        Math.abs(dev.blockSize - this.cssHeight * dpr) <= 1;
+      if (deviceBoxKnown) this.setBackingStore(dev.inlineSize, dev.blockSize);
+      else this.setBackingStore(this.cssWidth * dpr, this.cssHeight * dpr);
+      this.sendResize(false);
+    });
+    try { observer.observe(this.canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(this.canvas); }
+    this.cleanups.push(() => observer.disconnect());
+
+    // devicePixelRatio changes (browser zoom, another screen): a media query of the current ratio stops matching
+    let mq = null;
+    const onRatio = () => {
+      watchRatio();
+      const dpr = win.devicePixelRatio || 1;
+      if (!deviceBoxKnown) this.setBackingStore(this.cssWidth * dpr, this.cssHeight * dpr);
+      this.sendResize(false);
+    };
+    const watchRatio = () => {
+      mq = win.matchMedia(`(resolution: ${win.devicePixelRatio || 1}dppx)`);
+      mq.addEventListener('change', onRatio, { once: true });
+    };
+    watchRatio();
+    this.cleanups.push(() => mq.removeEventListener('change', onRatio));
+  }
+
+  // ---- visibility -----------------------------------------------------------------------------------------
+
+  watchVisibility() {
+    const io = new this.win.IntersectionObserver((entries) => {
+      this.intersecting = entries[entries.length - 1].isIntersecting;
+      this.sendVisibility();
+    });
+    io.observe(this.root);
+    this.cleanups.push(() => io.disconnect());
+    this.listen(this.doc, 'visibilitychange', () => this.sendVisibility());
+  }
+
+  /** Tells the server when the view's visibility changed ({"type":"visibility"}: docs/protocol.md). */
+  sendVisibility() {
+    const v = this.visible;
+    if (!this.conn.connected || v === this.sentVisible) return;
+    this.queue.flush();                          // events before it keep their order
+    if (this.conn.send(visibilityMessage(v))) this.sentVisible = v;
+  }
+
+  // ---- page lifecycle -------------------------------------------------------------------------------------
+
+  watchPage() {
+    const win = this.win;
+    let unloading = false;
+    const onUnload = () => {
+      if (unloading) return;
+      unloading = true;
+      this.conn.stopRetrying();
+      this.queue.send({ event_type: 'close', time_stamp: nowSeconds() });
+    };
+    this.listen(win, 'beforeunload', onUnload);
+    this.listen(win, 'pagehide', () => {
+      onUnload();
+      this.conn.stop(1000, 'page closed');        // also lets bfcache keep us
+    });
+    this.listen(win, 'pageshow', (ev) => {
+      if (ev.persisted) { unloading = false; this.conn.resume(); }
+    });
+    this.listen(win, 'online', () => this.conn.online());
+  }
+}
