@@ -141,6 +141,11 @@ typedef enum rcanvas_update_mode {
 typedef enum rcanvas_codec {
     RCANVAS_CODEC_JPEG = 1, /* libturbojpeg; lossy; quality and subsampling apply */
     RCANVAS_CODEC_PNG = 2,  /* libspng; lossless; RGB8, filter none, zlib level 1 */
+    RCANVAS_CODEC_H264 = 3, /* openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs */
+    RCANVAS_CODEC_VP8 = 4,  /* libvpx, real-time */
+    RCANVAS_CODEC_VP9 = 5,  /* libvpx, real-time, row-mt */
+    RCANVAS_CODEC_AV1 = 6,  /* reserved (SVT-AV1) */
+    RCANVAS_CODEC_WEBP = 7, /* libwebp, lossy image; quality applies */
 } rcanvas_codec;
 
 typedef enum rcanvas_subsampling {
@@ -191,6 +196,9 @@ typedef enum rcanvas_option {
     RCANVAS_OPT_MAX_IN_FLIGHT = 5, /* 1–16 frames */
     RCANVAS_OPT_UPDATE_MODE = 6,   /* rcanvas_update_mode */
     RCANVAS_OPT_MAX_FPS = 7,       /* frames/s, 0–1000 (0 = no cap); get rounds a fractional config value */
+    RCANVAS_OPT_BITRATE_KBPS = 8,  /* video target bitrate, kbit/s, 100–200000 */
+    RCANVAS_OPT_KEYFRAME_INTERVAL = 9, /* video: a keyframe every N frames, 0 (default) = only when a viewer needs one */
+    RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads */
 } rcanvas_option;
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out

@@ -33,8 +33,12 @@ typedef struct rc_image {
 /* The canvas's codec options (set with rcanvas_canvas_set_option). A codec reads those it knows. */
 typedef struct rc_encode_params {
     rcanvas_codec codec;
-    int quality;                     /* JPEG 1–100 */
+    int quality;                     /* JPEG, WebP 1–100 */
     rcanvas_subsampling subsampling; /* JPEG */
+    int bitrate_kbps;                /* video: target bitrate, kbit/s */
+    int keyframe_interval;           /* video: frames between periodic keyframes, 0 = none */
+    int threads;                     /* video: encoder threads (≥ 1) */
+    double fps;                      /* video: expected frame rate (rate control), > 0 */
 } rc_encode_params;
 
 /* rc_codec_type.flags */
@@ -74,6 +78,7 @@ struct rc_codec {
 
 /* The table. */
 extern const rc_codec_type rc_codec_jpeg, rc_codec_png, rc_codec_jpeg_gpu;
+extern const rc_codec_type rc_codec_h264, rc_codec_vp8, rc_codec_vp9, rc_codec_webp;
 
 /* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
 const rc_codec_type *rc_codec_for(rcanvas_codec codec);
