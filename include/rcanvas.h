@@ -37,7 +37,7 @@ typedef enum rcanvas_error {
     RCANVAS_EPITCH = -4,       /* row pitch is smaller than width × bytes per pixel */
     RCANVAS_EFORMAT = -5,      /* unknown pixel format */
     RCANVAS_ENULL = -6,        /* NULL pixel pointer */
-    RCANVAS_ENET = -7,         /* the server could not listen (address in use, bad host) */
+    RCANVAS_ENET = -7,         /* the server could not listen (bad host, port not permitted; logged) */
     RCANVAS_ETHREAD = -8,      /* a thread could not be started */
     RCANVAS_ECODEC = -9,       /* an encoder (libturbojpeg, libspng) reported an error */
     RCANVAS_ECLOSED = -10,     /* the server or canvas is shutting down */
@@ -47,6 +47,7 @@ typedef enum rcanvas_error {
     RCANVAS_EBUSY = -14,       /* every staging buffer of the readback ring is in use: the frame was not taken */
     RCANVAS_EDEVICE_LOST = -15,/* the Vulkan device was lost; the rcanvas_vk must be freed */
     RCANVAS_EVULKAN = -16,     /* another Vulkan error (out of device/host memory, unsupported device) */
+    RCANVAS_EADDRINUSE = -17,  /* the server could not listen: another socket has that host and port */
 } rcanvas_error;
 
 /* Returns a static English description of an rcanvas_error (or "unknown error"). Any thread. */
@@ -95,8 +96,10 @@ typedef struct rcanvas_server_config {
 void rcanvas_server_config_init(rcanvas_server_config *cfg);
 
 /* Creates a server, binds and listens, and starts its network thread and encoder threads.
- * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config), RCANVAS_ENET (cannot listen), RCANVAS_ENOMEM,
- * RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
+ * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config; a refused token is logged with the rule),
+ * RCANVAS_EADDRINUSE (the port is taken on that host: another server listens there), RCANVAS_ENET (cannot listen
+ * for another reason, e.g. an address not of this machine or a port below 1024 without privilege; logged),
+ * RCANVAS_ENOMEM, RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
 int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
 
 /* Stops the network thread (closing every viewer with 1001 "going away") and the encoder threads, frees all

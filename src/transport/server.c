@@ -5,13 +5,17 @@
  * holds up other viewers. Client messages (events, acks) are validated here and handed to the canvas.
  * Other threads reach the network thread only through rc_server_wake() (lws_cancel_service).
  */
+#include <errno.h>
 #include <libwebsockets.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "stream/canvas.h"
 #include "transport/assets.h"
@@ -853,16 +857,40 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     cfg->log_level = RCANVAS_LOG_INFO;
 }
 
-static int valid_token(const char *t) {
+/* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). */
+static const char *token_problem(const char *t) {
     size_t n = strlen(t);
-    if (n < 8 || n > 128) return 0;
+    if (n < 8) return "too short";
+    if (n > 128) return "too long";
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
               ch == '-'))
-            return 0;
+            return "has a character that is not allowed";
     }
-    return 1;
+    return NULL;
+}
+
+/* Binds a throw-away socket to host:port as lws will (SO_REUSEADDR), so that a taken port comes back as
+ * RCANVAS_EADDRINUSE with a plain reason rather than as lws's "ERROR on binding fd 5 to port 8090 (-1 98)".
+ * Returns bind()'s errno, or 0 when it binds or cannot be tried (port 0; a host that is not a numeric address,
+ * such as an interface name, which lws resolves itself). */
+static int probe_bind(const char *host, int port) {
+    if (port == 0) return 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) || !ai) return 0;
+    int err = 0, one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen)) err = errno;
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return err;
 }
 
 static void *net_main(void *arg) {
@@ -897,7 +925,14 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
         (cfg->n_allowed_origins > 0 && !cfg->allowed_origins))
         return RCANVAS_EINVAL;
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
-    if (strlen(host) >= 256 || (cfg->token && !valid_token(cfg->token))) return RCANVAS_EINVAL;
+    if (strlen(host) >= 256) return RCANVAS_EINVAL;
+    const char *bad_token = cfg->token ? token_problem(cfg->token) : NULL;
+    if (bad_token) { /* the length, not the token: it is a secret */
+        rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+        rc_log(&lg, RCANVAS_LOG_ERROR, "token refused: %s (%zu characters); a token is 8 to 128 characters of "
+               "[A-Za-z0-9_-]", bad_token, strlen(cfg->token));
+        return RCANVAS_EINVAL;
+    }
 
     rcanvas_server *s = calloc(1, sizeof(*s));
     if (!s) return RCANVAS_ENOMEM;
@@ -928,6 +963,16 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
             }
             s->n_origins = i + 1;
         }
+    }
+
+    int bind_err = probe_bind(host, cfg->port);
+    if (bind_err) { /* EADDRINUSE says it all to the caller; another errno is only said here */
+        char eb[128];
+        rc_log(&s->log, bind_err == EADDRINUSE ? RCANVAS_LOG_WARN : RCANVAS_LOG_ERROR, "cannot listen on %s:%d: %s",
+               s->host, cfg->port,
+               bind_err == EADDRINUSE ? "address already in use" : strerror_r(bind_err, eb, sizeof eb));
+        server_destroy(s);
+        return bind_err == EADDRINUSE ? RCANVAS_EADDRINUSE : RCANVAS_ENET;
     }
 
     pthread_mutex_lock(&g_log_mu);
