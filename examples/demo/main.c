@@ -195,10 +195,13 @@ int main(int argc, char **argv) {
     if (r) {
         if (r == RCANVAS_ENET) /* the library logged why (above) */
             fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d\n", scfg.host, scfg.port);
+        else if (r == RCANVAS_EADDRINUSE)
+            fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d: %s\n"
+                            "try another --port, or --port 0 for any free port\n",
+                    scfg.host, scfg.port, rcanvas_strerror(r));
         else
-            fprintf(stderr, "rcanvas-demo: %s %s:%d: %s\n",
-                    r == RCANVAS_EADDRINUSE ? "cannot listen on" : "cannot start the server on", scfg.host,
-                    scfg.port, rcanvas_strerror(r));
+            fprintf(stderr, "rcanvas-demo: cannot start the server on %s:%d: %s\n", scfg.host, scfg.port,
+                    rcanvas_strerror(r));
         frame_set_free(fs);
         return 1;
     }
