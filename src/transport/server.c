@@ -55,6 +55,7 @@ struct rc_viewer {
     uint32_t given_seq;     /* newest live frame assigned to this viewer */
     uint32_t lossless_seq;  /* newest seq assigned in lossless form */
     int title_version;
+    const char *encoder;    /* encoder name last told to this viewer (hello or "encoder" message) */
     /* flow control */
     struct { uint32_t seq; int64_t present_us, sent_us; } inflight[MAX_INFLIGHT_TRACK];
     int if_head, n_inflight;
@@ -288,6 +289,13 @@ static void json_escape(char *out, size_t cap, const char *s) {
     out[o] = '\0';
 }
 
+/* Encoder of the canvas's live frames, as viewers are told: "jpeg", "png" or "jpeg-gpu" (the Vulkan compute
+ * encoder; a frame it is too busy for is still encoded on the CPU). c->mu held. */
+static const char *encoder_name_locked(const rcanvas_canvas *c) {
+    if (c->params.codec == RCANVAS_CODEC_PNG) return "png";
+    return c->gpu_jpeg ? "jpeg-gpu" : "jpeg";
+}
+
 static void queue_hello(rc_viewer *v) {
     rcanvas_canvas *c = v->canvas;
     char title[256 * 6 + 1], msg[2400];
@@ -296,12 +304,13 @@ static void queue_hello(rc_viewer *v) {
     v->title_version = c->title_version;
     rcanvas_size sz = c->size;
     const char *codec = c->params.codec == RCANVAS_CODEC_PNG ? "png" : "jpeg";
+    v->encoder = encoder_name_locked(c);
     pthread_mutex_unlock(&c->mu);
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\","
-             "\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
-             RCANVAS_PROTOCOL_VERSION, c->name, title, sz.width, sz.height, sz.pixel_ratio, codec, v->id,
+             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
+             RCANVAS_PROTOCOL_VERSION, c->name, title, sz.width, sz.height, sz.pixel_ratio, codec, v->encoder, v->id,
              v->active ? "true" : "false", c->max_in_flight, v->srv->max_message_bytes);
     queue_text(v, msg);
 }
@@ -324,6 +333,7 @@ static void service_viewer(rc_viewer *v) {
     rcanvas_canvas *c = v->canvas;
     rc_packet *take = NULL, *drop = NULL;
     char title_msg[256 * 6 + 40] = "";
+    const char *encoder;
     pthread_mutex_lock(&c->mu);
     if (c->latest && c->latest->seq > v->given_seq) {
         /* a viewer that joins a still scene gets the lossless version straight away */
@@ -341,7 +351,14 @@ static void service_viewer(rc_viewer *v) {
         snprintf(title_msg, sizeof title_msg, "{\"type\":\"title\",\"title\":\"%s\"}", esc);
         v->title_version = c->title_version;
     }
+    encoder = encoder_name_locked(c);
     pthread_mutex_unlock(&c->mu);
+    if (encoder != v->encoder) { /* codec changed, or a GPU encoder came or went */
+        char enc_msg[64];
+        snprintf(enc_msg, sizeof enc_msg, "{\"type\":\"encoder\",\"encoder\":\"%s\"}", encoder);
+        v->encoder = encoder;
+        queue_text(v, enc_msg);
+    }
     if (take) {
         drop = v->pending;
         v->pending = take;
@@ -675,7 +692,7 @@ static int on_http(struct lws *wsi, rcanvas_server *s, pss *p, const char *path)
     if (parse_canvas_path(path, 0, &name, &nlen)) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     int t = check_token(wsi, s);
     if (t == 401) return http_status(wsi, HTTP_STATUS_UNAUTHORIZED, "token required: open the URL the server printed");
-    if (t == 403) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "wrong token");
+    if (t == 403) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "wrong token: open the URL the server printed");
     rcanvas_canvas *c = find_canvas(s, name, nlen);
     if (!c) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
     size_t len = 0;
