@@ -108,8 +108,10 @@ typedef struct rcanvas_server_config {
 RCANVAS_API void rcanvas_server_config_init(rcanvas_server_config *cfg);
 
 /* Creates a server, binds and listens, and starts its network thread and encoder threads.
- * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config), RCANVAS_ENET (cannot listen), RCANVAS_ENOMEM,
- * RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
+ * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config; a refused token is logged with the rule),
+ * RCANVAS_EADDRINUSE (the port is taken on that host: another server listens there), RCANVAS_ENET (cannot listen
+ * for another reason, e.g. an address not of this machine or a port below 1024 without privilege; logged),
+ * RCANVAS_ENOMEM, RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
 RCANVAS_API int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
 
 /* Stops the network thread (closing every viewer with 1001 "going away") and the encoder threads, frees all

@@ -39,16 +39,18 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     cfg->log_level = RCANVAS_LOG_INFO;
 }
 
-static int valid_token(const char *t) {
+/* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). */
+static const char *token_problem(const char *t) {
     size_t n = strlen(t);
-    if (n < 8 || n > 128) return 0;
+    if (n < 8) return "too short";
+    if (n > 128) return "too long";
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
               ch == '-'))
-            return 0;
+            return "has a character that is not allowed";
     }
-    return 1;
+    return NULL;
 }
 
 static void notify_transport(void *user) {
@@ -76,7 +78,14 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     for (int i = 0; i < cfg->n_allowed_origins; i++)
         if (!cfg->allowed_origins[i]) return RCANVAS_EINVAL;
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
-    if (strlen(host) >= 256 || (cfg->token && !valid_token(cfg->token))) return RCANVAS_EINVAL;
+    if (strlen(host) >= 256) return RCANVAS_EINVAL;
+    const char *bad_token = cfg->token ? token_problem(cfg->token) : NULL;
+    if (bad_token) { /* the length, not the token: it is a secret */
+        rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+        rc_log(&lg, RCANVAS_LOG_ERROR, "token refused: %s (%zu characters); a token is 8 to 128 characters of "
+               "[A-Za-z0-9_-]", bad_token, strlen(cfg->token));
+        return RCANVAS_EINVAL;
+    }
 
     rcanvas_server *s = calloc(1, sizeof(*s));
     if (!s) return RCANVAS_ENOMEM;

@@ -55,7 +55,15 @@ static void print_event(const rcanvas_event *e) {
 int main(int argc, char **argv) {
     rcanvas_server_config sc;
     rcanvas_server_config_init(&sc); /* 127.0.0.1 (this machine only), port 8080, 128-bit random token */
-    if (argc > 1) sc.port = atoi(argv[1]);
+    if (argc > 1) { /* optional port: a whole number, 0 = any free port */
+        char *end;
+        long port = strtol(argv[1], &end, 10);
+        if (*argv[1] == '\0' || *end || port < 0 || port > 65535) {
+            fprintf(stderr, "hello: port %s: must be a number from 0 to 65535\n", argv[1]);
+            return 2;
+        }
+        sc.port = (int)port;
+    }
     sc.log = on_log;
     sc.log_level = RCANVAS_LOG_WARN;
     rcanvas_server *srv = NULL;

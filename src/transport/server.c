@@ -4,9 +4,13 @@
  * the one wake-up other threads may use (lws_cancel_service), and the timer that runs the canvases' deadlines
  * (lossless refinement, stalled active viewers).
  */
+#include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "transport/transport_internal.h"
 
@@ -116,6 +120,28 @@ static void destroy(rc_transport *t) {
     free(t);
 }
 
+/* Binds a throw-away socket to host:port as lws will (SO_REUSEADDR), so that a taken port comes back as
+ * RCANVAS_EADDRINUSE with a plain reason rather than as lws's "ERROR on binding fd 5 to port 8090 (-1 98)".
+ * Returns bind()'s errno, or 0 when it binds or cannot be tried (port 0; a host that is not a numeric address,
+ * such as an interface name, which lws resolves itself). */
+static int probe_bind(const char *host, int port) {
+    if (port == 0) return 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) || !ai) return 0;
+    int err = 0, one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen)) err = errno;
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return err;
+}
+
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     *out = NULL;
     rc_transport *t = calloc(1, sizeof(*t));
@@ -141,6 +167,16 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
             }
             t->n_origins = i + 1;
         }
+    }
+
+    int bind_err = probe_bind(t->host, cfg->port);
+    if (bind_err) { /* EADDRINUSE says it all to the caller; another errno is only said here */
+        char eb[128];
+        rc_log(t->log, bind_err == EADDRINUSE ? RCANVAS_LOG_WARN : RCANVAS_LOG_ERROR, "cannot listen on %s:%d: %s",
+               t->host, cfg->port,
+               bind_err == EADDRINUSE ? "address already in use" : strerror_r(bind_err, eb, sizeof eb));
+        destroy(t);
+        return bind_err == EADDRINUSE ? RCANVAS_EADDRINUSE : RCANVAS_ENET;
     }
 
     pthread_mutex_lock(&g_log_mu);

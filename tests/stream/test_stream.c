@@ -13,7 +13,9 @@
  *  - update modes: ondemand needs a request, manual never draws, max_fps spaces draws;
  *  - events: pointer_move/wheel/resize merging as in rendercanvas, resize only from the active viewer,
  *    active viewer hand-over on leave and on stall;
- *  - server: token, URL, port 0, a second server on a used port fails, canvas names, options, error names.
+ *  - server: token, URL, port 0, a second server on a used port fails with RCANVAS_EADDRINUSE (logged as
+ *    "address already in use"), a refused token is logged with the rule and without the token; canvas names,
+ *    options, error names.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -519,6 +521,13 @@ static void test_events(void) {
     free_canvas(c);
 }
 
+/* The newest library log line, for checks on what a refusal says. */
+static char g_last_log[512];
+static void capture_log(void *user, rcanvas_log_level level, const char *msg) {
+    (void)user, (void)level;
+    snprintf(g_last_log, sizeof g_last_log, "%s", msg);
+}
+
 static void test_server(rcanvas_server *s) {
     const char *tok = rcanvas_server_token(s);
     CHECK_EQ_INT(strlen(tok), 32);
@@ -536,15 +545,22 @@ static void test_server(rcanvas_server *s) {
     rcanvas_server_config cfg;
     rcanvas_server_config_init(&cfg);
     cfg.port = port; /* in use */
+    cfg.log = capture_log;
     rcanvas_server *s2 = NULL;
-    CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_ENET);
+    CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EADDRINUSE);
     CHECK(s2 == NULL);
+    CHECK_MSG(strstr(g_last_log, "address already in use") != NULL, "log: %s", g_last_log);
+    CHECK(!strcmp(rcanvas_strerror(RCANVAS_EADDRINUSE), "address already in use"));
     cfg.port = 0;
-    cfg.token = "short";
+    cfg.token = "tiny42";
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EINVAL);
+    CHECK_MSG(strstr(g_last_log, "token refused") && strstr(g_last_log, "8 to 128 characters of [A-Za-z0-9_-]") &&
+                  !strstr(g_last_log, "tiny42"),
+              "log: %s", g_last_log);
     cfg.token = "bad token with spaces";
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EINVAL);
     cfg.token = NULL;
+    cfg.log = NULL;
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_OK);
     CHECK(strcmp(rcanvas_server_token(s2), tok) != 0); /* random per server */
     rcanvas_server_free(s2);
