@@ -28,7 +28,7 @@ extern "C" {
 
 #define RCANVAS_VERSION_MAJOR 0
 #define RCANVAS_VERSION_MINOR 1
-#define RCANVAS_PROTOCOL_VERSION 1
+#define RCANVAS_PROTOCOL_VERSION 2 /* the newest wire protocol (docs/protocol.md); version 1 clients still work */
 
 /* ---- Errors ------------------------------------------------------------------------------------------------ */
 
@@ -141,6 +141,7 @@ typedef enum rcanvas_update_mode {
 } rcanvas_update_mode;
 
 typedef enum rcanvas_codec {
+    RCANVAS_CODEC_AUTO = 0, /* per viewer, the first it decodes of H.264, VP9, VP8 (those built in), else JPEG */
     RCANVAS_CODEC_JPEG = 1, /* libturbojpeg; lossy; quality and subsampling apply */
     RCANVAS_CODEC_PNG = 2,  /* libspng; lossless; RGB8, filter none, zlib level 1 */
     RCANVAS_CODEC_H264 = 3, /* openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs */

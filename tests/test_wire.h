@@ -16,7 +16,7 @@ static inline int test_tile_header(const rc_packet *pk, int i, rc_frame_header *
     size_t len = pk->tiles[i].data.len;
     uint8_t *msg = malloc(RC_FRAME_HEADER_SIZE + len);
     if (!msg) return RCANVAS_ENOMEM;
-    rc_wire_tile_header(pk, i, 0, msg);
+    rc_wire_tile_header(pk, i, 0, RCANVAS_PROTOCOL_VERSION, msg);
     memcpy(msg + RC_FRAME_HEADER_SIZE, rc_buf_data(&pk->tiles[i].data), len);
     int r = rc_frame_header_read(msg, RC_FRAME_HEADER_SIZE + len, h);
     free(msg);

@@ -59,6 +59,7 @@ typedef struct rc_encode_info {
 struct rc_codec_type {
     const char *name;      /* "jpeg", "png", "jpeg-gpu": the encoder, as viewers are told in "encoder" messages */
     uint8_t wire_id;       /* the codec byte of the frame header: which decoder the client uses (rcanvas_codec) */
+    const char *webcodecs; /* video: the WebCodecs codec string the client configures its decoder with; else NULL */
     unsigned flags;        /* RC_CODEC_* */
     /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
      * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */

@@ -61,7 +61,7 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
     pk->seq = t->seq;
     pk->depends_on = 0;
     pk->present_us = t->present_us;
-    pk->codec = rc_codec_for(t->params.codec);
+    pk->codec = t->codec ? t->codec : rc_codec_for(t->params.codec);
     pk->width = t->img.width;
     pk->height = t->img.height;
     pk->ntiles = n;

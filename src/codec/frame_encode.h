@@ -29,7 +29,8 @@ typedef void (*rc_encode_done_fn)(rc_encode_task *task, int status);
 struct rc_encode_task {
     /* in */
     rc_image img;
-    rc_encode_params params; /* params.codec selects the codec (rc_codec_for) */
+    rc_encode_params params; /* codec options */
+    const rc_codec_type *codec; /* the codec (intra, stripe-parallel); NULL = rc_codec_for(params.codec) */
     uint32_t seq;
     int64_t present_us;
     int stripes;             /* 0 = rc_encode_plan_stripes() */

@@ -36,7 +36,8 @@ typedef struct rc_packet {
     rc_packet_pool *pool;
     struct rc_packet *free_next;
     uint32_t seq;               /* the frame's sequence number (a refinement has its frame's seq) */
-    uint32_t depends_on;        /* seq of the packet this one needs decoded first; 0 for a keyframe */
+    uint32_t id;                /* its number in its encoder's stream (stateful codecs), from 1; 0 otherwise */
+    uint32_t depends_on;        /* id of the packet of the same stream needed decoded first; 0 for a keyframe */
     int64_t present_us;         /* when the app presented the frame (CLOCK_MONOTONIC, µs) */
     const rc_codec_type *codec; /* the encoder that made it; codec->wire_id tells the client's decoder */
     unsigned flags;             /* RC_PACKET_* */

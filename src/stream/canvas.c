@@ -15,6 +15,11 @@
 #include <time.h>
 
 #define NEVER INT64_MAX
+#define RC_DEFAULT_BITRATE_KBPS 8000 /* 1080p at 30–60 fps; issue 10 adapts it to the link */
+
+static void set_prefs_locked(rcanvas_canvas *c);
+static void codec_changed_locked(rcanvas_canvas *c);
+static int tiers_busy_locked(const rcanvas_canvas *c);
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
     if (!cfg) return;
@@ -66,8 +71,9 @@ void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double rat
     c->size.physical_height = ph < 1 ? 1 : ph > maxd ? maxd : (uint32_t)ph;
 }
 
+/* A live codec must be built in (rc_codec_for), or AUTO. */
 static int check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
-    if (codec != RCANVAS_CODEC_JPEG && codec != RCANVAS_CODEC_PNG) return RCANVAS_EINVAL;
+    if (codec != RCANVAS_CODEC_AUTO && !rc_codec_for(codec)) return RCANVAS_EINVAL;
     if (quality < 1 || quality > 100) return RCANVAS_EINVAL;
     if (ss != RCANVAS_SUBSAMP_420 && ss != RCANVAS_SUBSAMP_444) return RCANVAS_EINVAL;
     return RCANVAS_OK;
@@ -100,7 +106,10 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
     c->mode = cfg->update_mode;
     c->max_fps = cfg->max_fps;
     c->max_in_flight = cfg->max_in_flight;
-    c->params = (rc_encode_params){.codec = cfg->codec, .quality = cfg->quality, .subsampling = cfg->subsampling};
+    c->params = (rc_encode_params){.codec = cfg->codec, .quality = cfg->quality, .subsampling = cfg->subsampling,
+                                   .bitrate_kbps = RC_DEFAULT_BITRATE_KBPS};
+    set_prefs_locked(c);
+    c->tiers[0].codec = c->prefs[0];
     c->refine_ms = cfg->refine_ms;
     c->draw_requested = 1;
     pthread_mutex_init(&c->mu, NULL);
@@ -150,7 +159,7 @@ void rc_canvas_close(rcanvas_canvas *c) {
     c->closing = 1;
     pthread_cond_broadcast(&c->cv);
     rc_canvas_notify_locked(c); /* sessions see `closing`: the transport closes them */
-    while (c->encoding || c->refine_running) pthread_cond_wait(&c->cv, &c->mu);
+    while (c->encoding || c->refine_running || tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -162,7 +171,10 @@ void rc_canvas_wait_sessions(rcanvas_canvas *c) {
 
 void rc_canvas_destroy(rcanvas_canvas *c) {
     if (!c) return;
-    rc_packet_unref(c->latest);
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        rc_packet_unref(c->tiers[i].latest);
+        rc_codec_free(c->tiers[i].inst);
+    }
     rc_packet_unref(c->refined);
     for (int i = 0; i < RC_FRAME_BUFS; i++) {
         if (c->frames[i].refs && c->frames[i].ext_release) c->frames[i].ext_release(c->frames[i].ext_arg);
@@ -187,7 +199,10 @@ int rcanvas_canvas_set_title(rcanvas_canvas *c, const char *title) {
 int rcanvas_canvas_set_codec(rcanvas_canvas *c, rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
     if (!c || check_params(codec, quality, ss)) return RCANVAS_EINVAL;
     pthread_mutex_lock(&c->mu);
-    c->params = (rc_encode_params){.codec = codec, .quality = quality, .subsampling = ss};
+    c->params.codec = codec;
+    c->params.quality = quality;
+    c->params.subsampling = ss;
+    codec_changed_locked(c);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
 }
@@ -207,65 +222,252 @@ int rcanvas_canvas_viewer_count(rcanvas_canvas *c) {
     return n;
 }
 
+/* ---- tiers: the codecs the canvas encodes ---- */
+
+/* The canvas's codec preference: one codec (then JPEG, which every viewer decodes), or RCANVAS_CODEC_AUTO:
+ * H.264, VP9, VP8 (those built in), then JPEG. mu held. */
+static void set_prefs_locked(rcanvas_canvas *c) {
+    c->nprefs = 0;
+    if (c->params.codec == RCANVAS_CODEC_AUTO) {
+        static const rcanvas_codec order[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_VP9, RCANVAS_CODEC_VP8};
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+            if (rc_codec_for(order[i])) c->prefs[c->nprefs++] = rc_codec_for(order[i]);
+    } else {
+        c->prefs[c->nprefs++] = rc_codec_for(c->params.codec);
+    }
+    if (c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
+}
+
+/* The canvas's codec changed: new preferences; every session moves to its best tier (with a keyframe). */
+static void codec_changed_locked(rcanvas_canvas *c) {
+    set_prefs_locked(c);
+    for (rc_session *s = c->sessions; s; s = s->next) rc_session_place_locked(c, s);
+    c->draw_requested = 1;
+    rc_canvas_notify_locked(c);
+}
+
+int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec) {
+    int free_slot = -1;
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        if (c->tiers[i].codec == codec) return i;
+        if (free_slot < 0 && !c->tiers[i].codec && i > 0) free_slot = i;
+    }
+    if (free_slot < 0) { /* reuse a tier nobody watches (not 0) */
+        for (int i = 1; i < RC_MAX_TIERS && free_slot < 0; i++)
+            if (!c->tiers[i].nsessions && !c->tiers[i].busy) free_slot = i;
+        if (free_slot < 0) return -1;
+        rc_tier *t = &c->tiers[free_slot];
+        rc_packet_unref(t->latest);
+        rc_codec_free(t->inst);
+        memset(t, 0, sizeof(*t));
+    }
+    c->tiers[free_slot].codec = codec;
+    return free_slot;
+}
+
+/* Tier 0 follows the first preference. mu held; only while tier 0 is not encoding. */
+static void set_tier0_locked(rcanvas_canvas *c) {
+    rc_tier *t = &c->tiers[0];
+    if (t->codec == c->prefs[0]) return;
+    rc_packet_unref(t->latest);
+    rc_codec_free(t->inst);
+    int n = t->nsessions;
+    memset(t, 0, sizeof(*t));
+    t->codec = c->prefs[0];
+    t->nsessions = n;
+}
+
+void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
+    if (t->keyframe_requested) return;
+    t->keyframe_requested = 1;
+    pthread_cond_broadcast(&c->cv);
+    rc_canvas_notify_locked(c); /* the tick re-encodes the last frame as a keyframe if the scene is still */
+}
+
 /* ---- encode pipeline ---- */
 
-static void live_done(rc_encode_task *t, int status);
+/* 1 while some tier encodes (a frame, or a keyframe of `last`). mu held. */
+static int tiers_busy_locked(const rcanvas_canvas *c) {
+    for (int i = 0; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].busy) return 1;
+    return 0;
+}
 
-/* Moves `pending` into the encoder. Called with mu held; the pool takes its own lock only. */
+static void live_done(rc_encode_task *t, int status);
+static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error);
+
+/* Runs a stateful codec on one whole frame (a worker thread; the tier is busy, so nobody else touches its
+ * encoder). */
+static void stream_job_run(rc_job *job, rc_worker *w) {
+    (void)w;
+    rc_stream_job *j = (rc_stream_job *)job;
+    rc_tier *t = j->tier;
+    rc_packet *pk = j->packet;
+    int st = t->inst ? RCANVAS_OK : rc_codec_new(t->codec, &t->inst);
+    rc_encode_info info = {0};
+    if (!st) {
+        if (j->force_keyframe) rc_codec_request_keyframe(t->inst);
+        rc_buf_clear(&pk->tiles[0].data);
+        st = rc_codec_encode(t->inst, &j->img, &j->params, &pk->tiles[0].data, &info);
+    }
+    if (!st) {
+        pk->total_bytes = pk->tiles[0].data.len;
+        if (info.keyframe) {
+            pk->flags |= RC_PACKET_KEYFRAME;
+            pk->depends_on = 0;
+        }
+    }
+    rcanvas_canvas *c = j->canvas;
+    pthread_mutex_lock(&c->mu);
+    tier_done_locked(c, t, pk, st, t->inst ? rc_codec_error(t->inst) : "encoder creation failed");
+    /* as in live_done: notify and signal with mu held, nothing touches the canvas after the unlock */
+    rc_canvas_notify_locked(c);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Starts tier t on frame fb. Returns 1 if it was started. mu held. */
+static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
+    rc_packet *pk = rc_packet_get(c->packets);
+    if (!pk) return 0;
+    int64_t now = rc_now_us();
+    t->busy = 1;
+    t->busy_seq = fb->seq;
+    rc_encode_params params = c->params;
+    params.codec = (rcanvas_codec)t->codec->wire_id;
+    if (!params.threads) params.threads = rc_pool_threads(c->env.pool);
+    if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
+    if (t->codec->flags & RC_CODEC_STATEFUL) {
+        int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
+        if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
+            force = 1;
+            t->keyframe_requested = 0;
+            t->last_forced_us = now;
+        }
+        pk->seq = fb->seq;
+        pk->present_us = fb->present_us;
+        pk->codec = t->codec;
+        pk->width = fb->img.width;
+        pk->height = fb->img.height;
+        pk->ntiles = 1;
+        pk->tiles[0].x = pk->tiles[0].y = 0;
+        pk->tiles[0].w = fb->img.width;
+        pk->tiles[0].h = fb->img.height;
+        pk->id = ++t->next_id;
+        pk->depends_on = t->ref_id;
+        rc_stream_job *j = &t->sjob;
+        j->job.run = stream_job_run;
+        j->canvas = c;
+        j->tier = t;
+        j->img = fb->img;
+        j->params = params;
+        j->packet = pk;
+        j->force_keyframe = force;
+        rc_pool_submit(c->env.pool, &j->job);
+    } else {
+        rc_encode_task *task = &t->task;
+        task->img = fb->img;
+        task->params = params;
+        task->codec = t->codec;
+        task->seq = fb->seq;
+        task->present_us = fb->present_us;
+        task->stripes = 0;
+        task->done = live_done;
+        task->user = c;
+        task->packet = pk;
+        rc_encode_submit(c->env.pool, task);
+    }
+    return 1;
+}
+
+/* Moves `pending` into the encoders: every tier in use (and tier 0) encodes it. mu held; the pool takes its own
+ * lock only. */
 static void start_encode_locked(rcanvas_canvas *c) {
     rc_frame_buf *fb = c->pending;
     c->pending = NULL;
-    rc_packet *pk = rc_packet_get(c->packets);
-    if (!pk) {
-        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name,
-               fb->seq);
-        if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
-        frame_release_locked(fb);
-        return;
-    }
+    set_tier0_locked(c);
     c->encoding = fb;
-    rc_encode_task *t = &c->live_task;
-    t->img = fb->img;
-    t->params = c->params;
-    t->seq = fb->seq;
-    t->present_us = fb->present_us;
-    t->stripes = 0;
-    t->done = live_done;
-    t->user = c;
-    t->packet = pk;
-    rc_encode_submit(c->env.pool, t);
+    c->encoding_tiers = 0;
+    c->encoding_ok = 0;
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        rc_tier *t = &c->tiers[i];
+        if (t->codec && (i == 0 || t->nsessions > 0)) c->encoding_tiers += start_tier_locked(c, t, fb);
+    }
+    if (c->encoding_tiers == 0) {
+        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name, fb->seq);
+        if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
+        c->encoding = NULL;
+        frame_release_locked(fb);
+    }
 }
 
-static void live_done(rc_encode_task *t, int status) {
-    rcanvas_canvas *c = t->user;
-    rc_packet *pk = t->packet, *old_latest = NULL, *old_refined = NULL;
-    pthread_mutex_lock(&c->mu);
+/* A tier finished its packet. When every tier is done with the frame, it becomes `last` and the next pending
+ * frame starts. mu held. */
+static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error) {
+    rc_packet *drop = pk;
+    t->busy = 0;
+    if (status == RCANVAS_OK) {
+        if (pk->id) t->ref_id = pk->id;
+        if (!t->latest || pk->seq >= t->latest->seq) {
+            drop = t->latest;
+            t->latest = pk;
+        }
+    } else {
+        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of frame %u failed: %s (%s)", c->name,
+               t->codec->name, pk->seq, rcanvas_strerror(status), error);
+        t->ref_id = 0; /* its state is unknown: the next packet is a keyframe */
+    }
+    rc_packet_unref(drop);
     rc_frame_buf *fb = c->encoding;
+    if (!fb || fb->seq != pk->seq || t->busy_seq != fb->seq) { /* a keyframe re-encode of `last` */
+        if (!c->encoding && c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
+        return;
+    }
+    if (status != RCANVAS_OK && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
+    if (status == RCANVAS_OK) c->encoding_ok++;
+    if (--c->encoding_tiers > 0) return;
     c->encoding = NULL;
-    if (status == RCANVAS_OK && (!c->latest || pk->seq > c->latest->seq)) {
-        old_latest = c->latest;
-        old_refined = c->refined;
-        c->latest = pk;
+    if (c->encoding_ok > 0 && fb->seq > c->latest_seq) {
+        rc_packet *old_refined = c->refined;
+        c->latest_seq = fb->seq;
         c->refined = NULL;
+        rc_packet_unref(old_refined);
         frame_release_locked(c->last);
         c->last = fb; /* the encoding slot's reference moves to `last` */
     } else {
-        if (status != RCANVAS_OK) {
-            rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': encoding frame %u failed: %s (%s)",
-                   c->name, t->seq, rcanvas_strerror(status), t->error);
-            if (t->seq > c->failed_seq) c->failed_seq = t->seq;
-        }
-        old_latest = pk;
         frame_release_locked(fb);
     }
-    if (c->pending && !c->closing) start_encode_locked(c);
-    rc_packet_unref(old_latest);
-    rc_packet_unref(old_refined);
+    if (c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
+}
+
+static void live_done(rc_encode_task *task, int status) {
+    rcanvas_canvas *c = task->user;
+    pthread_mutex_lock(&c->mu);
+    rc_tier *t = (rc_tier *)((char *)task - offsetof(rc_tier, task));
+    tier_done_locked(c, t, task->packet, status, task->error);
     /* Notify and signal with mu held: once it is released with `encoding` clear, rc_canvas_close returns and the
      * canvas and the runtime may be freed, so nothing here may touch them after the unlock. */
     rc_canvas_notify_locked(c);
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* A still scene and a tier whose viewers lack a reference: encode `last` again on that tier, as a keyframe.
+ * Returns µs until it may (RC_KEYFRAME_MIN_US), or -1. mu held. */
+static int64_t keyframe_check_locked(rcanvas_canvas *c, int64_t now_us) {
+    int64_t next = -1;
+    if (c->closing || c->pending || c->encoding || !c->last) return -1;
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        rc_tier *t = &c->tiers[i];
+        if (!t->codec || !t->keyframe_requested || t->busy || !t->nsessions) continue;
+        int64_t wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
+        if (wait > 0) {
+            if (next < 0 || wait < next) next = wait;
+            continue;
+        }
+        start_tier_locked(c, t, c->last); /* tier_done_locked leaves `last` where it is */
+    }
+    return next;
 }
 
 static void refine_done(rc_encode_task *t, int status) {
@@ -275,7 +477,7 @@ static void refine_done(rc_encode_task *t, int status) {
     c->refine_running = 0;
     frame_release_locked(c->refine_src);
     c->refine_src = NULL;
-    if (status == RCANVAS_OK && c->latest && c->latest->seq == t->seq && !c->closing) {
+    if (status == RCANVAS_OK && c->latest_seq == t->seq && !c->closing) {
         old = c->refined;
         c->refined = drop;
         drop = NULL;
@@ -295,10 +497,13 @@ static void refine_done(rc_encode_task *t, int status) {
 static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     int64_t ret = -1;
     rc_frame_buf *fb = c->last;
-    if (c->closing || c->refine_ms <= 0 || !c->latest || !fb || c->nsessions == 0) goto out;
-    if ((c->latest->flags & RC_PACKET_LOSSLESS) || c->refine_done_seq == c->latest->seq || fb->seq != c->latest->seq)
-        goto out;
-    if (c->pending || c->encoding) goto out; /* a newer frame is on its way; its completion re-arms */
+    if (c->closing || c->refine_ms <= 0 || !c->latest_seq || !fb || c->nsessions == 0) goto out;
+    if (c->refine_done_seq == c->latest_seq || fb->seq != c->latest_seq) goto out;
+    int lossy = 0; /* some viewer has it lossy */
+    for (int i = 0; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].nsessions && c->tiers[i].latest && !(c->tiers[i].latest->flags & RC_PACKET_LOSSLESS)) lossy = 1;
+    if (!lossy) goto out;
+    if (c->pending || c->encoding || tiers_busy_locked(c)) goto out; /* its completion re-arms */
     /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
      * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
@@ -334,8 +539,10 @@ int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us) {
     pthread_mutex_lock(&c->mu);
     int64_t a = refine_check_locked(c, now_us);
     int64_t b = rc_session_check_stall_locked(c, now_us);
+    int64_t k = keyframe_check_locked(c, now_us);
     pthread_mutex_unlock(&c->mu);
-    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+    int64_t m = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+    return m < 0 ? k : k < 0 ? m : m < k ? m : k;
 }
 
 /* ---- frames in ---- */
@@ -348,7 +555,7 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     c->last_present_us = now;
     if (c->pending) frame_release_locked(c->pending);
     c->pending = fb;
-    if (!c->encoding) start_encode_locked(c);
+    if (!c->encoding && !tiers_busy_locked(c)) start_encode_locked(c);
 }
 
 int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
@@ -438,12 +645,12 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
         c->pending = NULL;
     }
     /* a running encode may start the next pending frame: wait until the pipeline is empty of external frames */
-    while (c->encoding || c->refine_running || (c->pending && c->pending->ext_release)) {
+    while (c->encoding || c->refine_running || tiers_busy_locked(c) || (c->pending && c->pending->ext_release)) {
         if (c->pending && c->pending->ext_release) {
             frame_release_locked(c->pending);
             c->pending = NULL;
         }
-        if (c->encoding || c->refine_running) pthread_cond_wait(&c->cv, &c->mu);
+        if (c->encoding || c->refine_running || tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
     }
     if (c->last && c->last->ext_release) {
         frame_release_locked(c->last);
@@ -454,6 +661,15 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
 
 int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
                                        const rc_codec_type *codec, const uint8_t *data, size_t len) {
+    /* The bytes serve only a canvas whose one tier in use is that codec's (a JPEG canvas whose viewers all decode
+     * JPEG); otherwise the frame goes through the CPU pipeline, which encodes every tier. */
+    pthread_mutex_lock(&c->mu);
+    int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
+               !tiers_busy_locked(c);
+    for (int i = 1; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].nsessions) only = 0;
+    pthread_mutex_unlock(&c->mu);
+    if (!only) return rc_canvas_present_external(c, img, release, arg);
     /* the packet is filled outside the lock: one tile, the whole frame */
     rc_packet *pk = len <= UINT32_MAX ? rc_packet_get(c->packets) : NULL;
     if (!pk || rc_buf_reserve(&pk->tiles[0].data, len)) {
@@ -492,9 +708,10 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
         frame_release_locked(c->pending);
         c->pending = NULL;
     }
-    old_latest = c->latest;
+    old_latest = c->tiers[0].latest;
     old_refined = c->refined;
-    c->latest = pk;
+    c->tiers[0].latest = pk;
+    c->latest_seq = pk->seq;
     c->refined = NULL;
     frame_release_locked(c->last);
     c->last = fb; /* source of the lossless refinement */
@@ -636,7 +853,22 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
     switch (opt) {
     case RCANVAS_OPT_CODEC:
         if (check_params((rcanvas_codec)value, c->params.quality, c->params.subsampling)) r = RCANVAS_EINVAL;
-        else c->params.codec = (rcanvas_codec)value;
+        else {
+            c->params.codec = (rcanvas_codec)value;
+            codec_changed_locked(c);
+        }
+        break;
+    case RCANVAS_OPT_BITRATE_KBPS:
+        if (value < 100 || value > 200000) r = RCANVAS_EINVAL;
+        else c->params.bitrate_kbps = value;
+        break;
+    case RCANVAS_OPT_KEYFRAME_INTERVAL:
+        if (value < 0 || value > 100000) r = RCANVAS_EINVAL;
+        else c->params.keyframe_interval = value;
+        break;
+    case RCANVAS_OPT_ENCODER_THREADS:
+        if (value < 0 || value > 64) r = RCANVAS_EINVAL;
+        else c->params.threads = value;
         break;
     case RCANVAS_OPT_QUALITY:
         if (value < 1 || value > 100) r = RCANVAS_EINVAL;
@@ -678,6 +910,9 @@ int rcanvas_canvas_get_option(rcanvas_canvas *c, rcanvas_option opt, int *value)
     pthread_mutex_lock(&c->mu);
     switch (opt) {
     case RCANVAS_OPT_CODEC: *value = (int)c->params.codec; break;
+    case RCANVAS_OPT_BITRATE_KBPS: *value = c->params.bitrate_kbps; break;
+    case RCANVAS_OPT_KEYFRAME_INTERVAL: *value = c->params.keyframe_interval; break;
+    case RCANVAS_OPT_ENCODER_THREADS: *value = c->params.threads; break;
     case RCANVAS_OPT_QUALITY: *value = c->params.quality; break;
     case RCANVAS_OPT_SUBSAMPLING: *value = (int)c->params.subsampling; break;
     case RCANVAS_OPT_REFINE_MS: *value = c->refine_ms; break;
@@ -696,9 +931,10 @@ void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out) {
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&c->mu);
     out->presented_seq = c->presented_seq;
-    out->latest_seq = c->latest ? c->latest->seq : 0;
-    out->latest_bytes = c->latest ? c->latest->total_bytes : 0;
-    out->latest_codec = c->latest ? c->latest->codec : NULL;
+    rc_packet *l0 = c->tiers[0].latest;
+    out->latest_seq = c->latest_seq;
+    out->latest_bytes = l0 ? l0->total_bytes : 0;
+    out->latest_codec = l0 ? l0->codec : NULL;
     out->refined_seq = c->refined ? c->refined->seq : 0;
     out->encoding_seq = c->encoding ? c->encoding->seq : 0;
     out->pending_seq = c->pending ? c->pending->seq : 0;
@@ -716,7 +952,7 @@ void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out) {
 
 rc_packet *rc_canvas_latest_packet(rcanvas_canvas *c, int refined) {
     pthread_mutex_lock(&c->mu);
-    rc_packet *p = rc_packet_ref(refined ? c->refined : c->latest);
+    rc_packet *p = rc_packet_ref(refined ? c->refined : c->tiers[0].latest);
     pthread_mutex_unlock(&c->mu);
     return p;
 }

@@ -12,6 +12,11 @@
 #include "stream/canvas.h"
 
 #define RC_EVENT_QUEUE 1024
+#define RC_MAX_TIERS 4         /* codecs one canvas encodes at once (viewers that decode different ones) */
+#define RC_MAX_PREFS 8
+/* A stateful encoder asked for a keyframe again within this time waits for it: one slow or stalling viewer
+ * cannot turn every frame of the others into a keyframe. A joining viewer waits at most this long. */
+#define RC_KEYFRAME_MIN_US 250000
 #define RC_FRAME_BUFS 5        /* presenter, pending, encoding, last, an older last still being refined */
 #define RC_MAX_INFLIGHT 16     /* max_in_flight is at most this */
 /* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
@@ -33,6 +38,35 @@ typedef struct rc_frame_buf {
     void *ext_arg;
 } rc_frame_buf;
 
+/* One stateful-codec encode (a video frame): one job on the pool, the whole frame, the tier's own encoder. */
+typedef struct rc_tier rc_tier;
+typedef struct rc_stream_job {
+    rc_job job;               /* first: the pool's intrusive node */
+    rcanvas_canvas *canvas;
+    rc_tier *tier;
+    rc_image img;
+    rc_encode_params params;
+    rc_packet *packet;
+    int force_keyframe;
+} rc_stream_job;
+
+/* The viewers that decode one codec share one encoder and its packets: a tier. Tier 0 is the canvas's first
+ * codec preference and is encoded even without viewers (a viewer joining gets the newest frame at once). */
+struct rc_tier {
+    const rc_codec_type *codec;   /* NULL: unused slot */
+    int nsessions;
+    rc_codec *inst;               /* stateful codec: the stream's encoder (made on its first frame), else NULL */
+    rc_packet *latest;            /* newest packet */
+    uint32_t next_id;             /* packet ids of this tier, from 1 */
+    uint32_t ref_id;              /* id of the newest packet encoded: what the next one depends on; 0 = none */
+    int keyframe_requested;       /* a session lacks a reference (coalesced) */
+    int64_t last_forced_us;       /* when a requested keyframe was last encoded */
+    int busy;                     /* encoding a frame */
+    uint32_t busy_seq;
+    rc_encode_task task;          /* intra, stripe-parallel codecs */
+    rc_stream_job sjob;           /* stateful codecs */
+};
+
 struct rc_session {
     rcanvas_canvas *canvas;
     rc_session *next;
@@ -41,10 +75,11 @@ struct rc_session {
     int closing;
     int visible;
     rc_session_caps caps;
+    int tier;                 /* index into canvas->tiers */
+    uint32_t last_id;         /* id (in its tier) of the last video packet given: what it can decode after */
     /* what it was given */
     uint32_t given_seq;       /* newest live frame given */
     uint32_t lossless_seq;    /* newest seq given in lossless form */
-    uint32_t sent_seq;        /* seq of the last packet given (for depends_on) */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */
     struct { uint32_t seq; int64_t present_us, sent_us; } inflight[RC_MAX_INFLIGHT];
@@ -73,6 +108,8 @@ struct rcanvas_canvas {
     rc_encode_params params;
     int refine_ms;
     const rc_codec_type *source_codec; /* the frame source's own encoder (GPU JPEG), or NULL */
+    const rc_codec_type *prefs[RC_MAX_PREFS]; /* codecs in the canvas's order of preference (JPEG last) */
+    int nprefs;
 
     /* size */
     rcanvas_size size;
@@ -80,21 +117,22 @@ struct rcanvas_canvas {
     /* frames */
     rc_frame_buf frames[RC_FRAME_BUFS];
     rc_frame_buf *pending;    /* presented, waiting for the encoder */
-    rc_frame_buf *encoding;   /* being encoded */
+    rc_frame_buf *encoding;   /* being encoded, by every tier in use (lock-step: the next starts when all are done) */
+    int encoding_tiers;       /* tiers still encoding it */
+    int encoding_ok;          /* tiers that encoded it */
     rc_frame_buf *last;       /* newest frame encoded (source of refinement) */
     uint32_t presented_seq;   /* P: seq of the newest present() */
     uint32_t failed_seq;      /* newest seq whose encode failed (counts as delivered) */
     int64_t last_present_us;
-    rc_encode_task live_task;
+    rc_tier tiers[RC_MAX_TIERS];
+    uint32_t latest_seq;      /* newest frame encoded (every tier in use has it) */
     rc_encode_task refine_task;
     int refine_running;
     rc_frame_buf *refine_src; /* frame the refinement reads (holds a ref) */
-    int keyframe_requested;   /* a session needs a keyframe (stateful codecs; coalesced) */
 
     /* encoded output */
     rc_packet_pool *packets;
-    rc_packet *latest;        /* newest encoded live frame */
-    rc_packet *refined;       /* lossless version of `latest` once made (same seq), else NULL */
+    rc_packet *refined;       /* lossless version of frame latest_seq once made (same seq), else NULL */
     uint32_t refine_done_seq; /* seq for which a refinement was made or is running */
 
     /* sessions */
@@ -118,9 +156,15 @@ struct rcanvas_canvas {
 void rc_canvas_notify_locked(rcanvas_canvas *c);
 void rc_canvas_queue_event_locked(rcanvas_canvas *c, const rcanvas_event *ev);
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio);
+/* canvas.c, for session.c (mu held): the tier of a codec (made if needed; -1 if all are taken), a session
+ * moving onto or off it, and the keyframe a session asked for. */
+int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec);
+void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
 /* session.c, for canvas.c (mu held): hands the active role on from a stalled viewer; µs to the next check. */
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);
+/* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */
+void rc_session_place_locked(rcanvas_canvas *c, rc_session *s);
 
 #endif

@@ -52,6 +52,31 @@ int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us) {
     return -1;
 }
 
+static int decodes(const rc_session *s, const rc_codec_type *codec) {
+    unsigned mask = s->caps.codecs ? s->caps.codecs : (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
+    return codec && codec->wire_id < 32 && (mask & (1u << codec->wire_id));
+}
+
+void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
+    const rc_codec_type *want = &rc_codec_jpeg;
+    for (int i = 0; i < c->nprefs; i++)
+        if (decodes(s, c->prefs[i])) {
+            want = c->prefs[i];
+            break;
+        }
+    int t = rc_canvas_tier_for_locked(c, want);
+    if (t < 0) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg); /* every tier taken: JPEG (tier 0 or made) */
+    if (t < 0) t = 0;
+    if (s->tier >= 0 && s->tier == t) return;
+    if (s->tier >= 0) c->tiers[s->tier].nsessions--;
+    s->tier = t;
+    c->tiers[t].nsessions++;
+    s->need_keyframe = 1;
+    s->last_id = 0;
+    s->given_seq = 0; /* it gets the newest packet of its tier */
+    c->draw_requested = 1;
+}
+
 int rc_sessions_visible_locked(rcanvas_canvas *c) {
     for (rc_session *s = c->sessions; s; s = s->next)
         if (s->visible) return 1;
@@ -76,6 +101,8 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
     s->need_keyframe = 1;
     if (caps) s->caps = *caps;
     s->acked_seq = c->presented_seq; /* frames before it joined are not its to ack */
+    s->tier = -1;
+    rc_session_place_locked(c, s);
     s->next = c->sessions;
     c->sessions = s;
     c->nsessions++;
@@ -96,6 +123,7 @@ void rc_session_close(rc_session *s) {
     while (*pp && *pp != s) pp = &(*pp)->next;
     if (*pp) *pp = s->next;
     c->nsessions--;
+    if (s->tier >= 0) c->tiers[s->tier].nsessions--;
     if (c->active == s) {
         c->active = NULL;
         rc_session *heir = oldest_other(c, s, 0);
@@ -118,35 +146,30 @@ rcanvas_canvas *rc_session_canvas(const rc_session *s) { return s->canvas; }
 
 /* ---- sending ---- */
 
-static int can_decode(const rc_session *s, const rc_packet *pk) {
-    unsigned mask = s->caps.codecs ? s->caps.codecs : (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
-    return pk->codec && pk->codec->wire_id < 32 && (mask & (1u << pk->codec->wire_id));
-}
-
 /* The packet s should get now, or NULL; mu held. Newest wins: a viewer whose window was full when several frames
- * were encoded gets only the newest. A viewer that has a frame lossy gets its refinement once made. */
+ * were encoded gets only the newest. A viewer that has a frame lossy gets its refinement once made. A packet of a
+ * stateful codec goes only to a viewer that holds the packet it depends on; one that does not waits for a
+ * keyframe, which it asks of its tier (coalesced, and at most one per RC_KEYFRAME_MIN_US). */
 static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wait) {
-    if (!s->visible || c->closing || s->n_inflight >= c->max_in_flight) return NULL;
-    rc_packet *pk = NULL;
-    if (c->latest && c->latest->seq > s->given_seq) {
+    if (!s->visible || c->closing || s->n_inflight >= c->max_in_flight || s->tier < 0) return NULL;
+    rc_tier *t = &c->tiers[s->tier];
+    rc_packet *l = t->latest;
+    /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
+     * viewer that joined a still scene), which keeps every viewer of the tier on one reference chain */
+    int fresh = l && (l->seq > s->given_seq ||
+                      (l->id && l->id != s->last_id && l->seq == s->given_seq && (l->flags & RC_PACKET_KEYFRAME)));
+    if (fresh) {
         /* a viewer that joins a still scene gets the lossless version straight away */
-        int use_refined = c->refined && c->refined->seq == c->latest->seq;
-        pk = use_refined ? c->refined : c->latest;
-    } else if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq) {
-        pk = c->refined;
-    }
-    if (!pk || !can_decode(s, pk)) return NULL;
-    if (!(pk->flags & RC_PACKET_KEYFRAME) && (s->need_keyframe || pk->depends_on != s->sent_seq)) {
-        /* it lacks the reference: never send a packet it cannot decode; one keyframe serves every such viewer */
+        if (c->refined && c->refined->seq == l->seq && s->given_seq < l->seq && !l->id) return c->refined;
+        if ((l->flags & RC_PACKET_KEYFRAME) || (!s->need_keyframe && l->depends_on == s->last_id)) return l;
+        /* it lacks the reference: never send a packet it cannot decode */
         s->need_keyframe = 1;
-        if (!c->keyframe_requested) {
-            c->keyframe_requested = 1;
-            pthread_cond_broadcast(&c->cv);
-        }
+        rc_canvas_request_keyframe_locked(c, t);
         if (keyframe_wait) *keyframe_wait = 1;
         return NULL;
     }
-    return pk;
+    if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq) return c->refined;
+    return NULL;
 }
 
 int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyframe_wait) {
@@ -157,8 +180,10 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
     if (pk) {
         if (pk->seq > s->given_seq) s->given_seq = pk->seq;
         if (pk->flags & RC_PACKET_LOSSLESS) s->lossless_seq = pk->seq;
-        s->sent_seq = pk->seq;
-        s->need_keyframe = 0;
+        if (!(pk->flags & RC_PACKET_REFINE)) { /* a refinement is drawn over; the video chain goes on */
+            s->last_id = pk->id;
+            s->need_keyframe = 0;
+        }
         int slot = (s->if_head + s->n_inflight) % RC_MAX_INFLIGHT;
         s->inflight[slot].seq = pk->seq;
         s->inflight[slot].present_us = pk->present_us;
@@ -221,6 +246,15 @@ void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
     pthread_mutex_unlock(&c->mu);
 }
 
+void rc_session_request_keyframe(rc_session *s) {
+    rcanvas_canvas *c = s->canvas;
+    pthread_mutex_lock(&c->mu);
+    s->need_keyframe = 1;
+    if (s->tier >= 0 && (c->tiers[s->tier].codec->flags & RC_CODEC_STATEFUL))
+        rc_canvas_request_keyframe_locked(c, &c->tiers[s->tier]);
+    pthread_mutex_unlock(&c->mu);
+}
+
 void rc_session_set_visible(rc_session *s, int visible) {
     rcanvas_canvas *c = s->canvas;
     pthread_mutex_lock(&c->mu);
@@ -242,9 +276,10 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
     out->closing = c->closing;
     out->title_version = c->title_version;
     out->rtt_us = s->rtt_us;
-    out->encoder = c->params.codec == RCANVAS_CODEC_JPEG && c->source_codec ? c->source_codec
-                                                                              : rc_codec_for(c->params.codec);
+    const rc_codec_type *tc = s->tier >= 0 ? c->tiers[s->tier].codec : &rc_codec_jpeg;
+    out->encoder = tc == &rc_codec_jpeg && c->source_codec ? c->source_codec : tc;
     out->ready = pick_locked(c, s, NULL) != NULL;
+    out->protocol = s->caps.protocol ? s->caps.protocol : 1;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -255,7 +290,8 @@ void rc_session_get_hello(rc_session *s, rc_session_hello *out) {
     memcpy(out->title, c->title, sizeof out->title);
     out->title_version = c->title_version;
     out->size = c->size;
-    out->codec = c->params.codec;
+    out->codec = s->tier >= 0 && c->tiers[s->tier].codec ? (rcanvas_codec)c->tiers[s->tier].codec->wire_id
+                                                          : RCANVAS_CODEC_JPEG;
     out->max_in_flight = c->max_in_flight;
     pthread_mutex_unlock(&c->mu);
 }

@@ -22,6 +22,7 @@ typedef struct rc_session rc_session;
 /* What the viewer can decode. */
 typedef struct rc_session_caps {
     unsigned codecs; /* bit (1 << wire id) per codec the client decodes; 0 = JPEG and PNG (protocol 1 clients) */
+    int protocol;    /* the client's protocol version (1, or 2 when it listed codecs) */
 } rc_session_caps;
 
 /* Opens a session on canvas c. The first session of a canvas becomes the active one (its size and acks drive
@@ -54,6 +55,9 @@ int rc_session_ack(rc_session *s, uint32_t seq, int64_t now_us);
  * passive one it is kept and applied if it becomes active. */
 void rc_session_push_event(rc_session *s, const rcanvas_event *ev);
 
+/* The viewer's decoder failed or lost its reference: it needs a keyframe (requests are coalesced). */
+void rc_session_request_keyframe(rc_session *s);
+
 /* The viewer's view is on screen (1) or scrolled away / in a hidden tab (0). An invisible viewer gets no
  * packets; no draw is due while no viewer of the canvas is visible. Sessions start visible. */
 void rc_session_set_visible(rc_session *s, int visible);
@@ -63,7 +67,8 @@ typedef struct rc_session_state {
     int closing;                 /* the canvas is going away: close with 1001 */
     int title_version;           /* bumped when the title changes */
     uint32_t rtt_us;             /* last round trip (present → ack), µs; 0 = none yet */
-    const rc_codec_type *encoder;/* the encoder of this canvas's live frames */
+    const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
+    int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */
 } rc_session_state;
 void rc_session_get_state(rc_session *s, rc_session_state *out);

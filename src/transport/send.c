@@ -19,7 +19,7 @@ static int write_frame(rc_viewer *v) {
         if (v->off == 0) {
             rc_session_state st;
             rc_session_get_state(v->session, &st);
-            rc_wire_tile_header(pk, v->tile, st.rtt_us, v->header);
+            rc_wire_tile_header(pk, v->tile, st.rtt_us, st.protocol, v->header);
         }
         size_t n = len - v->off < RC_CHUNK ? len - v->off : RC_CHUNK;
         uint8_t *dst = v->chunk + LWS_PRE;

@@ -54,6 +54,7 @@ struct rc_viewer {
 typedef struct rc_pss {
     rc_viewer *v;              /* WebSocket, once established */
     char canvas[RC_NAME_MAX + 1]; /* the canvas named in the upgrade request */
+    rc_session_caps caps;      /* from the upgrade URL's codecs= (protocol 2 clients) */
     int reserved;              /* holds one of max_viewers until it becomes a viewer */
     unsigned char *body;       /* HTTP response body with LWS_PRE head room */
     size_t body_len;

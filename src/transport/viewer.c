@@ -49,17 +49,23 @@ static void queue_hello(rc_viewer *v) {
     rc_session_state st;
     rc_session_get_hello(v->session, &h);
     rc_session_get_state(v->session, &st);
-    char title[256 * 6 + 1], msg[2400];
+    char title[256 * 6 + 1], msg[2600], video[300] = "";
     json_escape(title, sizeof title, h.title);
     v->told_title_version = h.title_version;
     v->told_active = st.active;
     v->told_encoder = st.encoder;
+    const rc_codec_type *live = st.encoder && st.encoder->wire_id == RCANVAS_CODEC_JPEG ? &rc_codec_jpeg : st.encoder;
+    if (live && live->webcodecs) /* video: what to configure the VideoDecoder with (docs/protocol.md, version 2) */
+        snprintf(video, sizeof video,
+                 ",\"codec_string\":\"%s\",\"color\":{\"primaries\":\"smpte170m\",\"transfer\":\"smpte170m\","
+                 "\"matrix\":\"smpte170m\",\"full_range\":false}",
+                 live->webcodecs);
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
-             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\","
+             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\"%s,"
              "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
-             RCANVAS_PROTOCOL_VERSION, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio,
-             h.codec == RCANVAS_CODEC_PNG ? "png" : "jpeg", st.encoder ? st.encoder->name : "jpeg", v->id,
+             st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio,
+             live ? live->name : "jpeg", video, st.encoder ? st.encoder->name : "jpeg", v->id,
              st.active ? "true" : "false", h.max_in_flight, v->t->max_message_bytes);
     rc_viewer_queue_text(v, msg);
 }
@@ -108,7 +114,7 @@ void rc_viewer_service(rc_viewer *v) {
 int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
     rc_viewer *v = calloc(1, sizeof(*v));
     if (v) v->rx = malloc(t->max_message_bytes);
-    int r = v && v->rx ? rc_registry_open(t->registry, p->canvas, strlen(p->canvas), NULL, &v->session)
+    int r = v && v->rx ? rc_registry_open(t->registry, p->canvas, strlen(p->canvas), &p->caps, &v->session)
                        : RCANVAS_ENOMEM;
     if (r) {
         if (v) free(v->rx);
@@ -156,6 +162,10 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
             return;
         }
         rc_viewer_service(v); /* its window opened: the newest packet (or a refinement made meanwhile) */
+        return;
+    }
+    if (m.kind == RC_MSG_KEYFRAME) {
+        rc_session_request_keyframe(v->session);
         return;
     }
     if (m.kind == RC_MSG_VISIBILITY) {

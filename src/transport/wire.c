@@ -48,18 +48,36 @@ void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_hea
     put32(out + 52, h->payload_bytes);
 }
 
-void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, uint8_t out[RC_FRAME_HEADER_SIZE]) {
+void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, int version,
+                         uint8_t out[RC_FRAME_HEADER_SIZE]) {
     const rc_tile *t = &pk->tiles[tile];
     uint16_t flags = 0;
     if (pk->flags & RC_PACKET_LOSSLESS) flags |= RC_FLAG_LOSSLESS;
     if (pk->flags & RC_PACKET_REFINE) flags |= RC_FLAG_REFINE;
     if (tile == pk->ntiles - 1) flags |= RC_FLAG_LAST_TILE;
-    rc_frame_header h = {.version = RCANVAS_PROTOCOL_VERSION, .codec = pk->codec ? pk->codec->wire_id : 0,
+    if (version >= 2 && (pk->flags & (RC_PACKET_KEYFRAME | RC_PACKET_REFINE))) flags |= RC_FLAG_KEYFRAME;
+    rc_frame_header h = {.version = (uint8_t)version, .codec = pk->codec ? pk->codec->wire_id : 0,
                          .flags = flags, .seq = pk->seq, .tile_index = (uint16_t)tile,
                          .tile_count = (uint16_t)pk->ntiles, .timestamp_us = pk->present_us,
                          .frame_width = pk->width, .frame_height = pk->height, .x = t->x, .y = t->y, .w = t->w,
                          .h = t->h, .rtt_us = rtt_us, .payload_bytes = (uint32_t)t->data.len};
     rc_frame_header_write(out, &h);
+}
+
+unsigned rc_wire_codec_list(const char *list) {
+    static const struct { const char *name; rcanvas_codec id; } k[] = {
+        {"jpeg", RCANVAS_CODEC_JPEG}, {"png", RCANVAS_CODEC_PNG}, {"h264", RCANVAS_CODEC_H264},
+        {"vp8", RCANVAS_CODEC_VP8},   {"vp9", RCANVAS_CODEC_VP9}, {"av1", RCANVAS_CODEC_AV1},
+        {"webp", RCANVAS_CODEC_WEBP}};
+    unsigned mask = 0;
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+            if (strlen(k[i].name) == n && !memcmp(k[i].name, p, n)) mask |= 1u << k[i].id;
+        p = e ? e + 1 : p + n;
+    }
+    return mask;
 }
 
 int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h) {
@@ -80,7 +98,7 @@ int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h) {
     h->h = get32(msg + 44);
     h->rtt_us = get32(msg + 48);
     h->payload_bytes = get32(msg + 52);
-    if (h->version != RCANVAS_PROTOCOL_VERSION) return RCANVAS_EINVAL;
+    if (h->version < 1 || h->version > RCANVAS_PROTOCOL_VERSION) return RCANVAS_EINVAL;
     if (h->payload_bytes != len - RC_FRAME_HEADER_SIZE) return RCANVAS_EINVAL;
     if (h->tile_count == 0 || h->tile_index >= h->tile_count) return RCANVAS_EINVAL;
     if (h->w == 0 || h->h == 0 || (uint64_t)h->x + h->w > h->frame_width ||
@@ -327,7 +345,10 @@ int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const 
     } else {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
         const cJSON *et = cJSON_GetObjectItemCaseSensitive(o, "event_type");
-        if (cJSON_IsString(t) && !strcmp(t->valuestring, "ack")) {
+        if (cJSON_IsString(t) && !strcmp(t->valuestring, "keyframe")) {
+            out->kind = RC_MSG_KEYFRAME;
+            r = 0;
+        } else if (cJSON_IsString(t) && !strcmp(t->valuestring, "ack")) {
             double seq = 0;
             if (!get_num(o, "seq", 0, 4294967295.0, 0, &seq, why, "ack seq must be an integer 0..2^32-1")) {
                 if (seq != floor(seq)) *why = "ack seq must be an integer 0..2^32-1";

@@ -19,9 +19,10 @@
 #define RC_FLAG_LOSSLESS 0x0001u    /* the tile is an exact copy of the frame (PNG refinement or PNG codec) */
 #define RC_FLAG_LAST_TILE 0x0002u   /* last tile of this frame: draw all its tiles now, then ack */
 #define RC_FLAG_REFINE 0x0004u      /* a lossless resend of an earlier frame (same seq as the lossy one) */
+#define RC_FLAG_KEYFRAME 0x0008u    /* protocol 2: decodable alone (video keyframe, or any image tile) */
 
 typedef struct rc_frame_header {
-    uint8_t version;         /* RCANVAS_PROTOCOL_VERSION */
+    uint8_t version;         /* 1 or 2 (RCANVAS_PROTOCOL_VERSION): the viewer's protocol */
     uint8_t codec;           /* rcanvas_codec */
     uint16_t flags;          /* RC_FLAG_* */
     uint32_t seq;            /* frame sequence number, per canvas, from 1 */
@@ -34,9 +35,15 @@ typedef struct rc_frame_header {
     uint32_t payload_bytes;  /* encoded bytes following the header */
 } rc_frame_header;
 
-/* The header of tile `tile` of packet pk as one viewer receives it (rtt_us: that viewer's last round trip), into
- * out. The one place that maps a packet to the wire. */
-void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, uint8_t out[RC_FRAME_HEADER_SIZE]);
+/* The header of tile `tile` of packet pk as one viewer receives it (rtt_us: that viewer's last round trip;
+ * version: its protocol, 1 or 2 — version 1 has no keyframe flag), into out. The one place that maps a packet to
+ * the wire. */
+void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, int version,
+                         uint8_t out[RC_FRAME_HEADER_SIZE]);
+
+/* The bit (1 << codec id) of each codec named in a comma-separated list (`codecs=` of the upgrade URL: "h264",
+ * "vp8", "vp9", "av1", "jpeg", "png", "webp"; unknown names are ignored); 0 if none is known. */
+unsigned rc_wire_codec_list(const char *list);
 
 /* Writes the 56-byte header into out. */
 void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_header *h);
@@ -45,7 +52,7 @@ void rc_frame_header_write(uint8_t out[RC_FRAME_HEADER_SIZE], const rc_frame_hea
 int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h);
 
 /* A parsed client message. */
-typedef enum rc_msg_kind { RC_MSG_EVENT = 1, RC_MSG_ACK = 2, RC_MSG_VISIBILITY = 3 } rc_msg_kind;
+typedef enum rc_msg_kind { RC_MSG_EVENT = 1, RC_MSG_ACK = 2, RC_MSG_VISIBILITY = 3, RC_MSG_KEYFRAME = 4 } rc_msg_kind;
 
 typedef struct rc_client_msg {
     rc_msg_kind kind;

@@ -46,9 +46,25 @@ static void test_header_roundtrip(void) {
     rc_frame_header_write(msg, &bad);
     CHECK_EQ_INT(rc_frame_header_read(msg, sizeof msg, &r), RCANVAS_EINVAL);
     bad = h;
-    bad.version = 2;
+    bad.version = 2; /* protocol 2 headers are read too */
+    rc_frame_header_write(msg, &bad);
+    CHECK_EQ_INT(rc_frame_header_read(msg, sizeof msg, &r), RCANVAS_OK);
+    bad.version = RCANVAS_PROTOCOL_VERSION + 1;
     rc_frame_header_write(msg, &bad);
     CHECK_EQ_INT(rc_frame_header_read(msg, sizeof msg, &r), RCANVAS_EINVAL);
+    bad.version = 0;
+    rc_frame_header_write(msg, &bad);
+    CHECK_EQ_INT(rc_frame_header_read(msg, sizeof msg, &r), RCANVAS_EINVAL);
+    /* codecs= of the upgrade URL */
+    CHECK_EQ_INT(rc_wire_codec_list("h264,vp9,jpeg"),
+                 (1u << RCANVAS_CODEC_H264) | (1u << RCANVAS_CODEC_VP9) | (1u << RCANVAS_CODEC_JPEG));
+    CHECK_EQ_INT(rc_wire_codec_list("png,,bogus,vp8"), (1u << RCANVAS_CODEC_PNG) | (1u << RCANVAS_CODEC_VP8));
+    CHECK_EQ_INT(rc_wire_codec_list(""), 0);
+    CHECK_EQ_INT(rc_wire_codec_list("h2640"), 0); /* whole names only */
+    rc_client_msg km;
+    const char *kwhy = NULL;
+    CHECK_EQ_INT(rc_client_msg_parse("{\"type\":\"keyframe\"}", 19, &km, &kwhy), RCANVAS_OK);
+    CHECK_EQ_INT(km.kind, RC_MSG_KEYFRAME);
     rc_frame_header_write(msg, &h);
     msg[0] = 'X';
     CHECK_EQ_INT(rc_frame_header_read(msg, sizeof msg, &r), RCANVAS_EINVAL);
