@@ -19,6 +19,7 @@
 
 static void set_prefs_locked(rcanvas_canvas *c);
 static void codec_changed_locked(rcanvas_canvas *c);
+static void set_tier0_locked(rcanvas_canvas *c);
 static int tiers_busy_locked(const rcanvas_canvas *c);
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
@@ -241,6 +242,11 @@ static void set_prefs_locked(rcanvas_canvas *c) {
 /* The canvas's codec changed: new preferences; every session moves to its best tier (with a keyframe). */
 static void codec_changed_locked(rcanvas_canvas *c) {
     set_prefs_locked(c);
+    for (rc_session *s = c->sessions; s; s = s->next) { /* off their tiers, then each to its best one */
+        if (s->tier >= 0) c->tiers[s->tier].nsessions--;
+        s->tier = -1;
+    }
+    if (!c->tiers[0].busy) set_tier0_locked(c);
     for (rc_session *s = c->sessions; s; s = s->next) rc_session_place_locked(c, s);
     c->draw_requested = 1;
     rc_canvas_notify_locked(c);
@@ -419,7 +425,9 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     }
     rc_packet_unref(drop);
     rc_frame_buf *fb = c->encoding;
-    if (!fb || fb->seq != pk->seq || t->busy_seq != fb->seq) { /* a keyframe re-encode of `last` */
+    if (t->kf_frame) { /* a keyframe re-encode of `last` (keyframe_check_locked), not part of a frame's encode */
+        frame_release_locked(t->kf_frame);
+        t->kf_frame = NULL;
         if (!c->encoding && c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
         return;
     }
@@ -465,7 +473,12 @@ static int64_t keyframe_check_locked(rcanvas_canvas *c, int64_t now_us) {
             if (next < 0 || wait < next) next = wait;
             continue;
         }
-        start_tier_locked(c, t, c->last); /* tier_done_locked leaves `last` where it is */
+        c->last->refs++; /* held while the tier reads it; tier_done_locked lets go */
+        t->kf_frame = c->last;
+        if (!start_tier_locked(c, t, c->last)) {
+            frame_release_locked(t->kf_frame);
+            t->kf_frame = NULL;
+        }
     }
     return next;
 }

@@ -62,6 +62,7 @@ struct rc_tier {
     int keyframe_requested;       /* a session lacks a reference (coalesced) */
     int64_t last_forced_us;       /* when a requested keyframe was last encoded */
     int busy;                     /* encoding a frame */
+    struct rc_frame_buf *kf_frame;/* the frame of a keyframe re-encode of `last` (holds a ref), else NULL */
     uint32_t busy_seq;
     rc_encode_task task;          /* intra, stripe-parallel codecs */
     rc_stream_job sjob;           /* stateful codecs */

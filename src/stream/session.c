@@ -123,7 +123,12 @@ void rc_session_close(rc_session *s) {
     while (*pp && *pp != s) pp = &(*pp)->next;
     if (*pp) *pp = s->next;
     c->nsessions--;
-    if (s->tier >= 0) c->tiers[s->tier].nsessions--;
+    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !c->tiers[s->tier].busy) {
+        rc_tier *t = &c->tiers[s->tier]; /* nobody watches it: its packets go stale, a new viewer starts afresh */
+        rc_packet_unref(t->latest);
+        t->latest = NULL;
+        t->ref_id = 0;
+    }
     if (c->active == s) {
         c->active = NULL;
         rc_session *heir = oldest_other(c, s, 0);
