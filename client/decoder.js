@@ -91,10 +91,16 @@ class WebCodecsDecoder {
       this.requestKeyframe(this.decoder ? 'after a decoder reset' : 'the stream did not start with a keyframe');
       return Promise.resolve(null);
     }
+    let dec;
+    try {
+      dec = this.ready();                // throws without WebCodecs, or for a config the browser rejects
+    } catch (err) {
+      this.fail(err);
+      return Promise.reject(err);
+    }
     if (tile.keyframe) this.needKeyframe = false;
-    const dec = this.ready();
     const ts = this.nextTs++;
-    const p = new Promise((resolve) => this.pending.push({ ts, resolve, since: performance.now() }));
+    const p = new Promise((resolve) => this.pending.push({ ts, resolve }));
     try {
       dec.decode(new EncodedVideoChunk({ type: tile.keyframe ? 'key' : 'delta', timestamp: ts, data: tile.data }));
     } catch (err) {

@@ -175,6 +175,7 @@ export class RCanvasView {
       canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
       protocol: this.viewer.protocol, codecString: this.viewer.codecString || null,
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
+      videoStrings: this.support ? this.support.strings : null,
       openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(),
     });
   }
