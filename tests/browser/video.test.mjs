@@ -292,7 +292,8 @@ test('a version 1 server (no codec_string, header version 1) still works', async
 });
 
 test('a page that is not a secure context: codecs=jpeg,png,webp, and the overlay and console say why', async () => {
-  const jpeg = (await encodeStream('h264', { count: 1, images: [[5, 'jpeg']] })).jpeg(5);
+  const media = await encodeStream('h264', { count: 1, images: [[5, 'jpeg'], [6, 'webp']] });
+  const jpeg = media.jpeg(5);
   server.onConnection = (c) => c.send(helloMessage({ width: W, height: H, codec: 'jpeg' }));
   const { page, conn, errors, logs } = await openClient({ host: 'insecure.test', query: '&stats=1' });
   try {
@@ -304,6 +305,11 @@ test('a page that is not a secure context: codecs=jpeg,png,webp, and the overlay
     await until(() => acks(conn).length >= 1, 5000, 'ack');
     await until(async () => (await page.locator('#rcanvas-stats').innerText()).includes(why), 5000, 'the overlay line');
     assert.equal((await stats(page)).videoOff, why.replace('video off: ', ''));
+    conn.send(imagePacket('webp', media.webp(6), 2));              // WebP (codec 7) through createImageBitmap
+    await until(() => acks(conn).length >= 2, 5000, 'the WebP frame\'s ack');
+    assert.equal((await stats(page)).codec, 'webp');
+    const pw = psnr(await canvasPixels(page), sceneRGBA(W, H, 6));
+    assert.ok(pw >= 30, `the WebP frame is drawn (PSNR ${pw.toFixed(2)} dB)`);
     const shot = path.join(SCREENSHOTS, 'rcanvas-video-off-overlay.png');
     await page.screenshot({ path: shot });
     console.log(`# overlay screenshot (insecure page): ${shot}`);

@@ -109,7 +109,7 @@ export async function encodeInBrowser(browser, server, codec, { W, H, scene = sc
     return {
       codec, codecString: r.reported || CODEC_STRINGS[codec],
       chunks: r.chunks.map((c) => ({ key: c.key, data: Buffer.from(c.data, 'base64') })),
-      png: (i) => file(`png${i}`), jpeg: (i) => file(`jpeg${i}`),
+      png: (i) => file(`png${i}`), jpeg: (i) => file(`jpeg${i}`), webp: (i) => file(`webp${i}`),
     };
   } finally { await page.close(); }
 }
