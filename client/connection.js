@@ -4,7 +4,7 @@
 // A browser WebSocket cannot see the HTTP status of a refused upgrade, so after an attempt that never opened the
 // connection asks the page URL of the same canvas with the same token (the probe) and reads only its status.
 // It knows nothing of the DOM: the view shows what it reports through its handlers.
-import { DEFAULT_MAX_MESSAGE_BYTES, encodeMessage, PROTOCOL_VERSION, refusalFrom, SUBPROTOCOL } from './protocol.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, encodeMessage, HEADER_VERSIONS, refusalFrom, SUBPROTOCOL } from './protocol.js';
 
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
@@ -184,7 +184,7 @@ export class Connection {
     if (!msg || typeof msg !== 'object') return;
     if (msg.type !== 'hello') { this.h.message(msg); return; }
     clearTimeout(this.helloTimer);
-    if (msg.protocol !== PROTOCOL_VERSION) console.warn('rcanvas: server speaks protocol', msg.protocol);
+    if (!HEADER_VERSIONS.includes(msg.protocol)) console.warn('rcanvas: server speaks protocol', msg.protocol);
     const reconnected = this.everConnected && !this.connected;
     this.everConnected = true;
     this.connected = true;

@@ -1,18 +1,45 @@
-// protocol.js: the rcanvas wire protocol 1 as the browser sees it (docs/protocol.md), without DOM or sockets:
-// the 56-byte little-endian tile header, the JSON messages a client sends (ack, visibility, renderview events),
-// the URLs of a canvas (WebSocket, probe), and the small pure helpers the other modules share.
+// protocol.js: the rcanvas wire protocol (versions 1 and 2) as the browser sees it (docs/protocol.md), without DOM
+// or sockets: the 56-byte little-endian tile header, the JSON messages a client sends (ack, visibility, keyframe,
+// renderview events), the URLs of a canvas (WebSocket with the codecs it decodes, probe), and the small pure helpers
+// the other modules share.
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;                     // what this client speaks; it reads version 1 servers too
+export const HEADER_VERSIONS = [1, 2];                 // frame header versions it accepts
 export const SUBPROTOCOL = 'rcanvas.v1';
 export const HEADER_BYTES = 56;
 export const FRAME_MAGIC = 0x46434352;                 // bytes "RCCF" read as a little-endian u32
 export const CODEC_JPEG = 1;
 export const CODEC_PNG = 2;
+export const CODEC_H264 = 3;
+export const CODEC_VP8 = 4;
+export const CODEC_VP9 = 5;
+export const CODEC_AV1 = 6;
+export const CODEC_WEBP = 7;
 export const FLAG_LOSSLESS = 1;
 export const FLAG_LAST = 2;
 export const FLAG_REFINEMENT = 4;
+export const FLAG_KEYFRAME = 8;
 
-export const CODECS = { [CODEC_JPEG]: ['jpeg', 'image/jpeg'], [CODEC_PNG]: ['png', 'image/png'] };
+/** Header codec id -> [name, MIME type of an image codec (null for video)]. */
+export const CODECS = {
+  [CODEC_JPEG]: ['jpeg', 'image/jpeg'], [CODEC_PNG]: ['png', 'image/png'], [CODEC_WEBP]: ['webp', 'image/webp'],
+  [CODEC_H264]: ['h264', null], [CODEC_VP8]: ['vp8', null], [CODEC_VP9]: ['vp9', null], [CODEC_AV1]: ['av1', null],
+};
+export const VIDEO_CODECS = ['h264', 'vp9', 'vp8', 'av1'];
+export const IMAGE_CODECS = ['jpeg', 'png', 'webp'];       // createImageBitmap decodes them in any browser context
+/** The order of `codecs=` in the upgrade URL: what this client would rather get first. */
+export const CODEC_PREFERENCE = [...VIDEO_CODECS, ...IMAGE_CODECS];
+/** WebCodecs codec strings asked of VideoDecoder.isConfigSupported() before connecting, per video codec, lowest
+ *  first: H.264 constrained baseline at levels 4.0 (1080p), 4.2, 5.1 (4K); VP9 profile 0 level 1, 8 bit; VP8; AV1
+ *  main profile level 3.0, 8 bit. A codec is offered when its first string is supported. */
+export const VIDEO_PROBE_STRINGS = {
+  h264: ['avc1.42E028', 'avc1.42E02A', 'avc1.42E033'],
+  vp9: ['vp09.00.10.08'],
+  vp8: ['vp8'],
+  av1: ['av01.0.04M.08'],
+};
+/** What the rcanvas encoders are fed and signal (docs/protocol.md, hello `color`): BT.601, limited range. */
+export const DEFAULT_VIDEO_COLOR = { primaries: 'smpte170m', transfer: 'smpte170m', matrix: 'smpte170m', full_range: false };
 export const MAX_COORD = 1e6;                 // |x|, |y|, |dx|, |dy| limit of the protocol
 export const MAX_STRING_BYTES = 31;           // key and data limit
 export const MAX_TOUCHES = 10;                // list/object entry limit
@@ -33,7 +60,7 @@ export function parseFrameHeader(buffer) {
     rtt_us: u32(48), payload_bytes: u32(52),
   };
   if (h.magic !== FRAME_MAGIC) throw new Error(`bad magic 0x${h.magic.toString(16)}`);
-  if (h.version !== PROTOCOL_VERSION) throw new Error(`unsupported version ${h.version}`);
+  if (!HEADER_VERSIONS.includes(h.version)) throw new Error(`unsupported version ${h.version}`);
   if (!CODECS[h.codec]) throw new Error(`unknown codec ${h.codec}`);
   if (h.payload_bytes !== bytes.byteLength - HEADER_BYTES) {
     throw new Error(`payload_bytes ${h.payload_bytes} != message length ${bytes.byteLength} - ${HEADER_BYTES}`);
@@ -49,10 +76,12 @@ export function parseFrameHeader(buffer) {
   h.lossless = (h.flags & FLAG_LOSSLESS) !== 0;
   h.last = (h.flags & FLAG_LAST) !== 0;
   h.refinement = (h.flags & FLAG_REFINEMENT) !== 0;
+  h.video = h.mime === null;
+  h.keyframe = !h.video || (h.flags & FLAG_KEYFRAME) !== 0;   // an image tile is always decodable alone
   return h;
 }
 
-/** The tile's encoded bytes (a complete JPEG or PNG file), a view into the message without a copy. */
+/** The tile's encoded bytes (a complete image file, or one video packet), a view into the message without a copy. */
 export function tilePayload(buffer, header) {
   const bytes = ArrayBuffer.isView(buffer) ? buffer : new Uint8Array(buffer);
   return new Uint8Array(bytes.buffer, bytes.byteOffset + HEADER_BYTES, header.payload_bytes);
@@ -62,6 +91,10 @@ export function tilePayload(buffer, header) {
 
 /** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
 export const ackMessage = (seq) => ({ type: 'ack', seq });
+
+/** Asks the server for a keyframe: sent after the video decoder was reset (an error, or a stream that did not start
+ *  with a keyframe); packets until the keyframe are dropped (and acked). */
+export const keyframeMessage = () => ({ type: 'keyframe' });
 
 /** Whether the view can be seen (on screen, page not hidden); the server sends no frames to a hidden viewer. */
 export const visibilityMessage = (visible) => ({ type: 'visibility', visible: !!visible });
@@ -150,6 +183,15 @@ export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.searc
   return `${scheme}//${loc.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
 }
 
+/** The upgrade URL with the codecs this client decodes, in its order of preference (protocol 2 negotiation):
+ *  …/ws?token=T&codecs=h264,vp9,vp8,jpeg,png,webp. Known names only, at most 16; a version 1 server ignores it. */
+export function withCodecs(url, codecs) {
+  const list = (codecs || []).filter((c) => CODEC_PREFERENCE.includes(c)).slice(0, 16);
+  const base = url.replace(/([?&])codecs=[^&]*(&|$)/, (m, a, b) => (b ? a : '')).replace(/[?&]$/, '');
+  if (!list.length) return base;
+  return `${base}${base.includes('?') ? '&' : '?'}codecs=${list.join(',')}`;
+}
+
 /** URL of the page of the same canvas with the same token: asked after a WebSocket attempt that never opened, its
  *  status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the upgrade was refused. */
 export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token')) {
@@ -194,5 +236,19 @@ export function encoderLabel(codec, refinement, encoder) {
   if (!codec) return '–';
   if (refinement) return `${codec} (lossless refinement)`;
   if (codec === 'jpeg' && encoder === 'jpeg-gpu') return 'jpeg (gpu)';
+  if (VIDEO_CODECS.includes(codec)) return `${codec} (webcodecs)`;
   return codec;
+}
+
+/** WebCodecs VideoColorSpaceInit of a hello's `color` ({primaries, transfer, matrix, full_range}); the rcanvas
+ *  default (BT.601 limited) when the hello has none. */
+export function videoColorSpace(color) {
+  const c = color && typeof color === 'object' ? color : DEFAULT_VIDEO_COLOR;
+  const d = DEFAULT_VIDEO_COLOR;
+  return {
+    primaries: typeof c.primaries === 'string' ? c.primaries : d.primaries,
+    transfer: typeof c.transfer === 'string' ? c.transfer : d.transfer,
+    matrix: typeof c.matrix === 'string' ? c.matrix : d.matrix,
+    fullRange: typeof c.full_range === 'boolean' ? c.full_range : d.full_range,
+  };
 }

@@ -4,9 +4,10 @@
 // first view of any page), as tests and tools expect.
 //
 // The client is a set of ES modules under /client/ (no build step, no dependencies):
-//   protocol.js    wire format: tile header, client messages, URLs, renderview field helpers
+//   protocol.js    wire format (versions 1 and 2): tile header, client messages, URLs, renderview field helpers
 //   connection.js  the WebSocket of a view: states, backoff, the token probe
-//   decoder.js     tile decoders per codec (createImageBitmap today; a WebCodecs one can be registered)
+//   decoder.js     tile decoders per codec (createImageBitmap for images, WebCodecs VideoDecoder for video) and
+//                  the codecs this browser decodes (negotiation)
 //   input.js       pointer, wheel, keys, text → renderview events; the focus and wheel rules
 //   stats.js       figures, the F2 overlay and its hint
 //   view.js        RCanvasView: one canvas in a page, as many per page as wanted
@@ -18,7 +19,7 @@ import { RCanvasView } from './view.js';
 
 export * from './protocol.js';
 export { isBrowserShortcut, EventQueue, Input } from './input.js';
-export { createDecoder, registerDecoder } from './decoder.js';
+export { createDecoder, registerDecoder, videoSupport, openVideoFrames } from './decoder.js';
 export { Stats, formatStats } from './stats.js';
 export { RCanvasView };
 

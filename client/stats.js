@@ -1,11 +1,59 @@
-// stats.js: what a view measures (frames shown, fps, bytes, round trips, decode errors…) and its overlay: F2 or
-// ?stats=1 shows it, and a "F2: stats" hint in the view's badge after the first connect.
+// stats.js: what a view measures (frames shown, fps, bytes, Mbit/s, round trips, where the client's time goes per
+// frame, decode errors…) and its overlay: F2 or ?stats=1 shows it, and a "F2: stats" hint in the view's badge after
+// the first connect.
 import { encoderLabel, FLAG_REFINEMENT } from './protocol.js';
 
 const LATENCIES_KEPT = 10000;
 const BYTES_WINDOW = 30;               // frames averaged for kB/frame
 const HINT_MS = 4000;                  // how long "F2: stats" stays after the first connect
 const RENDER_MS = 250;
+const STAGES_KEPT = 120;               // frames whose stage times make the medians
+const RATE_KEPT = 1024;                // messages remembered for Mbit/s (over the last second)
+
+/** A fixed ring of the last n numbers (no allocation per value); p(q) is a quantile of them. */
+class Ring {
+  constructor(n) { this.v = new Float64Array(n); this.count = 0; }
+  push(x) { this.v[this.count++ % this.v.length] = x; }
+  p(q) {
+    const n = Math.min(this.count, this.v.length);
+    if (!n) return null;
+    const s = this.v.slice(0, n).sort();
+    return s[Math.min(n - 1, Math.floor(q * n))];
+  }
+}
+
+/**
+ * Where the client's time goes, per frame drawn, from the arrival of its first message (performance.now() in
+ * onmessage): decode (arrival → the last tile decoded, i.e. the VideoFrame output or createImageBitmap done), draw
+ * (decoded → drawn: the wait in the present chain plus the drawImage calls; drawCall alone is the drawImage time),
+ * present (drawn → after the next rendering update: requestAnimationFrame, then a task after it, so the canvas has
+ * been handed to the compositor; measured for one frame at a time), and total (arrival → drawn).
+ */
+export class StageTimes {
+  constructor() {
+    this.decode = new Ring(STAGES_KEPT);
+    this.draw = new Ring(STAGES_KEPT);
+    this.drawCall = new Ring(STAGES_KEPT);
+    this.present = new Ring(STAGES_KEPT);
+    this.total = new Ring(STAGES_KEPT);
+  }
+
+  frame(arrived, decoded, drawStart, drawn) {
+    this.decode.push(decoded - arrived);
+    this.draw.push(drawn - decoded);
+    this.drawCall.push(drawn - drawStart);
+    this.total.push(drawn - arrived);
+  }
+
+  snapshot() {
+    const r = (x) => (x === null ? null : Math.round(x * 100) / 100);
+    return {
+      decodeMs: r(this.decode.p(0.5)), drawMs: r(this.draw.p(0.5)), drawCallMs: r(this.drawCall.p(0.5)),
+      presentMs: r(this.present.p(0.5)), clientMs: r(this.total.p(0.5)),
+      decodeMsP95: r(this.decode.p(0.95)), clientMsP95: r(this.total.p(0.95)),
+    };
+  }
+}
 
 /** The figures of one view. The view calls frameDrawn() and counts the rest itself. */
 export class Stats {
@@ -19,6 +67,30 @@ export class Stats {
     this.frameBytes = [];              // bytes of the last BYTES_WINDOW frames
     this.lat = new Float64Array(LATENCIES_KEPT);
     this.latCount = 0;
+    this.stages = new StageTimes();
+    this.rateT = new Float64Array(RATE_KEPT);   // arrival time and size of the last RATE_KEPT messages
+    this.rateB = new Float64Array(RATE_KEPT);
+    this.rateN = 0;
+  }
+
+  /** A binary message of `bytes` arrived at time t (performance.now()). */
+  received(bytes, t) {
+    this.counters.bytesReceived += bytes;
+    const i = this.rateN++ % RATE_KEPT;
+    this.rateT[i] = t;
+    this.rateB[i] = bytes;
+  }
+
+  /** Mbit/s received over the last second. */
+  mbps() {
+    const cutoff = performance.now() - 1000;
+    let bytes = 0;
+    for (let k = 1; k <= Math.min(this.rateN, RATE_KEPT); k++) {
+      const i = (this.rateN - k) % RATE_KEPT;
+      if (this.rateT[i] < cutoff) break;
+      bytes += this.rateB[i];
+    }
+    return (bytes * 8) / 1e6;
   }
 
   /** A frame was drawn: f = {seq, flags, codec, frameWidth, frameHeight, tiles, bytes, rttUs}. */
@@ -50,7 +122,8 @@ export class Stats {
   snapshot(extra = {}) {
     const fb = this.frameBytes;
     const kB = fb.length ? fb.reduce((a, b) => a + b, 0) / fb.length / 1000 : 0;
-    return { ...this.counters, fps: this.fps(), kBPerFrame: kB, tilesPerFrame: this.counters.tiles, ...extra };
+    return { ...this.counters, fps: this.fps(), kBPerFrame: kB, tilesPerFrame: this.counters.tiles,
+             mbps: Math.round(this.mbps() * 1000) / 1000, ...this.stages.snapshot(), ...extra };
   }
 
   /** The round trips (ms) of the frames drawn, oldest first (the last LATENCIES_KEPT). */
@@ -67,10 +140,13 @@ export class Stats {
 export function formatStats(s) {
   const rtt = s.latencyMs === null ? '–' : s.latencyMs.toFixed(1);
   const codec = s.encoder || '–';
-  return `${String(s.fps).padStart(3)} fps   rtt ${rtt} ms\n` +
-    `${s.kBPerFrame.toFixed(1)} kB/frame   ${codec}\n` +
+  const ms = (x) => (x === null || x === undefined ? '–' : x.toFixed(1));
+  return `${String(s.fps).padStart(3)} fps   rtt ${rtt} ms   ${(s.mbps ?? 0).toFixed(2)} Mbit/s\n` +
+    `${codec}   ${s.kBPerFrame.toFixed(1)} kB/frame\n` +
+    `decode ${ms(s.decodeMs)}  draw ${ms(s.drawMs)}  present ${ms(s.presentMs)} ms\n` +
     `${s.frameWidth}×${s.frameHeight}   ${s.tilesPerFrame} tile${s.tilesPerFrame === 1 ? '' : 's'}\n` +
-    `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.active ? 'active' : 'passive') : 'offline'}`;
+    `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.active ? 'active' : 'passive') : 'offline'}` +
+    (s.videoOff ? `\nvideo off: ${s.videoOff}` : '');
 }
 
 /**

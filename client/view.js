@@ -9,19 +9,23 @@
 // destroy() removes all of them. Give the container a size: the view fills it, and its CSS size × devicePixelRatio
 // is what the app renders (resize events).
 //
-// Data path: the server's tiles arrive on the view's WebSocket -> each is decoded as it arrives (decoder.js) -> a
-// frame is drawn whole once all its tiles are decoded (no tearing), then acked (the server's flow control waits for
-// acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there). The view
+// Data path: before the first connect the view asks which codecs the browser decodes (decoder.js videoSupport():
+// WebCodecs video in a secure context, images always) and lists them in the upgrade URL (`codecs=`, protocol 2).
+// The server's tiles arrive on the view's WebSocket -> each is decoded as it arrives (decoder.js: createImageBitmap
+// for images; one WebCodecs VideoDecoder per video stream, packets in order) -> a frame is drawn whole once all its
+// tiles are decoded (no tearing; a video frame as soon as the decoder outputs it), with one drawImage per tile into
+// the 2D canvas, then acked (the server's flow control waits for acks). Input goes back as renderview events (input.js; the focus and wheel rules are written there). The view
 // tells the server whether it can be seen (IntersectionObserver and the page's visibilityState): a view scrolled
 // out of sight or in a hidden tab gets no frames. Connection states (connection.js) show as a badge, a banner and
 // a dimmed picture; root[data-state] carries the state.
 //
 // window.rcanvas is the first live view of the page: the handle that tests and tools use.
 import { Connection } from './connection.js';
-import { DecoderSet } from './decoder.js';
+import { DecoderSet, openVideoFrames, videoSupport } from './decoder.js';
 import { EventQueue, Input } from './input.js';
 import {
-  ackMessage, endpointsFrom, FLAG_REFINEMENT, nowSeconds, parseFrameHeader, tilePayload, visibilityMessage,
+  ackMessage, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader, tilePayload,
+  visibilityMessage, withCodecs,
 } from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
 
@@ -81,9 +85,16 @@ export class RCanvasView {
     this.cleanups = [];                // run by destroy(), last first
 
     this.buildDom(container);
-    this.viewer = { id: null, active: false, title: this.doc.title, encoder: '' };
+    this.viewer = { id: null, active: false, title: this.doc.title, encoder: '', codec: '', codecString: '',
+                    color: null, protocol: null };
+    this.support = null;               // what the browser decodes (videoSupport()), known before the first connect
     this.stats_ = new Stats();
-    this.decoders = new DecoderSet();
+    this.decoders = new DecoderSet((codec) => ({
+      codecString: codec === this.viewer.codec ? this.viewer.codecString : '',
+      color: this.viewer.color,
+      onKeyframeNeeded: () => this.conn.send(keyframeMessage()),
+    }));
+    this.presentProbe = this.makePresentProbe();
     this.assembling = null;            // the frame whose tiles are arriving
     this.presentChain = Promise.resolve();
     this.cssWidth = 0;
@@ -130,7 +141,13 @@ export class RCanvasView {
       if (free && (this.win.top === this.win || this.doc.hasFocus())) this.input.focus();
     }
     this.onState('connecting', {});
-    this.conn.connect();
+    // the codecs this browser decodes go into the upgrade URL: asked once per page, before the first connect
+    videoSupport(this.win).then((support) => {
+      if (this.destroyed) return;
+      this.support = support;
+      this.url = this.conn.socketUrl = withCodecs(ep.socket, support.codecs);
+      if (!this.conn.ws && !this.conn.stopped) this.conn.connect();
+    });
   }
 
   /** The views of this page that are not destroyed, oldest first. */
@@ -156,6 +173,10 @@ export class RCanvasView {
       connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, title: v.title,
       url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName, visible: this.visible,
       canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
+      protocol: this.viewer.protocol, codecString: this.viewer.codecString || null,
+      codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
+      videoStrings: this.support ? this.support.strings : null,
+      openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(),
     });
   }
 
@@ -273,8 +294,11 @@ export class RCanvasView {
     this.viewer = {
       id: msg.viewer_id ?? null, active: !!msg.active, title: String(msg.title ?? this.doc.title),
       width: msg.width, height: msg.height, pixelRatio: msg.pixel_ratio, canvas: msg.canvas,
-      codecs: msg.codecs, codec: msg.codec, maxInFlight: msg.max_in_flight,
+      codecs: msg.codecs, codec: typeof msg.codec === 'string' ? msg.codec : '', maxInFlight: msg.max_in_flight,
       encoder: typeof msg.encoder === 'string' ? msg.encoder : '',
+      protocol: msg.protocol ?? null,
+      codecString: typeof msg.codec_string === 'string' ? msg.codec_string : '',   // protocol 2, video codecs
+      color: msg.color && typeof msg.color === 'object' ? msg.color : null,
     };
     this.decoders.reset();                      // a new stream
     this.setTitle(this.viewer.title);
@@ -291,6 +315,12 @@ export class RCanvasView {
         break;
       case 'encoder':                            // the codec changed, or a GPU encoder came or went
         this.viewer.encoder = typeof msg.encoder === 'string' ? msg.encoder : '';
+        if (typeof msg.codec === 'string') {     // a new video stream comes with its own parameters
+          this.viewer.codec = msg.codec;
+          this.viewer.codecString = typeof msg.codec_string === 'string' ? msg.codec_string : '';
+          if (msg.color && typeof msg.color === 'object') this.viewer.color = msg.color;
+          this.decoders.reset();
+        }
         break;
       case 'role':
         this.viewer.active = !!msg.active;
@@ -304,6 +334,7 @@ export class RCanvasView {
   // ---- frames ---------------------------------------------------------------------------------------------
 
   onBinary(socket, buf) {
+    const arrived = performance.now();
     const stats = this.stats_.counters;
     let h;
     try { h = parseFrameHeader(buf); } catch (err) {
@@ -311,7 +342,7 @@ export class RCanvasView {
       console.warn('rcanvas: dropping binary message:', err.message);
       return;
     }
-    stats.bytesReceived += buf.byteLength;
+    this.stats_.received(buf.byteLength, arrived);
     stats.latencyMs = h.rtt_us > 0 ? h.rtt_us / 1000 : null;
     if (this.assembling && (h.seq !== this.assembling.seq || h.tile_index === 0)) {
       // a frame without its last tile (one was dropped): ack it undrawn so flow control does not stall
@@ -322,14 +353,15 @@ export class RCanvasView {
     }
     if (!this.assembling) {
       this.assembling = { socket, seq: h.seq, flags: h.flags, codec: h.codec_name, frameWidth: h.frame_width,
-                          frameHeight: h.frame_height, tileCount: h.tile_count, rttUs: 0, bytes: 0, tiles: [] };
+                          frameHeight: h.frame_height, tileCount: h.tile_count, rttUs: 0, bytes: 0, tiles: [],
+                          arrived };
     }
     const f = this.assembling;
     let drawable;
     try {
       drawable = this.decoders.get(h.codec_name).decode({
         codec: h.codec_name, mime: h.mime, seq: h.seq, index: h.tile_index, refinement: (h.flags & FLAG_REFINEMENT) !== 0,
-        x: h.x, y: h.y, w: h.w, h: h.h, data: tilePayload(buf, h),
+        keyframe: h.keyframe, x: h.x, y: h.y, w: h.w, h: h.h, data: tilePayload(buf, h),
       });
     } catch (err) {
       drawable = Promise.reject(err);
@@ -349,12 +381,13 @@ export class RCanvasView {
     }
   }
 
-  // Frames are drawn and acked strictly in arrival order; their tiles decode in parallel meanwhile.
+  // Frames are drawn and acked strictly in arrival order; their tiles decode in parallel meanwhile. A frame none of
+  // whose tiles gave a picture (decode errors, video packets dropped until a keyframe) is acked undrawn.
   present(f) {
     this.presentChain = this.presentChain.then(async () => {
       const drawables = await Promise.all(f.tiles.map((t) => t.drawable));
       try {
-        if (!f.incomplete && !this.destroyed) this.drawFrame(f, drawables);
+        if (!f.incomplete && !this.destroyed && drawables.some((d) => d)) this.drawFrame(f, drawables);
       } catch (err) {
         console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
       } finally {
@@ -365,6 +398,7 @@ export class RCanvasView {
   }
 
   drawFrame(f, drawables) {
+    const drawStart = performance.now();
     const ctx = this.ctx;
     const cw = this.canvas.width, ch = this.canvas.height;
     const sx = cw / f.frameWidth, sy = ch / f.frameHeight;
@@ -381,7 +415,34 @@ export class RCanvasView {
         ctx.drawImage(d.image, x0, y0, x1 - x0, y1 - y0);
       }
     });
+    const drawn = performance.now();
+    let decoded = f.arrived;
+    for (const d of drawables) if (d && d.decodedAt > decoded) decoded = d.decodedAt;
+    this.stats_.stages.frame(f.arrived, decoded, drawStart, drawn);
+    this.presentProbe(drawn);
     this.stats_.frameDrawn(f, this.viewer.encoder);
+  }
+
+  /** presentProbe(drawnAt): when the frame just drawn has gone through the next rendering update
+   *  (requestAnimationFrame, then a task queued from it runs after the update), the time since drawnAt is a
+   *  present time; one measurement at a time, nothing allocated per frame. */
+  makePresentProbe() {
+    const win = this.win;
+    const channel = new win.MessageChannel();
+    let busy = false;
+    let drawnAt = 0;
+    channel.port1.onmessage = () => {
+      busy = false;
+      this.stats_.stages.present.push(performance.now() - drawnAt);
+    };
+    const afterFrame = () => channel.port2.postMessage(0);
+    this.cleanups.push(() => channel.port1.close());
+    return (t) => {
+      if (busy || this.destroyed) return;
+      busy = true;
+      drawnAt = t;
+      win.requestAnimationFrame(afterFrame);
+    };
   }
 
   // ---- size -----------------------------------------------------------------------------------------------
