@@ -19,6 +19,7 @@
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "test.h"
+#include "vk_icd.h"
 
 static rc_gpu_jpeg *g_enc;
 
@@ -280,6 +281,7 @@ static void log_stderr(void *u, rcanvas_log_level l, const char *m) {
 
 int main(void) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
+    test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
     vc.validation = 1;

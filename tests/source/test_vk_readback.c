@@ -20,6 +20,7 @@
 #include "source/vk_readback.h"
 #include "stream/canvas.h"
 #include "test.h"
+#include "vk_icd.h"
 
 static rcanvas_vk *g_vk;
 static VkDevice g_dev;
@@ -429,6 +430,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
 }
 
 int main(void) {
+    test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     rcanvas_server_config sc;
     rcanvas_server_config_init(&sc);
     sc.port = 0;
