@@ -92,12 +92,18 @@ static void ref_block(const uint8_t *px, uint32_t w, uint32_t h, int comp, int s
                       : comp == 1 ? -0.168735892 * r - 0.331264108 * g + 0.5 * b
                                   : 0.5 * r - 0.418687589 * g - 0.081312411 * b;
         }
+    static double c[8][8]; /* c[u][x] = cos((2x + 1)uπ/16): the same doubles as calling cos() in the loop */
+    static int c_ready;
+    if (!c_ready) {
+        for (int u = 0; u < 8; u++)
+            for (int x = 0; x < 8; x++) c[u][x] = cos((2 * x + 1) * u * M_PI / 16);
+        c_ready = 1;
+    }
     for (int v = 0; v < 8; v++)
         for (int u = 0; u < 8; u++) {
             double sum = 0;
             for (int y = 0; y < 8; y++)
-                for (int x = 0; x < 8; x++)
-                    sum += s[y][x] * cos((2 * x + 1) * u * M_PI / 16) * cos((2 * y + 1) * v * M_PI / 16);
+                for (int x = 0; x < 8; x++) sum += s[y][x] * c[u][x] * c[v][y];
             double cu = u ? 1 : M_SQRT1_2, cv = v ? 1 : M_SQRT1_2;
             out[v * 8 + u] = 0.25 * cu * cv * sum / q[v * 8 + u];
         }
