@@ -10,6 +10,11 @@ PORT ?= 8080
 DEMO_ARGS ?=
 FRAMES ?= $(abspath ../shared/frames)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# No "Entering/Leaving directory" lines from CMake's nested makes (28 of the 45 lines of a no-op make build);
+# the flag travels to them through MAKEFLAGS.
+MAKEFLAGS += --no-print-directory
+# Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
+CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
 .PHONY: all deps build build-asan demo test test-c test-asan test-browser bench bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
 
@@ -26,16 +31,20 @@ deps:
 	fi
 
 build: deps
-	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
+	$(CONFIGURE)
 	cmake --build build -j $(JOBS)
 
 build-asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRCANVAS_SANITIZE=ON -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 
-# Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it.
-demo: build
-	./build/rcanvas-demo --port $(PORT) $(DEMO_ARGS)
+# Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it. Builds only the library
+# and the demo, without echoing commands, so that the URL is not lost in build output (compiler warnings and
+# errors still show; an up-to-date tree prints two "Built target" lines).
+demo: deps
+	@$(CONFIGURE)
+	@cmake --build build -j $(JOBS) --target rcanvas-demo
+	@./build/rcanvas-demo --port $(PORT) $(DEMO_ARGS)
 
 tests/browser/node_modules: tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && npm ci --no-audit --no-fund

@@ -6,6 +6,7 @@
  *   bench-encode [--runs N] [--threads T] [--quality Q] [DIR]    (DIR defaults to $RCANVAS_FRAMES_DIR)
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "core/util.h"
 #include "encode/frame_encode.h"
+#include "cli.h"
 #include "imageio.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -48,23 +50,43 @@ fail:
     return -1;
 }
 
+#define PROG "bench-encode"
+static const char USAGE[] =
+    "usage: bench-encode [options] [DIR]\n"
+    "  DIR                  directory of PNG frames (default: $RCANVAS_FRAMES_DIR)\n"
+    "  --runs N             timed runs per frame and codec, 1-100000 (default 21)\n"
+    "  --threads T          encoder threads, 0-256 (default 0: all cores)\n"
+    "  --quality Q          JPEG quality 1-100 (default 85)\n"
+    "  --help               print this and exit\n";
+
 int main(int argc, char **argv) {
     int runs = 21, threads = 0, quality = 85;
-    const char *dir = getenv("RCANVAS_FRAMES_DIR");
+    const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quality") && i + 1 < argc) quality = atoi(argv[++i]);
-        else dir = argv[i];
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--runs")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100000, &runs)) return CLI_USAGE;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &threads)) return CLI_USAGE;
+        } else if (!strcmp(a, "--quality")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &quality)) return CLI_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_error(PROG, "%s: unknown option", a);
+        } else if (dir) {
+            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
+        } else {
+            dir = a;
+        }
     }
-    if (!dir || runs < 1 || quality < 1 || quality > 100) {
-        fprintf(stderr, "usage: bench-encode [--runs N] [--threads T] [--quality Q] DIR\n");
-        return 2;
-    }
+    if (!dir) dir = getenv("RCANVAS_FRAMES_DIR");
+    if (!dir || !*dir) return cli_error(PROG, "missing DIR: the directory of PNG frames (or set RCANVAS_FRAMES_DIR)");
     if (!threads) threads = rc_cpu_count();
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "bench-encode: cannot open %s\n", dir);
+        fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
         return 1;
     }
     char *names[64];

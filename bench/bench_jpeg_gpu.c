@@ -8,12 +8,14 @@
 #include <vulkan/vulkan.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
 
 #include "encode/gpu/jpeg_gpu.h"
+#include "cli.h"
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "vk_util.h"
@@ -27,16 +29,36 @@ static double median(double *v, int n) {
     return v[n / 2];
 }
 
+#define PROG "bench-jpeg-gpu"
+static const char USAGE[] =
+    "usage: bench-jpeg-gpu [options] DIR\n"
+    "  DIR                  directory of PNG frames (*-1920x1080.png, *-3840x2160.png)\n"
+    "  --frames N           timed frames per setting, 5-1000000 (default 200)\n"
+    "  --help               print this and exit\n";
+
 int main(int argc, char **argv) {
     int frames = 200;
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames = atoi(argv[++i]);
-        else dir = argv[i];
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--frames")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 5, 1000000, &frames)) return CLI_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_error(PROG, "%s: unknown option", a);
+        } else if (dir) {
+            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
+        } else {
+            dir = a;
+        }
     }
-    if (!dir || frames < 5) {
-        fprintf(stderr, "usage: bench-jpeg-gpu [--frames N] DIR\n");
-        return 2;
+    if (!dir) return cli_error(PROG, "missing DIR: the directory of *-1920x1080.png and *-3840x2160.png frames");
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
+        return 1;
     }
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
@@ -53,7 +75,6 @@ int main(int argc, char **argv) {
     printf("# device: %s\n", props.deviceName);
     printf("| frame | q | subsampling | copy | DCT+quant | Huffman | scan | pack | GPU total ms | whole path ms (wall) | bytes | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    DIR *d = opendir(dir);
     struct dirent *de;
     double *wall = malloc(sizeof(double) * (size_t)frames), *gpu = malloc(sizeof(double) * (size_t)frames),
            *st[5];
@@ -61,7 +82,7 @@ int main(int argc, char **argv) {
     tjhandle tj = tjInitCompress();
     char *names[64];
     int nn = 0;
-    while (d && (de = readdir(d)) && nn < 64)
+    while ((de = readdir(d)) && nn < 64)
         if (strstr(de->d_name, ".png")) names[nn++] = strdup(de->d_name);
     for (int f = 0; f < nn; f++) {
         char path[4096], err[256];
@@ -122,7 +143,7 @@ int main(int argc, char **argv) {
         vkFreeMemory(dev, mem, NULL);
         free(px);
     }
-    if (d) closedir(d);
+    closedir(d);
     tjDestroy(tj);
     rc_gpu_jpeg_free(enc);
     rcanvas_vk_free(vk);

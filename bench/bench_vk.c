@@ -13,6 +13,7 @@
  */
 #include <vulkan/vulkan.h>
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "core/pool.h"
 #include "encode/frame_encode.h"
+#include "cli.h"
 #include "imageio.h"
 #include "source/vk_readback.h"
 #include "vk_util.h"
@@ -92,39 +94,81 @@ static void deliver(void *user, const rc_image *img, void (*release)(void *), vo
     rc_encode_submit(sk->pool, &j->task);
 }
 
+#define PROG "bench-vk"
+
 static int load(const char *dir, const char *name, uint8_t **px, uint32_t *w, uint32_t *h) {
     char path[4096], err[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (rc_image_load(path, px, w, h, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, PROG ": %s\n", err);
         return -1;
     }
     return 0;
+}
+
+#define DEPTHS_RULE "1 to 16 ring depths from 1 to 16, separated by commas"
+static const char USAGE[] =
+    "usage: bench-vk [options] DIR\n"
+    "  DIR                  directory of 1920x1080 and 3840x2160 PNG frames (heatmap-* used)\n"
+    "  --frames N           timed frames per run, 10-1000000 (default 300)\n"
+    "  --threads T          encoder threads, 0-256 (default 0: all cores)\n"
+    "  --depths D,D,...     ring depths to measure, each 1-16 (default 1,2,3,4)\n"
+    "  --json FILE          also write the figures as JSON to FILE\n"
+    "  --help               print this and exit\n";
+
+/* "1,2,4" → depths (each 1..16, at most 16 of them). 0 or -1. */
+static int parse_depths(const char *s, int *depths, int *nd) {
+    char buf[256];
+    if (!*s || strlen(s) >= sizeof buf) return -1;
+    memcpy(buf, s, strlen(s) + 1);
+    *nd = 0;
+    for (char *tok = buf, *comma;; tok = comma + 1) {
+        comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
+        long d;
+        if (*nd == 16 || cli_parse_long(tok, 1, 16, &d)) return -1;
+        depths[(*nd)++] = (int)d;
+        if (!comma) return 0;
+    }
 }
 
 int main(int argc, char **argv) {
     int frames = 300, threads = 0;
     const char *dir = NULL, *json = NULL, *depths_s = "1,2,3,4";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--depths") && i + 1 < argc) depths_s = argv[++i];
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-        else dir = argv[i];
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--frames")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 10, 1000000, &frames)) return CLI_USAGE;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &threads)) return CLI_USAGE;
+        } else if (!strcmp(a, "--depths")) {
+            if (!(depths_s = cli_value(argc, argv, &i))) return cli_missing(PROG, a, DEPTHS_RULE);
+        } else if (!strcmp(a, "--json")) {
+            if (!(json = cli_value(argc, argv, &i)) || !*json) return cli_missing(PROG, a, "a file to write");
+        } else if (a[0] == '-' && a[1]) {
+            return cli_error(PROG, "%s: unknown option", a);
+        } else if (dir) {
+            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
+        } else {
+            dir = a;
+        }
     }
-    if (!dir || frames < 10) {
-        fprintf(stderr, "usage: bench-vk [--frames N] [--threads T] [--depths 1,2,3,4] [--json FILE] DIR\n");
-        return 2;
-    }
-    if (!threads) threads = rc_cpu_count();
     int depths[16], nd = 0;
-    for (const char *p = depths_s; *p && nd < 16;) {
-        depths[nd++] = atoi(p);
-        while (*p && *p != ',') p++;
-        if (*p == ',') p++;
+    if (parse_depths(depths_s, depths, &nd)) {
+        char b[64];
+        return cli_error(PROG, "--depths %s: must be %s", cli_show(depths_s, b, sizeof b), DEPTHS_RULE);
     }
+    if (!dir) return cli_error(PROG, "missing DIR: the directory of 1920x1080 and 3840x2160 PNG frames");
+    if (!threads) threads = rc_cpu_count();
     const char *names[2] = {"heatmap-1920x1080.png", "heatmap-3840x2160.png"};
     FILE *js = json ? fopen(json, "w") : NULL;
+    if (json && !js) {
+        fprintf(stderr, PROG ": --json %s: %s\n", json, strerror(errno));
+        return 1;
+    }
     if (js) fprintf(js, "[\n");
     rc_pool *pool;
     if (rc_pool_new(threads, &pool)) return 1;

@@ -5,6 +5,10 @@
 // whole onto the full-window <canvas> once all its tiles are decoded, then acks it (the server's flow control
 // waits for acks). The other way, it sends pointer, wheel, key, char, resize and close events in the renderview
 // format. It reconnects by itself and exposes window.rcanvas (state, stats, latencies) for tests and tools.
+// Connection states (body[data-state], window.rcanvas.state): connecting, connected, disconnected (retrying with
+// backoff, picture dimmed, a banner), token-missing / token-rejected (the server answers 401 / 403: no retrying
+// until the person asks). A browser WebSocket cannot see the HTTP status of a refused upgrade, so after an attempt
+// that never opened the client asks the page URL of the same canvas with the same token (docs/protocol.md).
 // A plain ES module without dependencies; the pure helpers are exported for unit tests, and the client starts
 // only when a document exists.
 
@@ -26,6 +30,8 @@ const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 const POLICY_DELAY_MS = 10000;         // after a close for policy (1008) or auth (4001/4003) reasons
 const HELLO_TIMEOUT_MS = 10000;
+const PROBE_TIMEOUT_MS = 5000;         // the HTTP probe after a refused WebSocket
+const HINT_MS = 4000;                  // how long "F2: stats" stays after the first connect
 const LATENCIES_KEPT = 10000;
 const BYTES_WINDOW = 30;               // frames averaged for kB/frame
 
@@ -118,6 +124,31 @@ export function socketUrl(loc, canvasName) {
   return `${scheme}//${loc.host}${path}${token !== null ? '?token=' + encodeURIComponent(token) : ''}`;
 }
 
+/** URL of the page of the same canvas with the same token: asked after a WebSocket attempt that never opened, its
+ *  status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the upgrade was refused. */
+export function probeUrl(loc, canvasName) {
+  const path = canvasName ? `/c/${canvasName}` : '/';
+  const token = new URLSearchParams(loc.search).get('token');
+  return `${loc.protocol}//${loc.host}${path}${token !== null ? '?token=' + encodeURIComponent(token) : ''}`;
+}
+
+/** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down). */
+export function refusalFrom(status) {
+  if (status === 401) return { state: 'token-missing', retry: false };
+  if (status === 403) return { state: 'token-rejected', retry: false };
+  if (status === 404) return { state: 'disconnected', retry: true, why: 'the server has no such canvas' };
+  if (status === 0) return { state: 'disconnected', retry: true, why: 'the server does not answer' };
+  return { state: 'disconnected', retry: true, why: 'the server refused the connection' };
+}
+
+/** The stats overlay's name of the encoder of a frame: header codec, refinement flag, server's encoder name. */
+export function encoderLabel(codec, refinement, encoder) {
+  if (!codec) return '–';
+  if (refinement) return `${codec} (lossless refinement)`;
+  if (codec === 'jpeg' && encoder === 'jpeg-gpu') return 'jpeg (gpu)';
+  return codec;
+}
+
 /** Keys whose browser meaning must survive (reload, devtools, zoom, full screen): sent, but not prevented. */
 export function isBrowserShortcut(ev) {
   if (ev.key === 'F5' || ev.key === 'F11' || ev.key === 'F12') return true;
@@ -135,18 +166,43 @@ const sameList = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]
 // ---------------------------------------------------------------------------------------------------------
 // The client
 
+/** The banner of the disconnected and token states, for pages whose HTML lacks it (same markup as index.html). */
+function makeBanner(doc) {
+  const b = doc.body.appendChild(doc.createElement('div'));
+  b.id = 'rcanvas-banner';
+  b.className = 'rcanvas-banner';
+  b.hidden = true;
+  for (const [tag, cls] of [['p', 'title'], ['p', 'text'], ['p', 'detail'], ['button', 'retry']]) {
+    const e = b.appendChild(doc.createElement(tag));
+    e.className = `rcanvas-banner-${cls}`;
+  }
+  b.querySelector('.rcanvas-banner-title').setAttribute('role', 'alert');
+  b.querySelector('button').type = 'button';
+  return b;
+}
+
 function start() {
   const doc = document;
   const canvas = doc.getElementById('rcanvas-canvas') || doc.body.appendChild(doc.createElement('canvas'));
   const badge = doc.getElementById('rcanvas-status') || doc.body.appendChild(doc.createElement('div'));
   const statsEl = doc.getElementById('rcanvas-stats') || doc.body.appendChild(doc.createElement('pre'));
+  const banner = doc.getElementById('rcanvas-banner') || makeBanner(doc);
+  const bannerTitle = banner.querySelector('.rcanvas-banner-title');
+  const bannerText = banner.querySelector('.rcanvas-banner-text');
+  const bannerDetail = banner.querySelector('.rcanvas-banner-detail');
+  const retryButton = banner.querySelector('.rcanvas-banner-retry');
   canvas.tabIndex = 0;
   const ctx = canvas.getContext('2d', { alpha: false, desynchronized: true });
   const encoder = new TextEncoder();
-  const url = socketUrl(location, canvasNameFrom(doc.body.dataset.canvas, location.pathname));
+  const canvasName = canvasNameFrom(doc.body.dataset.canvas, location.pathname);
+  const url = socketUrl(location, canvasName);
+  const probe = probeUrl(location, canvasName);
 
   // connection state
   let ws = null;
+  let state = 'connecting';       // connecting, connected, disconnected, token-missing, token-rejected
+  let attempt = 0;                // counts connect() calls: late answers of an older attempt are ignored
+  let hintShown = false;
   let connected = false;          // between hello and close
   let everConnected = false;
   let failures = 0;               // consecutive failed attempts, for the backoff
@@ -160,7 +216,7 @@ function start() {
   let presentChain = Promise.resolve();
   const stats = {
     framesShown: 0, bytesReceived: 0, codec: '', refined: false, frameWidth: 0, frameHeight: 0, tiles: 0,
-    lastSeq: null, latencyMs: null, refinements: 0, decodeErrors: 0, droppedMessages: 0, reconnects: 0,
+    lastSeq: null, latencyMs: null, encoder: '', refinements: 0, decodeErrors: 0, droppedMessages: 0, reconnects: 0,
   };
   const drawTimes = [];           // performance.now() of frames drawn in the last second
   const frameBytes = [];          // bytes of the last BYTES_WINDOW frames
@@ -242,26 +298,92 @@ function start() {
 
   // ---- connection ---------------------------------------------------------------------------------------
 
-  function setBadge(text) {
+  function setBadge(text, hint = false) {
+    clearTimeout(hintTimer);
     badge.textContent = text;
     badge.hidden = !text;
+    badge.classList.toggle('rcanvas-hint', hint);
+    badge.classList.remove('rcanvas-fade');
   }
+
+  // "F2: stats", once, after the first connect: it fades away and never covers the picture for long.
+  let hintTimer = null;
+  function showStatsHint() {
+    if (hintShown || !statsEl.hidden) return;
+    hintShown = true;
+    setBadge('F2: stats', true);
+    hintTimer = setTimeout(() => {
+      badge.classList.add('rcanvas-fade');
+      hintTimer = setTimeout(() => setBadge(''), 1000);
+    }, HINT_MS);
+  }
+
+  // The first key or click on the canvas ends the hint at once: the person is at work, and a fading badge would
+  // change the picture under them (screenshots of a still scene included).
+  function dismissHint() {
+    if (badge.classList.contains('rcanvas-hint')) setBadge('');
+  }
+  canvas.addEventListener('keydown', dismissHint);
+  canvas.addEventListener('pointerdown', dismissHint);
+
+  /** Enters a connection state: body[data-state] (the CSS dims the picture), the banner, the badge. */
+  function setState(next, { text = '', detail = '' } = {}) {
+    state = next;
+    doc.body.dataset.state = next;
+    const titles = {
+      disconnected: everConnected ? 'Connection lost' : 'Cannot connect',
+      'token-rejected': 'Token rejected',
+      'token-missing': 'Token missing',
+    };
+    if (next === 'connecting' || next === 'connected') {
+      banner.hidden = true;
+      if (next === 'connecting') setBadge('connecting…');
+      else { setBadge(''); showStatsHint(); }
+      return;
+    }
+    setBadge('');
+    bannerTitle.textContent = titles[next];
+    if (next === 'token-rejected') {
+      text = 'Open the URL the server printed.';
+      detail = 'The server refuses this page\'s token; it may have restarted with a new one.';
+    } else if (next === 'token-missing') {
+      text = 'Open the URL the server printed.';
+      detail = 'This page\'s address has no ?token=….';
+    }
+    bannerText.textContent = text;
+    bannerDetail.textContent = detail;
+    bannerDetail.hidden = !detail;
+    retryButton.textContent = next === 'disconnected' ? 'Retry now' : 'Retry';
+    banner.hidden = false;
+  }
+
+  function retryNow() {
+    const old = ws;
+    if (old && old.readyState === WebSocket.CONNECTING) { ws = null; old.close(); }   // start over, not twice
+    failures = 0;
+    connect();
+  }
+  retryButton.addEventListener('click', retryNow);
 
   function connect() {
     clearTimeout(retryTimer);
     retryTimer = null;
-    setBadge(everConnected ? 'reconnecting…' : 'connecting…');
+    const mine = ++attempt;
+    if (state === 'disconnected') bannerText.textContent = 'Reconnecting…';
+    else if (state !== 'connecting') setState(everConnected ? 'disconnected' : 'connecting', { text: 'Reconnecting…' });
     let socket;
     try {
       socket = new WebSocket(url, SUBPROTOCOL);
     } catch (err) {
       console.error('rcanvas: cannot open WebSocket', url, err);
-      scheduleReconnect(null);
+      scheduleReconnect(null, 'cannot open a WebSocket');
       return;
     }
+    let opened = false;
     socket.binaryType = 'arraybuffer';
     ws = api.socket = socket;
     socket.onopen = () => {
+      opened = true;
       helloTimer = setTimeout(() => { if (socket === ws && !connected) socket.close(4000, 'no hello'); }, HELLO_TIMEOUT_MS);
     };
     socket.onmessage = (ev) => {
@@ -269,32 +391,55 @@ function start() {
       if (typeof ev.data === 'string') onText(ev.data);
       else onBinary(socket, ev.data);
     };
-    socket.onclose = (ev) => { if (socket === ws) onClose(ev); };
+    socket.onclose = (ev) => { if (socket === ws) onClose(ev, opened, mine); };
   }
 
-  function onClose(ev) {
+  function onClose(ev, opened, mine) {
     clearTimeout(helloTimer);
     connected = false;
     assembling = null;                           // the server forgets unacked frames of a closed socket
     pendingOrder = []; pendingMove = null; pendingWheel = null;
     if (unloading) return;
-    scheduleReconnect(ev);
+    if (opened) { scheduleReconnect(ev); return; }
+    // Refused or unreachable: the WebSocket API hides the HTTP status, so ask the page URL with the same token.
+    probeRefusal().then((status) => {
+      if (mine !== attempt || unloading) return;     // a retry or a page hide came first
+      const r = refusalFrom(status);
+      if (!r.retry) {
+        console.warn(`rcanvas: the server refuses this page's token (HTTP ${status}); not retrying`);
+        setState(r.state);
+        return;
+      }
+      scheduleReconnect(ev, r.why);
+    });
   }
 
-  function scheduleReconnect(ev) {
+  /** HTTP status of the canvas's page with our token; 0 when the server does not answer. */
+  async function probeRefusal() {
+    try {
+      const resp = await fetch(probe, { cache: 'no-store', credentials: 'same-origin',
+                                        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      resp.body?.cancel().catch(() => {});        // only the status matters
+      return resp.status;
+    } catch {
+      return 0;
+    }
+  }
+
+  function scheduleReconnect(ev, why = '') {
     let delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** failures);
     failures++;
-    let why = '';
     if (ev) {
       if ([1008, 4001, 4003].includes(ev.code)) delay = Math.max(delay, POLICY_DELAY_MS);
-      if (ev.reason) why = `closed: ${ev.reason} (${ev.code}) — `;
-      else if (ev.code !== 1005 && ev.code !== 1006) why = `closed (${ev.code}) — `;
+      if (ev.reason) why = `closed by the server: ${ev.reason} (${ev.code})`;
+      else if (!why && ev.code !== 1005 && ev.code !== 1006) why = `closed (${ev.code})`;
     }
     const due = performance.now() + delay;
+    setState('disconnected', { detail: why });
     const tick = () => {
       const left = due - performance.now();
       if (left <= 0) { connect(); return; }
-      setBadge(`${why}reconnecting in ${Math.ceil(left / 1000)} s…`);
+      bannerText.textContent = `Retrying in ${Math.ceil(left / 1000)} s…`;
       retryTimer = setTimeout(tick, Math.min(left, 250));
     };
     tick();
@@ -317,14 +462,18 @@ function start() {
           maxMessageBytes: msg.max_message_bytes > 0 ? msg.max_message_bytes : 4096,
           width: msg.width, height: msg.height, pixelRatio: msg.pixel_ratio, canvas: msg.canvas,
           codecs: msg.codecs, codec: msg.codec, maxInFlight: msg.max_in_flight,
+          encoder: typeof msg.encoder === 'string' ? msg.encoder : '',
         };
         setTitle(viewer.title);
-        setBadge('');
+        setState('connected');
         sendResize(true);
         break;
       case 'title':
         viewer.title = String(msg.title ?? '');
         setTitle(viewer.title);
+        break;
+      case 'encoder':                            // the codec changed, or a GPU encoder came or went
+        viewer.encoder = typeof msg.encoder === 'string' ? msg.encoder : '';
         break;
       case 'role':
         viewer.active = !!msg.active;
@@ -414,6 +563,7 @@ function start() {
     stats.framesShown++;
     stats.lastSeq = f.seq;
     stats.codec = f.codec;
+    stats.encoder = encoderLabel(f.codec, refined, viewer.encoder);
     stats.refined = refined;
     if (refined) stats.refinements++;
     stats.frameWidth = f.frameWidth;
@@ -602,7 +752,7 @@ function start() {
 
   function currentStats() {
     const kB = frameBytes.length ? frameBytes.reduce((a, b) => a + b, 0) / frameBytes.length / 1000 : 0;
-    return { ...stats, fps: fps(), kBPerFrame: kB, tilesPerFrame: stats.tiles, connected,
+    return { ...stats, fps: fps(), kBPerFrame: kB, tilesPerFrame: stats.tiles, connected, state,
              viewerId: viewer.id, active: viewer.active, title: viewer.title, url: url.replace(/token=[^&]*/, 'token=…'),
              canvasWidth: canvas.width, canvasHeight: canvas.height };
   }
@@ -610,7 +760,7 @@ function start() {
   function renderStats() {
     const s = currentStats();
     const rtt = s.latencyMs === null ? '–' : s.latencyMs.toFixed(1);
-    const codec = s.codec ? s.codec + (s.refined ? ' (refined)' : '') : '–';
+    const codec = s.encoder || '–';
     statsEl.textContent =
       `${String(s.fps).padStart(3)} fps   rtt ${rtt} ms\n` +
       `${s.kBPerFrame.toFixed(1)} kB/frame   ${codec}\n` +
@@ -620,6 +770,7 @@ function start() {
 
   function showStats(on) {
     statsEl.hidden = !on;
+    if (on) dismissHint();                       // the hint has done its job
     clearInterval(statsTimer);
     statsTimer = null;
     if (on) { renderStats(); statsTimer = setInterval(renderStats, 250); }
@@ -636,6 +787,8 @@ function start() {
   const api = {
     socket: null,
     get connected() { return connected; },
+    get state() { return state; },
+    retry: retryNow,
     stats: currentStats,
     latencies() {
       const n = Math.min(latencyCount, LATENCIES_KEPT);
@@ -650,6 +803,7 @@ function start() {
 
   if (new URLSearchParams(location.search).get('stats') === '1') showStats(true);
   canvas.focus({ preventScroll: true });
+  setState('connecting');
   connect();
 }
 

@@ -37,16 +37,18 @@ typedef enum rcanvas_error {
     RCANVAS_EPITCH = -4,       /* row pitch is smaller than width × bytes per pixel */
     RCANVAS_EFORMAT = -5,      /* unknown pixel format */
     RCANVAS_ENULL = -6,        /* NULL pixel pointer */
-    RCANVAS_ENET = -7,         /* the server could not listen (address in use, bad host) */
+    RCANVAS_ENET = -7,         /* the server could not listen (bad host, port not permitted; logged) */
     RCANVAS_ETHREAD = -8,      /* a thread could not be started */
     RCANVAS_ECODEC = -9,       /* an encoder (libturbojpeg, libspng) reported an error */
     RCANVAS_ECLOSED = -10,     /* the server or canvas is shutting down */
     RCANVAS_EEXIST = -11,      /* a canvas with that name exists already */
     RCANVAS_ENAME = -12,       /* canvas name not made of [A-Za-z0-9_-], or longer than 64 bytes */
     RCANVAS_EIO = -13,         /* reading or writing a file failed (tools) */
-    RCANVAS_EBUSY = -14,       /* every staging buffer of the readback ring is in use: the frame was not taken */
+    RCANVAS_EBUSY = -14,       /* every frame slot (or staging buffer of the readback ring) is in use: the frame
+                                  was not taken; present a later frame */
     RCANVAS_EDEVICE_LOST = -15,/* the Vulkan device was lost; the rcanvas_vk must be freed */
     RCANVAS_EVULKAN = -16,     /* another Vulkan error (out of device/host memory, unsupported device) */
+    RCANVAS_EADDRINUSE = -17,  /* the server could not listen: another socket has that host and port */
 } rcanvas_error;
 
 /* Returns a static English description of an rcanvas_error (or "unknown error"). Any thread. */
@@ -95,8 +97,10 @@ typedef struct rcanvas_server_config {
 void rcanvas_server_config_init(rcanvas_server_config *cfg);
 
 /* Creates a server, binds and listens, and starts its network thread and encoder threads.
- * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config), RCANVAS_ENET (cannot listen), RCANVAS_ENOMEM,
- * RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
+ * Returns RCANVAS_OK and *out, or RCANVAS_EINVAL (bad config; a refused token is logged with the rule),
+ * RCANVAS_EADDRINUSE (the port is taken on that host: another server listens there), RCANVAS_ENET (cannot listen
+ * for another reason, e.g. an address not of this machine or a port below 1024 without privilege; logged),
+ * RCANVAS_ENOMEM, RCANVAS_ETHREAD. Call from any thread; one server is independent of another. */
 int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out);
 
 /* Stops the network thread (closing every viewer with 1001 "going away") and the encoder threads, frees all
@@ -141,7 +145,8 @@ typedef struct rcanvas_canvas_config {
     uint32_t width, height;    /* initial logical size (CSS pixels) until a viewer reports its own; 640×480 */
     double pixel_ratio;        /* initial physical/logical ratio; default 1.0 */
     rcanvas_update_mode update_mode; /* default RCANVAS_UPDATE_ONDEMAND */
-    double max_fps;            /* cap for ONDEMAND and CONTINUOUS (frames/s); default 60 */
+    double max_fps;            /* cap for ONDEMAND and CONTINUOUS (frames/s, 0–1000); 0 = no cap: a draw is due
+                                  whenever flow control allows (as in FASTEST); default 60 */
     int max_in_flight;         /* frames sent to the active viewer and not yet acked before no draw is due; 2 */
     rcanvas_codec codec;       /* codec of live frames; default RCANVAS_CODEC_JPEG */
     int quality;               /* JPEG quality 1–100; default 85 */
@@ -201,7 +206,10 @@ typedef struct rcanvas_frame {
  * app may reuse its buffer at once; it never waits on the network or on an encoder. A newer frame replaces one
  * that has not started encoding. Any thread, but at most one thread at a time per canvas.
  * Errors (nothing is changed): RCANVAS_EINVAL (NULL canvas/frame), RCANVAS_ENULL, RCANVAS_EFRAME_SIZE,
- * RCANVAS_EPITCH, RCANVAS_EFORMAT, RCANVAS_ENOMEM, RCANVAS_ECLOSED. */
+ * RCANVAS_EPITCH, RCANVAS_EFORMAT, RCANVAS_ENOMEM, RCANVAS_ECLOSED, RCANVAS_EBUSY (all frame slots taken: the
+ * canvas keeps 5 — one being filled, one pending, one encoding, the newest encoded and one being refined — so
+ * this happens only when several threads present on one canvas at once, which the threading rule forbids; the
+ * same code as rcanvas_present_vk() when its ring is full). */
 int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */

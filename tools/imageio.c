@@ -3,6 +3,7 @@
  */
 #include "imageio.h"
 
+#include <errno.h>
 #include <math.h>
 #include <spng.h>
 #include <stdio.h>
@@ -133,7 +134,7 @@ int rc_image_load(const char *path, uint8_t **rgba, uint32_t *width, uint32_t *h
     uint8_t *d = NULL;
     size_t n = 0;
     if (rc_read_file(path, &d, &n)) {
-        snprintf(err, errcap, "cannot read %s", path);
+        snprintf(err, errcap, "%s: cannot read it (%s)", path, strerror(errno));
         return -1;
     }
     int r;
@@ -141,9 +142,14 @@ int rc_image_load(const char *path, uint8_t **rgba, uint32_t *width, uint32_t *h
         r = rc_decode_png(d, n, rgba, width, height);
         if (r) snprintf(err, errcap, "%s: not a valid PNG", path);
     } else if (n >= 2 && d[0] == 'P' && d[1] == '6') {
-        r = load_ppm(d, n, rgba, width, height, err, errcap);
+        char why[160];
+        r = load_ppm(d, n, rgba, width, height, why, sizeof why);
+        if (r) snprintf(err, errcap, "%s: %s", path, why);
+    } else if (n >= 2 && d[0] == 'P' && d[1] == '3') {
+        snprintf(err, errcap, "%s: text PPM (P3) is not supported: save it as binary PPM (P6) or PNG", path);
+        r = -1;
     } else {
-        snprintf(err, errcap, "%s: neither PNG nor binary PPM (P6)", path);
+        snprintf(err, errcap, "%s: not a PNG or PPM file%s", path, n ? "" : " (it is empty)");
         r = -1;
     }
     free(d);

@@ -2,7 +2,8 @@
  * rcanvas-encode — encodes one image file (PNG or PPM in) with an rcanvas encoder and prints the time and size,
  * so users can compare codecs and settings on their own frames:
  *   rcanvas-encode [--codec jpeg|jpeg-gpu|png] [--quality Q] [--subsampling 420|444] [--repeat N] IN OUT
- * The output is one complete JPEG or PNG file (single stripe). Time is the median of N encodes (ms); for
+ * The output is one complete JPEG or PNG file (single stripe); OUT's extension picks the codec when --codec is
+ * not given, and must fit it when it is (out.webp, or out.png with --codec jpeg, are refused). Time is the median of N encodes (ms); for
  * jpeg-gpu (the Vulkan compute encoder, on the first Vulkan device) it is upload + encode + the file in host
  * memory, and the GPU time of the stages is printed too.
  */
@@ -11,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/util.h"
 #include "encode/encoder.h"
 #include "encode/gpu/jpeg_gpu.h"
 #include "source/vk_readback.h"
+#include "cli.h"
 #include "imageio.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -65,48 +68,72 @@ static int encode_gpu(const char *in, const char *out, const uint8_t *rgba, uint
     return rc;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: rcanvas-encode [--codec jpeg|jpeg-gpu|png] [--quality 1-100] [--subsampling 420|444] "
-                    "[--repeat N] IN.png|IN.ppm OUT\n");
+#define PROG "rcanvas-encode"
+
+static const char USAGE[] =
+    "usage: rcanvas-encode [options] IN OUT\n"
+    "  IN                   a PNG or binary PPM (P6) file\n"
+    "  OUT                  the encoded file; its extension, if any, must fit the codec: .jpg or .jpeg for jpeg\n"
+    "                       and jpeg-gpu, .png for png\n"
+    "  --codec jpeg|jpeg-gpu|png  the encoder (default: from OUT's extension, else jpeg)\n"
+    "  --quality Q          JPEG quality 1-100 (default 85)\n"
+    "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
+    "  --repeat N           encode N times (1-10000) and print the median time (default 1)\n"
+    "  --help               print this and exit\n";
+
+/* The codec OUT's extension names: RCANVAS_CODEC_JPEG or _PNG, 0 when it has none, -1 when it is not one we write.
+ * Only the last path component counts ("out.d/file" has none). */
+static int codec_of_name(const char *path) {
+    const char *base = strrchr(path, '/');
+    const char *dot = strrchr(base ? base + 1 : path, '.');
+    if (!dot) return 0;
+    if (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg")) return RCANVAS_CODEC_JPEG;
+    if (!strcasecmp(dot, ".png")) return RCANVAS_CODEC_PNG;
+    return -1;
 }
 
 int main(int argc, char **argv) {
+    static const char *const codecs[] = {"jpeg", "jpeg-gpu", "png", NULL}, *const subs[] = {"420", "444", NULL};
     rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = 85, .subsampling = RCANVAS_SUBSAMP_420};
-    int repeat = 1, gpu = 0;
+    int repeat = 1, gpu = 0, codec_given = 0, k;
     const char *in = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--codec") && v) {
-            if (!strcmp(v, "jpeg")) p.codec = RCANVAS_CODEC_JPEG;
-            else if (!strcmp(v, "jpeg-gpu")) p.codec = RCANVAS_CODEC_JPEG, gpu = 1;
-            else if (!strcmp(v, "png")) p.codec = RCANVAS_CODEC_PNG;
-            else return usage(), 2;
-            i++;
-        } else if (!strcmp(a, "--quality") && v) {
-            p.quality = atoi(v);
-            if (p.quality < 1 || p.quality > 100) return usage(), 2;
-            i++;
-        } else if (!strcmp(a, "--subsampling") && v) {
-            if (!strcmp(v, "420")) p.subsampling = RCANVAS_SUBSAMP_420;
-            else if (!strcmp(v, "444")) p.subsampling = RCANVAS_SUBSAMP_444;
-            else return usage(), 2;
-            i++;
-        } else if (!strcmp(a, "--repeat") && v) {
-            repeat = atoi(v);
-            if (repeat < 1 || repeat > 10000) return usage(), 2;
-            i++;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--codec")) {
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), codecs)) < 0) return CLI_USAGE;
+            p.codec = k == 2 ? RCANVAS_CODEC_PNG : RCANVAS_CODEC_JPEG;
+            gpu = k == 1;
+            codec_given = 1;
+        } else if (!strcmp(a, "--quality")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &p.quality)) return CLI_USAGE;
+        } else if (!strcmp(a, "--subsampling")) {
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
+            p.subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
+        } else if (!strcmp(a, "--repeat")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 10000, &repeat)) return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
-            return usage(), 2;
+            return cli_error(PROG, "%s: unknown option", a);
         } else if (!in) {
             in = a;
         } else if (!out) {
             out = a;
         } else {
-            return usage(), 2;
+            return cli_error(PROG, "%s: unexpected argument (takes one IN and one OUT)", a);
         }
     }
-    if (!in || !out) return usage(), 2;
+    if (!in) return cli_error(PROG, "missing IN and OUT: the image to encode and the file to write");
+    if (!out) return cli_error(PROG, "missing OUT: the file to write (.jpg, .jpeg or .png)");
+    int named = codec_of_name(out);
+    if (named < 0)
+        return cli_error(PROG, "%s: unknown extension: must be .jpg or .jpeg (jpeg, jpeg-gpu), .png (png), or none", out);
+    if (named && codec_given && named != (int)p.codec)
+        return cli_error(PROG, "%s: extension does not match --codec %s: must be %s", out,
+                         gpu ? "jpeg-gpu" : p.codec == RCANVAS_CODEC_PNG ? "png" : "jpeg",
+                         p.codec == RCANVAS_CODEC_PNG ? ".png" : ".jpg or .jpeg");
+    if (named && !codec_given) p.codec = (rcanvas_codec)named;
 
     char err[256];
     uint8_t *rgba = NULL;
@@ -146,10 +173,11 @@ int main(int argc, char **argv) {
         rc = 1;
     } else {
         qsort(ms, (size_t)repeat, sizeof(double), cmp_double);
-        printf("%s %ux%u %s q%d %s: %.2f ms, %zu bytes (%.3f bits/pixel)\n", in, w, h,
-               p.codec == RCANVAS_CODEC_JPEG ? "jpeg" : "png", p.quality,
-               p.codec == RCANVAS_CODEC_PNG ? "lossless" : p.subsampling == RCANVAS_SUBSAMP_444 ? "4:4:4" : "4:2:0",
-               ms[repeat / 2], buf.len, 8.0 * (double)buf.len / ((double)w * h));
+        char what[32]; /* quality and subsampling are JPEG's; PNG has neither */
+        if (p.codec == RCANVAS_CODEC_PNG) snprintf(what, sizeof what, "png lossless");
+        else snprintf(what, sizeof what, "jpeg q%d %s", p.quality, p.subsampling == RCANVAS_SUBSAMP_444 ? "4:4:4" : "4:2:0");
+        printf("%s %ux%u %s: %.2f ms, %zu bytes (%.3f bits/pixel)\n", in, w, h, what, ms[repeat / 2], buf.len,
+               8.0 * (double)buf.len / ((double)w * h));
     }
     free(ms);
     rc_buf_free(&buf);

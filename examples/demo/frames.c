@@ -65,10 +65,18 @@ static char *join_path(const char *dir, const char *name) {
 static int load_png(const char *path, const char *name, frame *f, char *err, size_t errcap) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        set_err(err, errcap, "%s: %s", path, strerror(errno));
+        set_err(err, errcap, "%s: %s", name, strerror(errno));
         return -1;
     }
     int rc = -1;
+    /* a file that is not a PNG at all is named as such, not by the first libspng error it runs into */
+    unsigned char sig[8];
+    if (fread(sig, 1, sizeof sig, fp) != sizeof sig || memcmp(sig, "\x89PNG\r\n\x1a\n", sizeof sig)) {
+        set_err(err, errcap, "%s: not a PNG file", name);
+        fclose(fp);
+        return -1;
+    }
+    rewind(fp);
     uint8_t *px = NULL;
     spng_ctx *ctx = spng_ctx_new(0);
     if (!ctx) {
@@ -80,12 +88,12 @@ static int load_png(const char *path, const char *name, frame *f, char *err, siz
        streamed, not subject to these limits) */
     if ((r = spng_set_image_limits(ctx, FRAME_SET_MAX_DIM, FRAME_SET_MAX_DIM)) ||
         (r = spng_set_chunk_limits(ctx, (size_t)64 << 20, (size_t)64 << 20)) || (r = spng_set_png_file(ctx, fp))) {
-        set_err(err, errcap, "%s: %s", name, spng_strerror(r));
+        set_err(err, errcap, "%s: not a valid PNG (%s)", name, spng_strerror(r));
         goto done;
     }
     struct spng_ihdr ihdr;
     if ((r = spng_get_ihdr(ctx, &ihdr))) {
-        set_err(err, errcap, "%s: %s", name, spng_strerror(r));
+        set_err(err, errcap, "%s: not a valid PNG (%s)", name, spng_strerror(r));
         goto done;
     }
     if (!ihdr.width || !ihdr.height || ihdr.width > FRAME_SET_MAX_DIM || ihdr.height > FRAME_SET_MAX_DIM) {
@@ -94,7 +102,7 @@ static int load_png(const char *path, const char *name, frame *f, char *err, siz
     }
     size_t size;
     if ((r = spng_decoded_image_size(ctx, SPNG_FMT_RGBA8, &size))) {
-        set_err(err, errcap, "%s: %s", name, spng_strerror(r));
+        set_err(err, errcap, "%s: not a valid PNG (%s)", name, spng_strerror(r));
         goto done;
     }
     if (size != (size_t)ihdr.width * ihdr.height * 4) {
@@ -107,7 +115,7 @@ static int load_png(const char *path, const char *name, frame *f, char *err, siz
         goto done;
     }
     if ((r = spng_decode_image(ctx, px, size, SPNG_FMT_RGBA8, SPNG_DECODE_TRNS))) {
-        set_err(err, errcap, "%s: %s", name, spng_strerror(r));
+        set_err(err, errcap, "%s: not a valid PNG (%s)", name, spng_strerror(r));
         goto done;
     }
     f->name = dup_str(name);
@@ -144,7 +152,7 @@ int frame_set_load(const char *dir, frame_set **out, char *err, size_t errcap) {
     }
     DIR *d = opendir(dir);
     if (!d) {
-        set_err(err, errcap, "%s: %s", dir, strerror(errno));
+        set_err(err, errcap, "%s", strerror(errno));
         return -1;
     }
     /* collect the names of regular *.png files */
@@ -157,7 +165,7 @@ int frame_set_load(const char *dir, frame_set **out, char *err, size_t errcap) {
         struct dirent *e = readdir(d);
         if (!e) {
             if (errno) {
-                set_err(err, errcap, "%s: %s", dir, strerror(errno));
+                set_err(err, errcap, "%s", strerror(errno));
                 goto done;
             }
             break;
@@ -189,7 +197,7 @@ int frame_set_load(const char *dir, frame_set **out, char *err, size_t errcap) {
         n++;
     }
     if (!n) {
-        set_err(err, errcap, "%s: no .png files", dir);
+        set_err(err, errcap, "no .png files");
         goto done;
     }
     qsort(names, n, sizeof *names, cmp_names);

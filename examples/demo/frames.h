@@ -13,8 +13,9 @@
 
 typedef struct frame_set frame_set;
 
-/* Loads the PNGs of dir. Returns 0 and *out, or -1 with a message written to err (cap bytes).
-   A directory without any .png file is an error. */
+/* Loads the PNGs of dir. Returns 0 and *out, or -1 with a message written to err (cap bytes) that does not repeat
+   dir (the caller names it): "x.png: not a PNG file", "no .png files". A directory without any .png file is an
+   error. */
 int frame_set_load(const char *dir, frame_set **out, char *err, size_t errcap);
 size_t frame_set_count(const frame_set *fs);
 /* Frame i: RGBA8, tightly packed (pitch = width*4). NULL (and 0×0) if i is out of range. */

@@ -5,6 +5,7 @@
  * --gpu the fractal is rendered by a Vulkan compute shader and read back through rcanvas_present_vk().
  * It shows the app side of rcanvas: wait for a due draw, drain events, render at the physical size, present.
  */
+#include <ctype.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include "cli.h"
 #include "frames.h"
 #include "gpu_scene.h"
 #include "rcanvas.h"
@@ -32,23 +34,103 @@ static void log_cb(void *user, rcanvas_log_level level, const char *msg) {
     fprintf(stderr, "[rcanvas %s] %s\n", names[level], msg);
 }
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: rcanvas-demo [options]\n"
-            "  --host ADDR          address to bind (default 127.0.0.1)\n"
-            "  --port N             TCP port (default 8080; 0 = any free port)\n"
-            "  --token T            access token (default: random)\n"
-            "  --codec jpeg|png     codec of live frames (default jpeg)\n"
-            "  --quality Q          JPEG quality 1-100 (default 85)\n"
-            "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
-            "  --fps F              frame rate cap (default 60)\n"
-            "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal\n"
-            "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
-            "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
-            "  --threads N          encoder threads (default: all cores)\n"
-            "  --refine-ms MS       lossless refinement after MS ms still (default 300, 0 = off)\n"
-            "  --print-events       print each event the app receives to stdout\n"
-            "  --verbose            log connections and warnings to stderr\n");
+static const char USAGE[] =
+    "usage: rcanvas-demo [options]\n"
+    "  --host ADDR          address to bind (default 127.0.0.1)\n"
+    "  --port N             TCP port 0-65535 (default 8080; 0 = any free port)\n"
+    "  --token T            access token: 8-128 characters of A-Z a-z 0-9 _ - (default: random)\n"
+    "  --codec jpeg|png     codec of live frames (default jpeg)\n"
+    "  --quality Q          JPEG quality 1-100 (default 85)\n"
+    "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
+    "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
+    "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal\n"
+    "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
+    "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
+    "  --threads N          encoder threads 0-256 (default 0: all cores)\n"
+    "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
+    "  --print-events       print each event the app receives to stdout\n"
+    "  --verbose            log connections and warnings to stderr\n"
+    "  --help               print this and exit\n";
+
+#define PROG "rcanvas-demo"
+
+/* The token rule of rcanvas_server_config.token, checked here so that a bad token is named before anything
+ * starts. 0 if t follows it, else 1 and what is wrong in why (its length or a position: the token is a secret,
+ * so messages never show it). */
+static int token_problem(const char *t, char *why, size_t cap) {
+    size_t n = strlen(t);
+    if (n < 8 || n > 128) {
+        snprintf(why, cap, "%zu characters", n);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-') {
+            snprintf(why, cap, "character %zu is not allowed", i + 1);
+            return 1;
+        }
+    return 0;
+}
+
+/* Parses argv into the configs. Returns -1 to go on, or the exit status (0 after --help, CLI_USAGE after an error,
+ * which it has reported). */
+static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
+                      const char **frames_dir, int *test_scene, int *print_events, int *gpu) {
+    static const char *const codecs[] = {"jpeg", "png", NULL}, *const subs[] = {"420", "444", NULL},
+                             *const scenes[] = {"mandelbrot", "test", NULL};
+    int k;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--print-events")) {
+            *print_events = 1;
+        } else if (!strcmp(a, "--gpu")) {
+            *gpu = 1;
+        } else if (!strcmp(a, "--verbose")) {
+            g_verbose = 1;
+        } else if (!strcmp(a, "--host")) {
+            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "an address such as 127.0.0.1");
+            if (!*v || strlen(v) > 255) return cli_error(PROG, "%s: must be an address of 1 to 255 characters", a);
+            scfg->host = v;
+        } else if (!strcmp(a, "--port")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 65535, &scfg->port)) return CLI_USAGE;
+        } else if (!strcmp(a, "--token")) {
+            const char *rule = "8 to 128 characters of A-Z a-z 0-9 _ -";
+            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, rule);
+            char why[64];
+            if (token_problem(v, why, sizeof why)) return cli_error(PROG, "%s: %s: must be %s", a, why, rule);
+            scfg->token = v;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &scfg->encode_threads)) return CLI_USAGE;
+        } else if (!strcmp(a, "--quality")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &ccfg->quality)) return CLI_USAGE;
+        } else if (!strcmp(a, "--fps")) {
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 0, 1000, &ccfg->max_fps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--refine-ms")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &ccfg->refine_ms)) return CLI_USAGE;
+        } else if (!strcmp(a, "--frames")) {
+            if (!(v = cli_value(argc, argv, &i)) || !*v) return cli_missing(PROG, a, "a directory of PNG files");
+            *frames_dir = v;
+        } else if (!strcmp(a, "--scene")) {
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), scenes)) < 0) return CLI_USAGE;
+            *test_scene = k == 1;
+        } else if (!strcmp(a, "--codec")) {
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), codecs)) < 0) return CLI_USAGE;
+            ccfg->codec = k ? RCANVAS_CODEC_PNG : RCANVAS_CODEC_JPEG;
+        } else if (!strcmp(a, "--subsampling")) {
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
+            ccfg->subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
+        } else if (a[0] == '-') {
+            return cli_error(PROG, "%s: unknown option", a);
+        } else {
+            return cli_error(PROG, "%s: unexpected argument (the demo takes options only)", a);
+        }
+    }
+    /* --gpu renders the fractal itself: a frame directory or the test pattern would be ignored */
+    if (*gpu && *frames_dir) return cli_error(PROG, "--gpu: cannot be combined with --frames");
+    if (*gpu && *test_scene) return cli_error(PROG, "--gpu: cannot be combined with --scene test");
+    return -1;
 }
 
 /* The test pattern: four solid quadrants (red, green, blue, white) shifted by the drag offset, with a 1-pixel
@@ -92,38 +174,10 @@ int main(int argc, char **argv) {
     rcanvas_canvas_config ccfg;
     rcanvas_canvas_config_init(&ccfg);
     ccfg.title = "rcanvas demo";
-    const char *frames_dir = NULL, *scene_name = "mandelbrot";
-    int print_events = 0, gpu = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--print-events")) print_events = 1;
-        else if (!strcmp(a, "--gpu")) gpu = 1;
-        else if (!strcmp(a, "--verbose")) g_verbose = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(), 0;
-        else if (!v) return usage(), 2;
-        else if (!strcmp(a, "--host")) scfg.host = v, i++;
-        else if (!strcmp(a, "--port")) scfg.port = atoi(v), i++;
-        else if (!strcmp(a, "--token")) scfg.token = v, i++;
-        else if (!strcmp(a, "--threads")) scfg.encode_threads = atoi(v), i++;
-        else if (!strcmp(a, "--quality")) ccfg.quality = atoi(v), i++;
-        else if (!strcmp(a, "--fps")) ccfg.max_fps = atof(v), i++;
-        else if (!strcmp(a, "--refine-ms")) ccfg.refine_ms = atoi(v), i++;
-        else if (!strcmp(a, "--frames")) frames_dir = v, i++;
-        else if (!strcmp(a, "--scene")) scene_name = v, i++;
-        else if (!strcmp(a, "--codec")) {
-            if (!strcmp(v, "jpeg")) ccfg.codec = RCANVAS_CODEC_JPEG;
-            else if (!strcmp(v, "png")) ccfg.codec = RCANVAS_CODEC_PNG;
-            else return usage(), 2;
-            i++;
-        } else if (!strcmp(a, "--subsampling")) {
-            if (!strcmp(v, "420")) ccfg.subsampling = RCANVAS_SUBSAMP_420;
-            else if (!strcmp(v, "444")) ccfg.subsampling = RCANVAS_SUBSAMP_444;
-            else return usage(), 2;
-            i++;
-        } else return usage(), 2;
-    }
-    int test_scene = !strcmp(scene_name, "test");
-    if (!test_scene && strcmp(scene_name, "mandelbrot")) return usage(), 2;
+    const char *frames_dir = NULL;
+    int print_events = 0, gpu = 0, test_scene = 0;
+    int st = parse_args(argc, argv, &scfg, &ccfg, &frames_dir, &test_scene, &print_events, &gpu);
+    if (st >= 0) return st;
     scfg.log = log_cb;
     scfg.log_level = g_verbose ? RCANVAS_LOG_INFO : RCANVAS_LOG_ERROR;
 
@@ -131,7 +185,7 @@ int main(int argc, char **argv) {
     if (frames_dir) {
         char err[256];
         if (frame_set_load(frames_dir, &fs, err, sizeof err)) {
-            fprintf(stderr, "rcanvas-demo: %s\n", err);
+            fprintf(stderr, "rcanvas-demo: --frames %s: %s\n", frames_dir, err);
             return 1;
         }
     }
@@ -139,8 +193,15 @@ int main(int argc, char **argv) {
     rcanvas_server *srv = NULL;
     int r = rcanvas_server_new(&scfg, &srv);
     if (r) {
-        fprintf(stderr, "rcanvas-demo: cannot start the server on %s:%d: %s\n", scfg.host, scfg.port,
-                rcanvas_strerror(r));
+        if (r == RCANVAS_ENET) /* the library logged why (above) */
+            fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d\n", scfg.host, scfg.port);
+        else if (r == RCANVAS_EADDRINUSE)
+            fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d: %s\n"
+                            "try another --port, or --port 0 for any free port\n",
+                    scfg.host, scfg.port, rcanvas_strerror(r));
+        else
+            fprintf(stderr, "rcanvas-demo: cannot start the server on %s:%d: %s\n", scfg.host, scfg.port,
+                    rcanvas_strerror(r));
         frame_set_free(fs);
         return 1;
     }

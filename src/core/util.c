@@ -78,6 +78,7 @@ const char *rcanvas_strerror(int err) {
     case RCANVAS_EBUSY: return "every staging buffer is in use; the frame was not taken";
     case RCANVAS_EDEVICE_LOST: return "the Vulkan device was lost";
     case RCANVAS_EVULKAN: return "Vulkan error";
+    case RCANVAS_EADDRINUSE: return "address already in use";
     }
     return "unknown error";
 }

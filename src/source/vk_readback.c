@@ -76,6 +76,15 @@ struct rcanvas_vk {
     int gj_busy;              /* one GPU encode in flight at a time (mu) */
 };
 
+/* Tells the canvas whether its JPEG frames come from the GPU encoder; the transport passes it on to viewers
+ * ("encoder" in hello, docs/protocol.md). */
+static void set_canvas_gpu_jpeg(rcanvas_vk *vk, int on) {
+    if (!vk->canvas) return;
+    pthread_mutex_lock(&vk->canvas->mu);
+    vk->canvas->gpu_jpeg = on;
+    pthread_mutex_unlock(&vk->canvas->mu);
+}
+
 void rcanvas_vk_config_init(rcanvas_vk_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof(*cfg));
@@ -311,6 +320,7 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
         int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj);
         if (g) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no GPU JPEG encoder (%s); JPEG on the CPU", rcanvas_strerror(g));
         else rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: GPU JPEG encoder ready (codec jpeg-gpu for JPEG canvases)");
+        set_canvas_gpu_jpeg(vk, vk->gj != NULL);
     }
     if (!r) {
         if (pthread_create(&vk->thread, NULL, readback_main, vk)) r = RCANVAS_ETHREAD;
@@ -329,7 +339,10 @@ int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas
     return rc_vk_new_internal(canvas, cfg, rc_server_logger(canvas->server), out);
 }
 
-void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) { vk->sink = sink; }
+void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) {
+    vk->sink = sink;
+    if (vk->gj) set_canvas_gpu_jpeg(vk, !sink.deliver); /* a sink takes the frames: the canvas sees none */
+}
 
 void rcanvas_vk_free(rcanvas_vk *vk) {
     if (!vk) return;
@@ -349,6 +362,7 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
         pthread_cond_wait(&vk->freed, &vk->mu);
     }
     pthread_mutex_unlock(&vk->mu);
+    if (vk->gj) set_canvas_gpu_jpeg(vk, 0);
     rc_gpu_jpeg_free(vk->gj);
     if (vk->device) {
         vkDeviceWaitIdle(vk->device);

@@ -275,6 +275,11 @@ int64_t rc_canvas_refine_check(rcanvas_canvas *c, int64_t now_us) {
     if ((c->latest->flags & RC_FLAG_LOSSLESS) || c->refine_done_seq == c->latest->seq || fb->seq != c->latest->seq)
         goto out;
     if (c->pending || c->encoding) goto out; /* a newer frame is on its way; its completion re-arms */
+    /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
+     * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
+     * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
+     * stopped for good (issue 7). refine_done() wakes the network thread, whose check starts the newer one. */
+    if (c->refine_running) goto out;
     int64_t due = c->last_present_us + (int64_t)c->refine_ms * 1000;
     if (now_us < due) {
         ret = due - now_us;
@@ -335,7 +340,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         if (c->frames[i].refs == 0) fb = &c->frames[i];
     if (fb) fb->refs = 1; /* reserved for this present; no other slot points at it */
     pthread_mutex_unlock(&c->mu);
-    if (!fb) return RCANVAS_EINVAL; /* only if several threads present on one canvas at once */
+    if (!fb) return RCANVAS_EBUSY; /* only if several threads present on one canvas at once */
 
     size_t need = row * f->height;
     if (fb->cap < need) {

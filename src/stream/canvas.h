@@ -47,6 +47,8 @@ struct rcanvas_canvas {
     int max_in_flight;
     rc_encode_params params;
     int refine_ms;
+    int gpu_jpeg;             /* a frame source encodes this canvas's JPEG frames on the GPU (src/source/vk_readback.c
+                                 sets it); viewers are told, so the client can name the encoder it sees */
 
     /* size (mu) */
     rcanvas_size size;

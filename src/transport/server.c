@@ -5,13 +5,17 @@
  * holds up other viewers. Client messages (events, acks) are validated here and handed to the canvas.
  * Other threads reach the network thread only through rc_server_wake() (lws_cancel_service).
  */
+#include <errno.h>
 #include <libwebsockets.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "stream/canvas.h"
 #include "transport/assets.h"
@@ -51,6 +55,7 @@ struct rc_viewer {
     uint32_t given_seq;     /* newest live frame assigned to this viewer */
     uint32_t lossless_seq;  /* newest seq assigned in lossless form */
     int title_version;
+    const char *encoder;    /* encoder name last told to this viewer (hello or "encoder" message) */
     /* flow control */
     struct { uint32_t seq; int64_t present_us, sent_us; } inflight[MAX_INFLIGHT_TRACK];
     int if_head, n_inflight;
@@ -284,6 +289,13 @@ static void json_escape(char *out, size_t cap, const char *s) {
     out[o] = '\0';
 }
 
+/* Encoder of the canvas's live frames, as viewers are told: "jpeg", "png" or "jpeg-gpu" (the Vulkan compute
+ * encoder; a frame it is too busy for is still encoded on the CPU). c->mu held. */
+static const char *encoder_name_locked(const rcanvas_canvas *c) {
+    if (c->params.codec == RCANVAS_CODEC_PNG) return "png";
+    return c->gpu_jpeg ? "jpeg-gpu" : "jpeg";
+}
+
 static void queue_hello(rc_viewer *v) {
     rcanvas_canvas *c = v->canvas;
     char title[256 * 6 + 1], msg[2400];
@@ -292,12 +304,13 @@ static void queue_hello(rc_viewer *v) {
     v->title_version = c->title_version;
     rcanvas_size sz = c->size;
     const char *codec = c->params.codec == RCANVAS_CODEC_PNG ? "png" : "jpeg";
+    v->encoder = encoder_name_locked(c);
     pthread_mutex_unlock(&c->mu);
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\","
-             "\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
-             RCANVAS_PROTOCOL_VERSION, c->name, title, sz.width, sz.height, sz.pixel_ratio, codec, v->id,
+             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
+             RCANVAS_PROTOCOL_VERSION, c->name, title, sz.width, sz.height, sz.pixel_ratio, codec, v->encoder, v->id,
              v->active ? "true" : "false", c->max_in_flight, v->srv->max_message_bytes);
     queue_text(v, msg);
 }
@@ -320,6 +333,7 @@ static void service_viewer(rc_viewer *v) {
     rcanvas_canvas *c = v->canvas;
     rc_packet *take = NULL, *drop = NULL;
     char title_msg[256 * 6 + 40] = "";
+    const char *encoder;
     pthread_mutex_lock(&c->mu);
     if (c->latest && c->latest->seq > v->given_seq) {
         /* a viewer that joins a still scene gets the lossless version straight away */
@@ -337,7 +351,14 @@ static void service_viewer(rc_viewer *v) {
         snprintf(title_msg, sizeof title_msg, "{\"type\":\"title\",\"title\":\"%s\"}", esc);
         v->title_version = c->title_version;
     }
+    encoder = encoder_name_locked(c);
     pthread_mutex_unlock(&c->mu);
+    if (encoder != v->encoder) { /* codec changed, or a GPU encoder came or went */
+        char enc_msg[64];
+        snprintf(enc_msg, sizeof enc_msg, "{\"type\":\"encoder\",\"encoder\":\"%s\"}", encoder);
+        v->encoder = encoder;
+        queue_text(v, enc_msg);
+    }
     if (take) {
         drop = v->pending;
         v->pending = take;
@@ -671,7 +692,7 @@ static int on_http(struct lws *wsi, rcanvas_server *s, pss *p, const char *path)
     if (parse_canvas_path(path, 0, &name, &nlen)) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     int t = check_token(wsi, s);
     if (t == 401) return http_status(wsi, HTTP_STATUS_UNAUTHORIZED, "token required: open the URL the server printed");
-    if (t == 403) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "wrong token");
+    if (t == 403) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "wrong token: open the URL the server printed");
     rcanvas_canvas *c = find_canvas(s, name, nlen);
     if (!c) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
     size_t len = 0;
@@ -853,16 +874,40 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     cfg->log_level = RCANVAS_LOG_INFO;
 }
 
-static int valid_token(const char *t) {
+/* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). */
+static const char *token_problem(const char *t) {
     size_t n = strlen(t);
-    if (n < 8 || n > 128) return 0;
+    if (n < 8) return "too short";
+    if (n > 128) return "too long";
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
               ch == '-'))
-            return 0;
+            return "has a character that is not allowed";
     }
-    return 1;
+    return NULL;
+}
+
+/* Binds a throw-away socket to host:port as lws will (SO_REUSEADDR), so that a taken port comes back as
+ * RCANVAS_EADDRINUSE with a plain reason rather than as lws's "ERROR on binding fd 5 to port 8090 (-1 98)".
+ * Returns bind()'s errno, or 0 when it binds or cannot be tried (port 0; a host that is not a numeric address,
+ * such as an interface name, which lws resolves itself). */
+static int probe_bind(const char *host, int port) {
+    if (port == 0) return 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%d", port);
+    if (getaddrinfo(host, ps, &hints, &ai) || !ai) return 0;
+    int err = 0, one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen)) err = errno;
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return err;
 }
 
 static void *net_main(void *arg) {
@@ -897,7 +942,14 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
         (cfg->n_allowed_origins > 0 && !cfg->allowed_origins))
         return RCANVAS_EINVAL;
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
-    if (strlen(host) >= 256 || (cfg->token && !valid_token(cfg->token))) return RCANVAS_EINVAL;
+    if (strlen(host) >= 256) return RCANVAS_EINVAL;
+    const char *bad_token = cfg->token ? token_problem(cfg->token) : NULL;
+    if (bad_token) { /* the length, not the token: it is a secret */
+        rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+        rc_log(&lg, RCANVAS_LOG_ERROR, "token refused: %s (%zu characters); a token is 8 to 128 characters of "
+               "[A-Za-z0-9_-]", bad_token, strlen(cfg->token));
+        return RCANVAS_EINVAL;
+    }
 
     rcanvas_server *s = calloc(1, sizeof(*s));
     if (!s) return RCANVAS_ENOMEM;
@@ -928,6 +980,16 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
             }
             s->n_origins = i + 1;
         }
+    }
+
+    int bind_err = probe_bind(host, cfg->port);
+    if (bind_err) { /* EADDRINUSE says it all to the caller; another errno is only said here */
+        char eb[128];
+        rc_log(&s->log, bind_err == EADDRINUSE ? RCANVAS_LOG_WARN : RCANVAS_LOG_ERROR, "cannot listen on %s:%d: %s",
+               s->host, cfg->port,
+               bind_err == EADDRINUSE ? "address already in use" : strerror_r(bind_err, eb, sizeof eb));
+        server_destroy(s);
+        return bind_err == EADDRINUSE ? RCANVAS_EADDRINUSE : RCANVAS_ENET;
     }
 
     pthread_mutex_lock(&g_log_mu);

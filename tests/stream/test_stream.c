@@ -9,7 +9,9 @@
  *  - update modes: ondemand needs a request, manual never draws, max_fps spaces draws;
  *  - events: pointer_move/wheel/resize merging as in rendercanvas, resize only from the active viewer,
  *    active viewer hand-over;
- *  - server: token, URL, port 0, a second server on a used port fails with RCANVAS_ENET.
+ *  - refinement: one lossless refinement at a time, so frame slots always come back (issue 7's freeze);
+ *  - server: token, URL, port 0, a second server on a used port fails with RCANVAS_EADDRINUSE (logged as
+ *    "address already in use"), a refused token is logged with the rule and without the token.
  */
 #include <pthread.h>
 #include <string.h>
@@ -193,6 +195,130 @@ static void test_newest_wins(rcanvas_server *s) {
     }
 }
 
+/* A refinement whose completion is held until released: the test swaps the refine task's done callback for this
+ * one after the canvas queued it, so "a refinement is still running" is a state the test controls. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, release;
+    rc_encode_done_fn orig;
+} g_held = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+
+static void held_refine_done(rc_encode_task *t, int status) {
+    pthread_mutex_lock(&g_held.mu);
+    g_held.entered = 1;
+    pthread_cond_broadcast(&g_held.cv);
+    while (!g_held.release) pthread_cond_wait(&g_held.cv, &g_held.mu);
+    rc_encode_done_fn orig = g_held.orig;
+    pthread_mutex_unlock(&g_held.mu);
+    orig(t, status);
+}
+
+static int free_slots(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    int n = 0;
+    for (int i = 0; i < RC_FRAME_BUFS; i++) n += c->frames[i].refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+static int refine_running(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    int r = c->refine_running;
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+/* Issue 7: a lossless refinement still running while a newer frame is encoded and becomes due for refinement
+ * itself. A second refinement must not start over the first (it overwrote refine_src, so the older frame's
+ * buffer was never released; after a few rounds every present found all slots taken and the stream stopped).
+ * Each round: frame N encoded → refinement of N started and held in its completion → frame N+1 presented and
+ * encoded → refine check (due for N+1) → release N's completion. Afterwards only `last` holds a slot. */
+static void test_refine_overlap(rcanvas_server *s) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "refine";
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    /* Due after an hour of real time: the network thread's own timer never starts one; the test calls the check
+     * with a time two hours ahead instead, so it alone decides when refinements start. */
+    cc.refine_ms = 3600 * 1000;
+    rcanvas_canvas *c = NULL;
+    CHECK_EQ_INT(rcanvas_canvas_new(s, &cc, &c), RCANVAS_OK);
+    if (!c) return;
+    rc_canvas_viewer_join(c, 1);
+    rcanvas_frame f = frame64();
+    for (int round = 0; round < 2 * RC_FRAME_BUFS; round++) {
+        uint32_t seq = (uint32_t)round + 1;
+        memset(g_px, 40 + round, sizeof g_px);
+        int r = rcanvas_present(c, &f);
+        CHECK_MSG(r == RCANVAS_OK, "round %d: present: %s", round, rcanvas_strerror(r));
+        if (r != RCANVAS_OK) break;
+        wait_latest(c, seq);
+        CHECK_EQ_INT(latest_seq(c), seq);
+        if (round % 2 == 1) { /* odd rounds: the refinement of the previous frame is held over this one */
+            CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
+            CHECK_MSG(refine_running(c), "round %d: the held refinement is still the one running", round);
+            pthread_mutex_lock(&g_held.mu);
+            g_held.release = 1;
+            pthread_cond_broadcast(&g_held.cv);
+            pthread_mutex_unlock(&g_held.mu);
+            for (int i = 0; i < 2000 && refine_running(c); i++) usleep(1000);
+            CHECK_EQ_INT(refine_running(c), 0);
+            CHECK_EQ_INT(free_slots(c), RC_FRAME_BUFS - 1); /* only `last` */
+            pthread_mutex_lock(&c->mu);
+            CHECK(c->refined == NULL); /* the held one was for an older frame: dropped */
+            pthread_mutex_unlock(&c->mu);
+            continue;
+        }
+        /* even rounds: start the refinement of this frame and hold its completion */
+        pthread_mutex_lock(&g_held.mu);
+        g_held.entered = g_held.release = 0;
+        pthread_mutex_unlock(&g_held.mu);
+        /* The pool could finish the task as soon as the check queues it, so hold both encoder threads first (as
+         * test_newest_wins does) and swap the callback before letting them go. */
+        blocker b[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&b[i], 0, sizeof b[i]);
+            b[i].job.run = block_run;
+            pthread_mutex_init(&b[i].mu, NULL);
+            pthread_cond_init(&b[i].cv, NULL);
+            rc_pool_submit(rc_server_pool(s), &b[i].job);
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_mutex_lock(&b[i].mu);
+            while (!b[i].running) pthread_cond_wait(&b[i].cv, &b[i].mu);
+            pthread_mutex_unlock(&b[i].mu);
+        }
+        CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
+        CHECK(refine_running(c));
+        pthread_mutex_lock(&c->mu);
+        g_held.orig = c->refine_task.done;
+        c->refine_task.done = held_refine_done;
+        pthread_mutex_unlock(&c->mu);
+        for (int i = 0; i < 2; i++) {
+            pthread_mutex_lock(&b[i].mu);
+            b[i].release = 1;
+            pthread_cond_broadcast(&b[i].cv);
+            while (!b[i].done) pthread_cond_wait(&b[i].cv, &b[i].mu);
+            pthread_mutex_unlock(&b[i].mu);
+            pthread_mutex_destroy(&b[i].mu);
+            pthread_cond_destroy(&b[i].cv);
+        }
+        pthread_mutex_lock(&g_held.mu); /* the refinement is encoded and parked in its completion */
+        while (!g_held.entered) pthread_cond_wait(&g_held.cv, &g_held.mu);
+        pthread_mutex_unlock(&g_held.mu);
+    }
+    /* the last frame, refined to the end: the refinement is kept and the slots are back */
+    CHECK_EQ_INT(rc_canvas_refine_check(c, rc_now_us() + 7200LL * 1000000), -1);
+    for (int i = 0; i < 2000 && refine_running(c); i++) usleep(1000);
+    pthread_mutex_lock(&c->mu);
+    CHECK(c->refined && c->refined->seq == c->presented_seq && (c->refined->flags & RC_FLAG_REFINE));
+    pthread_mutex_unlock(&c->mu);
+    CHECK_EQ_INT(free_slots(c), RC_FRAME_BUFS - 1);
+    rc_canvas_viewer_leave(c, 1, 0, 0);
+    rcanvas_canvas_free(c);
+}
+
 static void test_modes(rcanvas_server *s) {
     rcanvas_canvas *c = new_canvas(s, "ondemand", RCANVAS_UPDATE_ONDEMAND, 20);
     rc_canvas_viewer_join(c, 1);
@@ -290,6 +416,13 @@ static void test_events(rcanvas_server *s) {
     rcanvas_canvas_free(c);
 }
 
+/* The newest library log line, for checks on what a refusal says. */
+static char g_last_log[512];
+static void capture_log(void *user, rcanvas_log_level level, const char *msg) {
+    (void)user, (void)level;
+    snprintf(g_last_log, sizeof g_last_log, "%s", msg);
+}
+
 static void test_server(rcanvas_server *s) {
     const char *tok = rcanvas_server_token(s);
     CHECK_EQ_INT(strlen(tok), 32);
@@ -307,15 +440,22 @@ static void test_server(rcanvas_server *s) {
     rcanvas_server_config cfg;
     rcanvas_server_config_init(&cfg);
     cfg.port = port; /* in use */
+    cfg.log = capture_log;
     rcanvas_server *s2 = NULL;
-    CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_ENET);
+    CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EADDRINUSE);
     CHECK(s2 == NULL);
+    CHECK_MSG(strstr(g_last_log, "address already in use") != NULL, "log: %s", g_last_log);
+    CHECK(!strcmp(rcanvas_strerror(RCANVAS_EADDRINUSE), "address already in use"));
     cfg.port = 0;
-    cfg.token = "short";
+    cfg.token = "tiny42";
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EINVAL);
+    CHECK_MSG(strstr(g_last_log, "token refused") && strstr(g_last_log, "8 to 128 characters of [A-Za-z0-9_-]") &&
+                  !strstr(g_last_log, "tiny42"),
+              "log: %s", g_last_log);
     cfg.token = "bad token with spaces";
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EINVAL);
     cfg.token = NULL;
+    cfg.log = NULL;
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_OK);
     CHECK(strcmp(rcanvas_server_token(s2), tok) != 0); /* random per server */
     rcanvas_server_free(s2);
@@ -375,6 +515,7 @@ int main(void) {
     test_bad_frames(s);
     test_flow_control(s);
     test_newest_wins(s);
+    test_refine_overlap(s);
     test_modes(s);
     test_events(s);
     rcanvas_server_free(s);

@@ -20,7 +20,7 @@ check_input() {
 
   line=$("$enc" --codec png "$in" "$out/a.png"); ok [ $? -eq 0 ]
   ok [ "$(head -c 8 "$out/a.png" | od -An -tx1 | tr -d ' ')" = "89504e470d0a1a0a" ]
-  echo "$line" | grep -q "png q[0-9]* lossless"; ok [ $? -eq 0 ]
+  echo "$line" | grep -q "1920x1080 png lossless:"; ok [ $? -eq 0 ]
 }
 
 "$gen" "$out" text-1920x1080 > /dev/null; ok [ $? -eq 0 ]
