@@ -41,10 +41,12 @@ static void keep_manifest(kept *k, const char *json_path) {
         if (lib->valuestring[0] != '/' && strchr(lib->valuestring, '/') && slash)
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - json_path), json_path, lib->valuestring);
         else snprintf(path, sizeof path, "%s", lib->valuestring);
-        if (!strstr(k->libs, path)) { /* a driver named by two manifests (or two search paths): once */
+        char token[4100];
+        snprintf(token, sizeof token, " %s ", path);
+        if (!strstr(k->libs, token)) { /* a driver named by two manifests (or two search paths): once */
             if (dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
                 size_t l = strlen(k->libs);
-                snprintf(k->libs + l, sizeof k->libs - l, " %s", path);
+                snprintf(k->libs + l, sizeof k->libs - l, "%s", l ? token + 1 : token);
                 k->n++;
             } else {
                 printf("vulkan driver %s (from %s) does not load: %s\n", path, json_path, dlerror());
@@ -106,8 +108,9 @@ int test_vk_keep_drivers_loaded(void) {
     }
     const char *add = getenv("VK_ADD_DRIVER_FILES");
     if (add && *add) keep_list(&k, add, "");
-    printf("sanitizer build: %d Vulkan driver(s) kept loaded for the process lifetime (see tests/lsan.supp):%s\n",
-           k.n, k.libs);
+    size_t l = strlen(k.libs);
+    printf("sanitizer build: %d Vulkan driver(s) kept loaded for the process lifetime (see tests/lsan.supp):%.*s\n",
+           k.n, (int)(l ? l - 1 : 0), k.libs);
     return k.n;
 }
 
