@@ -10,7 +10,10 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
 PORT ?= 8080
 DEMO_ARGS ?=
+# The shared frame corpus, optional: the tests run on their own generated frames and on these in addition when the
+# folder exists; the benchmarks run on these, else on generated frames of the same sizes (BENCH_FRAMES).
 FRAMES ?= $(abspath ../shared/frames)
+BENCH_FRAMES = $(if $(wildcard $(FRAMES)/*.png),$(FRAMES),$(abspath build/testframes))
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # No "Entering/Leaving directory" lines from CMake's nested makes (28 of the 45 lines of a no-op make build);
 # the flag travels to them through MAKEFLAGS.
@@ -18,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
 
 all: build
 
@@ -79,18 +82,26 @@ test-browser: build tests/browser/node_modules
 # browser tests in headless Chromium.
 test: test-c test-cpu-only test-asan test-browser
 
-bench-encode: build
-	./build/bench-encode --runs 31 $(FRAMES)
+# Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
+# written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).
+bench-frames: build
+	@if [ "$(BENCH_FRAMES)" = "$(FRAMES)" ]; then echo "benchmark frames: $(FRAMES)"; else \
+	  echo "benchmark frames: no corpus at $(FRAMES); generated frames in $(BENCH_FRAMES)"; \
+	  ./build/rcanvas-testframes $(BENCH_FRAMES) $(foreach k,plot text gradient heatmap noise,$(k)-1920x1080 $(k)-3840x2160) >/dev/null; \
+	fi
+
+bench-encode: bench-frames
+	./build/bench-encode --runs 31 $(BENCH_FRAMES)
 
 # Vulkan readback ring per depth, with and without encoding (on this machine: lavapipe; see docs/benchmarks.md
 # for the H200 run).
-bench-vk: build
-	./build/bench-vk --frames 200 $(FRAMES)
+bench-vk: bench-frames
+	./build/bench-vk --frames 200 $(BENCH_FRAMES)
 
 # The Vulkan compute JPEG encoder per stage, beside libturbojpeg (few frames: on lavapipe each takes 0.1-0.5 s;
 # the H200 figures in docs/benchmarks.md use --frames 300).
-bench-jpeg-gpu: build
-	./build/bench-jpeg-gpu --frames 10 $(FRAMES)
+bench-jpeg-gpu: bench-frames
+	./build/bench-jpeg-gpu --frames 10 $(BENCH_FRAMES)
 
 bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs

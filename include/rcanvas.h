@@ -120,7 +120,7 @@ RCANVAS_API int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_ser
  * app must stop calling into those canvases first (join its render threads). NULL is ignored. */
 RCANVAS_API void rcanvas_server_free(rcanvas_server *server);
 
-/* The TCP port actually bound (useful with port 0). */
+/* The TCP port actually bound (useful with port 0), or RCANVAS_EINVAL for a NULL server. */
 RCANVAS_API int rcanvas_server_port(const rcanvas_server *server);
 
 /* The access token (NUL-terminated, owned by the server). */
@@ -183,11 +183,15 @@ RCANVAS_API int rcanvas_canvas_new(rcanvas_server *server, const rcanvas_canvas_
  * ignored. No other thread may be inside a call on this canvas. */
 RCANVAS_API void rcanvas_canvas_free(rcanvas_canvas *canvas);
 
-/* Sets the title (≤ 255 bytes UTF-8; longer is cut at a character boundary); viewers are told at once. */
+/* Sets the title (≤ 255 bytes UTF-8; longer is cut at a character boundary); viewers are told at once.
+ * RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas or title). Any thread. */
 RCANVAS_API int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
 
-/* Changes the codec and its parameters for the following frames (quality 1–100). Any thread. */
-RCANVAS_API int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality, rcanvas_subsampling ss);
+/* Changes the codec and its parameters for the following frames (quality 1–100): the same as setting
+ * RCANVAS_OPT_CODEC, _QUALITY and _SUBSAMPLING (rcanvas_canvas_set_option), at once. RCANVAS_OK, or RCANVAS_EINVAL
+ * (NULL canvas, a value out of range: nothing changes). Any thread. */
+RCANVAS_API int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec codec, int quality,
+                                         rcanvas_subsampling ss);
 
 /* Codec and stream options, set one at a time (in the style of tj3Set / spng_set_option), so new codecs add
  * options without changing signatures. Values are ints in the units named. */
@@ -219,7 +223,7 @@ typedef struct rcanvas_size {
 } rcanvas_size;
 RCANVAS_API void rcanvas_canvas_get_size(rcanvas_canvas *canvas, rcanvas_size *out);
 
-/* Number of viewers connected to this canvas right now. Any thread. */
+/* Number of viewers connected to this canvas right now (≥ 0), or RCANVAS_EINVAL for a NULL canvas. Any thread. */
 RCANVAS_API int rcanvas_canvas_viewer_count(rcanvas_canvas *canvas);
 
 /* ---- Frames in --------------------------------------------------------------------------------------------- */
@@ -264,7 +268,7 @@ RCANVAS_API int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *fra
  *     for (;;) { int w = rcanvas_wait(c, -1); if (w < 0) break;
  *                while (rcanvas_poll_event(c, &ev) == 1) handle(&ev);
  *                if (w & RCANVAS_WAKE_DRAW) { render(); rcanvas_present(c, &frame); } }
- * One thread at a time per canvas. */
+ * RCANVAS_EINVAL for a NULL canvas. One thread at a time per canvas. */
 RCANVAS_API int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
 
 /* Asks for a draw (ONDEMAND mode; in MANUAL mode it is ignored). Any thread; wakes rcanvas_wait(). */

@@ -24,6 +24,7 @@
 #include "stream/session.h"
 #include "test.h"
 #include "test_wire.h"
+#include "vk_icd.h"
 
 static rcanvas_vk *g_vk;
 static VkDevice g_dev;
@@ -435,6 +436,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
 }
 
 int main(void) {
+    test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     rcanvas_server_config sc;
     rcanvas_server_config_init(&sc);
     sc.port = 0;

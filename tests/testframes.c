@@ -1,0 +1,409 @@
+/*
+ * testframes.c — deterministic test frames (see testframes.h) and the frame sets the tests iterate over.
+ * Everything is drawn with integer arithmetic from one 64-bit mixing function (SplitMix64's finalizer), seeded by
+ * kind and size: no rand(), no floating point, no libm, so every run on every machine writes the same bytes.
+ */
+#include "testframes.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imageio.h"
+
+static const char *const k_names[TF_KINDS] = {"plot", "text", "gradient", "heatmap", "noise"};
+
+const uint32_t tf_sizes[][2] = {{1, 1}, {7, 5}, {333, 197}, {1001, 777}, {1920, 1080}, {3840, 2160}};
+const size_t tf_nsizes = sizeof tf_sizes / sizeof tf_sizes[0];
+
+const char *tf_kind_name(tf_kind k) {
+    return k == TF_CORPUS ? "corpus" : (unsigned)k < TF_KINDS ? k_names[k] : "?";
+}
+
+int tf_kind_parse(const char *name, tf_kind *k) {
+    for (int i = 0; i < TF_KINDS; i++)
+        if (!strcmp(name, k_names[i])) {
+            *k = (tf_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- randomness: SplitMix64 ---- */
+
+static uint64_t mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) { return mix64(a ^ mix64(b ^ mix64(c))); }
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+static uint64_t rng_next(rng *r) { return mix64(r->s += 0x9E3779B97F4A7C15ull); }
+static int rng_below(rng *r, int n) { return n > 0 ? (int)(rng_next(r) % (uint64_t)n) : 0; }
+
+/* ---- drawing ---- */
+
+typedef struct canvas {
+    uint8_t *px;
+    int w, h;
+    size_t pitch;
+} canvas;
+
+static void fill(canvas *c, const uint8_t col[3]) {
+    for (int y = 0; y < c->h; y++)
+        for (int x = 0; x < c->w; x++) {
+            uint8_t *p = c->px + (size_t)y * c->pitch + (size_t)x * 4;
+            p[0] = col[0], p[1] = col[1], p[2] = col[2], p[3] = 255;
+        }
+}
+
+/* col over the pixel with coverage a (0–255); outside the frame: nothing. */
+static void blend(canvas *c, int x, int y, const uint8_t col[3], int a) {
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h || a <= 0) return;
+    if (a > 255) a = 255;
+    uint8_t *p = c->px + (size_t)y * c->pitch + (size_t)x * 4;
+    for (int i = 0; i < 3; i++) p[i] = (uint8_t)((p[i] * (255 - a) + col[i] * a + 127) / 255);
+}
+
+static void hline(canvas *c, int x0, int x1, int y, const uint8_t col[3]) {
+    for (int x = x0; x <= x1; x++) blend(c, x, y, col, 255);
+}
+static void vline(canvas *c, int x, int y0, int y1, const uint8_t col[3]) {
+    for (int y = y0; y <= y1; y++) blend(c, x, y, col, 255);
+}
+
+/* Anti-aliased line (Wu): end points in 1/256 pixel, ≥ 0; each step along the major axis covers two pixels of
+ * the minor axis in proportion to the fractional position. */
+static void aa_line(canvas *c, int64_t x0, int64_t y0, int64_t x1, int64_t y1, const uint8_t col[3]) {
+    int64_t adx = x1 > x0 ? x1 - x0 : x0 - x1, ady = y1 > y0 ? y1 - y0 : y0 - y1, t;
+    int steep = ady > adx;
+    if (steep) t = x0, x0 = y0, y0 = t, t = x1, x1 = y1, y1 = t;
+    if (x0 > x1) t = x0, x0 = x1, x1 = t, t = y0, y0 = y1, y1 = t;
+    int64_t dx = x1 - x0, dy = y1 - y0;
+    for (int64_t x = (x0 + 255) / 256; x * 256 <= x1; x++) {
+        int64_t y = dx ? y0 + (x * 256 - x0) * dy / dx : y0;
+        int iy = (int)(y / 256), f = (int)(y % 256);
+        if (steep) blend(c, iy, (int)x, col, 255 - f), blend(c, iy + 1, (int)x, col, f);
+        else blend(c, (int)x, iy, col, 255 - f), blend(c, (int)x, iy + 1, col, f);
+    }
+}
+
+/* ---- glyphs: 64 made-up characters of 2–4 strokes between points of a 3×3 grid, in 6×11 cells ---- */
+
+enum { GW = 6, GH = 11, NGLYPH = 64 };
+static uint8_t g_glyph[NGLYPH][GH][GW];
+static int g_glyph_ready;
+
+static void make_glyphs(void) {
+    if (g_glyph_ready) return; /* the same table each time: no harm if two threads build it at once */
+    static const int ax[3] = {0, 2, 4}, ay[3] = {2, 5, 8};
+    for (int g = 0; g < NGLYPH; g++) {
+        uint8_t m[GH][GW];
+        memset(m, 0, sizeof m);
+        rng r = {hash3(0x61796c70, (uint64_t)g, 11)};
+        int strokes = 2 + rng_below(&r, 3);
+        for (int s = 0; s < strokes; s++) {
+            int a = rng_below(&r, 9), b = rng_below(&r, 8);
+            if (b >= a) b++;
+            int x0 = ax[a % 3], y0 = ay[a / 3], x1 = ax[b % 3], y1 = ay[b / 3];
+            int n = abs(x1 - x0) > abs(y1 - y0) ? abs(x1 - x0) : abs(y1 - y0);
+            for (int i = 0; i <= n; i++) m[y0 + (y1 - y0) * i / n][x0 + (x1 - x0) * i / n] = 255;
+        }
+        if (rng_below(&r, 8) == 0) m[0][2] = 255; /* an accent */
+        for (int y = 0; y < GH; y++)                /* soft edges, like a rasterized font */
+            for (int x = 0; x < GW; x++) {
+                int near = (y > 0 && m[y - 1][x] == 255) + (y + 1 < GH && m[y + 1][x] == 255) +
+                           (x > 0 && m[y][x - 1] == 255) + (x + 1 < GW && m[y][x + 1] == 255);
+                g_glyph[g][y][x] = m[y][x] ? 255 : (uint8_t)(near ? 40 + 24 * near : 0);
+            }
+    }
+    g_glyph_ready = 1;
+}
+
+static void glyph(canvas *c, int x, int y, int g, const uint8_t col[3]) {
+    for (int gy = 0; gy < GH; gy++)
+        for (int gx = 0; gx < GW; gx++) blend(c, x + gx, y + gy, col, g_glyph[g][gy][gx]);
+}
+
+/* A word of n random glyphs at (x, y); returns the x after it. */
+static int word(canvas *c, rng *r, int x, int y, int n, const uint8_t col[3]) {
+    for (int i = 0; i < n; i++, x += GW) glyph(c, x, y, rng_below(r, NGLYPH), col);
+    return x;
+}
+
+static const uint8_t k_white[3] = {255, 255, 255}, k_ink[3] = {24, 24, 28}, k_grid[3] = {226, 226, 230},
+                     k_axis[3] = {0, 0, 0}, k_frame[3] = {150, 150, 150};
+static const uint8_t k_colors[4][3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40}};
+
+static void draw_text(canvas *c, uint64_t seed) {
+    make_glyphs();
+    fill(c, k_white);
+    static const uint8_t syntax[4][3] = {{0, 0, 192}, {163, 21, 21}, {0, 128, 0}, {128, 0, 128}};
+    rng r = {seed};
+    for (int y = -2; y < c->h; y += GH + 1) { /* from -2: even a frame of 5 rows shows strokes */
+        if (rng_below(&r, 10) == 0) continue; /* an empty line */
+        int indent = rng_below(&r, 6) * 2 * GW, x = c->w > 200 ? 3 + indent : 0, end = (c->w - 3) * (30 + rng_below(&r, 71)) / 100;
+        if (end < x + GW) end = x + GW;
+        while (x < end) {
+            int n = 1 + rng_below(&r, 9), hl = rng_below(&r, 5) == 0;
+            x = word(c, &r, x, y, n, hl ? syntax[rng_below(&r, 4)] : k_ink) + GW;
+        }
+    }
+}
+
+static void draw_plot(canvas *c, uint64_t seed) {
+    make_glyphs();
+    fill(c, k_white);
+    int w = c->w, h = c->h;
+    int L = w * 8 / 100, R = w - 1 - w * 3 / 100, T = h * 6 / 100, B = h - 1 - h * 9 / 100;
+    if (R - L < 8 || B - T < 8) L = 0, R = w - 1, T = 0, B = h - 1; /* tiny frames: the plot area only */
+    rng r = {seed};
+    for (int i = 1; i < 10; i++) vline(c, L + (R - L) * i / 10, T, B, k_grid);
+    for (int i = 1; i < 8; i++) hline(c, L, R, T + (B - T) * i / 8, k_grid);
+    /* four signals: a random walk with momentum plus jitter, a vertex every 3 pixels, drawn 1.5 px wide */
+    int64_t top = (int64_t)T * 256 + 512, bot = (int64_t)B * 256 - 512;
+    if (bot < top) top = (int64_t)T * 256, bot = (int64_t)B * 256;
+    int64_t span = bot - top;
+    for (int s = 0; s < 4; s++) {
+        int64_t v = top + span * (15 + rng_below(&r, 70)) / 100, vel = 0;
+        int64_t px = (int64_t)L * 256, py = v;
+        for (int x = L + 3; x <= R + 2; x += 3) {
+            int xx = x > R ? R : x;
+            vel = vel * 7 / 8 + (int64_t)(rng_below(&r, 129) - 64) * span / 2048;
+            v += vel + (int64_t)(rng_below(&r, 65) - 32) * span / 1024;
+            if (v < top) v = top + (top - v), vel = -vel;
+            if (v > bot) v = bot - (v - bot), vel = -vel;
+            if (v < top) v = top;
+            int64_t nx = (int64_t)xx * 256;
+            aa_line(c, px, py, nx, v, k_colors[s]);
+            aa_line(c, px, py + 128, nx, v + 128, k_colors[s]);
+            px = nx, py = v;
+        }
+    }
+    /* axes, ticks, tick labels, a title and a legend, where there is room */
+    vline(c, L, T, B, k_axis);
+    hline(c, L, R, B, k_axis);
+    for (int i = 0; i <= 10; i++) {
+        int x = L + (R - L) * i / 10;
+        vline(c, x, B + 1, B + 4, k_axis);
+        if (B + 6 + GH < h) word(c, &r, x - GW, B + 6, 2 + rng_below(&r, 2), k_ink);
+    }
+    for (int i = 0; i <= 8; i++) {
+        int y = T + (B - T) * i / 8;
+        hline(c, L - 4, L - 1, y, k_axis);
+        if (L > 4 * GW + 6) word(c, &r, L - 6 - 4 * GW, y - GH / 2, 4, k_ink);
+    }
+    if (T > GH + 2) word(c, &r, w / 2 - 9 * GW, (T - GH) / 2, 18, k_ink);
+    int lw = 12 * GW + 28, lx = R - lw - 10, ly = T + 10;
+    if (lx > L + 10 && ly + 4 * (GH + 4) + 10 < B) {
+        for (int y = ly; y < ly + 4 * (GH + 4) + 6; y++) hline(c, lx, lx + lw, y, k_white);
+        hline(c, lx, lx + lw, ly, k_frame), hline(c, lx, lx + lw, ly + 4 * (GH + 4) + 6, k_frame);
+        vline(c, lx, ly, ly + 4 * (GH + 4) + 6, k_frame), vline(c, lx + lw, ly, ly + 4 * (GH + 4) + 6, k_frame);
+        for (int s = 0; s < 4; s++) {
+            int y = ly + 4 + s * (GH + 4);
+            hline(c, lx + 5, lx + 22, y + GH / 2, k_colors[s]), hline(c, lx + 5, lx + 22, y + GH / 2 + 1, k_colors[s]);
+            word(c, &r, lx + 27, y, 4 + rng_below(&r, 8), k_ink);
+        }
+    }
+}
+
+/* Value noise: random values on a grid of cell × cell pixels, blended with a smoothstep; 0–65535. */
+typedef struct vnoise {
+    uint32_t cell, nx;
+    uint16_t *node;
+} vnoise;
+
+static int vnoise_init(vnoise *n, uint64_t seed, int w, int h, uint32_t cell) {
+    n->cell = cell;
+    n->nx = (uint32_t)w / cell + 2;
+    uint32_t ny = (uint32_t)h / cell + 2;
+    n->node = malloc(sizeof(uint16_t) * n->nx * ny);
+    if (!n->node) return -1;
+    for (uint32_t j = 0; j < ny; j++)
+        for (uint32_t i = 0; i < n->nx; i++) n->node[j * n->nx + i] = (uint16_t)hash3(seed, i, j);
+    return 0;
+}
+
+static int64_t smooth16(int64_t t) { return t * t * (3 * 65536 - 2 * t) >> 32; } /* t in [0, 65536) */
+
+static int64_t vnoise_at(const vnoise *n, int x, int y) {
+    uint32_t i = (uint32_t)x / n->cell, j = (uint32_t)y / n->cell;
+    int64_t sx = smooth16((int64_t)((uint32_t)x % n->cell) * 65536 / n->cell);
+    int64_t sy = smooth16((int64_t)((uint32_t)y % n->cell) * 65536 / n->cell);
+    const uint16_t *p = n->node + j * n->nx + i;
+    int64_t a = p[0] + ((p[1] - (int64_t)p[0]) * sx >> 16);
+    int64_t b = p[n->nx] + ((p[n->nx + 1] - (int64_t)p[n->nx]) * sx >> 16);
+    return a + ((b - a) * sy >> 16);
+}
+
+/* Colour map through five anchors; t in 0–65535. */
+static void colormap(const uint8_t anchors[5][3], int64_t t, uint8_t out[3]) {
+    if (t < 0) t = 0;
+    if (t > 65535) t = 65535;
+    int64_t s = t * 4, k = s >> 16, f = s & 0xFFFF;
+    if (k > 3) k = 3, f = 65536;
+    for (int i = 0; i < 3; i++)
+        out[i] = (uint8_t)(anchors[k][i] + ((anchors[k + 1][i] - anchors[k][i]) * f + 32768) / 65536);
+}
+
+static const uint8_t k_viridis[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+static const uint8_t k_inferno[5][3] = {{0, 0, 4}, {87, 16, 110}, {188, 55, 84}, {249, 142, 9}, {252, 255, 164}};
+
+/* Smooth: a value-noise field over a diagonal ramp, colour-mapped, shaded by a second, wider field. */
+static void draw_gradient(canvas *c, uint64_t seed) {
+    int w = c->w, h = c->h, big = w > h ? w : h;
+    vnoise a, b;
+    if (vnoise_init(&a, seed, w, h, (uint32_t)big / 4 + 1)) return;
+    if (vnoise_init(&b, seed + 1, w, h, (uint32_t)big / 3 + 1)) {
+        free(a.node);
+        return;
+    }
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int64_t ramp = ((int64_t)x * 65535 / (w > 1 ? w - 1 : 1) + (int64_t)y * 65535 / (h > 1 ? h - 1 : 1)) / 2;
+            uint8_t *p = c->px + (size_t)y * c->pitch + (size_t)x * 4;
+            colormap(k_viridis, (vnoise_at(&a, x, y) * 3 + ramp) / 4, p);
+            int64_t shade = 200 + vnoise_at(&b, x, y) * 55 / 65535;
+            for (int i = 0; i < 3; i++) p[i] = (uint8_t)(p[i] * shade / 255);
+            p[3] = 255;
+        }
+    free(a.node);
+    free(b.node);
+}
+
+/* Imaging data: blobs of a value-noise field plus strong per-pixel noise, colour-mapped. */
+static void draw_heatmap(canvas *c, uint64_t seed) {
+    int w = c->w, h = c->h, big = w > h ? w : h;
+    vnoise a;
+    if (vnoise_init(&a, seed, w, h, (uint32_t)big / 12 + 1)) return;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int64_t n = (int64_t)(hash3(seed, (uint64_t)y, (uint64_t)x) & 0xFFFF) - 32768;
+            uint8_t *p = c->px + (size_t)y * c->pitch + (size_t)x * 4;
+            colormap(k_inferno, vnoise_at(&a, x, y) + n / 3, p);
+            p[3] = 255;
+        }
+    free(a.node);
+}
+
+static void draw_noise(canvas *c, uint64_t seed) {
+    for (int y = 0; y < c->h; y++)
+        for (int x = 0; x < c->w; x++) {
+            uint64_t v = hash3(seed, (uint64_t)y, (uint64_t)x);
+            uint8_t *p = c->px + (size_t)y * c->pitch + (size_t)x * 4;
+            p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = 255;
+        }
+}
+
+void tf_draw(tf_kind kind, uint32_t w, uint32_t h, uint8_t *rgba, size_t pitch) {
+    canvas c = {rgba, (int)w, (int)h, pitch};
+    uint64_t seed = hash3((uint64_t)kind + 1, w, h);
+    switch (kind) {
+    case TF_PLOT: draw_plot(&c, seed); break;
+    case TF_TEXT: draw_text(&c, seed); break;
+    case TF_GRADIENT: draw_gradient(&c, seed); break;
+    case TF_HEATMAP: draw_heatmap(&c, seed); break;
+    default: draw_noise(&c, seed); break;
+    }
+}
+
+uint8_t *tf_new(tf_kind kind, uint32_t w, uint32_t h) {
+    uint8_t *px = malloc((size_t)w * h * 4);
+    if (px) tf_draw(kind, w, h, px, (size_t)w * 4);
+    return px;
+}
+
+/* ---- frame sets ---- */
+
+int tf_each_generated(uint64_t max_pixels, tf_visit fn, void *user) {
+    int n = 0;
+    char left[256] = "";
+    for (size_t s = 0; s < tf_nsizes; s++) {
+        uint32_t w = tf_sizes[s][0], h = tf_sizes[s][1];
+        if (max_pixels && (uint64_t)w * h > max_pixels) {
+            size_t l = strlen(left);
+            snprintf(left + l, sizeof left - l, " %ux%u", w, h);
+            continue;
+        }
+        for (int k = 0; k < TF_KINDS; k++) {
+            tf_frame f = {.kind = (tf_kind)k, .w = w, .h = h};
+            snprintf(f.name, sizeof f.name, "%s-%ux%u", k_names[k], w, h);
+            uint8_t *px = tf_new((tf_kind)k, w, h);
+            if (!px) continue;
+            f.px = px;
+            fn(&f, user);
+            free(px);
+            n++;
+        }
+    }
+    if (*left) printf("generated frames above %llu pixels left to the plain (non-sanitizer) run:%s\n",
+                      (unsigned long long)max_pixels, left);
+    return n;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Width × height from a PNG's IHDR without decoding it; -1 if the file is not a PNG. */
+static int png_size(const char *path, uint32_t *w, uint32_t *h) {
+    uint8_t b[24];
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n != sizeof b || memcmp(b, "\x89PNG\r\n\x1a\n", 8) || memcmp(b + 12, "IHDR", 4)) return -1;
+    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+    return 0;
+}
+
+int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *user, int *load_errors) {
+    const char *dir = getenv("RCANVAS_FRAMES_DIR");
+    if (!dir || !*dir) dir = "../shared/frames";
+    DIR *d = opendir(dir);
+    if (!d) {
+        printf("%s: no frame corpus at %s: generated frames only\n", what, dir);
+        return -1;
+    }
+    char *names[256];
+    int nn = 0, n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && nn < 256) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], cmp_name);
+    char left[1024] = "";
+    for (int i = 0; i < nn; i++) {
+        char path[4096], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        uint32_t w = 0, h = 0;
+        if (max_pixels && !png_size(path, &w, &h) && (uint64_t)w * h > max_pixels) {
+            size_t l = strlen(left);
+            snprintf(left + l, sizeof left - l, " %s", names[i]);
+            free(names[i]);
+            continue;
+        }
+        uint8_t *px;
+        if (rc_image_load(path, &px, &w, &h, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", what, err);
+            if (load_errors) ++*load_errors;
+        } else {
+            tf_frame f = {.kind = TF_CORPUS, .px = px, .w = w, .h = h};
+            snprintf(f.name, sizeof f.name, "%s", names[i]);
+            fn(&f, user);
+            free(px);
+            n++;
+        }
+        free(names[i]);
+    }
+    printf("%s: frame corpus %s: %d frames\n", what, dir, n);
+    if (*left) printf("%s: corpus frames above %llu pixels left to the plain (non-sanitizer) run:%s\n", what,
+                      (unsigned long long)max_pixels, left);
+    return n;
+}
