@@ -40,7 +40,11 @@ static const char USAGE[] =
     "  --host ADDR          address to bind (default 127.0.0.1)\n"
     "  --port N             TCP port 0-65535 (default 8080; 0 = any free port)\n"
     "  --token T            access token: 8-128 characters of A-Z a-z 0-9 _ - (default: random)\n"
-    "  --codec jpeg|png     codec of live frames (default jpeg)\n"
+    "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
+    "                       vp8, vp9 or webp; video goes to viewers whose browser decodes it, JPEG to the\n"
+    "                       others (default jpeg)\n"
+    "  --bitrate KBPS       video bitrate in kbit/s, 100-200000 (default 8000)\n"
+    "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
     "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
     "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
@@ -74,9 +78,17 @@ static int token_problem(const char *t, char *why, size_t cap) {
 
 /* Parses argv into the configs. Returns -1 to go on, or the exit status (0 after --help, CLI_USAGE after an error,
  * which it has reported). */
+typedef struct video_opts {
+    int bitrate_kbps, keyframe_interval; /* 0: the library's default */
+} video_opts;
+
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
-                      const char **frames_dir, int *test_scene, int *print_events, int *gpu) {
-    static const char *const codecs[] = {"jpeg", "png", NULL}, *const subs[] = {"420", "444", NULL},
+                      const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
+    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", NULL};
+    static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
+                                              RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
+                                              RCANVAS_CODEC_WEBP};
+    static const char *const subs[] = {"420", "444", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;
     for (int i = 1; i < argc; i++) {
@@ -118,7 +130,11 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             *test_scene = k == 1;
         } else if (!strcmp(a, "--codec")) {
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), codecs)) < 0) return CLI_USAGE;
-            ccfg->codec = k ? RCANVAS_CODEC_PNG : RCANVAS_CODEC_JPEG;
+            ccfg->codec = codec_ids[k];
+        } else if (!strcmp(a, "--bitrate")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--keyframe-interval")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
             ccfg->subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
@@ -177,7 +193,8 @@ int main(int argc, char **argv) {
     ccfg.title = "rcanvas demo";
     const char *frames_dir = NULL;
     int print_events = 0, gpu = 0, test_scene = 0;
-    int st = parse_args(argc, argv, &scfg, &ccfg, &frames_dir, &test_scene, &print_events, &gpu);
+    video_opts vo = {0, 0};
+    int st = parse_args(argc, argv, &scfg, &ccfg, &frames_dir, &test_scene, &print_events, &gpu, &vo);
     if (st >= 0) return st;
     scfg.log = log_cb;
     scfg.log_level = g_verbose ? RCANVAS_LOG_INFO : RCANVAS_LOG_ERROR;
@@ -208,6 +225,15 @@ int main(int argc, char **argv) {
     }
     rcanvas_canvas *cv = NULL;
     r = rcanvas_canvas_new(srv, &ccfg, &cv);
+    if (r == RCANVAS_EINVAL && ccfg.codec != RCANVAS_CODEC_JPEG && ccfg.codec != RCANVAS_CODEC_PNG) {
+        fprintf(stderr, "rcanvas-demo: --codec: this build has no encoder for it (see the configure output)\n");
+        rcanvas_server_free(srv);
+        frame_set_free(fs);
+        return 1;
+    }
+    if (!r && vo.bitrate_kbps) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_BITRATE_KBPS, vo.bitrate_kbps);
+    if (!r && vo.keyframe_interval)
+        r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_KEYFRAME_INTERVAL, vo.keyframe_interval);
 #if RCANVAS_HAVE_VULKAN
     rcanvas_vk *vk = NULL;
 #endif

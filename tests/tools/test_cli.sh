@@ -47,7 +47,7 @@ help_ok $D "$demo"
 dd() { want="$1"; shift; usage_error "$want" $D "$demo" --verbose --scene test "$@"; }
 dd "$D: --bogus: unknown option" --bogus
 dd "$D: stray: unexpected argument (the demo takes options only)" stray
-dd "$D: --codec webp: must be one of: jpeg, png" --codec webp
+dd "$D: --codec gif: must be one of: jpeg, png, auto, h264, vp8, vp9, webp" --codec gif
 dd "$D: --scene foo: must be one of: mandelbrot, test" --scene foo
 dd "$D: --subsampling 411: must be one of: 420, 444" --subsampling 411
 dd "$D: --port abc: must be an integer from 0 to 65535" --port abc
