@@ -68,7 +68,7 @@ dd "$D: --port: needs a value (an integer from 0 to 65535)" --port
 dd "$D: --quality: needs a value (an integer from 1 to 100)" --quality --port 0
 dd "$D: --host: needs a value (an address such as 127.0.0.1)" --host
 dd "$D: --frames: needs a value (a directory of PNG files)" --frames
-dd "$D: --codec: needs a value (one of: jpeg, png)" --codec
+dd "$D: --codec: needs a value (one of: jpeg, png, auto, h264, vp8, vp9, webp)" --codec
 dd "$D: --gpu: cannot be combined with --scene test" --gpu
 # the token rule, stated; the token itself (a secret) never shown
 dd "$D: --token: 5 characters: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token short
