@@ -21,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-vk bench-jpeg-gpu bench-e2e clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e clean
 
 all: build
 
@@ -92,6 +92,11 @@ bench-frames: build
 
 bench-encode: bench-frames
 	./build/bench-encode --runs 31 $(BENCH_FRAMES)
+
+# Video codecs (H.264, …) against JPEG on moving 1080p sequences panned and zoomed over the benchmark frames: bytes,
+# Y PSNR, encode ms; JPEG bytes at equal PSNR.
+bench-video: bench-frames
+	./build/bench-video $(BENCH_FRAMES)
 
 # Vulkan readback ring per depth, with and without encoding (on this machine: lavapipe; see docs/benchmarks.md
 # for the H200 run).

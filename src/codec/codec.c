@@ -14,6 +14,9 @@ static const rc_codec_type *const k_codecs[] = {
 #if RCANVAS_HAVE_VULKAN
     &rc_codec_jpeg_gpu,
 #endif
+#if RCANVAS_HAVE_H264
+    &rc_codec_h264,
+#endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
 

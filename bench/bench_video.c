@@ -1,0 +1,372 @@
+/*
+ * bench-video — the video codecs against JPEG on moving 1920×1080 sequences. Each PNG of a directory (default
+ * ../shared/frames) at least 1920×1080 becomes a sequence of N frames that pans and zooms over it (viewport 1/1.1 to
+ * 1/1.4 of the source, back and forth, scaled with libyuv's bilinear filter); without a corpus, or with --generated,
+ * the generated scene of tests/gen_frames.h (panning 3 px a frame over a drifting gradient) is a sequence too.
+ * Per sequence, codec and bitrate: bytes per frame, Y PSNR against the source's I420 (mean over frames), encode ms
+ * per frame (median wall time, RGBA → I420 included, as the server runs it) and CPU ms per frame (mean, all threads:
+ * less disturbed by a busy machine); JPEG (rc_codec_jpeg, one call, 4:2:0) at q85, and at the quality of equal PSNR
+ * — bytes interpolated between the two qualities whose PSNR brackets the video's, measured on every 3rd frame — and
+ * the ratio "video bytes / JPEG bytes at equal PSNR". JPEG's Y is measured like the video's: decoded to RGB and
+ * converted by rc_i420_from_image. Prints figures, asserts nothing.
+ *   bench-video [--frames N] [--kbps K[,K…]] [--threads T] [--fps F] [--generated] [--no-jpeg] [DIR]  (--help)
+ * Adding a codec: a decoder (open, decode one packet to I420, close) and one line in k_codecs.
+ */
+#include <dirent.h>
+#include <libyuv.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "codec/codec.h"
+#include "codec/yuv.h"
+#include "cli.h"
+#include "core/util.h"
+#include "gen_frames.h"
+#include "imageio.h"
+
+#if RCANVAS_HAVE_H264
+#include <wels/codec_api.h>
+#endif
+
+#define OUT_W 1920
+#define OUT_H 1080
+
+/* A decoded picture: planes owned by the decoder, valid until its next call. */
+typedef struct yuv_view {
+    const uint8_t *y, *u, *v;
+    int w, h, stride_y, stride_uv;
+} yuv_view;
+
+/* A codec's reference decoder, to measure what a viewer sees. */
+typedef struct video_decoder {
+    void *(*open)(void);
+    int (*decode)(void *d, const uint8_t *data, size_t len, yuv_view *out); /* 0 or -1 */
+    void (*close)(void *d);
+} video_decoder;
+
+#if RCANVAS_HAVE_H264
+static void *h264_open(void) {
+    ISVCDecoder *d = NULL;
+    if (WelsCreateDecoder(&d) || !d) return NULL;
+    int level = WELS_LOG_QUIET;
+    (*d)->SetOption(d, DECODER_OPTION_TRACE_LEVEL, &level);
+    SDecodingParam p;
+    memset(&p, 0, sizeof p);
+    p.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_AVC;
+    if ((*d)->Initialize(d, &p)) {
+        WelsDestroyDecoder(d);
+        return NULL;
+    }
+    return d;
+}
+static int h264_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
+    ISVCDecoder *d = dp;
+    uint8_t *dst[3] = {0};
+    SBufferInfo bi;
+    memset(&bi, 0, sizeof bi);
+    if ((*d)->DecodeFrameNoDelay(d, data, (int)len, dst, &bi) != dsErrorFree || bi.iBufferStatus != 1) return -1;
+    *out = (yuv_view){bi.pDst[0], bi.pDst[1], bi.pDst[2], bi.UsrData.sSystemBuffer.iWidth,
+                      bi.UsrData.sSystemBuffer.iHeight, bi.UsrData.sSystemBuffer.iStride[0],
+                      bi.UsrData.sSystemBuffer.iStride[1]};
+    return 0;
+}
+static void h264_close(void *dp) {
+    ISVCDecoder *d = dp;
+    (*d)->Uninitialize(d);
+    WelsDestroyDecoder(d);
+}
+static const video_decoder h264_decoder = {h264_open, h264_decode, h264_close};
+#endif
+
+/* The video codecs: one line each. */
+static const struct {
+    const rc_codec_type *type;
+    const video_decoder *dec;
+} k_codecs[] = {
+#if RCANVAS_HAVE_H264
+    {&rc_codec_h264, &h264_decoder},
+#endif
+};
+#define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
+
+/* JPEG qualities tried to find the one of equal PSNR. */
+static const int k_jpeg_q[] = {5, 10, 15, 20, 30, 40, 50, 60, 70, 75, 80, 85, 90, 93, 95, 97, 99};
+#define NQ (sizeof k_jpeg_q / sizeof k_jpeg_q[0])
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+/* CPU time of the whole process (every thread: the encoders' own too), µs. */
+static int64_t cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static double psnr_y(const uint8_t *a, int sa, const uint8_t *b, int sb, int w, int h) {
+    double se = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int e = (int)a[(size_t)y * sa + x] - (int)b[(size_t)y * sb + x];
+            se += e * e;
+        }
+    double mse = se / ((double)w * h);
+    return mse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 / mse);
+}
+
+/* A source still and the sequence over it. */
+typedef struct source {
+    char name[64];
+    uint8_t *rgba; /* NULL: the generated scene, drawn frame by frame */
+    uint32_t w, h;
+} source;
+
+/* Frame i of n: the viewport zooms between 1.1× and 1.4× and pans across the rest, back and forth. */
+static void render(const source *s, int i, int n, uint8_t *dst) {
+    if (!s->rgba) { /* the generated scene moves by itself: pan (3, 1) pixels per frame, drifting gradient */
+        gen_frame(dst, OUT_W, OUT_H, (size_t)OUT_W * 4, i, 1.0);
+        return;
+    }
+    double ph = 6.283185307 * i / n;
+    double z = 1.1 + 0.3 * (0.5 - 0.5 * cos(ph));
+    int vw = (int)(s->w / z) & ~1, vh = (int)(s->h / z) & ~1;
+    double fx = 0.5 + 0.5 * sin(ph), fy = 0.5 + 0.5 * sin(ph * 0.5);
+    int x0 = (int)((s->w - (uint32_t)vw) * fx), y0 = (int)((s->h - (uint32_t)vh) * fy);
+    ARGBScale(s->rgba + ((size_t)y0 * s->w + (size_t)x0) * 4, (int)s->w * 4, vw, vh, dst, OUT_W * 4, OUT_W, OUT_H,
+              kFilterBilinear);
+}
+
+static int load_sources(const char *dir, int with_generated, source **out) {
+    int n = 0;
+    source *v = NULL;
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (d) {
+        char *names[64];
+        int nn = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) && nn < 64) {
+            size_t l = strlen(de->d_name);
+            if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+        v = calloc((size_t)nn + 1, sizeof(source));
+        for (int i = 0; i < nn; i++) {
+            char path[4096], err[256];
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            source *s = &v[n];
+            if (rc_image_load(path, &s->rgba, &s->w, &s->h, err, sizeof err) == 0 && s->w >= OUT_W &&
+                s->h >= OUT_H) {
+                snprintf(s->name, sizeof s->name, "%.*s", (int)strlen(names[i]) - 4, names[i]);
+                n++;
+            } else {
+                free(s->rgba);
+            }
+            free(names[i]);
+        }
+    }
+    if (n == 0 || with_generated) {
+        source *g = realloc(v, sizeof(source) * ((size_t)n + 1));
+        if (!g) {
+            *out = v;
+            return n;
+        }
+        v = g;
+        memset(&v[n], 0, sizeof(source));
+        snprintf(v[n].name, sizeof v[n].name, "generated");
+        n++;
+    }
+    *out = v;
+    return n;
+}
+
+#define PROG "bench-video"
+static const char USAGE[] =
+    "usage: bench-video [options] [DIR]\n"
+    "  DIR                  directory of PNG frames, each >= 1920x1080 (default: ../shared/frames if there;\n"
+    "                       without frames, the generated scene of tests/gen_frames.h)\n"
+    "  --frames N           frames per sequence, 2-100000 (default 60)\n"
+    "  --kbps K[,K...]      video bitrates in kbit/s, 100-200000 each, at most 8 (default 4000,8000,16000)\n"
+    "  --threads T          video encoder threads, 0-256 (default 0: all cores)\n"
+    "  --fps F              frame rate the rate control assumes, 1-1000 (default 30)\n"
+    "  --generated          the generated scene as a sequence too\n"
+    "  --no-jpeg            video figures only\n"
+    "  --help               print this and exit\n";
+
+int main(int argc, char **argv) {
+    int nframes = 60, threads = 0, kbps[8] = {4000, 8000, 16000}, nk = 3, with_generated = 0, jpeg_on = 1;
+    double fps = 30;
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--frames")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 2, 100000, &nframes)) return CLI_USAGE;
+        } else if (!strcmp(a, "--threads")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &threads)) return CLI_USAGE;
+        } else if (!strcmp(a, "--fps")) {
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 1000, &fps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--kbps")) {
+            const char *v = cli_value(argc, argv, &i);
+            char list[256], *save = NULL;
+            if (!v) return cli_missing(PROG, a, "a list of integers from 100 to 200000");
+            snprintf(list, sizeof list, "%s", v);
+            nk = 0;
+            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (nk == 8) return cli_error(PROG, "%s %s: at most 8 bitrates", a, v);
+                if (cli_int(PROG, a, t, 100, 200000, &kbps[nk++])) return CLI_USAGE;
+            }
+            if (!nk) return cli_error(PROG, "%s %s: must be a list of integers from 100 to 200000", a, v);
+        } else if (!strcmp(a, "--generated")) {
+            with_generated = 1;
+        } else if (!strcmp(a, "--no-jpeg")) {
+            jpeg_on = 0;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_error(PROG, "%s: unknown option", a);
+        } else if (dir) {
+            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
+        } else {
+            dir = a;
+        }
+    }
+    struct stat st;
+    if (!dir && stat("../shared/frames", &st) == 0) dir = "../shared/frames";
+    if (!threads) threads = rc_cpu_count();
+    source *src;
+    int nsrc = load_sources(dir, with_generated, &src);
+    printf("bench-video: %d sequence(s) of %d frames, %dx%d, pan and zoom over %s; %.0f fps; video encoders on %d "
+           "thread(s); JPEG one call, 4:2:0; machine: %d cores\n",
+           nsrc, nframes, OUT_W, OUT_H, !src[0].rgba ? "the generated scene" : dir, fps, threads,
+           rc_cpu_count());
+    if (NCODECS == 0) printf("no video codec built in (openh264, libvpx missing): JPEG only\n");
+
+    size_t cap = (size_t)OUT_W * OUT_H * 4;
+    uint8_t *frame = malloc(cap);
+    rc_i420 ref = {0}, jy = {0};
+    rc_buf pkt = {0};
+    double *ms = malloc(sizeof(double) * (size_t)nframes), *jms = malloc(sizeof(double) * (size_t)nframes);
+    rc_codec *jpeg;
+    if (!frame || !ms || !jms || rc_codec_new(&rc_codec_jpeg, &jpeg)) return 1;
+    rc_image img = {frame, OUT_W, OUT_H, (size_t)OUT_W * 4, RCANVAS_FORMAT_RGBA8};
+
+    printf("\n| sequence | codec | kbit/s | bytes/frame | Y PSNR dB | encode ms (median) | CPU ms/frame | JPEG q85 bytes | q85 PSNR | "
+           "JPEG q85 ms | JPEG at equal PSNR: q, bytes | video / JPEG bytes at equal PSNR |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    double tot_video[NCODECS + 1][8], tot_jpeg[NCODECS + 1][8];
+    memset(tot_video, 0, sizeof tot_video);
+    memset(tot_jpeg, 0, sizeof tot_jpeg);
+    for (int si = 0; si < nsrc; si++) {
+        /* JPEG over every 3rd frame at each quality: (bytes, PSNR) curve of this sequence; q85 over all frames. */
+        double qb[NQ] = {0}, qp[NQ] = {0}, q85_bytes = 0, q85_psnr = 0;
+        int nsub = 0;
+        for (int i = 0; i < nframes && jpeg_on; i++) {
+            render(&src[si], i, nframes, frame);
+            rc_i420_from_image(&ref, &img);
+            for (size_t q = 0; q < NQ; q++) {
+                if (i % 3 && k_jpeg_q[q] != 85) continue;
+                rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = k_jpeg_q[q],
+                                      .subsampling = RCANVAS_SUBSAMP_420};
+                rc_buf_clear(&pkt);
+                int64_t t0 = rc_now_us();
+                if (rc_codec_encode(jpeg, &img, &p, &pkt, NULL)) return 1;
+                if (k_jpeg_q[q] == 85) jms[i] = (double)(rc_now_us() - t0) / 1000.0;
+                uint8_t *px;
+                uint32_t w, h;
+                if (rc_decode_jpeg(rc_buf_data(&pkt), pkt.len, &px, &w, &h)) return 1;
+                rc_image di = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+                rc_i420_from_image(&jy, &di);
+                double ps = psnr_y(jy.y, jy.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H);
+                free(px);
+                if (k_jpeg_q[q] == 85) q85_bytes += (double)pkt.len / nframes, q85_psnr += ps / nframes;
+                if (i % 3 == 0) qb[q] += (double)pkt.len, qp[q] += ps;
+            }
+            if (i % 3 == 0) nsub++;
+        }
+        for (size_t q = 0; q < NQ; q++) qb[q] /= nsub ? nsub : 1, qp[q] /= nsub ? nsub : 1;
+        double q85_ms = jpeg_on ? median(jms, nframes) : 0;
+
+        for (size_t c = 0; c < NCODECS; c++)
+            for (int k = 0; k < nk; k++) {
+                rc_codec *enc;
+                void *dec = k_codecs[c].dec->open();
+                if (rc_codec_new(k_codecs[c].type, &enc) || !dec) return 1;
+                rc_encode_params p = {.codec = (rcanvas_codec)k_codecs[c].type->wire_id, .bitrate_kbps = kbps[k],
+                                      .keyframe_interval = 0, .threads = threads, .fps = fps};
+                double bytes = 0, psnr = 0, cpu = 0;
+                for (int i = 0; i < nframes; i++) {
+                    render(&src[si], i, nframes, frame);
+                    rc_buf_clear(&pkt);
+                    int64_t c0 = cpu_us(), t0 = rc_now_us();
+                    int r = rc_codec_encode(enc, &img, &p, &pkt, NULL);
+                    ms[i] = (double)(rc_now_us() - t0) / 1000.0;
+                    cpu += (double)(cpu_us() - c0) / 1000.0 / nframes;
+                    if (r) {
+                        fprintf(stderr, "%s: %s\n", k_codecs[c].type->name, rc_codec_error(enc));
+                        return 1;
+                    }
+                    yuv_view yv;
+                    if (k_codecs[c].dec->decode(dec, rc_buf_data(&pkt), pkt.len, &yv) || yv.w < OUT_W ||
+                        yv.h < OUT_H) {
+                        fprintf(stderr, "%s: frame %d does not decode\n", k_codecs[c].type->name, i);
+                        return 1;
+                    }
+                    rc_i420_from_image(&ref, &img);
+                    bytes += (double)pkt.len / nframes;
+                    psnr += psnr_y(yv.y, yv.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H) / nframes;
+                }
+                k_codecs[c].dec->close(dec);
+                rc_codec_free(enc);
+                /* JPEG bytes at the video's PSNR: linear between the bracketing qualities. */
+                char eq[64];
+                double jb = -1;
+                size_t q = 0;
+                while (q < NQ && qp[q] < psnr) q++;
+                if (q == 0) snprintf(eq, sizeof eq, "< q%d", k_jpeg_q[0]), jb = qb[0];
+                else if (q == NQ) snprintf(eq, sizeof eq, "> q%d", k_jpeg_q[NQ - 1]), jb = qb[NQ - 1];
+                else {
+                    double f = (psnr - qp[q - 1]) / (qp[q] - qp[q - 1]);
+                    jb = qb[q - 1] + f * (qb[q] - qb[q - 1]);
+                    snprintf(eq, sizeof eq, "q%.0f, %.0f", k_jpeg_q[q - 1] + f * (k_jpeg_q[q] - k_jpeg_q[q - 1]), jb);
+                }
+                tot_video[c][k] += bytes;
+                tot_jpeg[c][k] += jb;
+                printf("| %s | %s | %d | %.0f | %.2f | %.2f | %.2f ", src[si].name, k_codecs[c].type->name, kbps[k],
+                       bytes, psnr, median(ms, nframes), cpu);
+                if (jpeg_on)
+                    printf("| %.0f | %.2f | %.2f | %s | %s%.2f |\n", q85_bytes, q85_psnr, q85_ms, eq,
+                           q == 0 || q == NQ ? "~" : "", bytes / jb);
+                else
+                    printf("| – | – | – | – | – |\n");
+                fflush(stdout);
+            }
+    }
+    if (jpeg_on && NCODECS) {
+        printf("\nAll sequences, video bytes / JPEG bytes at equal PSNR (sums over sequences):");
+        for (size_t c = 0; c < NCODECS; c++)
+            for (int k = 0; k < nk; k++)
+                printf(" %s@%d: %.2f", k_codecs[c].type->name, kbps[k], tot_video[c][k] / tot_jpeg[c][k]);
+        printf("\n");
+    }
+    for (int i = 0; i < nsrc; i++) free(src[i].rgba);
+    free(src);
+    free(frame);
+    free(ms);
+    free(jms);
+    rc_i420_free(&ref);
+    rc_i420_free(&jy);
+    rc_buf_free(&pkt);
+    rc_codec_free(jpeg);
+    return 0;
+}

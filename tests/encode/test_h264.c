@@ -1,0 +1,523 @@
+/*
+ * test_h264 — the h264 codec (src/codec/h264.c) round-tripped through openh264's own decoder (ISVCDecoder,
+ * DecodeFrameNoDelay), on generated moving scenes (tests/gen_frames.h; no corpus needed):
+ *  - 1280×720, 30 fps, 2 threads, 90 frames: every packet is Annex B (one slice per thread) and decodes at
+ *    1280×720; the first is an IDR with SPS+PPS (constrained baseline, BT.601 limited range in the VUI), the others
+ *    are not, except the one after request_keyframe(), which decodes alone on a fresh decoder; Y PSNR against the
+ *    source's I420 ≥ PSNR_720P_MIN on every frame at 4000 kbit/s (the first 40); then 1000 and 8000 kbit/s on the
+ *    same encoder move the bytes per frame down and up;
+ *  - colour: a flat RGB (200, 40, 90) patch comes back within ±3 per channel through the BT.601 limited-range
+ *    inverse (640×360 at 3000 kbit/s; within ±5 in the tighter 720p stream);
+ *  - a periodic keyframe interval set mid-stream; a size and thread count change mid-stream (an IDR at the new
+ *    size, which the same decoder follows);
+ *  - odd and tiny sizes: 333×197 (30 frames), 1001×777, 7×5 are coded at the next even size (at least 16) and
+ *    the decoded picture's top-left part is the frame;
+ *  - bad parameters give RCANVAS_EINVAL.
+ * Built only with openh264 (CMake leaves it out otherwise, like the Vulkan tests).
+ */
+#include <math.h>
+#include <string.h>
+#include <wels/codec_api.h>
+
+#include "codec/codec.h"
+#include "codec/yuv.h"
+#include "gen_frames.h"
+#include "test.h"
+
+/* Lowest Y PSNR of any frame, 2 dB under what was measured (openh264 2.3.1 on x86-64 AVX2, CAMERA_VIDEO_REAL_TIME,
+ * 2 threads; other SIMD paths round differently). The scene is hard for its rate — random glyphs and noisy curves
+ * panning by 3 pixels a frame — and the frames right after an IDR (about 8 frame budgets) pay for it. */
+#define PSNR_720P_MIN 31.5 /* 1280×720 at 4000 kbit/s, 30 fps: measured min 33.6 dB, mean 37.0 */
+#define PSNR_ODD_MIN 35.0  /* 333×197 at 600 kbit/s: measured min 37.4 dB */
+
+/* ---- Annex B: NAL units of a packet ---- */
+
+/* Calls fn(type, nal, len) for every NAL unit (start codes stripped); returns the count, -1 if the packet does
+ * not start with a start code. */
+static int for_each_nal(const uint8_t *p, size_t n, void (*fn)(void *, int, const uint8_t *, size_t), void *arg) {
+    size_t i = 0;
+    int count = 0;
+    if (n < 4 || !(p[0] == 0 && p[1] == 0 && (p[2] == 1 || (p[2] == 0 && p[3] == 1)))) return -1;
+    while (i + 3 <= n) {
+        if (p[i] == 0 && p[i + 1] == 0 && p[i + 2] == 1) {
+            size_t s = i + 3, e = s;
+            while (e + 3 <= n && !(p[e] == 0 && p[e + 1] == 0 && (p[e + 2] == 1 || (p[e + 2] == 0 && e + 3 < n && p[e + 3] == 1)))) e++;
+            if (e + 3 > n) e = n;
+            if (fn && s < e) fn(arg, p[s] & 0x1f, p + s, e - s);
+            count++;
+            i = e;
+        } else {
+            i++;
+        }
+    }
+    return count;
+}
+
+typedef struct nal_seen {
+    int sps, pps, idr, non_idr, other;
+    uint8_t sps_rbsp[256];
+    size_t sps_len;
+} nal_seen;
+
+static void note_nal(void *arg, int type, const uint8_t *nal, size_t len) {
+    nal_seen *s = arg;
+    if (type == 7) {
+        s->sps++;
+        /* RBSP: drop emulation prevention bytes (00 00 03 → 00 00) */
+        size_t o = 0, zeros = 0;
+        for (size_t i = 1; i < len && o < sizeof s->sps_rbsp; i++) {
+            if (zeros >= 2 && nal[i] == 3) {
+                zeros = 0;
+                continue;
+            }
+            zeros = nal[i] == 0 ? zeros + 1 : 0;
+            s->sps_rbsp[o++] = nal[i];
+        }
+        s->sps_len = o;
+    } else if (type == 8) s->pps++;
+    else if (type == 5) s->idr++;
+    else if (type == 1) s->non_idr++;
+    else s->other++;
+}
+
+/* ---- a minimal SPS reader: profile, constraint flags, size after cropping, VUI colour description ---- */
+
+typedef struct bits {
+    const uint8_t *p;
+    size_t n, pos;
+} bits;
+static uint32_t rd(bits *b, int k) {
+    uint32_t v = 0;
+    while (k--) {
+        uint32_t bit = b->pos / 8 < b->n ? (b->p[b->pos / 8] >> (7 - b->pos % 8)) & 1u : 0u;
+        v = v << 1 | bit;
+        b->pos++;
+    }
+    return v;
+}
+static uint32_t ue(bits *b) {
+    int z = 0;
+    while (!rd(b, 1) && z < 32) z++;
+    return (1u << z) - 1 + rd(b, z);
+}
+
+typedef struct sps_info {
+    int profile, cs0, cs1, level, width, height;
+    int vst, video_format, full_range, cdp, primaries, transfer, matrix;
+} sps_info;
+
+static void parse_sps(const uint8_t *r, size_t n, sps_info *s) {
+    bits b = {r, n, 0};
+    memset(s, 0, sizeof *s);
+    s->profile = (int)rd(&b, 8);
+    s->cs0 = (int)rd(&b, 1);
+    s->cs1 = (int)rd(&b, 1);
+    rd(&b, 6);
+    s->level = (int)rd(&b, 8);
+    ue(&b); /* sps id */
+    /* baseline: no chroma_format_idc etc. */
+    ue(&b); /* log2_max_frame_num_minus4 */
+    uint32_t poc = ue(&b);
+    if (poc == 0) ue(&b);
+    else if (poc == 1) return; /* not used by openh264 */
+    ue(&b);    /* max_num_ref_frames */
+    rd(&b, 1); /* gaps */
+    uint32_t wmb = ue(&b) + 1, hmb = ue(&b) + 1;
+    uint32_t frame_mbs_only = rd(&b, 1);
+    if (!frame_mbs_only) rd(&b, 1);
+    rd(&b, 1); /* direct_8x8 */
+    uint32_t cl = 0, cr = 0, ct = 0, cb = 0;
+    if (rd(&b, 1)) cl = ue(&b), cr = ue(&b), ct = ue(&b), cb = ue(&b);
+    s->width = (int)(wmb * 16 - 2 * (cl + cr));
+    s->height = (int)(hmb * 16 - 2 * (ct + cb));
+    if (!rd(&b, 1)) return; /* vui_parameters_present_flag */
+    if (rd(&b, 1)) {        /* aspect_ratio_info_present_flag */
+        if (rd(&b, 8) == 255) rd(&b, 32);
+    }
+    if (rd(&b, 1)) rd(&b, 1); /* overscan */
+    s->vst = (int)rd(&b, 1);
+    if (s->vst) {
+        s->video_format = (int)rd(&b, 3);
+        s->full_range = (int)rd(&b, 1);
+        s->cdp = (int)rd(&b, 1);
+        if (s->cdp) {
+            s->primaries = (int)rd(&b, 8);
+            s->transfer = (int)rd(&b, 8);
+            s->matrix = (int)rd(&b, 8);
+        }
+    }
+}
+
+/* ---- decoding ---- */
+
+typedef struct decoded {
+    const uint8_t *y, *u, *v;
+    int w, h, stride_y, stride_uv;
+} decoded;
+
+static ISVCDecoder *decoder_new(void) {
+    ISVCDecoder *d = NULL;
+    if (WelsCreateDecoder(&d) || !d) return NULL;
+    int level = WELS_LOG_QUIET;
+    (*d)->SetOption(d, DECODER_OPTION_TRACE_LEVEL, &level);
+    SDecodingParam p;
+    memset(&p, 0, sizeof p);
+    p.sVideoProperty.size = sizeof p.sVideoProperty;
+    p.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_AVC;
+    p.eEcActiveIdc = ERROR_CON_DISABLE; /* no concealment: a broken packet must show as an error */
+    if ((*d)->Initialize(d, &p)) {
+        WelsDestroyDecoder(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void decoder_free(ISVCDecoder *d) {
+    if (!d) return;
+    (*d)->Uninitialize(d);
+    WelsDestroyDecoder(d);
+}
+
+/* Decodes one access unit; 0 with the picture in *out, or -1. */
+static int decode(ISVCDecoder *d, const rc_buf *pkt, decoded *out) {
+    uint8_t *dst[3] = {0};
+    SBufferInfo bi;
+    memset(&bi, 0, sizeof bi);
+    DECODING_STATE st = (*d)->DecodeFrameNoDelay(d, rc_buf_data(pkt), (int)pkt->len, dst, &bi);
+    if (st != dsErrorFree || bi.iBufferStatus != 1) return -1;
+    out->y = bi.pDst[0];
+    out->u = bi.pDst[1];
+    out->v = bi.pDst[2];
+    out->w = bi.UsrData.sSystemBuffer.iWidth;
+    out->h = bi.UsrData.sSystemBuffer.iHeight;
+    out->stride_y = bi.UsrData.sSystemBuffer.iStride[0];
+    out->stride_uv = bi.UsrData.sSystemBuffer.iStride[1];
+    return 0;
+}
+
+static double psnr_y(const decoded *d, const rc_i420 *src) {
+    double se = 0;
+    for (uint32_t y = 0; y < src->height; y++)
+        for (uint32_t x = 0; x < src->width; x++) {
+            int e = (int)d->y[(size_t)y * d->stride_y + x] - (int)src->y[(size_t)y * src->stride_y + x];
+            se += e * e;
+        }
+    double mse = se / ((double)src->width * src->height);
+    return mse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 / mse);
+}
+
+/* BT.601 limited range (what rc_i420_from_image produced, and what the VUI says) back to RGB, as the browser
+ * does: R = 1.164 (Y−16) + 1.596 (V−128), G = 1.164 (Y−16) − 0.392 (U−128) − 0.813 (V−128),
+ * B = 1.164 (Y−16) + 2.017 (U−128), rounded and clamped to 0–255. */
+static void yuv_to_rgb(int y, int u, int v, int rgb[3]) {
+    double c = 1.164 * (y - 16), d = u - 128, e = v - 128;
+    double r = c + 1.596 * e, g = c - 0.392 * d - 0.813 * e, b = c + 2.017 * d;
+    double t[3] = {r, g, b};
+    for (int i = 0; i < 3; i++) rgb[i] = t[i] < 0 ? 0 : t[i] > 255 ? 255 : (int)lround(t[i]);
+}
+
+/* The patch's colour after decoding, 8 pixels in from its edges (the patch covers whole macroblocks — it starts
+ * at 32, 64 pixels square — and 8 pixels keep the deblocking filter and the edge's 4:2:0 chroma out): the largest
+ * per-channel difference of the mean colour to gen_patch_rgb (a colour shift: wrong matrix or range), and of any
+ * single pixel (that adds the codec's quantization of the flat block). */
+static void patch_error(const decoded *d, double *mean_err, int *pixel_err) {
+    double sum[3] = {0};
+    int n = 0, worst = 0;
+    for (int y = GEN_PATCH_Y + 8; y < GEN_PATCH_Y + GEN_PATCH_SIZE - 8; y++)
+        for (int x = GEN_PATCH_X + 8; x < GEN_PATCH_X + GEN_PATCH_SIZE - 8; x++, n++) {
+            int rgb[3];
+            yuv_to_rgb(d->y[(size_t)y * d->stride_y + x], d->u[(size_t)(y / 2) * d->stride_uv + x / 2],
+                       d->v[(size_t)(y / 2) * d->stride_uv + x / 2], rgb);
+            for (int i = 0; i < 3; i++) {
+                sum[i] += rgb[i];
+                int e = abs(rgb[i] - gen_patch_rgb[i]);
+                if (e > worst) worst = e;
+            }
+        }
+    *mean_err = 0;
+    for (int i = 0; i < 3; i++) *mean_err = fmax(*mean_err, fabs(sum[i] / n - gen_patch_rgb[i]));
+    *pixel_err = worst;
+}
+
+/* ---- the stream under test ---- */
+
+typedef struct stream {
+    rc_codec *c;
+    rc_encode_params p;
+    uint8_t *rgba;
+    uint32_t w, h;
+    rc_i420 ref; /* the source frame in I420, as the encoder saw it */
+    rc_buf pkt;
+    rc_encode_info info;
+    nal_seen nals;
+} stream;
+
+static int stream_init(stream *s, uint32_t w, uint32_t h, int kbps, int threads) {
+    memset(s, 0, sizeof *s);
+    s->p = (rc_encode_params){.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .keyframe_interval = 0,
+                              .threads = threads, .fps = 30};
+    s->w = w, s->h = h;
+    s->rgba = malloc((size_t)w * h * 4);
+    int r = rc_codec_new(&rc_codec_h264, &s->c);
+    CHECK_EQ_INT(r, RCANVAS_OK);
+    return s->rgba && !r ? 0 : -1;
+}
+
+static void stream_resize(stream *s, uint32_t w, uint32_t h) {
+    free(s->rgba);
+    s->w = w, s->h = h;
+    s->rgba = malloc((size_t)w * h * 4);
+}
+
+/* Draws frame t and encodes it into s->pkt (cleared first). */
+static int stream_encode(stream *s, int t) {
+    gen_frame(s->rgba, s->w, s->h, (size_t)s->w * 4, t, 1.0);
+    rc_image img = {s->rgba, s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8};
+    rc_i420_from_image(&s->ref, &img);
+    rc_buf_clear(&s->pkt);
+    int r = rc_codec_encode(s->c, &img, &s->p, &s->pkt, &s->info);
+    CHECK_MSG(r == RCANVAS_OK, "encode %ux%u frame %d: %s (%s)", s->w, s->h, t, rcanvas_strerror(r),
+              rc_codec_error(s->c));
+    memset(&s->nals, 0, sizeof s->nals);
+    int n = r ? 0 : for_each_nal(rc_buf_data(&s->pkt), s->pkt.len, note_nal, &s->nals);
+    CHECK_MSG(r || n > 0, "frame %d: packet of %zu bytes is not Annex B", t, s->pkt.len);
+    return r;
+}
+
+static void stream_free(stream *s) {
+    rc_codec_free(s->c);
+    free(s->rgba);
+    rc_i420_free(&s->ref);
+    rc_buf_free(&s->pkt);
+}
+
+static int coded(uint32_t n) { return n < 16 ? 16 : (int)((n + 1) & ~1u); }
+
+/* The packet decodes on d at the coded size of the frame, and the frame's part has PSNR ≥ min. Returns the PSNR. */
+static double check_decode(stream *s, ISVCDecoder *d, int t, double min, decoded *out) {
+    decoded dd;
+    if (!out) out = &dd;
+    if (decode(d, &s->pkt, out)) {
+        CHECK_MSG(0, "%ux%u frame %d (%zu bytes) does not decode", s->w, s->h, t, s->pkt.len);
+        return 0;
+    }
+    CHECK_MSG(out->w == coded(s->w) && out->h == coded(s->h), "%ux%u frame %d decodes at %dx%d, expected %dx%d",
+              s->w, s->h, t, out->w, out->h, coded(s->w), coded(s->h));
+    if (out->w < (int)s->w || out->h < (int)s->h) return 0;
+    double p = psnr_y(out, &s->ref);
+    CHECK_MSG(p >= min, "%ux%u frame %d: Y PSNR %.2f dB < %.1f", s->w, s->h, t, p, min);
+    return p;
+}
+
+/* 720p: keyframes, SPS, PSNR, colour, request_keyframe, bitrate changes. */
+static void test_720p(void) {
+    stream s;
+    if (stream_init(&s, 1280, 720, 4000, 2)) return;
+    ISVCDecoder *d = decoder_new();
+    CHECK(d != NULL);
+    double psnr_min = 99, psnr_sum = 0;
+    int npsnr = 0, worst_pixel = 0;
+    double worst_mean = 0;
+    size_t bytes[90] = {0};
+    for (int t = 0; t < 90 && d; t++) {
+        if (t == 20) rc_codec_request_keyframe(s.c);
+        if (t == 40) s.p.bitrate_kbps = 1000; /* down … */
+        if (t == 65) s.p.bitrate_kbps = 8000; /* … and up, on the same encoder */
+        if (stream_encode(&s, t)) break;
+        bytes[t] = s.pkt.len;
+        int want_key = t == 0 || t == 20;
+        CHECK_MSG(s.info.keyframe == want_key, "720p frame %d: keyframe %d", t, s.info.keyframe);
+        if (want_key) {
+            CHECK_MSG(s.nals.sps == 1 && s.nals.pps == 1 && s.nals.idr >= 1 && s.nals.non_idr == 0,
+                      "720p frame %d: IDR access unit has %d SPS, %d PPS, %d IDR, %d non-IDR NALs", t, s.nals.sps,
+                      s.nals.pps, s.nals.idr, s.nals.non_idr);
+            sps_info si;
+            parse_sps(s.nals.sps_rbsp, s.nals.sps_len, &si);
+            CHECK_EQ_INT(si.profile, 66); /* baseline … */
+            CHECK_EQ_INT(si.cs0, 1);
+            CHECK_EQ_INT(si.cs1, 1); /* … constrained */
+            CHECK_EQ_INT(si.width, 1280);
+            CHECK_EQ_INT(si.height, 720);
+            CHECK_EQ_INT(si.vst, 1);
+            CHECK_EQ_INT(si.full_range, 0);
+            CHECK_EQ_INT(si.cdp, 1);
+            CHECK_EQ_INT(si.primaries, 6); /* SMPTE 170M (BT.601) */
+            CHECK_EQ_INT(si.transfer, 6);
+            CHECK_EQ_INT(si.matrix, 6);
+            if (t == 0) printf("SPS: profile %d constraint_set0 %d set1 %d level %d\n", si.profile, si.cs0, si.cs1,
+                               si.level);
+        } else {
+            CHECK_MSG(s.nals.sps == 0 && s.nals.idr == 0 && s.nals.non_idr >= 1,
+                      "720p frame %d: P access unit has %d SPS, %d IDR, %d non-IDR NALs", t, s.nals.sps, s.nals.idr,
+                      s.nals.non_idr);
+        }
+        /* The slices: one per thread. */
+        if (t == 1) CHECK_EQ_INT(s.nals.non_idr, 2);
+        decoded dec;
+        double p = check_decode(&s, d, t, t < 40 ? PSNR_720P_MIN : 0, &dec);
+        if (t < 40) {
+            psnr_min = fmin(psnr_min, p);
+            psnr_sum += p;
+            npsnr++;
+            double me;
+            int pe;
+            patch_error(&dec, &me, &pe);
+            worst_mean = fmax(worst_mean, me);
+            if (pe > worst_pixel) worst_pixel = pe;
+        }
+        if (t == 20) { /* the requested IDR decodes on its own */
+            ISVCDecoder *fresh = decoder_new();
+            CHECK(fresh != NULL);
+            if (fresh) check_decode(&s, fresh, t, PSNR_720P_MIN, NULL);
+            decoder_free(fresh);
+        }
+    }
+    /* Here the rate is tight for the scene (the IDR at frame 20 starves the next frames): the flat patch's chroma is
+     * quantized coarsely (U 126 → 128, blue +4). ±5 still tells a wrong matrix (BT.709: green +20) or range (full:
+     * red −10, green +11) apart; test_colour checks ±3 at a rate where the codec is not the limit. */
+    CHECK_MSG(worst_mean <= 5.0, "flat patch (200, 40, 90): mean colour off by up to %.2f levels", worst_mean);
+    double mean = 0, low = 0, high = 0;
+    for (int t = 25; t < 40; t++) mean += bytes[t] / 15.0;
+    for (int t = 50; t < 65; t++) low += bytes[t] / 15.0;
+    for (int t = 75; t < 90; t++) high += bytes[t] / 15.0;
+    CHECK_MSG(low < 0.6 * mean && high > 1.4 * mean, "bytes/frame at 4000, 1000, 8000 kbit/s: %.0f, %.0f, %.0f", mean,
+              low, high);
+    printf("720p, 4000 kbit/s, 30 fps, 2 threads: IDR %zu bytes, P %.0f bytes/frame (target %.0f); Y PSNR min %.2f "
+           "mean %.2f dB (threshold %.1f); flat patch: mean within %.2f, pixels within %d levels; at 1000 kbit/s %.0f, at 8000 %.0f "
+           "bytes/frame\n",
+           bytes[0], mean, 4000e3 / 8 / 30, psnr_min, psnr_sum / (npsnr ? npsnr : 1), PSNR_720P_MIN, worst_mean, worst_pixel, low,
+           high);
+    decoder_free(d);
+    stream_free(&s);
+}
+
+/* The flat RGB (200, 40, 90) patch through I420 (BT.601 limited), H.264 and back through the inverse the VUI names:
+ * within ±3 per channel, every pixel of its inside, every frame, at a rate that is generous for the size. */
+static void test_colour(void) {
+    stream s;
+    if (stream_init(&s, 640, 360, 3000, 2)) return;
+    ISVCDecoder *d = decoder_new();
+    CHECK(d != NULL);
+    double worst_mean = 0;
+    int worst_pixel = 0;
+    for (int t = 0; t < 15 && d; t++) {
+        if (stream_encode(&s, t)) break;
+        decoded dec;
+        check_decode(&s, d, t, 30, &dec);
+        double me;
+        int pe;
+        patch_error(&dec, &me, &pe);
+        worst_mean = fmax(worst_mean, me);
+        if (pe > worst_pixel) worst_pixel = pe;
+    }
+    CHECK_MSG(worst_mean <= 3.0, "flat patch (200, 40, 90): mean colour off by up to %.2f levels", worst_mean);
+    CHECK_MSG(worst_pixel <= 3, "flat patch (200, 40, 90): a pixel off by %d levels", worst_pixel);
+    printf("640x360, 3000 kbit/s: flat patch (200, 40, 90) back within %.2f levels (mean), %d (any pixel)\n",
+           worst_mean, worst_pixel);
+    decoder_free(d);
+    stream_free(&s);
+}
+
+/* Periodic keyframes set mid-stream, then a size change (and a thread count change) mid-stream. */
+static void test_interval_and_resize(void) {
+    stream s;
+    if (stream_init(&s, 320, 240, 500, 1)) return;
+    ISVCDecoder *d = decoder_new();
+    CHECK(d != NULL);
+    int keys[40] = {0};
+    for (int t = 0; t < 40 && d; t++) {
+        if (t == 5) s.p.keyframe_interval = 10;
+        if (stream_encode(&s, t)) break;
+        keys[t] = s.info.keyframe;
+        check_decode(&s, d, t, 30, NULL);
+    }
+    int nkeys = 0, first_periodic = -1;
+    for (int t = 1; t < 40; t++)
+        if (keys[t]) {
+            nkeys++;
+            if (first_periodic < 0) first_periodic = t;
+        }
+    /* openh264 counts the period from the last IDR (frame 0): IDRs at 10, 20, 30. */
+    CHECK_MSG(nkeys == 3 && first_periodic == 10, "keyframe interval 10 from frame 5: %d IDRs after frame 0, first at %d",
+              nkeys, first_periodic);
+    s.p.keyframe_interval = 0;
+    stream_resize(&s, 400, 226);
+    s.p.threads = 2;
+    for (int t = 40; t < 45 && d; t++) {
+        if (stream_encode(&s, t)) break;
+        CHECK_MSG(s.info.keyframe == (t == 40), "after resize, frame %d: keyframe %d", t, s.info.keyframe);
+        check_decode(&s, d, t, 30, NULL); /* the same decoder follows the new SPS */
+    }
+    decoder_free(d);
+    stream_free(&s);
+}
+
+/* Odd and tiny sizes are coded at the even size (≥ 16) with the frame in the top-left corner. */
+static void test_odd_sizes(void) {
+    stream s;
+    if (stream_init(&s, 333, 197, 600, 2)) return;
+    ISVCDecoder *d = decoder_new();
+    CHECK(d != NULL);
+    double low = 99;
+    for (int t = 0; t < 30 && d; t++) {
+        if (stream_encode(&s, t)) break;
+        CHECK_MSG(s.info.keyframe == (t == 0), "333x197 frame %d: keyframe %d", t, s.info.keyframe);
+        low = fmin(low, check_decode(&s, d, t, PSNR_ODD_MIN, NULL));
+    }
+    printf("333x197, 600 kbit/s: decoded at %dx%d, Y PSNR min %.2f dB (threshold %.1f)\n", coded(333), coded(197), low,
+           PSNR_ODD_MIN);
+    decoder_free(d);
+
+    static const uint32_t sizes[][2] = {{1001, 777}, {7, 5}, {17, 16}, {16, 31}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        stream_resize(&s, sizes[i][0], sizes[i][1]);
+        d = decoder_new();
+        if (!d || stream_encode(&s, 3)) break;
+        CHECK(s.info.keyframe);
+        double p = check_decode(&s, d, 3, 25, NULL);
+        printf("%ux%u: decoded at %dx%d, Y PSNR %.2f dB over the %ux%u frame\n", s.w, s.h, coded(s.w), coded(s.h), p,
+               s.w, s.h);
+        decoder_free(d);
+        d = NULL;
+    }
+    decoder_free(d);
+    stream_free(&s);
+}
+
+static void test_bad_params(void) {
+    rc_codec *c;
+    CHECK_EQ_INT(rc_codec_new(&rc_codec_h264, &c), RCANVAS_OK);
+    uint8_t px[64 * 64 * 4] = {0};
+    rc_image img = {px, 64, 64, 256, RCANVAS_FORMAT_RGBA8};
+    rc_buf out = {0};
+    rc_encode_params ok = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 500, .threads = 1, .fps = 30};
+    rc_encode_params p = ok;
+    p.bitrate_kbps = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.threads = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.fps = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.keyframe_interval = -1;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    CHECK_EQ_INT(out.len, 0);
+    /* fps out of openh264's 1–60 range and more threads than it has are accepted */
+    p = ok, p.fps = 240, p.threads = 16;
+    rc_encode_info info;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, &info), RCANVAS_OK);
+    CHECK(out.len > 0 && info.keyframe);
+    CHECK(rc_codec_by_name("h264") == &rc_codec_h264);
+    CHECK(rc_codec_for(RCANVAS_CODEC_H264) == &rc_codec_h264);
+    CHECK((rc_codec_h264.flags & (RC_CODEC_STATEFUL | RC_CODEC_INTRA | RC_CODEC_STRIPES)) == RC_CODEC_STATEFUL);
+    rc_buf_free(&out);
+    rc_codec_free(c);
+}
+
+int main(void) {
+    test_bad_params();
+    test_720p();
+    test_colour();
+    test_interval_and_resize();
+    test_odd_sizes();
+    TEST_MAIN_END();
+}
