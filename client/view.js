@@ -405,14 +405,18 @@ export class RCanvasView {
     f.tiles.forEach((t, i) => {
       const d = drawables[i];
       if (!d) return;
-      if (sx === 1 && sy === 1 && d.width === t.w && d.height === t.h) {
+      // A video frame may be coded larger than the tile (H.264 codes even sizes, padding the last column/row):
+      // draw only the tile's w × h from its top-left.
+      const sw = d.width > t.w ? t.w : d.width, sh = d.height > t.h ? t.h : d.height;
+      if (sx === 1 && sy === 1 && sw === t.w && sh === t.h) {
         ctx.imageSmoothingEnabled = false;
-        ctx.drawImage(d.image, t.x, t.y);
+        if (d.width === t.w && d.height === t.h) ctx.drawImage(d.image, t.x, t.y);
+        else ctx.drawImage(d.image, 0, 0, sw, sh, t.x, t.y, sw, sh);
       } else {                                   // stretch; rounded edges keep stripes seamless
         const x0 = Math.round(t.x * sx), x1 = Math.round((t.x + t.w) * sx);
         const y0 = Math.round(t.y * sy), y1 = Math.round((t.y + t.h) * sy);
         ctx.imageSmoothingEnabled = true;
-        ctx.drawImage(d.image, x0, y0, x1 - x0, y1 - y0);
+        ctx.drawImage(d.image, 0, 0, sw, sh, x0, y0, x1 - x0, y1 - y0);
       }
     });
     const drawn = performance.now();
