@@ -73,8 +73,8 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     c->tiers[t].nsessions++;
     s->need_keyframe = 1;
     s->last_id = 0;
-    s->given_seq = 0; /* it gets the newest packet of its tier */
-    c->draw_requested = 1;
+    s->given_seq = 0; /* it gets the newest packet of its tier (no new draw: a still scene's keyframe is the last
+                       * frame encoded again, see keyframe_check_locked) */
 }
 
 int rc_sessions_visible_locked(rcanvas_canvas *c) {
