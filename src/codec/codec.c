@@ -21,6 +21,10 @@ static const rc_codec_type *const k_codecs[] = {
     &rc_codec_vp8,
     &rc_codec_vp9,
 #endif
+#if RCANVAS_HAVE_WEBP
+    &rc_codec_webp,          /* before webp-lossless: rc_codec_for(RCANVAS_CODEC_WEBP) is the lossy one */
+    &rc_codec_webp_lossless,
+#endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
 
