@@ -21,15 +21,18 @@
 
 /* VP8E_SET_CPUUSED for VP8 in real-time mode: negative = that fixed speed (positive would let libvpx pick the speed
  * from measured encode times: not reproducible). On 1080p panned plots/text/heatmaps, one thread, -6 → -16 saves
- * 0–1.7 ms of ~9 ms per frame and loses 0.8–2.7 dB Y PSNR at the same bitrate: -6 (WebRTC's desktop value). */
+ * at most 1.7 ms of ~9 ms per frame and loses 1.2–2.7 dB Y PSNR at the same bitrate: -6 (WebRTC's desktop value). */
 #define VP8_CPU_USED (-6)
-/* VP9 real-time speed: 9 takes 20–40 % less CPU than 8 at 1080p (9.3 vs 13.1 ms on lines, 13.7 vs 22.4 heatmap)
- * for -1.0…+3.1 dB (-0.1 on text): on a 2-core server that also renders, speed wins. */
-#define VP9_CPU_USED 9
-/* Cyclic-refresh AQ: +0.7…+1.5 dB at the same bitrate and no extra CPU on every content tried. */
+/* VP9 real-time speed, 1080p, 2 threads, 4000 kbit/s: on panned frames (60 fps) 9 takes 17–39 % less CPU than 8 for
+ * -1.0…+3.1 dB; on panned and zoomed frames (bench-video, 30 fps) 9 takes 19–38 % less CPU (11–20 against 14–29 ms
+ * per frame) but loses 0.7–3.0 dB (lines -3.0, text -2.3): zooming a plot is the common interaction, so 8.
+ * 7 costs another 18–38 % for -3.4…+0.3 dB. */
+#define VP9_CPU_USED 8
+/* Cyclic-refresh AQ: on panned frames +1.2…+1.4 dB at the same bitrate (heatmap ±0), on zoomed ones -0.1…-0.3 dB,
+ * at no extra CPU; it also brings still regions up to quality over a few frames. */
 #define VP9_AQ_MODE 3
-/* VP9E_CONTENT_DEFAULT, not SCREEN: screen tuning costs 20–40 % CPU and loses 0.8–2.1 dB on text while gaining
- * 0.2–1.2 dB on plots: no clear win for the price. */
+/* VP9E_CONTENT_DEFAULT, not SCREEN: screen tuning costs 15–30 % CPU, loses 0.8–2.1 dB on panned text and 1.2 dB on
+ * zoomed lines, and gains at most 1.2 dB elsewhere: no clear win for the price. */
 #define VP9_TUNE VP9E_CONTENT_DEFAULT
 
 typedef struct vpx_enc {
