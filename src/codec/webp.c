@@ -6,9 +6,10 @@
  * state on every call (no API keeps them), like libspng's context per PNG.
  *
  * Speed settings, measured on the 1080p corpus frames (../shared/frames), one thread, CPU ms per frame:
- * lossy method 0 (17–54 ms): method 1 costs 20–30 % more for 1–14 % fewer bytes, method ≥ 3 three times as much;
- * lossless preset level 1 (method 1, quality 20; 28–300 ms): 47 % fewer bytes than PNG level 1 over the corpus,
- * smaller on every frame, where level 0 (2× PNG's time) is larger than PNG on line and scatter plots.
+ * lossy method 0 (17–54 ms): method 1 costs 22–31 % more for 0–14 % fewer bytes, methods ≥ 3 three to five times
+ * as much; lossless preset level 1 (method 1, quality 20; 21–300 ms, 5× PNG's CPU in all): 47 % fewer bytes than
+ * PNG level 1 over the corpus and fewer on every frame, where level 0 (2× PNG's CPU) is larger than PNG on the line
+ * and scatter plots.
  */
 #include "codec/codec.h"
 
