@@ -31,6 +31,10 @@
 #if RCANVAS_HAVE_H264
 #include <wels/codec_api.h>
 #endif
+#if RCANVAS_HAVE_VPX
+#include <vpx/vp8dx.h>
+#include <vpx/vpx_decoder.h>
+#endif
 
 #define OUT_W 1920
 #define OUT_H 1080
@@ -82,6 +86,34 @@ static void h264_close(void *dp) {
 static const video_decoder h264_decoder = {h264_open, h264_decode, h264_close};
 #endif
 
+#if RCANVAS_HAVE_VPX
+static void *vpx_open(vpx_codec_iface_t *iface) {
+    vpx_codec_ctx_t *d = malloc(sizeof *d);
+    if (d && vpx_codec_dec_init(d, iface, NULL, 0) != VPX_CODEC_OK) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+static void *vp8_open(void) { return vpx_open(vpx_codec_vp8_dx()); }
+static void *vp9_open(void) { return vpx_open(vpx_codec_vp9_dx()); }
+static int vpx_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
+    vpx_codec_iter_t it = NULL;
+    if (vpx_codec_decode(dp, data, (unsigned)len, NULL, 0) != VPX_CODEC_OK) return -1;
+    vpx_image_t *img = vpx_codec_get_frame(dp, &it);
+    if (!img) return -1;
+    *out = (yuv_view){img->planes[VPX_PLANE_Y], img->planes[VPX_PLANE_U], img->planes[VPX_PLANE_V], (int)img->d_w,
+                      (int)img->d_h, img->stride[VPX_PLANE_Y], img->stride[VPX_PLANE_U]};
+    return 0;
+}
+static void vpx_close(void *dp) {
+    vpx_codec_destroy(dp);
+    free(dp);
+}
+static const video_decoder vp8_decoder = {vp8_open, vpx_decode, vpx_close};
+static const video_decoder vp9_decoder = {vp9_open, vpx_decode, vpx_close};
+#endif
+
 /* The video codecs: one line each. */
 static const struct {
     const rc_codec_type *type;
@@ -89,6 +121,10 @@ static const struct {
 } k_codecs[] = {
 #if RCANVAS_HAVE_H264
     {&rc_codec_h264, &h264_decoder},
+#endif
+#if RCANVAS_HAVE_VPX
+    {&rc_codec_vp8, &vp8_decoder},
+    {&rc_codec_vp9, &vp9_decoder},
 #endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])

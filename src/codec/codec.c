@@ -17,6 +17,14 @@ static const rc_codec_type *const k_codecs[] = {
 #if RCANVAS_HAVE_H264
     &rc_codec_h264,
 #endif
+#if RCANVAS_HAVE_VPX
+    &rc_codec_vp8,
+    &rc_codec_vp9,
+#endif
+#if RCANVAS_HAVE_WEBP
+    &rc_codec_webp,          /* before webp-lossless: rc_codec_for(RCANVAS_CODEC_WEBP) is the lossy one */
+    &rc_codec_webp_lossless,
+#endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
 
