@@ -47,6 +47,7 @@ typedef struct rc_encode_params {
 #define RC_CODEC_STATEFUL 0x4u /* packets depend on earlier ones: one instance per stream, keyframes on request */
 #define RC_CODEC_GPU 0x8u      /* runs on a Vulkan device: instances are made by the frame source, not per worker */
 #define RC_CODEC_LOSSLESS 0x10u
+#define RC_CODEC_ONE_THREAD 0x20u /* by default one encoder thread (RCANVAS_OPT_ENCODER_THREADS may ask for more) */
 
 typedef struct rc_codec rc_codec;
 typedef struct rc_codec_type rc_codec_type;

@@ -257,7 +257,7 @@ static int vpx_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
 /* Codec strings as the client probes them (docs/protocol.md): VP9 profile 0, 8 bit, level 1.0 — the level in a
  * WebCodecs VP9 string is informative (the decoder reads the stream's own), as for H.264's level. */
 const rc_codec_type rc_codec_vp8 = {
-    .name = "vp8", .wire_id = RCANVAS_CODEC_VP8, .webcodecs = "vp8", .flags = RC_CODEC_STATEFUL,
+    .name = "vp8", .wire_id = RCANVAS_CODEC_VP8, .webcodecs = "vp8", .flags = RC_CODEC_STATEFUL | RC_CODEC_ONE_THREAD,
     .create = vpx_create, .encode = vpx_encode, .request_keyframe = vpx_request_keyframe, .destroy = vpx_destroy};
 
 const rc_codec_type rc_codec_vp9 = {

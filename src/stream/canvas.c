@@ -341,7 +341,7 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     t->busy_seq = fb->seq;
     rc_encode_params params = c->params;
     params.codec = (rcanvas_codec)t->codec->wire_id;
-    if (!params.threads) params.threads = rc_pool_threads(c->env.pool);
+    if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
     if (t->codec->flags & RC_CODEC_STATEFUL) {
         int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
