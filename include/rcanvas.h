@@ -205,7 +205,9 @@ typedef enum rcanvas_option {
     RCANVAS_OPT_MAX_FPS = 7,       /* frames/s, 0–1000 (0 = no cap); get rounds a fractional config value */
     RCANVAS_OPT_BITRATE_KBPS = 8,  /* video target bitrate, kbit/s, 100–200000 */
     RCANVAS_OPT_KEYFRAME_INTERVAL = 9, /* video: a keyframe every N frames, 0 (default) = only when a viewer needs one */
-    RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads */
+    RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads (VP8: 1) */
+    RCANVAS_OPT_REFINE_CODEC = 11, /* the lossless refinement: RCANVAS_CODEC_PNG (default; libspng, fast) or
+                                      RCANVAS_CODEC_WEBP (WebP lossless: about half the bytes, 5× the CPU) */
 } rcanvas_option;
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out

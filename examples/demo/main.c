@@ -45,6 +45,7 @@ static const char USAGE[] =
     "                       others (default jpeg)\n"
     "  --bitrate KBPS       video bitrate in kbit/s, 100-200000 (default 8000)\n"
     "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
+    "  --refine-codec png|webp  codec of the lossless refinement (default png; webp: half the bytes, more CPU)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
     "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
     "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
@@ -80,6 +81,7 @@ static int token_problem(const char *t, char *why, size_t cap) {
  * which it has reported). */
 typedef struct video_opts {
     int bitrate_kbps, keyframe_interval; /* 0: the library's default */
+    int refine_codec;                    /* 0: the library's default (PNG) */
 } video_opts;
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
@@ -133,6 +135,10 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             ccfg->codec = codec_ids[k];
         } else if (!strcmp(a, "--bitrate")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--refine-codec")) {
+            static const char *const refine[] = {"png", "webp", NULL};
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), refine)) < 0) return CLI_USAGE;
+            vo->refine_codec = k ? RCANVAS_CODEC_WEBP : RCANVAS_CODEC_PNG;
         } else if (!strcmp(a, "--keyframe-interval")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
@@ -193,7 +199,7 @@ int main(int argc, char **argv) {
     ccfg.title = "rcanvas demo";
     const char *frames_dir = NULL;
     int print_events = 0, gpu = 0, test_scene = 0;
-    video_opts vo = {0, 0};
+    video_opts vo = {0};
     int st = parse_args(argc, argv, &scfg, &ccfg, &frames_dir, &test_scene, &print_events, &gpu, &vo);
     if (st >= 0) return st;
     scfg.log = log_cb;
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!r && vo.bitrate_kbps) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_BITRATE_KBPS, vo.bitrate_kbps);
+    if (!r && vo.refine_codec) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_REFINE_CODEC, vo.refine_codec);
     if (!r && vo.keyframe_interval)
         r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_KEYFRAME_INTERVAL, vo.keyframe_interval);
 #if RCANVAS_HAVE_VULKAN

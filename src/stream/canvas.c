@@ -536,7 +536,9 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     c->refine_src = fb;
     rc_encode_task *t = &c->refine_task;
     t->img = fb->img;
-    t->params = (rc_encode_params){.codec = RCANVAS_CODEC_PNG, .quality = 100, .subsampling = RCANVAS_SUBSAMP_444};
+    t->codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
+    t->params = (rc_encode_params){.codec = (rcanvas_codec)t->codec->wire_id, .quality = 100,
+                                   .subsampling = RCANVAS_SUBSAMP_444};
     t->seq = fb->seq;
     t->present_us = fb->present_us;
     t->stripes = 0;
@@ -883,6 +885,14 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         if (value < 0 || value > 64) r = RCANVAS_EINVAL;
         else c->params.threads = value;
         break;
+    case RCANVAS_OPT_REFINE_CODEC: {
+        const rc_codec_type *rc = value == RCANVAS_CODEC_PNG    ? &rc_codec_png
+                                  : value == RCANVAS_CODEC_WEBP ? rc_codec_by_name("webp-lossless")
+                                                                : NULL;
+        if (!rc) r = RCANVAS_EINVAL;
+        else c->refine_codec = rc;
+        break;
+    }
     case RCANVAS_OPT_QUALITY:
         if (value < 1 || value > 100) r = RCANVAS_EINVAL;
         else c->params.quality = value;
@@ -926,6 +936,7 @@ int rcanvas_canvas_get_option(rcanvas_canvas *c, rcanvas_option opt, int *value)
     case RCANVAS_OPT_BITRATE_KBPS: *value = c->params.bitrate_kbps; break;
     case RCANVAS_OPT_KEYFRAME_INTERVAL: *value = c->params.keyframe_interval; break;
     case RCANVAS_OPT_ENCODER_THREADS: *value = c->params.threads; break;
+    case RCANVAS_OPT_REFINE_CODEC: *value = c->refine_codec ? c->refine_codec->wire_id : RCANVAS_CODEC_PNG; break;
     case RCANVAS_OPT_QUALITY: *value = c->params.quality; break;
     case RCANVAS_OPT_SUBSAMPLING: *value = (int)c->params.subsampling; break;
     case RCANVAS_OPT_REFINE_MS: *value = c->refine_ms; break;

@@ -128,6 +128,7 @@ struct rcanvas_canvas {
     rc_tier tiers[RC_MAX_TIERS];
     uint32_t latest_seq;      /* newest frame encoded (every tier in use has it) */
     rc_encode_task refine_task;
+    const rc_codec_type *refine_codec; /* lossless: PNG (NULL, the default) or WebP lossless */
     int refine_running;
     rc_frame_buf *refine_src; /* frame the refinement reads (holds a ref) */
 

@@ -139,3 +139,17 @@ test('an insecure origin offers no video: it gets JPEG, and the overlay says why
     assert.deepEqual(s.codecsOffered, ['jpeg', 'png', 'webp']);
   } finally { await insecure.close(); await demo.stop(); }
 });
+
+test('the lossless refinement can be WebP lossless: the still test scene becomes exact', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'h264', '--refine-codec', 'webp', '--refine-ms', '300']);
+  const v = await openViewer(demo.url);
+  try {
+    await until(async () => (await stats(v.page)).refinements >= 1, 10000, 'the WebP refinement');
+    assert.equal((await stats(v.page)).codec, 'webp', 'the refinement came as WebP');
+    assert.equal(await patchError(v.page, [...PATCHES, BLUE]), 0, 'exact');
+    assert.deepEqual(await canvasPixel(v.page, 0, 0), [0, 0, 0, 255]);
+    assert.deepEqual(await canvasPixel(v.page, 199, 149), [255, 0, 0, 255]);
+    assert.deepEqual(await canvasPixel(v.page, 200, 150), [255, 255, 255, 255]);
+    assert.deepEqual(v.errors, []);
+  } finally { await v.page.close(); await demo.stop(); }
+});

@@ -606,6 +606,15 @@ static void test_server(rcanvas_server *s) {
     CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_MAX_FPS, &v), RCANVAS_OK);
     CHECK_EQ_INT(v, 30);
     CHECK_EQ_INT(rcanvas_canvas_set_option(c3, (rcanvas_option)99, 1), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_REFINE_CODEC, RCANVAS_CODEC_JPEG), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_REFINE_CODEC, RCANVAS_CODEC_WEBP),
+                 rc_codec_by_name("webp-lossless") ? RCANVAS_OK : RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_REFINE_CODEC, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, rc_codec_by_name("webp-lossless") ? RCANVAS_CODEC_WEBP : RCANVAS_CODEC_PNG);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_BITRATE_KBPS, 99), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_BITRATE_KBPS, 2500), RCANVAS_OK);
+    CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_BITRATE_KBPS, &v), RCANVAS_OK);
+    CHECK_EQ_INT(v, 2500);
     CHECK_EQ_INT(rcanvas_canvas_set_option(NULL, RCANVAS_OPT_QUALITY, 50), RCANVAS_EINVAL);
     rcanvas_canvas_free(c3);
 }
