@@ -112,7 +112,7 @@ bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-vk bench-jpeg-gpu bench-e2e
+bench: bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e
 
 clean:
 	rm -rf build build-asan build-cpu

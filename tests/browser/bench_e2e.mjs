@@ -1,13 +1,14 @@
 // bench_e2e.mjs — end-to-end benchmark (prints figures, asserts nothing): rcanvas-demo (Mandelbrot with palette
 // animation, every frame new) streamed to headless Chromium at 1920×1080 for 10 s. Reports frames shown per
 // second, round-trip latency p50/p95 (present → ack, measured by the server, shown in the client), kB per frame,
-// and the server's RSS (peak and every second) — first with one viewer, then with four.
-//   node bench_e2e.mjs [seconds] [codec] [quality]
+// Mbit/s, and the server's RSS (peak and every second) — first with one viewer, then with four — for each codec
+// in turn (one run compares them: the default is jpeg, h264 and vp9).
+//   node bench_e2e.mjs [seconds] [codec,codec,…] [quality]
 import fs from 'node:fs';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
 
 const seconds = Number(process.argv[2] || 10);
-const codec = process.argv[3] || 'jpeg';
+const codecs = (process.argv[3] || 'jpeg,h264,vp9').split(',');
 const quality = process.argv[4] || '85';
 
 function rssKiB(pid) {
@@ -16,7 +17,7 @@ function rssKiB(pid) {
 }
 const pct = (a, p) => { const s = [...a].sort((x, y) => x - y); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
 
-async function run(viewers) {
+async function run(codec, viewers) {
   const demo = await startDemo(['--codec', codec, '--quality', quality, '--fps', '120']);
   const browser = await launchBrowser();
   try {
@@ -41,7 +42,8 @@ async function run(viewers) {
     console.log(`viewers=${viewers} codec=${codec} q=${quality} 1920x1080 ${seconds}s:`);
     console.log(`  frames shown/s per viewer: ${fps.map((f) => f.toFixed(1)).join(', ')}`);
     console.log(`  round-trip latency (viewer 1): p50 ${pct(lat, 0.5).toFixed(1)} ms, p95 ${pct(lat, 0.95).toFixed(1)} ms (${lat.length} frames)`);
-    console.log(`  kB per frame: ${kb.toFixed(1)}`);
+    const mbps = (s1[0].bytesReceived - s0[0].bytesReceived) * 8 / 1e6 / seconds;
+    console.log(`  kB per frame: ${kb.toFixed(1)}; ${mbps.toFixed(1)} Mbit/s to viewer 1; shown as ${s1[0].codec}`);
     console.log(`  server RSS per second (MiB): ${rss.map((r) => (r / 1024).toFixed(1)).join(' ')}; peak ${(hwm / 1024).toFixed(1)} MiB`);
   } finally {
     await browser.close();
@@ -50,5 +52,7 @@ async function run(viewers) {
 }
 
 console.log(`# rcanvas end-to-end benchmark, ${new Date().toISOString()}, ${(await import('node:os')).cpus().length} cores`);
-await run(1);
-await run(4);
+for (const codec of codecs) {
+  await run(codec, 1);
+  await run(codec, 4);
+}
