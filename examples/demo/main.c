@@ -46,6 +46,7 @@ static const char USAGE[] =
     "  --bitrate KBPS       video bitrate in kbit/s, 100-200000 (default 8000)\n"
     "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
     "  --refine-codec png|webp  codec of the lossless refinement (default png; webp: half the bytes, more CPU)\n"
+    "  --video-threads N    threads of each video encoder, 1-64 (default: --threads; VP8: 1)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
     "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
     "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
@@ -82,6 +83,7 @@ static int token_problem(const char *t, char *why, size_t cap) {
 typedef struct video_opts {
     int bitrate_kbps, keyframe_interval; /* 0: the library's default */
     int refine_codec;                    /* 0: the library's default (PNG) */
+    int video_threads;                   /* 0: the library's default */
 } video_opts;
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
@@ -135,6 +137,8 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             ccfg->codec = codec_ids[k];
         } else if (!strcmp(a, "--bitrate")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--video-threads")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 64, &vo->video_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--refine-codec")) {
             static const char *const refine[] = {"png", "webp", NULL};
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), refine)) < 0) return CLI_USAGE;
@@ -239,6 +243,7 @@ int main(int argc, char **argv) {
     }
     if (!r && vo.bitrate_kbps) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_BITRATE_KBPS, vo.bitrate_kbps);
     if (!r && vo.refine_codec) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_REFINE_CODEC, vo.refine_codec);
+    if (!r && vo.video_threads) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_ENCODER_THREADS, vo.video_threads);
     if (!r && vo.keyframe_interval)
         r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_KEYFRAME_INTERVAL, vo.keyframe_interval);
 #if RCANVAS_HAVE_VULKAN
