@@ -42,7 +42,12 @@ static void *worker_loop(void *arg) {
                     CPU_SET(cpu, &set);
                     break;
                 }
-            pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort: failing costs only speed */
+            /* best effort: failing costs only speed */
+            if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) {
+                a.w->allowed = allowed;
+                a.w->own = set;
+                a.w->pinned = 1;
+            }
         }
     }
     pthread_mutex_lock(&p->mu);
@@ -58,6 +63,14 @@ static void *worker_loop(void *arg) {
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
+}
+
+void rc_worker_unpin(rc_worker *w) {
+    if (w->pinned) pthread_setaffinity_np(pthread_self(), sizeof w->allowed, &w->allowed);
+}
+
+void rc_worker_repin(rc_worker *w) {
+    if (w->pinned) pthread_setaffinity_np(pthread_self(), sizeof w->own, &w->own);
 }
 
 int rc_pool_new(int threads, rc_pool **out) {

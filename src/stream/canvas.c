@@ -20,6 +20,7 @@
 static void set_prefs_locked(rcanvas_canvas *c);
 static void codec_changed_locked(rcanvas_canvas *c);
 static void set_tier0_locked(rcanvas_canvas *c);
+static void apply_codec_change_locked(rcanvas_canvas *c);
 static int tiers_busy_locked(const rcanvas_canvas *c);
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
@@ -232,24 +233,35 @@ static void set_prefs_locked(rcanvas_canvas *c) {
     if (c->params.codec == RCANVAS_CODEC_AUTO) {
         static const rcanvas_codec order[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_VP9, RCANVAS_CODEC_VP8};
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-            if (rc_codec_for(order[i])) c->prefs[c->nprefs++] = rc_codec_for(order[i]);
-    } else {
+            if (rc_codec_for(order[i]) && !(c->codecs_disabled & (1u << order[i])))
+                c->prefs[c->nprefs++] = rc_codec_for(order[i]);
+    } else if (!(c->codecs_disabled & (1u << c->params.codec))) {
         c->prefs[c->nprefs++] = rc_codec_for(c->params.codec);
     }
-    if (c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
+    if (c->nprefs == 0 || c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
 }
 
 /* The canvas's codec changed: new preferences; every session moves to its best tier (with a keyframe). */
-static void codec_changed_locked(rcanvas_canvas *c) {
+/* The codec preferences changed (an option, or a codec that failed): every session moves to its best tier, with a
+ * keyframe. While a tier encodes, tiers cannot be rebuilt: the change waits for the encode to finish
+ * (apply_codec_change_locked from tier_done_locked), and sessions stay where they are meanwhile. mu held. */
+static void apply_codec_change_locked(rcanvas_canvas *c) {
+    c->codec_change_pending = 0;
     set_prefs_locked(c);
     for (rc_session *s = c->sessions; s; s = s->next) { /* off their tiers, then each to its best one */
         if (s->tier >= 0) c->tiers[s->tier].nsessions--;
         s->tier = -1;
     }
-    if (!c->tiers[0].busy) set_tier0_locked(c);
+    set_tier0_locked(c);
     for (rc_session *s = c->sessions; s; s = s->next) rc_session_place_locked(c, s);
     c->draw_requested = 1;
+    pthread_cond_broadcast(&c->cv);
     rc_canvas_notify_locked(c);
+}
+
+static void codec_changed_locked(rcanvas_canvas *c) {
+    if (tiers_busy_locked(c)) c->codec_change_pending = 1;
+    else apply_codec_change_locked(c);
 }
 
 int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec) {
@@ -305,8 +317,11 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
 /* Runs a stateful codec on one whole frame (a worker thread; the tier is busy, so nobody else touches its
  * encoder). */
 static void stream_job_run(rc_job *job, rc_worker *w) {
-    (void)w;
     rc_stream_job *j = (rc_stream_job *)job;
+    /* the encoder's own threads (openh264, libvpx) are made in create or the first encode: unpinned, they may run
+     * on every core instead of sharing this worker's one (VP8 at 1080p with 2 threads: 76–115 ms pinned, 31 ms
+     * not, measured in review) */
+    rc_worker_unpin(w);
     rc_tier *t = j->tier;
     rc_packet *pk = j->packet;
     int st = t->inst ? RCANVAS_OK : rc_codec_new(t->codec, &t->inst);
@@ -323,6 +338,7 @@ static void stream_job_run(rc_job *job, rc_worker *w) {
             pk->depends_on = 0;
         }
     }
+    rc_worker_repin(w);
     rcanvas_canvas *c = j->canvas;
     pthread_mutex_lock(&c->mu);
     tier_done_locked(c, t, pk, st, t->inst ? rc_codec_error(t->inst) : "encoder creation failed");
@@ -343,13 +359,13 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     params.codec = (rcanvas_codec)t->codec->wire_id;
     if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
+    int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
+    if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
+        force = 1;
+        t->keyframe_requested = 0;
+        t->last_forced_us = now;
+    }
     if (t->codec->flags & RC_CODEC_STATEFUL) {
-        int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
-        if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
-            force = 1;
-            t->keyframe_requested = 0;
-            t->last_forced_us = now;
-        }
         pk->seq = fb->seq;
         pk->present_us = fb->present_us;
         pk->codec = t->codec;
@@ -389,21 +405,30 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
 /* Moves `pending` into the encoders: every tier in use (and tier 0) encodes it. mu held; the pool takes its own
  * lock only. */
 static void start_encode_locked(rcanvas_canvas *c) {
+    if (c->codec_change_pending) apply_codec_change_locked(c); /* no tier is busy here */
     rc_frame_buf *fb = c->pending;
     c->pending = NULL;
-    set_tier0_locked(c);
     c->encoding = fb;
     c->encoding_tiers = 0;
     c->encoding_ok = 0;
+    int eligible = 0;
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
-        if (t->codec && (i == 0 || t->nsessions > 0)) c->encoding_tiers += start_tier_locked(c, t, fb);
+        /* tier 0 encodes without viewers too (a joiner's frame is ready), unless it is a stateful codec: its
+         * joiner needs a keyframe anyway, made from `last` (keyframe_check_locked) */
+        if (!t->codec || !(t->nsessions > 0 || (i == 0 && !(t->codec->flags & RC_CODEC_STATEFUL)))) continue;
+        eligible++;
+        c->encoding_tiers += start_tier_locked(c, t, fb);
     }
-    if (c->encoding_tiers == 0) {
+    if (c->encoding_tiers > 0) return;
+    c->encoding = NULL;
+    if (eligible) { /* every packet allocation failed */
         rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name, fb->seq);
         if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
-        c->encoding = NULL;
         frame_release_locked(fb);
+    } else { /* nobody to encode for: the frame waits as `last` for a viewer's tier */
+        frame_release_locked(c->last);
+        c->last = fb;
     }
 }
 
@@ -414,27 +439,48 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     t->busy = 0;
     if (status == RCANVAS_OK) {
         if (pk->id) t->ref_id = pk->id;
+        if (pk->flags & RC_PACKET_KEYFRAME) t->keyframe_requested = 0; /* every viewer waiting for one takes it */
         if (!t->latest || pk->seq >= t->latest->seq) {
             drop = t->latest;
             t->latest = pk;
         }
+        t->failures = 0;
     } else {
-        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of frame %u failed: %s (%s)", c->name,
-               t->codec->name, pk->seq, rcanvas_strerror(status), error);
+        if (t->failures++ % 100 == 0)
+            rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of a %ux%u frame failed: %s (%s)%s",
+                   c->name, t->codec->name, pk->width, pk->height, rcanvas_strerror(status), error,
+                   t->failures >= RC_TIER_FAILURES ? "" : "; retrying");
         t->ref_id = 0; /* its state is unknown: the next packet is a keyframe */
+        if (t->failures == RC_TIER_FAILURES && t->codec != &rc_codec_jpeg) {
+            /* it cannot code this (a frame above H.264's size limit, say): its viewers move to their next
+             * codec, JPEG at worst, until the frame size changes */
+            rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': %s fails at %ux%u; its viewers fall back", c->name,
+                   t->codec->name, pk->width, pk->height);
+            c->codecs_disabled |= 1u << t->codec->wire_id;
+            codec_changed_locked(c);
+        }
+    }
+    if (t != &c->tiers[0] && t->nsessions == 0) { /* nobody watches it: keep no stale packet */
+        if (drop != t->latest) rc_packet_unref(t->latest);
+        t->latest = NULL;
+        t->ref_id = 0;
     }
     rc_packet_unref(drop);
     rc_frame_buf *fb = c->encoding;
     if (t->kf_frame) { /* a keyframe re-encode of `last` (keyframe_check_locked), not part of a frame's encode */
+        if (status == RCANVAS_OK && t->kf_frame->seq > c->latest_seq) c->latest_seq = t->kf_frame->seq;
         frame_release_locked(t->kf_frame);
         t->kf_frame = NULL;
+        if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
         if (!c->encoding && c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
         return;
     }
-    if (status != RCANVAS_OK && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
     if (status == RCANVAS_OK) c->encoding_ok++;
     if (--c->encoding_tiers > 0) return;
     c->encoding = NULL;
+    /* no tier could encode it: it counts as delivered for flow control (else the app would wait forever) */
+    if (c->encoding_ok == 0 && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
+    if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
     if (c->encoding_ok > 0 && fb->seq > c->latest_seq) {
         rc_packet *old_refined = c->refined;
         c->latest_seq = fb->seq;
@@ -568,6 +614,14 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     fb->seq = ++c->presented_seq;
     fb->present_us = now;
     c->last_present_us = now;
+    if (fb->img.width != c->present_w || fb->img.height != c->present_h) {
+        c->present_w = fb->img.width;
+        c->present_h = fb->img.height;
+        if (c->codecs_disabled) { /* a new size: the codecs that failed at the old one get another chance */
+            c->codecs_disabled = 0;
+            codec_changed_locked(c);
+        }
+    }
     if (c->pending) frame_release_locked(c->pending);
     c->pending = fb;
     if (!c->encoding && !tiers_busy_locked(c)) start_encode_locked(c);
@@ -705,6 +759,15 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     pk->height = img->height;
     rc_packet *old_latest = NULL, *old_refined = NULL;
     pthread_mutex_lock(&c->mu);
+    only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
+           !tiers_busy_locked(c) && !c->codec_change_pending;
+    for (int i = 1; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].nsessions) only = 0;
+    if (!only) { /* a viewer or a codec change came in between: the CPU pipeline after all */
+        pthread_mutex_unlock(&c->mu);
+        rc_packet_unref(pk);
+        return rc_canvas_present_external(c, img, release, arg);
+    }
     rc_frame_buf *fb = take_external_locked(c, img, release, arg);
     if (!fb) {
         int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
@@ -726,6 +789,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     old_latest = c->tiers[0].latest;
     old_refined = c->refined;
     c->tiers[0].latest = pk;
+    c->tiers[0].keyframe_requested = 0; /* it has the newest frame, decodable alone */
     c->latest_seq = pk->seq;
     c->refined = NULL;
     frame_release_locked(c->last);

@@ -17,6 +17,11 @@
 /* A stateful encoder asked for a keyframe again within this time waits for it: one slow or stalling viewer
  * cannot turn every frame of the others into a keyframe. A joining viewer waits at most this long. */
 #define RC_KEYFRAME_MIN_US 250000
+/* A tier whose encoder fails this many frames in a row is given up until the frame size changes: its viewers
+ * move to their next codec (JPEG at worst). */
+#define RC_TIER_FAILURES 3
+/* A viewer's own keyframe requests ({"type":"keyframe"}) count at most once per this time. */
+#define RC_SESSION_KEYFRAME_US 1000000
 #define RC_FRAME_BUFS 5        /* presenter, pending, encoding, last, an older last still being refined */
 #define RC_MAX_INFLIGHT 16     /* max_in_flight is at most this */
 /* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
@@ -62,6 +67,7 @@ struct rc_tier {
     int keyframe_requested;       /* a session lacks a reference (coalesced) */
     int64_t last_forced_us;       /* when a requested keyframe was last encoded */
     int busy;                     /* encoding a frame */
+    int failures;                 /* encodes failed in a row */
     struct rc_frame_buf *kf_frame;/* the frame of a keyframe re-encode of `last` (holds a ref), else NULL */
     uint32_t busy_seq;
     rc_encode_task task;          /* intra, stripe-parallel codecs */
@@ -90,6 +96,7 @@ struct rc_session {
     /* its last resize, applied if it becomes active */
     int have_resize;
     rcanvas_event last_resize;
+    int64_t last_kf_request_us; /* its last {"type":"keyframe"} honoured */
 };
 
 struct rcanvas_canvas {
@@ -111,6 +118,9 @@ struct rcanvas_canvas {
     const rc_codec_type *source_codec; /* the frame source's own encoder (GPU JPEG), or NULL */
     const rc_codec_type *prefs[RC_MAX_PREFS]; /* codecs in the canvas's order of preference (JPEG last) */
     int nprefs;
+    unsigned codecs_disabled;  /* bit (1 << wire id): codecs that failed at this frame size (RC_TIER_FAILURES) */
+    int codec_change_pending;  /* preferences changed while a tier was busy: applied when none is */
+    uint32_t present_w, present_h; /* size of the newest frame presented */
 
     /* size */
     rcanvas_size size;

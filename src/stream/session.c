@@ -52,8 +52,9 @@ int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us) {
     return -1;
 }
 
+/* JPEG and PNG every client decodes (protocol 1 knows only them; the refinement is PNG by default). */
 static int decodes(const rc_session *s, const rc_codec_type *codec) {
-    unsigned mask = s->caps.codecs ? s->caps.codecs : (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
+    unsigned mask = s->caps.codecs | (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
     return codec && codec->wire_id < 32 && (mask & (1u << codec->wire_id));
 }
 
@@ -75,6 +76,9 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     s->last_id = 0;
     s->given_seq = 0; /* it gets the newest packet of its tier (no new draw: a still scene's keyframe is the last
                        * frame encoded again, see keyframe_check_locked) */
+    rc_tier *tt = &c->tiers[t]; /* a tier without the newest frame: make it (keyframe_check_locked) */
+    if (!tt->busy && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
+        rc_canvas_request_keyframe_locked(c, tt);
 }
 
 int rc_sessions_visible_locked(rcanvas_canvas *c) {
@@ -165,7 +169,9 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
                       (l->id && l->id != s->last_id && l->seq == s->given_seq && (l->flags & RC_PACKET_KEYFRAME)));
     if (fresh) {
         /* a viewer that joins a still scene gets the lossless version straight away */
-        if (c->refined && c->refined->seq == l->seq && s->given_seq < l->seq && !l->id) return c->refined;
+        if (c->refined && c->refined->seq == l->seq && s->given_seq < l->seq && !l->id &&
+            decodes(s, c->refined->codec))
+            return c->refined;
         if ((l->flags & RC_PACKET_KEYFRAME) || (!s->need_keyframe && l->depends_on == s->last_id)) return l;
         /* it lacks the reference: never send a packet it cannot decode */
         s->need_keyframe = 1;
@@ -173,7 +179,9 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
         if (keyframe_wait) *keyframe_wait = 1;
         return NULL;
     }
-    if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq) return c->refined;
+    if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq &&
+        decodes(s, c->refined->codec))
+        return c->refined;
     return NULL;
 }
 
@@ -185,6 +193,7 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
     if (pk) {
         if (pk->seq > s->given_seq) s->given_seq = pk->seq;
         if (pk->flags & RC_PACKET_LOSSLESS) s->lossless_seq = pk->seq;
+        else if (pk->seq == s->lossless_seq) s->lossless_seq = 0; /* a lossy re-encode is drawn over its lossless frame: offer the refinement again */
         if (!(pk->flags & RC_PACKET_REFINE)) { /* a refinement is drawn over; the video chain goes on */
             s->last_id = pk->id;
             s->need_keyframe = 0;
@@ -253,7 +262,15 @@ void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
 
 void rc_session_request_keyframe(rc_session *s) {
     rcanvas_canvas *c = s->canvas;
+    int64_t now = rc_now_us();
     pthread_mutex_lock(&c->mu);
+    /* at most one a second per viewer (the client asks at most that often): a client that floods cannot make the
+     * tier encode keyframes for everybody */
+    if (s->last_kf_request_us && now - s->last_kf_request_us < RC_SESSION_KEYFRAME_US) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    s->last_kf_request_us = now;
     s->need_keyframe = 1;
     if (s->tier >= 0 && (c->tiers[s->tier].codec->flags & RC_CODEC_STATEFUL))
         rc_canvas_request_keyframe_locked(c, &c->tiers[s->tier]);

@@ -234,7 +234,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     memset(&p->caps, 0, sizeof p->caps);
     const char *v = lws_get_urlarg_by_name(wsi, "codecs=", codecs, (int)sizeof codecs);
     if (v) { /* lws gives the value after "codecs=" */
-        p->caps.codecs = rc_wire_codec_list(v) | (1u << RCANVAS_CODEC_JPEG); /* JPEG always decodes */
+        p->caps.codecs = rc_wire_codec_list(v); /* JPEG and PNG count as decodable anyway (session.c) */
         p->caps.protocol = 2;
     }
     return 0;

@@ -44,29 +44,36 @@ static void json_escape(char *out, size_t cap, const char *s) {
     out[o] = '\0';
 }
 
+/* The live codec's fields of hello and encoder notices: "codec", and for video "codec_string" and "color" (what
+ * the client configures its VideoDecoder with; docs/protocol.md, version 2). */
+static void codec_fields(const rc_codec_type *encoder, char *out, size_t cap) {
+    const rc_codec_type *live = encoder && encoder->wire_id == RCANVAS_CODEC_JPEG ? &rc_codec_jpeg : encoder;
+    int n = snprintf(out, cap, "\"codec\":\"%s\"", live ? live->name : "jpeg");
+    if (live && live->webcodecs && n > 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n,
+                 ",\"codec_string\":\"%s\",\"color\":{\"primaries\":\"smpte170m\",\"transfer\":\"smpte170m\","
+                 "\"matrix\":\"smpte170m\",\"full_range\":false}",
+                 live->webcodecs);
+}
+
 static void queue_hello(rc_viewer *v) {
     rc_session_hello h;
     rc_session_state st;
     rc_session_get_hello(v->session, &h);
     rc_session_get_state(v->session, &st);
-    char title[256 * 6 + 1], msg[2600], video[300] = "";
+    char title[256 * 6 + 1], msg[2600], codec[400];
     json_escape(title, sizeof title, h.title);
     v->told_title_version = h.title_version;
     v->told_active = st.active;
     v->told_encoder = st.encoder;
-    const rc_codec_type *live = st.encoder && st.encoder->wire_id == RCANVAS_CODEC_JPEG ? &rc_codec_jpeg : st.encoder;
-    if (live && live->webcodecs) /* video: what to configure the VideoDecoder with (docs/protocol.md, version 2) */
-        snprintf(video, sizeof video,
-                 ",\"codec_string\":\"%s\",\"color\":{\"primaries\":\"smpte170m\",\"transfer\":\"smpte170m\","
-                 "\"matrix\":\"smpte170m\",\"full_range\":false}",
-                 live->webcodecs);
+    codec_fields(st.encoder, codec, sizeof codec);
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
-             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],\"codec\":\"%s\"%s,"
+             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
              "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
-             st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio,
-             live ? live->name : "jpeg", video, st.encoder ? st.encoder->name : "jpeg", v->id,
-             st.active ? "true" : "false", h.max_in_flight, v->t->max_message_bytes);
+             st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
+             st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false", h.max_in_flight,
+             v->t->max_message_bytes);
     rc_viewer_queue_text(v, msg);
 }
 
@@ -103,8 +110,9 @@ void rc_viewer_service(rc_viewer *v) {
         v->told_title_version = h.title_version;
     }
     if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
-        char msg[64];
-        snprintf(msg, sizeof msg, "{\"type\":\"encoder\",\"encoder\":\"%s\"}", st.encoder->name);
+        char msg[600], codec[400];
+        codec_fields(st.encoder, codec, sizeof codec);
+        snprintf(msg, sizeof msg, "{\"type\":\"encoder\",\"encoder\":\"%s\",%s}", st.encoder->name, codec);
         rc_viewer_queue_text(v, msg);
         v->told_encoder = st.encoder;
     }
