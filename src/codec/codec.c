@@ -25,6 +25,9 @@ static const rc_codec_type *const k_codecs[] = {
     &rc_codec_webp,          /* before webp-lossless: rc_codec_for(RCANVAS_CODEC_WEBP) is the lossy one */
     &rc_codec_webp_lossless,
 #endif
+#if RCANVAS_HAVE_AV1
+    &rc_codec_av1,
+#endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
 

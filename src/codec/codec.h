@@ -83,6 +83,7 @@ extern const rc_codec_type rc_codec_jpeg, rc_codec_png, rc_codec_jpeg_gpu;
 extern const rc_codec_type rc_codec_h264, rc_codec_vp8, rc_codec_vp9, rc_codec_webp;
 /* The lossless WebP for the refinement: wire id RCANVAS_CODEC_WEBP like rc_codec_webp, which rc_codec_for returns. */
 extern const rc_codec_type rc_codec_webp_lossless;
+extern const rc_codec_type rc_codec_av1;
 
 /* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
 const rc_codec_type *rc_codec_for(rcanvas_codec codec);
