@@ -35,6 +35,9 @@
 #include <vpx/vp8dx.h>
 #include <vpx/vpx_decoder.h>
 #endif
+#if RCANVAS_BENCH_AV1
+#include <dav1d/dav1d.h>
+#endif
 
 #define OUT_W 1920
 #define OUT_H 1080
@@ -114,6 +117,56 @@ static const video_decoder vp8_decoder = {vp8_open, vpx_decode, vpx_close};
 static const video_decoder vp9_decoder = {vp9_open, vpx_decode, vpx_close};
 #endif
 
+#if RCANVAS_BENCH_AV1
+/* dav1d, one picture per temporal unit (max_frame_delay 1); the picture is kept until the next decode. */
+typedef struct av1_dec {
+    Dav1dContext *ctx;
+    Dav1dPicture pic;
+} av1_dec;
+static void *av1_open(void) {
+    av1_dec *d = calloc(1, sizeof *d);
+    Dav1dSettings s;
+    dav1d_default_settings(&s);
+    s.n_threads = 1;
+    s.max_frame_delay = 1;
+    if (!d || dav1d_open(&d->ctx, &s)) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+static int av1_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
+    av1_dec *d = dp;
+    dav1d_picture_unref(&d->pic);
+    Dav1dData dd = {0};
+    uint8_t *buf = dav1d_data_create(&dd, len);
+    if (!buf) return -1;
+    memcpy(buf, data, len);
+    int got = 0; /* send until the data is in, take the picture (either may wait on the other) */
+    for (int i = 0; i < 16 && (dd.sz || !got); i++) {
+        int r = dd.sz ? dav1d_send_data(d->ctx, &dd) : 0;
+        if (r < 0 && r != DAV1D_ERR(EAGAIN)) break;
+        if (!got) {
+            int g = dav1d_get_picture(d->ctx, &d->pic);
+            if (g == 0) got = 1;
+            else if (g != DAV1D_ERR(EAGAIN) || !dd.sz) break;
+        }
+    }
+    if (dd.sz) dav1d_data_unref(&dd);
+    if (!got) return -1;
+    *out = (yuv_view){d->pic.data[0], d->pic.data[1], d->pic.data[2], d->pic.p.w, d->pic.p.h,
+                      (int)d->pic.stride[0], (int)d->pic.stride[1]};
+    return 0;
+}
+static void av1_close(void *dp) {
+    av1_dec *d = dp;
+    dav1d_picture_unref(&d->pic);
+    dav1d_close(&d->ctx);
+    free(d);
+}
+static const video_decoder av1_decoder = {av1_open, av1_decode, av1_close};
+#endif
+
 /* The video codecs: one line each. */
 static const struct {
     const rc_codec_type *type;
@@ -125,6 +178,9 @@ static const struct {
 #if RCANVAS_HAVE_VPX
     {&rc_codec_vp8, &vp8_decoder},
     {&rc_codec_vp9, &vp9_decoder},
+#endif
+#if RCANVAS_BENCH_AV1
+    {&rc_codec_av1, &av1_decoder},
 #endif
 };
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
