@@ -41,8 +41,8 @@ static const char USAGE[] =
     "  --port N             TCP port 0-65535 (default 8080; 0 = any free port)\n"
     "  --token T            access token: 8-128 characters of A-Z a-z 0-9 _ - (default: random)\n"
     "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
-    "                       vp8, vp9 or webp; video goes to viewers whose browser decodes it, JPEG to the\n"
-    "                       others (default jpeg)\n"
+    "                       vp8, vp9, webp or av1 (opt-in, not in auto: see docs/benchmarks.md); video goes\n"
+    "                       to viewers whose browser decodes it, JPEG to the others (default jpeg)\n"
     "  --bitrate KBPS       video bitrate in kbit/s, 100-200000 (default 8000)\n"
     "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
     "  --refine-codec png|webp  codec of the lossless refinement (default png; webp: half the bytes, more CPU)\n"
@@ -88,10 +88,10 @@ typedef struct video_opts {
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
-    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", NULL};
+    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", "av1", NULL};
     static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
                                               RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
-                                              RCANVAS_CODEC_WEBP};
+                                              RCANVAS_CODEC_WEBP, RCANVAS_CODEC_AV1};
     static const char *const subs[] = {"420", "444", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;
