@@ -11,9 +11,9 @@
  * FFMPEG EOS, 1 frame delay is needed", EbEncHandle.c): a synchronous encode of one frame never gets its packet,
  * and a pipelined one would send every frame one frame late, and the last frame of a still scene never. 1.4.1 also
  * honours a forced key picture only in random access with CRF/CQP ("Force key frame is only supported with RA
- * CRF/CQP mode") and cannot change the bitrate of a running encoder. SVT-AV1 1.8 added key frames and rate changes
- * for low-delay CBR and 2.x dropped the one-picture hold in low delay; with those (Debian 13 ships 2.3) it would
- * fit this interface.
+ * CRF/CQP mode") and cannot change the bitrate of a running encoder. SVT-AV1 1.8 added key frame placement and
+ * rate changes for low-delay CBR (its changelog), and a later version's EbEncHandle.c no longer holds a picture in
+ * low delay (eos_delay = is_low_delay ? 0 : 1); a build with both (not tried here) would fit this interface.
  *
  * libaom gives one packet per frame at once (g_lag_in_frames = 0), key frames on request (AOM_EFLAG_FORCE_KF),
  * and bitrate, frame rate and key frame interval changes on the running encoder (aom_codec_enc_config_set and the
@@ -39,10 +39,10 @@
 #define RC_AV1_SPEED 10
 #endif
 /* Content tuning. AOM_CONTENT_SCREEN (palette, screen-content rate control and mode search), measured as above
- * against AOM_CONTENT_DEFAULT: fewer bytes at equal PSNR on lines (−38 % at 4 Mbit/s), scatter (−43 %), text
- * (−40 %) and the generated scene, the same on render and surface, more on the 1080p heat map (+19 % at 4, +72 %
- * at 8 Mbit/s: palette blocks on a smooth gradient); over all sequences 0.08 / 0.11 / 0.16 / 0.22 of JPEG's bytes
- * at 2 / 4 / 8 / 16 Mbit/s instead of 0.11 / 0.14 / 0.19 / 0.24; CPU time the same within ±10 % per sequence. */
+ * against AOM_CONTENT_DEFAULT: fewer bytes at equal PSNR on lines (−43 % at 4 Mbit/s), scatter (−43 %), text
+ * (−41 %) and the generated scene, the same on render and surface, more on the 1080p heat map (+19 % at 4, +72 %
+ * at 8 Mbit/s); over all sequences 0.08 / 0.11 / 0.16 / 0.22 of JPEG's bytes at 2 / 4 / 8 / 16 Mbit/s instead of
+ * 0.11 / 0.14 / 0.19 / 0.24. CPU time −22 % to +12 % per sequence and rate, about the same overall. */
 #ifndef RC_AV1_CONTENT
 #define RC_AV1_CONTENT AOM_CONTENT_SCREEN
 #endif
@@ -58,7 +58,6 @@ typedef struct av1_codec {
     uint32_t src_w, src_h;      /* the frame size the encoder was made for */
     int threads;                /* applied: 1–64 */
     int kbps, keyframe_interval;
-    double fps;
     int want_key;               /* request_keyframe() was called */
     int64_t pts;                /* in 1/AV1_TIMEBASE s */
     rc_i420 yuv;                /* the frame in I420 */
@@ -153,11 +152,11 @@ static int encoder_new(av1_codec *e, const rc_encode_params *p) {
     q->rc_overshoot_pct = 50;
     set_rate(q, p);
 
-    if (aom_codec_enc_init(&e->ctx, aom_codec_av1_cx(), q, 0) != AOM_CODEC_OK) {
-        /* enc_init leaves ctx's error fields set even when it fails */
-        const char *detail = e->ctx.err_detail;
-        snprintf(e->base.err, sizeof e->base.err, "libaom aom_codec_enc_init: %s%s%s", aom_codec_err_to_string(e->ctx.err),
-                 detail ? ": " : "", detail ? detail : "");
+    aom_codec_err_t ir = aom_codec_enc_init(&e->ctx, aom_codec_av1_cx(), q, 0);
+    if (ir != AOM_CODEC_OK) {
+        /* Only the code: a failed init has freed the encoder that ctx.err_detail may point into. */
+        snprintf(e->base.err, sizeof e->base.err, "libaom aom_codec_enc_init (%ux%u, %d threads): %s", q->g_w, q->g_h,
+                 threads, aom_codec_err_to_string(ir));
         return RCANVAS_ECODEC;
     }
     e->live = 1;
@@ -172,7 +171,9 @@ static int encoder_new(av1_codec *e, const rc_encode_params *p) {
     CTRL(AV1E_SET_DELTAQ_MODE, 0u);
     CTRL(AV1E_SET_ENABLE_CDEF, 1u);
     CTRL(AV1E_SET_ENABLE_TPL_MODEL, 0u);
-    CTRL(AOME_SET_MAX_INTRA_BITRATE_PCT, 300u); /* a key frame at most 3 frame budgets: joins stay quick */
+    /* A key frame's target: 3 frame budgets (WebRTC's value). libaom overshoots it (3–8× the budget at 1080p and
+     * 8 Mbit/s on the stills), less than without it. */
+    CTRL(AOME_SET_MAX_INTRA_BITRATE_PCT, 300u);
     /* Colour: what rc_i420_from_image() produced — BT.601 (SMPTE 170M) matrix, primaries and transfer, limited
      * range — in the sequence header's color_config, so the browser converts back with the same matrix. */
     CTRL(AV1E_SET_COLOR_PRIMARIES, AOM_CICP_CP_BT_601);
@@ -182,7 +183,6 @@ static int encoder_new(av1_codec *e, const rc_encode_params *p) {
 
     e->threads = threads;
     e->kbps = p->bitrate_kbps;
-    e->fps = p->fps;
     e->keyframe_interval = p->keyframe_interval;
     e->pts = 0;
     e->want_key = 0; /* a new encoder starts with a key frame */
@@ -231,8 +231,8 @@ static int av1_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
     e->img.stride[AOM_PLANE_U] = e->img.stride[AOM_PLANE_V] = e->yuv.stride_uv;
 
     /* The duration tells libaom the frame rate (rate control budgets bitrate / frame rate per frame). */
-    unsigned long duration = (unsigned long)llround(AV1_TIMEBASE / p->fps);
-    if (duration < 1) duration = 1;
+    double d = AV1_TIMEBASE / p->fps;
+    unsigned long duration = d < 1.0 ? 1ul : d > 1e9 ? 1000000000ul : (unsigned long)llround(d);
     aom_enc_frame_flags_t flags = e->want_key ? AOM_EFLAG_FORCE_KF : 0;
     if (aom_codec_encode(&e->ctx, &e->img, e->pts, duration, flags) != AOM_CODEC_OK) {
         av1_fail(e, "aom_codec_encode");
@@ -240,7 +240,6 @@ static int av1_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
         return RCANVAS_ECODEC;
     }
     e->pts += (int64_t)duration;
-    e->fps = p->fps;
     e->want_key = 0;
 
     int frames = 0, key = 0;
@@ -274,8 +273,10 @@ static int av1_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
 static void av1_request_keyframe(rc_codec *c) { ((av1_codec *)c)->want_key = 1; }
 
 /* The codec string is the client's probe (docs/protocol.md): main profile (0), level 4.0 (seq_level_idx 8: up to
- * 2048×1152, 1080p at 30 fps), main tier, 8 bits. Chromium's software decoder accepts every level (checked with
- * VideoDecoder.isConfigSupported: 3.0 to 7.3) and reads the stream's from its sequence header. */
+ * 2048×1088, 1080p at 30 fps), main tier, 8 bits. libaom writes the stream's own level in the sequence header (2.1
+ * for 640×360 at 30 fps), which the decoder reads. Chromium 156's VideoDecoder.isConfigSupported accepts every level
+ * tried (seq_level_idx 4, 5, 8, 9, 12, 13 and 31), and decodes this codec's stream configured with this string
+ * (rcanvas-demo --codec av1, 1273×717, no decode errors). */
 const rc_codec_type rc_codec_av1 = {
     .name = "av1", .wire_id = RCANVAS_CODEC_AV1, .webcodecs = "av01.0.08M.08", .flags = RC_CODEC_STATEFUL,
     .create = av1_create, .encode = av1_encode, .request_keyframe = av1_request_keyframe, .destroy = av1_destroy};

@@ -12,7 +12,7 @@
  *  - a key frame interval set mid-stream; a size and thread count change mid-stream (a key frame at the new size,
  *    which the same decoder follows);
  *  - odd and small sizes: 333×197 (24 frames), 1001×777, 7×5, 1×1 decode at exactly their size;
- *  - bad parameters give RCANVAS_EINVAL.
+ *  - bad parameters give RCANVAS_EINVAL; extreme frame rates, thread counts and bitrates are accepted.
  * Built only with libaom and dav1d (CMake leaves it out otherwise).
  */
 #include <dav1d/dav1d.h>
@@ -456,6 +456,8 @@ static void test_bad_params(void) {
     rc_encode_info info;
     CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, &info), RCANVAS_OK);
     CHECK(out.len > 0 && info.keyframe);
+    p = ok, p.fps = 1e-6; /* a frame duration of days: clamped */
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, &info), RCANVAS_OK);
     CHECK(rc_codec_by_name("av1") == &rc_codec_av1);
     CHECK(rc_codec_for(RCANVAS_CODEC_AV1) == &rc_codec_av1);
     CHECK((rc_codec_av1.flags & (RC_CODEC_STATEFUL | RC_CODEC_INTRA | RC_CODEC_STRIPES)) == RC_CODEC_STATEFUL);
