@@ -41,7 +41,7 @@ async function patchError(page, patches = PATCHES) {
   return worst;
 }
 
-for (const codec of ['h264', 'vp9', 'vp8']) {
+for (const codec of ['h264', 'vp9', 'vp8', 'av1']) {
   test(`${codec}: the viewer is put on ${codec}; the test scene comes back within ±3 levels, then exact once refined`, async () => {
     const demo = await startDemo(['--scene', 'test', '--codec', codec, '--bitrate', '20000', '--refine-ms', '800']);
     const v = await openViewer(demo.url);
