@@ -147,7 +147,7 @@ typedef enum rcanvas_codec {
     RCANVAS_CODEC_H264 = 3, /* openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs */
     RCANVAS_CODEC_VP8 = 4,  /* libvpx, real-time */
     RCANVAS_CODEC_VP9 = 5,  /* libvpx, real-time, row-mt */
-    RCANVAS_CODEC_AV1 = 6,  /* reserved (SVT-AV1) */
+    RCANVAS_CODEC_AV1 = 6,  /* libaom real-time; opt-in (not in AUTO): 3.5–5× H.264's CPU at 1080p */
     RCANVAS_CODEC_WEBP = 7, /* libwebp, lossy image; quality applies */
 } rcanvas_codec;
 
