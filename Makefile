@@ -21,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e bench-shaped clean
 
 all: build
 
@@ -110,6 +110,10 @@ bench-jpeg-gpu: bench-frames
 
 bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
+
+# The demo through a shaped link (tests/browser/shaper.mjs): 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms, JPEG and H.264.
+bench-shaped: build tests/browser/node_modules
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_shaped.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
 bench: bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e

@@ -3,10 +3,13 @@
  * any web browser over WebSockets, with input events sent back. GPU (Vulkan) frames: <rcanvas_vk.h>.
  *
  * Data path: rcanvas_present() copies a CPU frame (rcanvas_present_vk() reads a Vulkan image back into a ring of
- * staging buffers instead, and may JPEG-encode it on the GPU) → a pool of encoder threads encodes it (JPEG
- * through libturbojpeg, PNG through libspng) in horizontal stripes → the network thread (libwebsockets) sends
- * the newest encoded frame to each viewer whose flow-control window allows → the browser client draws it and acks
- * it → events (pointer, wheel, keys, resize) come back as JSON and queue up for the app.
+ * staging buffers instead, and may JPEG-encode it on the GPU) → a pool of encoder threads encodes it once per
+ * codec its viewers use: JPEG (libturbojpeg) or WebP in horizontal stripes on all cores, or video (H.264,
+ * VP8/VP9, AV1) as one picture on the stream's own encoder → the network thread (libwebsockets) sends the newest
+ * encoded frame to each viewer whose flow-control window allows (never a video frame whose reference it lacks) →
+ * the browser client decodes (createImageBitmap, or WebCodecs for video), draws and acks it → events (pointer,
+ * wheel, keys, resize) come back as JSON and queue up for the app. A still picture is refined losslessly (PNG or
+ * WebP lossless).
  *
  * Conventions (see docs/architecture.md for the thread model):
  *  - Every function that can fail returns int: RCANVAS_OK (0) or a negative rcanvas_error; rcanvas_strerror() names it.

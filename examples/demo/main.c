@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d\n", scfg.host, scfg.port);
         else if (r == RCANVAS_EADDRINUSE)
             fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d: %s\n"
-                            "try another --port, or --port 0 for any free port\n",
+                            "try another --port (PORT= with make demo), or --port 0 for any free port\n",
                     scfg.host, scfg.port, rcanvas_strerror(r));
         else
             fprintf(stderr, "rcanvas-demo: cannot start the server on %s:%d: %s\n", scfg.host, scfg.port,

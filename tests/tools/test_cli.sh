@@ -90,7 +90,7 @@ if [ -n "$port" ]; then
   run "$demo" --port "$port" --scene test
   ok [ "$st" -eq 1 ]
   ok [ "$(sed -n 1p "$t/err")" = "$D: cannot listen on 127.0.0.1:$port: address already in use" ]
-  ok [ "$(sed -n 2p "$t/err")" = "try another --port, or --port 0 for any free port" ]
+  ok [ "$(sed -n 2p "$t/err")" = "try another --port (PORT= with make demo), or --port 0 for any free port" ]
   ok [ "$(wc -l < "$t/err")" -eq 2 ]
   ok [ ! -s "$t/out" ]
   run "$demo" --verbose --port "$port" --scene test   # the library's own line; lws's bind line stays out of it
