@@ -205,17 +205,6 @@ static int64_t cpu_us(void) {
 }
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static double psnr_y(const uint8_t *a, int sa, const uint8_t *b, int sb, int w, int h) {
-    double se = 0;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            int e = (int)a[(size_t)y * sa + x] - (int)b[(size_t)y * sb + x];
-            se += e * e;
-        }
-    double mse = se / ((double)w * h);
-    return mse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 / mse);
-}
-
 /* A source still and the sequence over it. */
 typedef struct source {
     char name[64];
@@ -379,7 +368,7 @@ int main(int argc, char **argv) {
                 if (rc_decode_jpeg(rc_buf_data(&pkt), pkt.len, &px, &w, &h)) return 1;
                 rc_image di = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
                 rc_i420_from_image(&jy, &di);
-                double ps = psnr_y(jy.y, jy.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H);
+                double ps = gen_psnr_plane(jy.y, jy.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H);
                 free(px);
                 if (k_jpeg_q[q] == 85) q85_bytes += (double)pkt.len / nframes, q85_psnr += ps / nframes;
                 if (i % 3 == 0) qb[q] += (double)pkt.len, qp[q] += ps;
@@ -416,7 +405,7 @@ int main(int argc, char **argv) {
                     }
                     rc_i420_from_image(&ref, &img);
                     bytes += (double)pkt.len / nframes;
-                    psnr += psnr_y(yv.y, yv.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H) / nframes;
+                    psnr += gen_psnr_plane(yv.y, yv.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H) / nframes;
                 }
                 k_codecs[c].dec->close(dec);
                 rc_codec_free(enc);

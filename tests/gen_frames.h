@@ -8,6 +8,7 @@
 #define RC_GEN_FRAMES_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -104,6 +105,52 @@ static inline int gen_frame(uint8_t *rgba, uint32_t w, uint32_t h, size_t pitch,
     }
     free(cols);
     return 0;
+}
+
+/* ---- checks of a decoded picture, shared by the video codecs' tests and bench-video ---- */
+
+/* PSNR (dB) of a w × h plane a (stride sa bytes) against b (stride sb); 99 when they are equal. */
+static inline double gen_psnr_plane(const uint8_t *a, ptrdiff_t sa, const uint8_t *b, ptrdiff_t sb, int w, int h) {
+    double se = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int e = (int)a[(size_t)y * (size_t)sa + x] - (int)b[(size_t)y * (size_t)sb + x];
+            se += e * e;
+        }
+    double mse = se / ((double)w * h);
+    return mse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 / mse);
+}
+
+/* BT.601 limited range (what rc_i420_from_image produces, and what the encoders signal) back to RGB, as a browser
+ * does: R = 1.164 (Y−16) + 1.596 (V−128), G = 1.164 (Y−16) − 0.392 (U−128) − 0.813 (V−128),
+ * B = 1.164 (Y−16) + 2.017 (U−128), rounded and clamped to 0–255. */
+static inline void gen_yuv601_to_rgb(int y, int u, int v, int rgb[3]) {
+    double c = 1.164 * (y - 16), d = u - 128, e = v - 128;
+    double t[3] = {c + 1.596 * e, c - 0.392 * d - 0.813 * e, c + 2.017 * d};
+    for (int i = 0; i < 3; i++) rgb[i] = t[i] < 0 ? 0 : t[i] > 255 ? 255 : (int)lround(t[i]);
+}
+
+/* The flat patch's colour in a decoded I420 picture (planes Y, U, V with strides sy, suv), 8 pixels in from its
+ * edges (the loop filters, transforms across the edge and the edge's 4:2:0 chroma stay out): *mean_err = the
+ * largest per-channel distance of the mean colour from gen_patch_rgb (a colour shift: wrong matrix or range moves
+ * it by 10–18 levels), *pixel_err = that of any single pixel (adds the codec's quantization of the flat block). */
+static inline void gen_patch_error(const uint8_t *Y, const uint8_t *U, const uint8_t *V, ptrdiff_t sy, ptrdiff_t suv,
+                                   double *mean_err, int *pixel_err) {
+    double sum[3] = {0};
+    int n = 0, worst = 0;
+    for (int y = GEN_PATCH_Y + 8; y < GEN_PATCH_Y + GEN_PATCH_SIZE - 8; y++)
+        for (int x = GEN_PATCH_X + 8; x < GEN_PATCH_X + GEN_PATCH_SIZE - 8; x++, n++) {
+            int rgb[3];
+            gen_yuv601_to_rgb(Y[y * sy + x], U[(y / 2) * suv + x / 2], V[(y / 2) * suv + x / 2], rgb);
+            for (int i = 0; i < 3; i++) {
+                sum[i] += rgb[i];
+                int e = abs(rgb[i] - gen_patch_rgb[i]);
+                if (e > worst) worst = e;
+            }
+        }
+    *mean_err = 0;
+    for (int i = 0; i < 3; i++) *mean_err = fmax(*mean_err, fabs(sum[i] / n - gen_patch_rgb[i]));
+    *pixel_err = worst;
 }
 
 #endif

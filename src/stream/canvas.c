@@ -304,6 +304,22 @@ void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
 
 /* ---- encode pipeline ---- */
 
+/* Encodes frame fb with an intra, stripe-parallel codec into pk on the pool; done(task) runs when it is finished.
+ * mu held; the pool takes its own lock only. */
+static void submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_codec_type *codec,
+                           const rc_encode_params *params, rc_encode_done_fn done, rc_packet *pk) {
+    task->img = fb->img;
+    task->params = *params;
+    task->codec = codec;
+    task->seq = fb->seq;
+    task->present_us = fb->present_us;
+    task->stripes = 0;
+    task->done = done;
+    task->user = c;
+    task->packet = pk;
+    rc_encode_submit(c->env.pool, task);
+}
+
 /* 1 while some tier encodes (a frame, or a keyframe of `last`). mu held. */
 static int tiers_busy_locked(const rcanvas_canvas *c) {
     for (int i = 0; i < RC_MAX_TIERS; i++)
@@ -387,17 +403,7 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
         j->force_keyframe = force;
         rc_pool_submit(c->env.pool, &j->job);
     } else {
-        rc_encode_task *task = &t->task;
-        task->img = fb->img;
-        task->params = params;
-        task->codec = t->codec;
-        task->seq = fb->seq;
-        task->present_us = fb->present_us;
-        task->stripes = 0;
-        task->done = live_done;
-        task->user = c;
-        task->packet = pk;
-        rc_encode_submit(c->env.pool, task);
+        submit_stripes(c, &t->task, fb, t->codec, &params, live_done, pk);
     }
     return 1;
 }
@@ -581,17 +587,10 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     fb->refs++;
     c->refine_src = fb;
     rc_encode_task *t = &c->refine_task;
-    t->img = fb->img;
-    t->codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
-    t->params = (rc_encode_params){.codec = (rcanvas_codec)t->codec->wire_id, .quality = 100,
-                                   .subsampling = RCANVAS_SUBSAMP_444};
-    t->seq = fb->seq;
-    t->present_us = fb->present_us;
-    t->stripes = 0;
-    t->done = refine_done;
-    t->user = c;
-    t->packet = pk;
-    rc_encode_submit(c->env.pool, t);
+    const rc_codec_type *codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
+    rc_encode_params params = {.codec = (rcanvas_codec)codec->wire_id, .quality = 100,
+                               .subsampling = RCANVAS_SUBSAMP_444};
+    submit_stripes(c, t, fb, codec, &params, refine_done, pk);
 out:
     return ret;
 }

@@ -196,47 +196,11 @@ static int decode(ISVCDecoder *d, const rc_buf *pkt, decoded *out) {
 }
 
 static double psnr_y(const decoded *d, const rc_i420 *src) {
-    double se = 0;
-    for (uint32_t y = 0; y < src->height; y++)
-        for (uint32_t x = 0; x < src->width; x++) {
-            int e = (int)d->y[(size_t)y * d->stride_y + x] - (int)src->y[(size_t)y * src->stride_y + x];
-            se += e * e;
-        }
-    double mse = se / ((double)src->width * src->height);
-    return mse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 / mse);
+    return gen_psnr_plane(d->y, d->stride_y, src->y, src->stride_y, (int)src->width, (int)src->height);
 }
 
-/* BT.601 limited range (what rc_i420_from_image produced, and what the VUI says) back to RGB, as the browser
- * does: R = 1.164 (Y−16) + 1.596 (V−128), G = 1.164 (Y−16) − 0.392 (U−128) − 0.813 (V−128),
- * B = 1.164 (Y−16) + 2.017 (U−128), rounded and clamped to 0–255. */
-static void yuv_to_rgb(int y, int u, int v, int rgb[3]) {
-    double c = 1.164 * (y - 16), d = u - 128, e = v - 128;
-    double r = c + 1.596 * e, g = c - 0.392 * d - 0.813 * e, b = c + 2.017 * d;
-    double t[3] = {r, g, b};
-    for (int i = 0; i < 3; i++) rgb[i] = t[i] < 0 ? 0 : t[i] > 255 ? 255 : (int)lround(t[i]);
-}
-
-/* The patch's colour after decoding, 8 pixels in from its edges (the patch covers whole macroblocks — it starts
- * at 32, 64 pixels square — and 8 pixels keep the deblocking filter and the edge's 4:2:0 chroma out): the largest
- * per-channel difference of the mean colour to gen_patch_rgb (a colour shift: wrong matrix or range), and of any
- * single pixel (that adds the codec's quantization of the flat block). */
 static void patch_error(const decoded *d, double *mean_err, int *pixel_err) {
-    double sum[3] = {0};
-    int n = 0, worst = 0;
-    for (int y = GEN_PATCH_Y + 8; y < GEN_PATCH_Y + GEN_PATCH_SIZE - 8; y++)
-        for (int x = GEN_PATCH_X + 8; x < GEN_PATCH_X + GEN_PATCH_SIZE - 8; x++, n++) {
-            int rgb[3];
-            yuv_to_rgb(d->y[(size_t)y * d->stride_y + x], d->u[(size_t)(y / 2) * d->stride_uv + x / 2],
-                       d->v[(size_t)(y / 2) * d->stride_uv + x / 2], rgb);
-            for (int i = 0; i < 3; i++) {
-                sum[i] += rgb[i];
-                int e = abs(rgb[i] - gen_patch_rgb[i]);
-                if (e > worst) worst = e;
-            }
-        }
-    *mean_err = 0;
-    for (int i = 0; i < 3; i++) *mean_err = fmax(*mean_err, fabs(sum[i] / n - gen_patch_rgb[i]));
-    *pixel_err = worst;
+    gen_patch_error(d->y, d->u, d->v, d->stride_y, d->stride_uv, mean_err, pixel_err);
 }
 
 /* ---- the stream under test ---- */

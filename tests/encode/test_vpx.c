@@ -53,45 +53,12 @@ static void scene_draw(scene *s, int t) { CHECK_EQ_INT(gen_frame(s->rgba, s->w, 
 static void scene_free(scene *s) { free(s->rgba); }
 
 static double psnr_y(const vpx_image_t *d, const rc_i420 *src) {
-    double sse = 0;
-    for (uint32_t y = 0; y < src->height; y++)
-        for (uint32_t x = 0; x < src->width; x++) {
-            int e = d->planes[VPX_PLANE_Y][(size_t)y * d->stride[VPX_PLANE_Y] + x] - src->y[(size_t)y * src->stride_y + x];
-            sse += e * e;
-        }
-    return sse == 0 ? 99.0 : 10.0 * log10(255.0 * 255.0 * src->width * src->height / sse);
+    return gen_psnr_plane(d->planes[VPX_PLANE_Y], d->stride[VPX_PLANE_Y], src->y, src->stride_y, (int)src->width,
+                          (int)src->height);
 }
 
-/* BT.601 limited range (Y 16–235, Cb/Cr 16–240) to RGB, as a browser converts VP8/VP9 tagged so:
- * R = 1.164 (Y−16) + 1.596 (Cr−128), G = 1.164 (Y−16) − 0.813 (Cr−128) − 0.391 (Cb−128), B = 1.164 (Y−16) + 2.018 (Cb−128). */
-static void yuv601_to_rgb(int Y, int U, int V, int rgb[3]) {
-    double y = 1.164 * (Y - 16), u = U - 128, v = V - 128;
-    double f[3] = {y + 1.596 * v, y - 0.813 * v - 0.391 * u, y + 2.018 * u};
-    for (int i = 0; i < 3; i++) rgb[i] = (int)lround(f[i] < 0 ? 0 : f[i] > 255 ? 255 : f[i]);
-}
-
-/* The patch's colour as decoded, over its inside (a margin of 8 px leaves out what the neighbourhood reaches: 2×2
- * chroma samples, the loop filter, transforms across the edge): *mean_err = the largest per-channel distance of the
- * mean colour from (200, 40, 90), *max_err = the largest per-channel distance of any one pixel. A wrong matrix or
- * range moves the mean by 10–18 levels (BT.709: (213, 58, 89); full range: (190, 48, 87)); quantization moves
- * single blocks by a few levels. */
 static void patch_error(const vpx_image_t *d, double *mean_err, int *max_err) {
-    const int want[3] = {gen_patch_rgb[0], gen_patch_rgb[1], gen_patch_rgb[2]};
-    double sum[3] = {0, 0, 0};
-    int n = 0;
-    *max_err = 0;
-    for (uint32_t y = GEN_PATCH_Y + 8; y < GEN_PATCH_Y + GEN_PATCH_SIZE - 8; y++)
-        for (uint32_t x = GEN_PATCH_X + 8; x < GEN_PATCH_X + GEN_PATCH_SIZE - 8; x++, n++) {
-            int rgb[3];
-            yuv601_to_rgb(d->planes[0][(size_t)y * d->stride[0] + x], d->planes[1][(size_t)(y / 2) * d->stride[1] + x / 2],
-                          d->planes[2][(size_t)(y / 2) * d->stride[2] + x / 2], rgb);
-            for (int i = 0; i < 3; i++) {
-                sum[i] += rgb[i];
-                if (abs(rgb[i] - want[i]) > *max_err) *max_err = abs(rgb[i] - want[i]);
-            }
-        }
-    *mean_err = 0;
-    for (int i = 0; i < 3; i++) *mean_err = fmax(*mean_err, fabs(sum[i] / n - want[i]));
+    gen_patch_error(d->planes[0], d->planes[1], d->planes[2], d->stride[0], d->stride[1], mean_err, max_err);
 }
 
 /* Decodes one packet; the frame or NULL. */

@@ -20,8 +20,7 @@
 #include <unistd.h>
 
 #include "stream/canvas_internal.h"
-#include "stream/session.h"
-#include "test.h"
+#include "tier_kit.h"
 
 static rc_pool *g_pool;
 static int g_errors;
@@ -37,28 +36,9 @@ static void no_notify(void *u) { (void)u; }
 #define BH 1080
 static uint8_t *g_px; /* up to 5120 x 2880 */
 
-static int present_sz(rcanvas_canvas *c, int t, uint32_t w, uint32_t h) {
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x < w; x++) {
-            uint8_t *p = g_px + ((size_t)y * w + x) * 4;
-            p[0] = (uint8_t)(x + 3 * t);
-            p[1] = (uint8_t)(y * 2);
-            p[2] = ((x + 5 * t) % 64) < 16 ? 230 : 40;
-            p[3] = 255;
-        }
-    rcanvas_frame f = {g_px, w, h, w * 4, RCANVAS_FORMAT_RGBA8, 0};
-    return rcanvas_present(c, &f);
-}
+static int present_sz(rcanvas_canvas *c, int t, uint32_t w, uint32_t h) { return kit_present(c, g_px, t, w, h); }
 static int present(rcanvas_canvas *c, int t) { return present_sz(c, t, BW, BH); }
 
-static rc_canvas_debug dbg(rcanvas_canvas *c) {
-    rc_canvas_debug d;
-    rc_canvas_get_debug(c, &d);
-    return d;
-}
-static void wait_latest(rcanvas_canvas *c, uint32_t seq) {
-    for (int i = 0; i < 5000 && dbg(c).latest_seq < seq; i++) usleep(1000);
-}
 static void wait_idle(rcanvas_canvas *c) {
     for (int i = 0; i < 5000; i++) {
         pthread_mutex_lock(&c->mu);
@@ -76,41 +56,11 @@ static int tier_busy(rcanvas_canvas *c, int i) {
     return b;
 }
 
-typedef struct got {
-    uint32_t seq, id, depends_on;
-    unsigned flags;
-    const rc_codec_type *codec;
-    size_t bytes;
-} got;
-
-static int next(rc_session *s, got *g) {
-    rc_packet *pk = NULL;
-    if (!rc_session_next(s, rc_now_us(), &pk, NULL)) return 0;
-    *g = (got){pk->seq, pk->id, pk->depends_on, pk->flags, pk->codec, pk->total_bytes};
-    rc_packet_unref(pk);
-    return 1;
-}
 static void ack(rc_session *s, uint32_t seq) { rc_session_ack(s, seq, rc_now_us()); }
 static void drain(rc_session *s) {
     got g;
     while (next(s, &g)) ack(s, g.seq);
 }
-static rc_session *open_with(rcanvas_canvas *c, unsigned codecs, int protocol) {
-    rc_session_caps caps = {.codecs = codecs, .protocol = protocol};
-    rc_session *s = NULL;
-    CHECK_EQ_INT(rc_session_open(c, codecs ? &caps : NULL, &s), RCANVAS_OK);
-    return s;
-}
-/* Ticks (as the network thread does) until s gets a packet, at most ms. */
-static int next_ticking(rcanvas_canvas *c, rc_session *s, got *g, int ms) {
-    for (int i = 0; i < ms; i++) {
-        if (next(s, g)) return 1;
-        rc_canvas_tick(c, rc_now_us());
-        usleep(1000);
-    }
-    return 0;
-}
-
 static rcanvas_canvas *make(rcanvas_codec codec, int refine_ms) {
     static rc_canvas_env env;
     env = (rc_canvas_env){.pool = g_pool, .log = &g_log, .max_frame_dim = 8192, .notify = no_notify};

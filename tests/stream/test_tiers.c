@@ -14,9 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stream/canvas.h"
-#include "stream/session.h"
-#include "test.h"
+#include "tier_kit.h"
 
 static rc_pool *g_pool;
 static const rc_logger g_log = {0};
@@ -26,66 +24,9 @@ static void no_notify(void *u) { (void)u; }
 #define H 240
 static uint8_t g_px[W * H * 4];
 
-static void draw(int t) { /* a moving gradient and a moving bar: every frame differs */
-    for (int y = 0; y < H; y++)
-        for (int x = 0; x < W; x++) {
-            uint8_t *p = g_px + (y * W + x) * 4;
-            p[0] = (uint8_t)(x + 3 * t);
-            p[1] = (uint8_t)(y * 2);
-            p[2] = ((x + 5 * t) % 64) < 16 ? 230 : 40;
-            p[3] = 255;
-        }
-}
-
-static int present(rcanvas_canvas *c, int t) {
-    draw(t);
-    rcanvas_frame f = {g_px, W, H, W * 4, RCANVAS_FORMAT_RGBA8, 0};
-    return rcanvas_present(c, &f);
-}
-
-static rc_canvas_debug dbg(rcanvas_canvas *c) {
-    rc_canvas_debug d;
-    rc_canvas_get_debug(c, &d);
-    return d;
-}
-
-static void wait_latest(rcanvas_canvas *c, uint32_t seq) {
-    for (int i = 0; i < 5000 && dbg(c).latest_seq < seq; i++) usleep(1000);
-}
-
-typedef struct got {
-    uint32_t seq, id, depends_on;
-    unsigned flags;
-    const rc_codec_type *codec;
-} got;
-
-/* What the transport would send s now; 0 if nothing. */
-static int next(rc_session *s, got *g) {
-    rc_packet *pk = NULL;
-    if (!rc_session_next(s, rc_now_us(), &pk, NULL)) return 0;
-    *g = (got){pk->seq, pk->id, pk->depends_on, pk->flags, pk->codec};
-    rc_packet_unref(pk);
-    return 1;
-}
+static int present(rcanvas_canvas *c, int t) { return kit_present(c, g_px, t, W, H); }
 
 static void ack(rc_session *s, uint32_t seq) { CHECK_EQ_INT(rc_session_ack(s, seq, rc_now_us()), RCANVAS_OK); }
-
-static rc_session *open_with(rcanvas_canvas *c, unsigned codecs, int protocol) {
-    rc_session_caps caps = {.codecs = codecs, .protocol = protocol};
-    rc_session *s = NULL;
-    CHECK_EQ_INT(rc_session_open(c, codecs ? &caps : NULL, &s), RCANVAS_OK);
-    return s;
-}
-
-/* Ticks the canvas (as the network thread does) until s gets a packet, at most ~2 s. */
-static int next_ticking(rcanvas_canvas *c, rc_session *s, got *g) {
-    for (int i = 0; i < 2000; i++) {
-        if (next(s, g)) return 1;
-        rc_canvas_tick(c, rc_now_us());
-        usleep(1000);
-    }
-    return 0;
-}
 
 int main(void) {
     if (rc_pool_new(2, &g_pool)) TEST_MAIN_END();
@@ -130,7 +71,7 @@ int main(void) {
     /* a viewer joins the still scene: the last frame is encoded again as a keyframe, for everyone on the tier */
     rc_session *late = open_with(c, H264, 2);
     CHECK_EQ_INT(next(late, &g), 0); /* the newest packet depends on one it lacks: not given */
-    CHECK_MSG(next_ticking(c, late, &g), "the joiner never got a keyframe");
+    CHECK_MSG(next_ticking(c, late, &g, 2000), "the joiner never got a keyframe");
     CHECK_MSG((g.flags & RC_PACKET_KEYFRAME) && g.seq == 6, "joiner: seq %u flags %u", g.seq, g.flags);
     CHECK_EQ_INT(dbg(c).presented_seq, 6); /* no new present was needed */
     ack(late, g.seq);
