@@ -8,6 +8,8 @@
  */
 #include "stream/canvas_internal.h"
 
+#include "codec/scale.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +17,10 @@
 #include <time.h>
 
 #define NEVER INT64_MAX
-#define RC_DEFAULT_BITRATE_KBPS 8000 /* 1080p at 30–60 fps; issue 10 adapts it to the link */
+#define RC_DEFAULT_BITRATE_KBPS 8000 /* 1080p at 30–60 fps: the top; each tier's encoder follows its viewers' link */
+/* A tier that skipped the newest frame (its viewers' windows were full) encodes it once no newer one has come for
+ * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
+#define RC_CATCHUP_US 50000
 
 static void set_prefs_locked(rcanvas_canvas *c);
 static void codec_changed_locked(rcanvas_canvas *c);
@@ -176,6 +181,7 @@ void rc_canvas_destroy(rcanvas_canvas *c) {
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_packet_unref(c->tiers[i].latest);
         rc_codec_free(c->tiers[i].inst);
+        free(c->tiers[i].scaled);
     }
     rc_packet_unref(c->refined);
     for (int i = 0; i < RC_FRAME_BUFS; i++) {
@@ -264,22 +270,35 @@ static void codec_changed_locked(rcanvas_canvas *c) {
     else apply_codec_change_locked(c);
 }
 
-int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec) {
+/* Clears tier t for reuse, keeping its scaled-frame buffer. mu held; t not busy. */
+static void tier_reset(rc_tier *t) {
+    uint8_t *scaled = t->scaled;
+    size_t cap = t->scaled_cap;
+    rc_packet_unref(t->latest);
+    rc_codec_free(t->inst);
+    memset(t, 0, sizeof(*t));
+    t->scaled = scaled;
+    t->scaled_cap = cap;
+}
+
+int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung) {
     int free_slot = -1;
     for (int i = 0; i < RC_MAX_TIERS; i++) {
-        if (c->tiers[i].codec == codec) return i;
-        if (free_slot < 0 && !c->tiers[i].codec && i > 0) free_slot = i;
+        rc_tier *t = &c->tiers[i];
+        if (t->codec == codec && (t->rung == rung || !t->nsessions)) {
+            t->rung = rung; /* a tier nobody watches takes the rung of its first viewer */
+            return i;
+        }
+        if (free_slot < 0 && !t->codec && i > 0) free_slot = i;
     }
     if (free_slot < 0) { /* reuse a tier nobody watches (not 0) */
         for (int i = 1; i < RC_MAX_TIERS && free_slot < 0; i++)
             if (!c->tiers[i].nsessions && !c->tiers[i].busy) free_slot = i;
         if (free_slot < 0) return -1;
-        rc_tier *t = &c->tiers[free_slot];
-        rc_packet_unref(t->latest);
-        rc_codec_free(t->inst);
-        memset(t, 0, sizeof(*t));
+        tier_reset(&c->tiers[free_slot]);
     }
     c->tiers[free_slot].codec = codec;
+    c->tiers[free_slot].rung = rung;
     return free_slot;
 }
 
@@ -287,10 +306,8 @@ int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec) {
 static void set_tier0_locked(rcanvas_canvas *c) {
     rc_tier *t = &c->tiers[0];
     if (t->codec == c->prefs[0]) return;
-    rc_packet_unref(t->latest);
-    rc_codec_free(t->inst);
     int n = t->nsessions;
-    memset(t, 0, sizeof(*t));
+    tier_reset(t);
     t->codec = c->prefs[0];
     t->nsessions = n;
 }
@@ -306,9 +323,10 @@ void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
 
 /* Encodes frame fb with an intra, stripe-parallel codec into pk on the pool; done(task) runs when it is finished.
  * mu held; the pool takes its own lock only. */
-static void submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_codec_type *codec,
-                           const rc_encode_params *params, rc_encode_done_fn done, rc_packet *pk) {
-    task->img = fb->img;
+static void submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
+                           const rc_codec_type *codec, const rc_encode_params *params, rc_encode_done_fn done,
+                           rc_packet *pk) {
+    task->img = *img;
     task->params = *params;
     task->codec = codec;
     task->seq = fb->seq;
@@ -364,6 +382,48 @@ static void stream_job_run(rc_job *job, rc_worker *w) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The frame rate the app draws at when no viewer holds it back (smoothed), at most max_fps: what a tier's budget is
+ * spread over. mu held. */
+static double fps_goal_locked(const rcanvas_canvas *c) {
+    double cap = c->max_fps > 0 ? c->max_fps : 60;
+    return c->present_fps > 0 && c->present_fps < cap ? c->present_fps : cap;
+}
+
+/* A tier's encode settings for its viewers' link (rate.h): video gets its bitrate, frame-rate cap and scale here;
+ * image codecs their quality from the previous frame (tier_done_locked). Returns the image to encode (fb's, or fb's
+ * shrunk into the tier's buffer); sets the tier's frame-rate bookkeeping. mu held (the shrink runs under it too:
+ * ~1 ms at 1080p with libyuv, and only on links too slow for the full size). */
+static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
+                                  rc_encode_params *params) {
+    int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
+    double top_bps = (double)c->params.bitrate_kbps * 1000;
+    if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
+    t->budget_bps = t->nsessions ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
+    double goal = fps_goal_locked(c);
+    if (t->last_encode_us && now > t->last_encode_us) { /* the rate this tier actually encodes at */
+        double f = 1e6 / (double)(now - t->last_encode_us);
+        t->enc_fps = t->enc_fps > 0 ? t->enc_fps + (f - t->enc_fps) / 8 : f;
+    }
+    t->last_encode_us = now;
+    uint64_t px = (uint64_t)fb->img.width * fb->img.height;
+    if (stateful) {
+        rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
+        /* the encoder gives each frame bitrate / params->fps; frames come at the rate its viewers take them */
+        double eff = t->enc_fps > 0 && t->enc_fps < params->fps ? t->enc_fps : params->fps;
+        double kbps = t->steer.bitrate_bps / 1000 * (params->fps / eff);
+        params->bitrate_kbps = kbps < 100 ? 100 : kbps > 200000 ? 200000 : (int)kbps;
+    } else if (!(t->codec->flags & RC_CODEC_LOSSLESS)) {
+        if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
+        params->quality = t->steer.quality;
+    }
+    rc_image img = fb->img;
+    if (t->steer.scale_div > 1 &&
+        rc_image_downscale(&fb->img, t->steer.scale_div, &t->scaled, &t->scaled_cap, &img) != RCANVAS_OK)
+        img = fb->img;
+    t->coded_pixels = (uint64_t)img.width * img.height;
+    return img;
+}
+
 /* Starts tier t on frame fb. Returns 1 if it was started. mu held. */
 static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     rc_packet *pk = rc_packet_get(c->packets);
@@ -375,6 +435,7 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     params.codec = (rcanvas_codec)t->codec->wire_id;
     if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
+    rc_image img = steer_tier_locked(c, t, fb, now, &params);
     int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
     if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
         force = 1;
@@ -385,31 +446,36 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
         pk->seq = fb->seq;
         pk->present_us = fb->present_us;
         pk->codec = t->codec;
-        pk->width = fb->img.width;
-        pk->height = fb->img.height;
+        pk->width = img.width;
+        pk->height = img.height;
         pk->ntiles = 1;
         pk->tiles[0].x = pk->tiles[0].y = 0;
-        pk->tiles[0].w = fb->img.width;
-        pk->tiles[0].h = fb->img.height;
+        pk->tiles[0].w = img.width;
+        pk->tiles[0].h = img.height;
         pk->id = ++t->next_id;
         pk->depends_on = t->ref_id;
         rc_stream_job *j = &t->sjob;
         j->job.run = stream_job_run;
         j->canvas = c;
         j->tier = t;
-        j->img = fb->img;
+        j->img = img;
         j->params = params;
         j->packet = pk;
         j->force_keyframe = force;
         rc_pool_submit(c->env.pool, &j->job);
     } else {
-        submit_stripes(c, &t->task, fb, t->codec, &params, live_done, pk);
+        submit_stripes(c, &t->task, fb, &img, t->codec, &params, live_done, pk);
     }
     return 1;
 }
 
-/* Moves `pending` into the encoders: every tier in use (and tier 0) encodes it. mu held; the pool takes its own
- * lock only. */
+/* 1 if tier t's frame-rate cap lets it start a frame at now (a 10 % early start is fine: frames come on a grid). */
+static int rate_cap_allows(const rc_tier *t, int64_t now) {
+    return !(t->steer.fps_cap > 0) || now - t->last_encode_us >= (int64_t)(0.9e6 / t->steer.fps_cap);
+}
+
+/* Moves `pending` into the encoders: every tier in use (and tier 0) that wants it encodes it. mu held; the pool
+ * takes its own lock only. */
 static void start_encode_locked(rcanvas_canvas *c) {
     if (c->codec_change_pending) apply_codec_change_locked(c); /* no tier is busy here */
     rc_frame_buf *fb = c->pending;
@@ -418,11 +484,16 @@ static void start_encode_locked(rcanvas_canvas *c) {
     c->encoding_tiers = 0;
     c->encoding_ok = 0;
     int eligible = 0;
+    int64_t now = rc_now_us();
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
         /* tier 0 encodes without viewers too (a joiner's frame is ready), unless it is a stateful codec: its
-         * joiner needs a keyframe anyway, made from `last` (keyframe_check_locked) */
+         * joiner needs a keyframe anyway, made from `last` (side_check_locked) */
         if (!t->codec || !(t->nsessions > 0 || (i == 0 && !(t->codec->flags & RC_CODEC_STATEFUL)))) continue;
+        /* Every viewer at its own pace: a tier encodes a frame only if one of its viewers can take it now and its
+         * frame-rate cap allows; otherwise it skips the frame (side_check_locked catches up on a scene that
+         * stops), so slow viewers cost neither the fast ones' frame rate nor encodes nobody receives. */
+        if (t->nsessions > 0 && (!rc_tier_wants_frame_locked(c, i) || !rate_cap_allows(t, now))) continue;
         eligible++;
         c->encoding_tiers += start_tier_locked(c, t, fb);
     }
@@ -451,6 +522,9 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             t->latest = pk;
         }
         t->failures = 0;
+        if (!(t->codec->flags & RC_CODEC_STATEFUL) && t->coded_pixels) /* the next frame's quality, rate, size */
+            rc_steer_image(&t->steer, (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality, t->budget_bps,
+                           fps_goal_locked(c), t->coded_pixels, pk->total_bytes);
     } else {
         if (t->failures++ % 100 == 0)
             rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of a %ux%u frame failed: %s (%s)%s",
@@ -473,10 +547,10 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     }
     rc_packet_unref(drop);
     rc_frame_buf *fb = c->encoding;
-    if (t->kf_frame) { /* a keyframe re-encode of `last` (keyframe_check_locked), not part of a frame's encode */
-        if (status == RCANVAS_OK && t->kf_frame->seq > c->latest_seq) c->latest_seq = t->kf_frame->seq;
-        frame_release_locked(t->kf_frame);
-        t->kf_frame = NULL;
+    if (t->side_frame) { /* `last` on this tier alone (side_check_locked), not part of a frame's encode */
+        if (status == RCANVAS_OK && t->side_frame->seq > c->latest_seq) c->latest_seq = t->side_frame->seq;
+        frame_release_locked(t->side_frame);
+        t->side_frame = NULL;
         if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
         if (!c->encoding && c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
         return;
@@ -512,24 +586,35 @@ static void live_done(rc_encode_task *task, int status) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A still scene and a tier whose viewers lack a reference: encode `last` again on that tier, as a keyframe.
- * Returns µs until it may (RC_KEYFRAME_MIN_US), or -1. mu held. */
-static int64_t keyframe_check_locked(rcanvas_canvas *c, int64_t now_us) {
+/* Between frames, `last` encoded on one tier alone: as a keyframe for a tier whose viewers lack a reference (a
+ * viewer joined a still scene), or as its newest frame for a tier that skipped it (its viewers' windows were full,
+ * or its frame-rate cap) once no newer frame has come for RC_CATCHUP_US. Returns µs until one may start, or -1.
+ * mu held. */
+static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
     int64_t next = -1;
     if (c->closing || c->pending || c->encoding || !c->last) return -1;
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
-        if (!t->codec || !t->keyframe_requested || t->busy || !t->nsessions) continue;
-        int64_t wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
+        if (!t->codec || t->busy || !t->nsessions) continue;
+        int64_t wait;
+        if (t->keyframe_requested) {
+            wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
+        } else if ((!t->latest || t->latest->seq < c->last->seq) && rc_tier_wants_frame_locked(c, i)) {
+            wait = c->last_present_us + RC_CATCHUP_US - now_us;
+            int64_t w2 = t->last_encode_us + (t->steer.fps_cap > 0 ? (int64_t)(1e6 / t->steer.fps_cap) : RC_CATCHUP_US) - now_us;
+            if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
+        } else {
+            continue;
+        }
         if (wait > 0) {
             if (next < 0 || wait < next) next = wait;
             continue;
         }
         c->last->refs++; /* held while the tier reads it; tier_done_locked lets go */
-        t->kf_frame = c->last;
+        t->side_frame = c->last;
         if (!start_tier_locked(c, t, c->last)) {
-            frame_release_locked(t->kf_frame);
-            t->kf_frame = NULL;
+            frame_release_locked(t->side_frame);
+            t->side_frame = NULL;
         }
     }
     return next;
@@ -573,8 +658,9 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
      * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
      * stopped for good (issue 7). refine_done() wakes the network thread, whose check starts the newer one. */
-    if (c->refine_running) goto out;
+    if (c->refine_running || c->draw_held) goto out; /* frames keep coming: the release of the hold re-arms */
     int64_t due = c->last_present_us + (int64_t)c->refine_ms * 1000;
+    if (c->draw_held_us + (int64_t)c->refine_ms * 1000 > due) due = c->draw_held_us + (int64_t)c->refine_ms * 1000;
     if (now_us < due) {
         ret = due - now_us;
         goto out;
@@ -590,7 +676,7 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     const rc_codec_type *codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
     rc_encode_params params = {.codec = (rcanvas_codec)codec->wire_id, .quality = 100,
                                .subsampling = RCANVAS_SUBSAMP_444};
-    submit_stripes(c, t, fb, codec, &params, refine_done, pk);
+    submit_stripes(c, t, fb, &fb->img, codec, &params, refine_done, pk);
 out:
     return ret;
 }
@@ -599,7 +685,7 @@ int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us) {
     pthread_mutex_lock(&c->mu);
     int64_t a = refine_check_locked(c, now_us);
     int64_t b = rc_session_check_stall_locked(c, now_us);
-    int64_t k = keyframe_check_locked(c, now_us);
+    int64_t k = side_check_locked(c, now_us);
     pthread_mutex_unlock(&c->mu);
     int64_t m = a < 0 ? b : b < 0 ? a : a < b ? a : b;
     return m < 0 ? k : k < 0 ? m : m < k ? m : k;
@@ -612,6 +698,12 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     int64_t now = rc_now_us();
     fb->seq = ++c->presented_seq;
     fb->present_us = now;
+    /* the app's own frame rate: intervals in which no viewer held it back */
+    if (c->last_present_us && now > c->last_present_us && c->draw_held_us < c->last_present_us) {
+        double f = 1e6 / (double)(now - c->last_present_us);
+        c->present_fps = c->present_fps > 0 ? c->present_fps + (f - c->present_fps) / 8 : f;
+    }
+    c->prev_present_us = c->last_present_us;
     c->last_present_us = now;
     if (fb->img.width != c->present_w || fb->img.height != c->present_h) {
         c->present_w = fb->img.width;
@@ -732,8 +824,11 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     /* The bytes serve only a canvas whose one tier in use is that codec's (a JPEG canvas whose viewers all decode
      * JPEG); otherwise the frame goes through the CPU pipeline, which encodes every tier. */
     pthread_mutex_lock(&c->mu);
+    /* ... and whose encoder runs at the top (the GPU encoder has one quality, full size, every frame) */
+    const rc_steer *st = &c->tiers[0].steer;
     int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-               !tiers_busy_locked(c);
+               !tiers_busy_locked(c) &&
+               (!st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= c->params.quality));
     for (int i = 1; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].nsessions) only = 0;
     pthread_mutex_unlock(&c->mu);
@@ -806,18 +901,30 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
     if (c->nsessions == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
     if (!rc_sessions_visible_locked(c)) return 0; /* every view is scrolled away or in a hidden tab */
-    /* A: the active viewer's acks; while it is hidden (a background tab acks nothing) the most advanced visible
-     * viewer's, so visible viewers do not starve */
-    uint32_t acked = c->active_acked;
-    if (c->active && !c->active->visible) {
-        acked = 0;
-        for (rc_session *s = c->sessions; s; s = s->next)
-            if (s->visible && s->acked_seq > acked) acked = s->acked_seq;
+    /* The app draws at the pace of the fastest visible viewer (issue 10): a draw is allowed while some visible
+     * viewer holds fewer unacked frames than its window. Slower viewers get the newest frame their own window
+     * allows (their tiers skip frames); which viewer is active (sizes the canvas) plays no part. */
+    int room = 0;
+    for (rc_session *s = c->sessions; s && !room; s = s->next) {
+        if (!s->visible || s->closing) continue;
+        uint32_t done = s->acked_seq > c->failed_seq ? s->acked_seq : c->failed_seq;
+        uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
+        if (in_flight < (uint32_t)s->window) room = 1;
     }
-    uint32_t done = acked > c->failed_seq ? acked : c->failed_seq;
-    uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
-    if (in_flight >= (uint32_t)c->max_in_flight) return 0; /* an ack wakes us */
-    if (c->mode == RCANVAS_UPDATE_ONDEMAND && !c->draw_requested) return 0;
+    int wanted = c->mode != RCANVAS_UPDATE_ONDEMAND || c->draw_requested;
+    if (!room) {
+        if (wanted) { /* frames keep coming: no refinement meanwhile */
+            c->draw_held = 1;
+            c->draw_held_us = now;
+        }
+        return 0; /* an ack wakes us */
+    }
+    if (c->draw_held) {
+        c->draw_held = 0;
+        c->draw_held_us = now;
+        rc_canvas_notify_locked(c); /* the tick re-arms the refinement */
+    }
+    if (!wanted) return 0;
     if (c->mode != RCANVAS_UPDATE_FASTEST && c->max_fps > 0) {
         int64_t at = c->last_draw_us + (int64_t)(1e6 / c->max_fps);
         if (now < at) {
@@ -970,7 +1077,11 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         break;
     case RCANVAS_OPT_MAX_IN_FLIGHT:
         if (value < 1 || value > RC_MAX_INFLIGHT) r = RCANVAS_EINVAL;
-        else c->max_in_flight = value;
+        else {
+            c->max_in_flight = value;
+            for (rc_session *s = c->sessions; s; s = s->next)
+                s->window = rc_link_window(&s->link, fps_goal_locked(c), value, RC_MAX_INFLIGHT);
+        }
         break;
     case RCANVAS_OPT_UPDATE_MODE:
         if (value < RCANVAS_UPDATE_MANUAL || value > RCANVAS_UPDATE_FASTEST) r = RCANVAS_EINVAL;

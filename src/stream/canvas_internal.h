@@ -10,9 +10,17 @@
 
 #include "codec/frame_encode.h"
 #include "stream/canvas.h"
+#include "stream/rate.h"
 
 #define RC_EVENT_QUEUE 1024
-#define RC_MAX_TIERS 4         /* codecs one canvas encodes at once (viewers that decode different ones) */
+#define RC_MAX_TIERS 8         /* encoders one canvas runs at once: a codec × a rate rung each (RC_RUNGS) */
+/* Viewers are grouped by the rate their link takes into rungs (bit/s lower bounds, fastest first): viewers of one
+ * codec and rung share one encoder, steered to the slowest of them; a viewer far slower than the others gets its
+ * own (issue 10: one slow viewer must not lower everybody's quality). Spaced ×3, so two tiers differ visibly. */
+#define RC_RUNGS 4
+#define RC_RUNG_FLOORS {16e6, 5e6, 1.6e6, 0.0}
+#define RC_RUNG_HYSTERESIS 1.3   /* a viewer leaves its rung only this far past its bounds */
+#define RC_RUNG_MOVE_US 2000000  /* and at most this often */
 #define RC_MAX_PREFS 8
 /* A stateful encoder asked for a keyframe again within this time waits for it: one slow or stalling viewer
  * cannot turn every frame of the others into a keyframe. A joining viewer waits at most this long. */
@@ -68,7 +76,17 @@ struct rc_tier {
     int64_t last_forced_us;       /* when a requested keyframe was last encoded */
     int busy;                     /* encoding a frame */
     int failures;                 /* encodes failed in a row */
-    struct rc_frame_buf *kf_frame;/* the frame of a keyframe re-encode of `last` (holds a ref), else NULL */
+    /* `last` encoded on this tier alone (holds a ref), else NULL: a keyframe for a joiner of a still scene, or the
+     * newest frame for a tier that skipped it (its viewers' windows were full, or its frame-rate cap) */
+    struct rc_frame_buf *side_frame;
+    int rung;                     /* the rate rung of its viewers (index into RC_RUNG_FLOORS) */
+    rc_steer steer;               /* quality, frame rate and scale it encodes at, for budget_bps */
+    double budget_bps;            /* the lowest target of its visible viewers; RC_LINK_MAX_BPS without viewers */
+    int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
+    double enc_fps;               /* frames it encodes a second (smoothed) */
+    uint64_t coded_pixels;        /* pixels of the frame it is encoding (scaled), for the steering */
+    uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
+    size_t scaled_cap;
     uint32_t busy_seq;
     rc_encode_task task;          /* intra, stripe-parallel codecs */
     rc_stream_job sjob;           /* stateful codecs */
@@ -89,10 +107,14 @@ struct rc_session {
     uint32_t lossless_seq;    /* newest seq given in lossless form */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */
-    struct { uint32_t seq; int64_t present_us, sent_us; } inflight[RC_MAX_INFLIGHT];
+    struct { uint32_t seq; int64_t present_us, sent_us; uint32_t bytes; rc_link_send rec; } inflight[RC_MAX_INFLIGHT];
     int if_head, n_inflight;
+    int window;               /* packets it may hold unacked: max_in_flight, more on a long round trip */
     uint32_t acked_seq;
-    uint32_t rtt_us;
+    uint32_t rtt_us;          /* last present → ack, µs */
+    rc_link link;             /* its link, from its acks (rate.h) */
+    int rung;                 /* rate rung it belongs to */
+    int64_t rung_at_us;       /* when it last changed rung */
     /* its last resize, applied if it becomes active */
     int have_resize;
     rcanvas_event last_resize;
@@ -133,6 +155,7 @@ struct rcanvas_canvas {
     int encoding_ok;          /* tiers that encoded it */
     rc_frame_buf *last;       /* newest frame encoded (source of refinement) */
     uint32_t presented_seq;   /* P: seq of the newest present() */
+    double present_fps;       /* the app's frame rate (smoothed over present intervals), for the steering */
     uint32_t failed_seq;      /* newest seq whose encode failed (counts as delivered) */
     int64_t last_present_us;
     rc_tier tiers[RC_MAX_TIERS];
@@ -157,6 +180,10 @@ struct rcanvas_canvas {
     /* scheduling */
     int draw_requested;
     int64_t last_draw_us;
+    int draw_held;            /* a draw is due but held back by the viewers' windows: frames keep coming, so no
+                               * refinement is due (nor for refine_ms after draw_held_us, the last time it was) */
+    int64_t draw_held_us;
+    int64_t prev_present_us;  /* the present before the newest (app frame rate) */
 
     /* events */
     rcanvas_event events[RC_EVENT_QUEUE];
@@ -168,14 +195,19 @@ struct rcanvas_canvas {
 void rc_canvas_notify_locked(rcanvas_canvas *c);
 void rc_canvas_queue_event_locked(rcanvas_canvas *c, const rcanvas_event *ev);
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio);
-/* canvas.c, for session.c (mu held): the tier of a codec (made if needed; -1 if all are taken), a session
- * moving onto or off it, and the keyframe a session asked for. */
-int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec);
+/* canvas.c, for session.c (mu held): the tier of a codec and rung (made if needed; a tier without viewers takes
+ * the rung; -1 if all are taken), and the keyframe a session asked for. */
+int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung);
 void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
 /* session.c, for canvas.c (mu held): hands the active role on from a stalled viewer; µs to the next check. */
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);
+/* 1 if some visible session of tier t has room in its window for a packet, or has been given the tier's newest
+ * packet (a tier encodes at most one frame ahead of a viewer whose window is full). */
+int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t);
+/* The lowest link target (bit/s) of the visible sessions of tier t; RC_LINK_MAX_BPS if none. */
+double rc_tier_budget_locked(rcanvas_canvas *c, int t);
 /* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */
 void rc_session_place_locked(rcanvas_canvas *c, rc_session *s);
 

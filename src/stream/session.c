@@ -4,6 +4,7 @@
  * hand-over, visibility. Everything runs under the canvas mutex; the transport's network thread is the only
  * caller, so a session's fields change only there or under the canvas lock from the canvas's own threads.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static rc_session *oldest_other(rcanvas_canvas *c, const rc_session *s, int incl
 
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us) {
     rc_session *s = c->active;
-    if (!s || s->n_inflight < c->max_in_flight || s->n_inflight == 0) return -1;
+    if (!s || s->n_inflight < s->window || s->n_inflight == 0) return -1;
     int64_t waited = now_us - s->inflight[s->if_head].sent_us;
     if (waited < RC_STALL_US) return RC_STALL_US - waited;
     rc_session *heir = oldest_other(c, s, 0);
@@ -65,8 +66,10 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
             want = c->prefs[i];
             break;
         }
-    int t = rc_canvas_tier_for_locked(c, want);
-    if (t < 0) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg); /* every tier taken: JPEG (tier 0 or made) */
+    int t = rc_canvas_tier_for_locked(c, want, s->rung);
+    /* every tier taken: its codec at any rung, else JPEG (tier 0 or made) */
+    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, want, r);
+    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg, r);
     if (t < 0) t = 0;
     if (s->tier >= 0 && s->tier == t) return;
     if (s->tier >= 0) c->tiers[s->tier].nsessions--;
@@ -87,6 +90,55 @@ int rc_sessions_visible_locked(rcanvas_canvas *c) {
     return 0;
 }
 
+int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t) {
+    const rc_packet *l = c->tiers[t].latest;
+    for (rc_session *s = c->sessions; s; s = s->next)
+        if (s->tier == t && s->visible && !s->closing &&
+            (s->n_inflight < s->window || !l || s->given_seq >= l->seq)) /* room, or one frame ahead of it */
+            return 1;
+    return 0;
+}
+
+double rc_tier_budget_locked(rcanvas_canvas *c, int t) {
+    double b = RC_LINK_MAX_BPS;
+    for (rc_session *s = c->sessions; s; s = s->next)
+        if (s->tier == t && s->visible && s->link.target_bps < b) b = s->link.target_bps;
+    return b;
+}
+
+/* ---- rate rungs ---- */
+
+static int rung_of(double bps) {
+    static const double floors[RC_RUNGS] = RC_RUNG_FLOORS;
+    for (int r = 0; r < RC_RUNGS; r++)
+        if (bps >= floors[r]) return r;
+    return RC_RUNGS - 1;
+}
+
+/* The viewer's target left its rung (by RC_RUNG_HYSTERESIS, at most every RC_RUNG_MOVE_US): alone on its tier it
+ * takes the tier along (no new encoder, no keyframe); sharing one, it moves to the tier of its codec and new rung,
+ * made if needed, so the others keep their quality. mu held. */
+static void rung_check_locked(rcanvas_canvas *c, rc_session *s, int64_t now_us) {
+    static const double floors[RC_RUNGS] = RC_RUNG_FLOORS;
+    double t = s->link.target_bps;
+    double lo = floors[s->rung] / RC_RUNG_HYSTERESIS;
+    double hi = s->rung > 0 ? floors[s->rung - 1] * RC_RUNG_HYSTERESIS : INFINITY;
+    if ((t >= lo && t < hi) || now_us - s->rung_at_us < RC_RUNG_MOVE_US || s->tier < 0) return;
+    int r = rung_of(t);
+    if (r == s->rung) return;
+    s->rung = r;
+    s->rung_at_us = now_us;
+    rc_tier *tt = &c->tiers[s->tier];
+    int taken = 0;
+    for (int i = 0; i < RC_MAX_TIERS; i++)
+        if (i != s->tier && c->tiers[i].codec == tt->codec && c->tiers[i].rung == r && c->tiers[i].nsessions) taken = 1;
+    if (tt->nsessions == 1 && !taken) {
+        tt->rung = r;
+        return;
+    }
+    rc_session_place_locked(c, s);
+}
+
 /* ---- open, close ---- */
 
 int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session **out) {
@@ -105,6 +157,8 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
     s->need_keyframe = 1;
     if (caps) s->caps = *caps;
     s->acked_seq = c->presented_seq; /* frames before it joined are not its to ack */
+    s->window = c->max_in_flight;
+    rc_link_init(&s->link, RC_LINK_MAX_BPS); /* top quality until its acks say otherwise */
     s->tier = -1;
     rc_session_place_locked(c, s);
     s->next = c->sessions;
@@ -160,7 +214,7 @@ rcanvas_canvas *rc_session_canvas(const rc_session *s) { return s->canvas; }
  * stateful codec goes only to a viewer that holds the packet it depends on; one that does not waits for a
  * keyframe, which it asks of its tier (coalesced, and at most one per RC_KEYFRAME_MIN_US). */
 static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wait) {
-    if (!s->visible || c->closing || s->n_inflight >= c->max_in_flight || s->tier < 0) return NULL;
+    if (!s->visible || c->closing || s->n_inflight >= s->window || s->tier < 0) return NULL;
     rc_tier *t = &c->tiers[s->tier];
     rc_packet *l = t->latest;
     /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
@@ -202,38 +256,53 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
         s->inflight[slot].seq = pk->seq;
         s->inflight[slot].present_us = pk->present_us;
         s->inflight[slot].sent_us = now_us;
+        s->inflight[slot].bytes = pk->total_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)pk->total_bytes;
+        rc_link_on_send(&s->link, now_us, s->n_inflight, &s->inflight[slot].rec);
         s->n_inflight++;
         rc_packet_ref(pk);
         /* an active viewer whose window just filled may stall: the stall check needs a timer */
-        if (s->active && s->n_inflight >= c->max_in_flight) rc_canvas_notify_locked(c);
+        if (s->active && s->n_inflight >= s->window) rc_canvas_notify_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     *out = pk;
     return pk != NULL;
 }
 
-int rc_session_ack(rc_session *s, uint32_t seq, int64_t now_us) {
+int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us) {
     rcanvas_canvas *c = s->canvas;
     pthread_mutex_lock(&c->mu);
-    int found = 0;
+    int found = 0, known = 0;
+    for (int i = 0; i < s->n_inflight && !known; i++) known = s->inflight[(s->if_head + i) % RC_MAX_INFLIGHT].seq == seq;
+    if (!known) { /* never sent, or acked already: refused, nothing changes */
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_EINVAL;
+    }
     while (s->n_inflight > 0 && !found) {
         uint32_t q = s->inflight[s->if_head].seq;
-        int64_t t0 = s->inflight[s->if_head].present_us;
         if (q > seq) break;
+        int head = s->if_head;
         s->if_head = (s->if_head + 1) % RC_MAX_INFLIGHT;
         s->n_inflight--;
         if (q == seq) {
             found = 1;
-            int64_t rtt = now_us - t0;
+            int64_t rtt = now_us - s->inflight[head].present_us;
             s->rtt_us = rtt < 0 ? 0 : rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
         }
+        /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered) */
+        /* the client's own time is not the network's: the round trip the link sees ends when the frame arrived */
+        int64_t arrived = hold_us && now_us - (int64_t)hold_us > s->inflight[head].sent_us ? now_us - hold_us : now_us;
+        rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us, arrived);
     }
     if (found) {
-        if (seq > s->acked_seq) s->acked_seq = seq;
-        if (c->active == s && seq > c->active_acked && seq <= c->presented_seq) {
-            c->active_acked = seq;
-            pthread_cond_broadcast(&c->cv); /* a draw may be due */
+        double fps = c->present_fps > 0 ? c->present_fps : (c->max_fps > 0 ? c->max_fps : 60);
+        if (c->max_fps > 0 && fps > c->max_fps) fps = c->max_fps;
+        s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
+        rung_check_locked(c, s, now_us);
+        if (seq > s->acked_seq) {
+            s->acked_seq = seq;
+            pthread_cond_broadcast(&c->cv); /* a draw may be due: the app goes at its fastest viewer's pace */
         }
+        if (c->active == s && seq > c->active_acked && seq <= c->presented_seq) c->active_acked = seq;
     }
     pthread_mutex_unlock(&c->mu);
     return found ? RCANVAS_OK : RCANVAS_EINVAL;
@@ -293,11 +362,25 @@ void rc_session_set_visible(rc_session *s, int visible) {
 
 void rc_session_get_state(rc_session *s, rc_session_state *out) {
     rcanvas_canvas *c = s->canvas;
+    memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&c->mu);
     out->active = s->active;
     out->closing = c->closing;
     out->title_version = c->title_version;
     out->rtt_us = s->rtt_us;
+    out->srtt_us = s->link.srtt_us;
+    out->min_rtt_us = s->link.min_rtt_us;
+    out->rate_kbps = rc_link_bw(&s->link) / 1000;
+    out->target_kbps = s->link.target_bps / 1000;
+    out->window = s->window;
+    out->rung = s->rung;
+    if (s->tier >= 0) {
+        const rc_tier *t = &c->tiers[s->tier];
+        out->quality = (t->codec->flags & RC_CODEC_STATEFUL) || (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : t->steer.quality;
+        out->scale_div = t->steer.scale_div ? t->steer.scale_div : 1;
+        out->fps_cap = t->steer.fps_cap;
+        out->bitrate_kbps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->steer.bitrate_bps / 1000 : 0;
+    }
     const rc_codec_type *tc = s->tier >= 0 ? c->tiers[s->tier].codec : &rc_codec_jpeg;
     out->encoder = tc == &rc_codec_jpeg && c->source_codec ? c->source_codec : tc;
     out->ready = pick_locked(c, s, NULL) != NULL;

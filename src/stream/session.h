@@ -45,10 +45,12 @@ rcanvas_canvas *rc_session_canvas(const rc_session *s);
  * instead (requests are coalesced), and *keyframe_wait (if not NULL) is set to 1. */
 int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyframe_wait);
 
-/* The viewer acked seq (it drew that frame). Frees its window, measures the round trip (present → ack) and, for
- * the active viewer, advances the canvas's flow control. RCANVAS_OK, or RCANVAS_EINVAL if seq was not in
- * flight (the caller counts it as a malformed message). */
-int rc_session_ack(rc_session *s, uint32_t seq, int64_t now_us);
+/* The viewer acked seq (it drew that frame), hold_us after the frame arrived there (its decode and draw; 0 if it
+ * did not say). Frees its window (and the packets before seq, which it skipped), measures the round trip
+ * (present → ack) and feeds the link estimate (send → ack, less hold_us), and may let the app draw (the pace of
+ * the fastest viewer). RCANVAS_OK, or RCANVAS_EINVAL if seq was not in flight (the caller counts it as a
+ * malformed message; nothing changes). */
+int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us);
 
 /* An event from this viewer (validated by the transport): stamped with the session id and queued for the app,
  * merged as rendercanvas does. A resize counts only from the active viewer (it sets the canvas size); from a
@@ -67,6 +69,16 @@ typedef struct rc_session_state {
     int closing;                 /* the canvas is going away: close with 1001 */
     int title_version;           /* bumped when the title changes */
     uint32_t rtt_us;             /* last round trip (present → ack), µs; 0 = none yet */
+    /* the link as measured from its acks, and what its encoder does about it (issue 10) */
+    uint32_t srtt_us, min_rtt_us;/* smoothed and minimum round trip (send → ack), µs */
+    double rate_kbps;            /* delivery-rate estimate, kbit/s (0 = none yet) */
+    double target_kbps;          /* the rate its frames aim at, kbit/s */
+    int window;                  /* packets it may hold unacked */
+    int rung;                    /* rate rung (0 = fastest) */
+    int quality;                 /* JPEG/WebP quality its encoder uses now; 0 = not a quality codec */
+    int scale_div;               /* frames encoded at 1/scale_div of the size (the client upscales) */
+    double fps_cap;              /* frame-rate cap of its encoder, frames/s; 0 = none */
+    double bitrate_kbps;         /* video: its encoder's bitrate, kbit/s; 0 = not video */
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */

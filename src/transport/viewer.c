@@ -163,7 +163,7 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
         return;
     }
     if (m.kind == RC_MSG_ACK) {
-        if (rc_session_ack(v->session, m.ack_seq, rc_now_us()) != RCANVAS_OK) {
+        if (rc_session_ack(v->session, m.ack_seq, m.ack_hold_us, rc_now_us()) != RCANVAS_OK) {
             char what[64];
             snprintf(what, sizeof what, "ack of seq %u that was not in flight", m.ack_seq);
             bad_message(v, what);

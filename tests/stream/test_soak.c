@@ -54,7 +54,7 @@ static void *viewer_thread(void *arg) {
             if (pk->flags & RC_PACKET_REFINE) g_seen.refinements++;
             uint32_t seq = pk->seq;
             rc_packet_unref(pk);
-            if (rc_session_ack(s, seq, rc_now_us()) == RCANVAS_OK) g_seen.acks++;
+            if (rc_session_ack(s, seq, 0, rc_now_us()) == RCANVAS_OK) g_seen.acks++;
         }
     }
     return NULL;

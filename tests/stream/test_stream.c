@@ -143,37 +143,45 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* 2 in flight: not due */
     CHECK_EQ_INT(rcanvas_wait(c, 30), 0);               /* still not, after waiting */
-    rc_session *s2 = open_session(c);                   /* passive; frames up to 2 are not its to ack */
     wait_latest(c, 2);
     CHECK_EQ_INT(dbg(c).latest_seq, 2);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* encoded but not acked still counts */
     CHECK_EQ_INT(next_seq(s1, NULL), 2);                /* newest wins: frame 1 was never given */
     CHECK_EQ_INT(next_seq(s1, NULL), 0);                /* nothing newer */
-    CHECK_EQ_INT(rc_session_ack(s1, 2, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s1, 2, 0, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* acked → due */
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 3 */
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 4 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     wait_latest(c, 4);
-    CHECK_EQ_INT(next_seq(s2, NULL), 4);
-    CHECK_EQ_INT(rc_session_ack(s2, 4, rc_now_us()), RCANVAS_OK); /* a passive viewer's ack does not count */
-    CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    CHECK_EQ_INT(rc_session_ack(s1, 99, rc_now_us()), RCANVAS_EINVAL); /* never sent: refused, nothing changes */
-    CHECK_EQ_INT(rc_session_ack(s1, 3, rc_now_us()), RCANVAS_EINVAL);  /* skipped (newest wins): not in flight */
-    CHECK_EQ_INT(dbg(c).active_acked, 2);
-    CHECK_EQ_INT(next_seq(s1, NULL), 4);
-    CHECK_EQ_INT(rc_session_ack(s1, 4, rc_now_us()), RCANVAS_OK);
+    /* a second viewer joins: frames up to 4 are not its to ack, so it has room, and the app draws at the pace of
+     * the fastest viewer (issue 10), passive or not */
+    rc_session *s2 = open_session(c);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 5 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 6 */
-    wait_latest(c, 6);
-    CHECK_EQ_INT(next_seq(s2, NULL), 6);
-    /* the active viewer leaves; s2 (acked up to 4) takes over: 2 frames in flight for it */
+    CHECK_EQ_INT(next_seq(s2, NULL), 4);
+    CHECK_EQ_INT(rc_session_ack(s2, 4, 0, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(next_seq(s1, NULL), 4);
+    /* s1 stops acking (a slow link): s2 keeps the app drawing, every frame, while s1's window stays full */
+    for (uint32_t seq = 5; seq <= 12; seq++) {
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        wait_latest(c, seq);
+        CHECK_EQ_INT(next_seq(s2, NULL), seq);
+        CHECK_EQ_INT(rc_session_ack(s2, seq, 0, rc_now_us()), RCANVAS_OK);
+        CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
+    }
+    CHECK_EQ_INT(next_seq(s1, NULL), 12); /* newest wins: 5..11 were never given to it */
+    CHECK_EQ_INT(next_seq(s1, NULL), 0);  /* its window is full */
+    CHECK_EQ_INT(rc_session_ack(s1, 99, 0, rc_now_us()), RCANVAS_EINVAL); /* never sent: refused, nothing changes */
+    CHECK_EQ_INT(rc_session_ack(s1, 3, 0, rc_now_us()), RCANVAS_EINVAL);  /* skipped (newest wins): not in flight */
+    CHECK_EQ_INT(dbg(c).active_acked, 2);
+    CHECK_EQ_INT(rc_session_ack(s1, 4, 0, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(dbg(c).active_acked, 4);
+    /* the active viewer leaves; s2 takes over */
     rc_session_close(s1);
     CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s2));
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 13 */
+    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 14: s2 acked 12, 2 beyond it */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    CHECK_EQ_INT(rc_session_ack(s2, 6, rc_now_us()), RCANVAS_OK);
-    CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
     rc_session_close(s2);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0); /* no viewers */
     free_canvas(c);
@@ -197,10 +205,10 @@ static void test_window(void) {
         CHECK_EQ_INT(next_seq(s, &flags), seq <= 2 ? seq : 0); /* window of 2 */
         CHECK(seq > 2 || (flags & RC_PACKET_KEYFRAME));
     }
-    CHECK_EQ_INT(rc_session_ack(s, 1, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s, 1, 0, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(next_seq(s, NULL), 3);
-    CHECK_EQ_INT(rc_session_ack(s, 2, rc_now_us()), RCANVAS_OK);
-    CHECK_EQ_INT(rc_session_ack(s, 3, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s, 2, 0, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s, 3, 0, rc_now_us()), RCANVAS_OK);
     rc_session_state st;
     rc_session_get_state(s, &st);
     CHECK(st.active && !st.closing && !st.ready);
@@ -213,7 +221,7 @@ static void test_window(void) {
     CHECK_EQ_INT(next_seq(s, &flags), 3);
     CHECK((flags & RC_PACKET_REFINE) && (flags & RC_PACKET_LOSSLESS));
     CHECK_EQ_INT(next_seq(s, NULL), 0);
-    CHECK_EQ_INT(rc_session_ack(s, 3, rc_now_us()), RCANVAS_OK);
+    CHECK_EQ_INT(rc_session_ack(s, 3, 0, rc_now_us()), RCANVAS_OK);
     /* a viewer that joins now gets the lossless frame straight away */
     rc_session *late = open_session(c);
     CHECK_EQ_INT(next_seq(late, &flags), 3);
@@ -223,9 +231,13 @@ static void test_window(void) {
     rc_session_set_visible(s, 0);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
-    wait_latest(c, 4);
+    usleep(20 * 1000);
+    CHECK_EQ_INT(dbg(c).latest_seq, 3); /* nobody sees it: not encoded */
+    CHECK_EQ_INT(dbg(c).last_seq, 4);
     CHECK_EQ_INT(next_seq(s, NULL), 0);
-    rc_session_set_visible(s, 1); /* back: the newest frame at once */
+    rc_session_set_visible(s, 1); /* back: the newest frame, encoded for it at the next tick */
+    CHECK_EQ_INT(rc_canvas_tick(c, rc_now_us() + 1000000), -1);
+    wait_latest(c, 4);
     CHECK_EQ_INT(next_seq(s, NULL), 4);
     rc_session_close(s);
     free_canvas(c);
@@ -413,7 +425,7 @@ static void test_visibility(void) {
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s1, NULL), 0); /* hidden: nothing */
         CHECK_EQ_INT(next_seq(s2, NULL), seq);
-        CHECK_EQ_INT(rc_session_ack(s2, seq, rc_now_us()), RCANVAS_OK);
+        CHECK_EQ_INT(rc_session_ack(s2, seq, 0, rc_now_us()), RCANVAS_OK);
     }
     CHECK_EQ_INT(drawn, 6);
     CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1)); /* it keeps the role */

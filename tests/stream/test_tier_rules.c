@@ -56,7 +56,7 @@ static int tier_busy(rcanvas_canvas *c, int i) {
     return b;
 }
 
-static void ack(rc_session *s, uint32_t seq) { rc_session_ack(s, seq, rc_now_us()); }
+static void ack(rc_session *s, uint32_t seq) { rc_session_ack(s, seq, 0, rc_now_us()); }
 static void drain(rc_session *s) {
     got g;
     while (next(s, &g)) ack(s, g.seq);

@@ -26,7 +26,7 @@ static uint8_t g_px[W * H * 4];
 
 static int present(rcanvas_canvas *c, int t) { return kit_present(c, g_px, t, W, H); }
 
-static void ack(rc_session *s, uint32_t seq) { CHECK_EQ_INT(rc_session_ack(s, seq, rc_now_us()), RCANVAS_OK); }
+static void ack(rc_session *s, uint32_t seq) { CHECK_EQ_INT(rc_session_ack(s, seq, 0, rc_now_us()), RCANVAS_OK); }
 
 int main(void) {
     if (rc_pool_new(2, &g_pool)) TEST_MAIN_END();

@@ -1,0 +1,42 @@
+/*
+ * scale.c — see scale.h.
+ */
+#include "codec/scale.h"
+
+#include <stdlib.h>
+
+#if RCANVAS_HAVE_YUV
+#include <libyuv/scale_argb.h>
+#endif
+
+int rc_image_downscale(const rc_image *src, int div, uint8_t **buf, size_t *cap, rc_image *out) {
+    if ((div != 2 && div != 4) || rc_format_bpp(src->format) != 4) return RCANVAS_EINVAL;
+    uint32_t w = src->width / div, h = src->height / div;
+    if (w < 1) w = 1;
+    if (h < 1) h = 1;
+    size_t need = (size_t)w * h * 4;
+    if (*cap < need) {
+        uint8_t *p = realloc(*buf, need);
+        if (!p) return RCANVAS_ENOMEM;
+        *buf = p;
+        *cap = need;
+    }
+#if RCANVAS_HAVE_YUV
+    /* byte order does not matter to a box filter: ARGB here means any 4-byte pixel */
+    if (ARGBScale(src->pixels, (int)src->pitch, (int)src->width, (int)src->height, *buf, (int)w * 4, (int)w, (int)h,
+                  kFilterBox))
+        return RCANVAS_EINVAL;
+#else
+    uint32_t dx = src->width >= (uint32_t)div ? (uint32_t)div : 1, dy = src->height >= (uint32_t)div ? (uint32_t)div : 1;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++)
+            for (int ch = 0; ch < 4; ch++) {
+                unsigned sum = 0;
+                for (uint32_t j = 0; j < dy; j++)
+                    for (uint32_t i = 0; i < dx; i++) sum += src->pixels[(size_t)(y * dy + j) * src->pitch + (size_t)(x * dx + i) * 4 + ch];
+                (*buf)[((size_t)y * w + x) * 4 + ch] = (uint8_t)((sum + dx * dy / 2) / (dx * dy));
+            }
+#endif
+    *out = (rc_image){.pixels = *buf, .width = w, .height = h, .pitch = (size_t)w * 4, .format = src->format};
+    return RCANVAS_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * rate.h — following the link a viewer sits behind, from its acks alone, and steering an encoder to it.
+ *
+ * rc_link estimates one viewer's link (delivery rate, smoothed and minimum round trip) and keeps a target bitrate
+ * for its frames; rc_steer turns a target into encoder settings, preferring, in this order, to lower the quality
+ * (JPEG/WebP quality, or the video bitrate), then the frame rate, then the resolution, and to climb back in the
+ * opposite order. Pure computation on caller-owned structs, no locks, no clock: the session (session.c) and the
+ * tier (canvas.c) call them under the canvas lock with the time they read.
+ *
+ * Sources. The delivery-rate sample is BBR's (Cardwell et al., "BBR: Congestion-Based Congestion Control",
+ * ACM Queue 14(5), 2016; draft-cheng-iccrg-delivery-rate-estimation): bytes acked between a packet's send and its
+ * ack over the time that took, with the interval restarted when the pipe was empty (an application-limited
+ * sample only ever raises the estimate). The bottleneck rate is a windowed maximum of those samples (BBR's
+ * BtlBw filter, here two one-second buckets) and the propagation round trip a 10 s windowed minimum (BBR's RTprop).
+ * The controller is delay-based in the manner of Google Congestion Control (draft-ietf-rmcat-gcc-02): a queue
+ * (smoothed round trip above the minimum by more than a threshold) means overuse, and the target drops to 0.85 of
+ * the rate the receiver actually got (GCC's beta = 0.85); no queue means the target grows multiplicatively.
+ * GCC grows by 8 % a second; we grow much faster (RC_LINK_GROWTH) because a viewer's window of frames bounds the
+ * queue an overshoot can build, and a link that comes back should give the top quality back within 3 s; near the
+ * rate that last built a queue we grow gently (RC_LINK_GROWTH_NEAR), the way CUBIC (RFC 8312) slows near its last
+ * maximum, so a steady link sees a small sawtooth, not a queue every second. The round trip the link sees ends
+ * when the frame arrived at the client: the ack says how long the client held it (decode, draw), and that time
+ * is taken off, so a busy browser is not mistaken for a queue in the network.
+ */
+#ifndef RC_RATE_H
+#define RC_RATE_H
+
+#include <stdint.h>
+
+#define RC_LINK_MIN_BPS 200000.0       /* never aim below 0.2 Mbit/s */
+#define RC_LINK_MAX_BPS 2000000000.0   /* 2 Gbit/s: "unlimited" */
+#define RC_LINK_RTPROP_US 10000000     /* minimum round trip window, BBR's 10 s */
+#define RC_LINK_BW_BUCKET_US 1000000   /* delivery-rate max filter: two buckets of this length */
+#define RC_LINK_GROWTH 1.5             /* target growth per second without a queue (×e^1.5 ≈ 4.5 a second) */
+#define RC_LINK_GROWTH_NEAR 0.3        /* ... within 0.5–1.2× of the rate that last built a queue (×1.35 a second) */
+#define RC_LINK_BETA 0.85              /* on overuse: target = beta × delivery rate (GCC) */
+#define RC_LINK_QUEUE_MIN_US 25000     /* a queue below this is noise (decode and draw time vary by this much) */
+
+typedef struct rc_link {
+    uint64_t delivered;        /* bytes acked so far */
+    int64_t delivered_us;      /* when the newest ack came, or when sending resumed on an empty pipe */
+    uint32_t min_rtt_us;       /* RTprop: windowed minimum round trip (send → ack), µs; 0 = none yet */
+    int64_t min_rtt_at_us;
+    uint32_t srtt_us;          /* smoothed round trip (RFC 6298's 1/8 gain), µs */
+    double bw_bucket[2];       /* max delivery-rate sample (bit/s) of this and the previous bucket */
+    int64_t bw_bucket_at_us;   /* start of the current bucket */
+    double target_bps;         /* what this viewer's frames should average, bit/s */
+    int64_t last_step_us;      /* last time the target moved */
+    int64_t last_cut_us;       /* last decrease */
+    int overuse;               /* a queue is building now */
+    double over_bps;           /* the delivery rate when a queue last built (bit/s); 0 = never */
+    int app_limited;           /* the newest sample was application-limited */
+} rc_link;
+
+/* What a send records, for the ack's delivery-rate sample. */
+typedef struct rc_link_send {
+    uint64_t delivered;        /* l->delivered when it was sent */
+    int64_t delivered_us;      /* l->delivered_us when it was sent (restarted if the pipe was empty) */
+    int app_limited;           /* the pipe was empty: the link was idle, not the bottleneck */
+} rc_link_send;
+
+/* A link with no measurement; target_bps = start_bps. */
+void rc_link_init(rc_link *l, double start_bps);
+/* A packet goes out at now_us while in_flight others are unacked. Fills *rec. */
+void rc_link_on_send(rc_link *l, int64_t now_us, int in_flight, rc_link_send *rec);
+/* The packet of `bytes` sent at sent_us (with *rec) was acked at now_us: a round-trip and a delivery-rate sample,
+ * then the controller step. */
+void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t sent_us, int64_t now_us);
+/* The bottleneck rate estimate, bit/s (0 = none yet). */
+double rc_link_bw(const rc_link *l);
+/* Frames this viewer should be allowed in flight to cover its round trip at fps frames a second: at least
+ * min_frames, at most max_frames. */
+int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames);
+
+/* ---- steering one encoder (a tier) to a budget ---- */
+
+#define RC_STEER_Q_MIN 30        /* JPEG/WebP quality floor before the frame rate gives */
+#define RC_STEER_FPS_MIN 12.0    /* frame rate floor before the resolution gives */
+#define RC_STEER_SCALE_MAX 4     /* encode at 1/4 of the size at worst (the client upscales) */
+#define RC_STEER_VIDEO_BPP 0.03  /* video: bits per pixel a frame needs to look right (H.264 screen content) */
+
+typedef struct rc_steer {
+    int quality;               /* JPEG/WebP quality now (1–100) */
+    int scale_div;             /* 1, 2 or 4: the frame is encoded at width/scale_div × height/scale_div */
+    double fps_cap;            /* frames a second this encoder should make; 0 = as many as come */
+    double bitrate_bps;        /* video: the encoder's target bitrate */
+    double bytes_per_q[101];   /* image codecs: last frame size seen at each quality, per full-size pixel; 0 = none */
+} rc_steer;
+
+/* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
+void rc_steer_init(rc_steer *s, int q_top, double top_bps);
+/* Image codecs (quality-driven; lossless ones pass q_top = 0, which leaves only frame rate and size to steer):
+ * after a frame of `bytes` at s->quality and s->scale_div of a frame of `pixels` (full size), choose the next
+ * settings for a budget of budget_bps at fps frames a second. */
+void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint64_t pixels, uint64_t bytes);
+/* Video codecs (bitrate-driven): settings for budget_bps at fps frames a second of `pixels` (full size), the
+ * encoder's bitrate at most top_bps. */
+void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels);
+
+#endif
