@@ -90,7 +90,21 @@ export function tilePayload(buffer, header) {
 // ---- client → server messages ---------------------------------------------------------------------------
 
 /** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
-export const ackMessage = (seq) => ({ type: 'ack', seq });
+/** The ack of frame seq, drawn holdMs after its last byte arrived (decode and draw): the server takes that time off
+ *  the round trip it measures the link by. */
+export const ackMessage = (seq, holdMs) =>
+  (holdMs > 0 ? { type: 'ack', seq, hold_ms: Math.min(60000, Math.round(holdMs * 10) / 10) } : { type: 'ack', seq });
+
+/** The server's view of this viewer's link and its encoder's settings (hello.link, role.link, {"type":"link"}), as
+ *  plain numbers: rate/target kbit/s, rtt ms, quality (0 = not a quality codec), scale (1, 2, 4), fps cap (0 =
+ *  none), bitrate kbit/s (video; 0 = not video). Unknown or missing fields are null. */
+export function parseLink(o) {
+  if (!o || typeof o !== 'object') return null;
+  const num = (k) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? o[k] : null);
+  return { rateKbps: num('rate_kbps'), targetKbps: num('target_kbps'), rttMs: num('rtt_ms'), minRttMs: num('min_rtt_ms'),
+           window: num('window'), rung: num('rung'), quality: num('quality'), scale: num('scale'),
+           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps') };
+}
 
 /** Asks the server for a keyframe: sent after the video decoder was reset (an error, or a stream that did not start
  *  with a keyframe); packets until the keyframe are dropped (and acked). */

@@ -136,6 +136,18 @@ export class Stats {
   }
 }
 
+/** One line on the link as the server sees it: "link 3.4 Mbit/s (aim 2.9) rtt 95 ms  q 45  ½ size  ≤15 fps". */
+export function formatLink(l) {
+  const mbit = (k) => (k === null ? '–' : (k / 1000).toFixed(k >= 10000 ? 0 : 1));
+  const aim = l.targetKbps !== null && l.targetKbps >= 2000000 ? '∞' : mbit(l.targetKbps);
+  let out = `link ${mbit(l.rateKbps)} Mbit/s (aim ${aim})  rtt ${l.rttMs ?? '–'} ms`;
+  if (l.quality) out += `  q ${l.quality}`;
+  if (l.bitrateKbps) out += `  ${mbit(l.bitrateKbps)} Mbit/s video`;
+  if (l.scale > 1) out += `  1/${l.scale} size`;
+  if (l.fpsCap) out += `  ≤${Math.round(l.fpsCap)} fps`;
+  return out;
+}
+
 /** The overlay text of a snapshot. */
 export function formatStats(s) {
   const rtt = s.latencyMs === null ? '–' : s.latencyMs.toFixed(1);
@@ -146,6 +158,7 @@ export function formatStats(s) {
     `decode ${ms(s.decodeMs)}  draw ${ms(s.drawMs)}  present ${ms(s.presentMs)} ms\n` +
     `${s.frameWidth}×${s.frameHeight}   ${s.tilesPerFrame} tile${s.tilesPerFrame === 1 ? '' : 's'}\n` +
     `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.active ? 'active' : 'passive') : 'offline'}` +
+    (s.link ? `\n${formatLink(s.link)}` : '') +
     (s.videoOff ? `\nvideo off: ${s.videoOff}` : '');
 }
 

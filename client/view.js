@@ -24,7 +24,7 @@ import { Connection } from './connection.js';
 import { DecoderSet, openVideoFrames, videoSupport } from './decoder.js';
 import { EventQueue, Input } from './input.js';
 import {
-  ackMessage, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader, tilePayload,
+  ackMessage, parseLink, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader, tilePayload,
   visibilityMessage, withCodecs,
 } from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
@@ -176,7 +176,7 @@ export class RCanvasView {
       protocol: this.viewer.protocol, codecString: this.viewer.codecString || null,
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
-      openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(),
+      openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(), link: v.link || null,
     });
   }
 
@@ -296,6 +296,7 @@ export class RCanvasView {
       width: msg.width, height: msg.height, pixelRatio: msg.pixel_ratio, canvas: msg.canvas,
       codecs: msg.codecs, codec: typeof msg.codec === 'string' ? msg.codec : '', maxInFlight: msg.max_in_flight,
       encoder: typeof msg.encoder === 'string' ? msg.encoder : '',
+      link: parseLink(msg.link),
       protocol: msg.protocol ?? null,
       codecString: typeof msg.codec_string === 'string' ? msg.codec_string : '',   // protocol 2, video codecs
       color: msg.color && typeof msg.color === 'object' ? msg.color : null,
@@ -322,8 +323,12 @@ export class RCanvasView {
           this.decoders.reset();
         }
         break;
+      case 'link':                               // the server's estimate of our link, and what it encodes for it
+        this.viewer.link = parseLink(msg);
+        break;
       case 'role':
         this.viewer.active = !!msg.active;
+        if (msg.link) this.viewer.link = parseLink(msg.link);
         if (this.viewer.active) this.sendResize(true);   // our size now drives the canvas
         break;
       default:
@@ -374,6 +379,7 @@ export class RCanvasView {
     f.tiles.push({ drawable, x: h.x, y: h.y, w: h.w, h: h.h });
     f.bytes += buf.byteLength;
     f.rttUs = h.rtt_us;
+    f.lastArrived = arrived;
     if (h.last) {
       if (f.tiles.length !== f.tileCount) console.warn(`rcanvas: frame ${f.seq}: ${f.tiles.length}/${f.tileCount} tiles`);
       this.assembling = null;
@@ -392,7 +398,7 @@ export class RCanvasView {
         console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
       } finally {
         for (const d of drawables) if (d) d.close();
-        this.conn.send(ackMessage(f.seq), f.socket);     // skipped if that socket has closed
+        this.conn.send(ackMessage(f.seq, performance.now() - f.lastArrived), f.socket); // skipped if it closed
       }
     }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err));
   }

@@ -469,11 +469,6 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     return 1;
 }
 
-/* 1 if tier t's frame-rate cap lets it start a frame at now (a 10 % early start is fine: frames come on a grid). */
-static int rate_cap_allows(const rc_tier *t, int64_t now) {
-    return !(t->steer.fps_cap > 0) || now - t->last_encode_us >= (int64_t)(0.9e6 / t->steer.fps_cap);
-}
-
 /* Moves `pending` into the encoders: every tier in use (and tier 0) that wants it encodes it. mu held; the pool
  * takes its own lock only. */
 static void start_encode_locked(rcanvas_canvas *c) {
@@ -493,7 +488,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
         /* Every viewer at its own pace: a tier encodes a frame only if one of its viewers can take it now and its
          * frame-rate cap allows; otherwise it skips the frame (side_check_locked catches up on a scene that
          * stops), so slow viewers cost neither the fast ones' frame rate nor encodes nobody receives. */
-        if (t->nsessions > 0 && (!rc_tier_wants_frame_locked(c, i) || !rate_cap_allows(t, now))) continue;
+        if (t->nsessions > 0 && (!rc_tier_wants_frame_locked(c, i) || !rc_steer_rate_allows(&t->steer, &t->cap_next_us, now))) continue;
         eligible++;
         c->encoding_tiers += start_tier_locked(c, t, fb);
     }
@@ -601,7 +596,7 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
         } else if ((!t->latest || t->latest->seq < c->last->seq) && rc_tier_wants_frame_locked(c, i)) {
             wait = c->last_present_us + RC_CATCHUP_US - now_us;
-            int64_t w2 = t->last_encode_us + (t->steer.fps_cap > 0 ? (int64_t)(1e6 / t->steer.fps_cap) : RC_CATCHUP_US) - now_us;
+            int64_t w2 = (t->steer.fps_cap > 0 ? t->cap_next_us - 2000 : t->last_encode_us + RC_CATCHUP_US) - now_us;
             if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
         } else {
             continue;
@@ -610,6 +605,7 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             if (next < 0 || wait < next) next = wait;
             continue;
         }
+        if (!t->keyframe_requested) rc_steer_rate_allows(&t->steer, &t->cap_next_us, now_us); /* counts for the cap */
         c->last->refs++; /* held while the tier reads it; tier_done_locked lets go */
         t->side_frame = c->last;
         if (!start_tier_locked(c, t, c->last)) {

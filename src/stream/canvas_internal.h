@@ -84,6 +84,7 @@ struct rc_tier {
     double budget_bps;            /* the lowest target of its visible viewers; RC_LINK_MAX_BPS without viewers */
     int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
     double enc_fps;               /* frames it encodes a second (smoothed) */
+    int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
     uint64_t coded_pixels;        /* pixels of the frame it is encoding (scaled), for the steering */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     size_t scaled_cap;

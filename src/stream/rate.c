@@ -30,8 +30,67 @@ int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames)
     return w < max_frames ? w : max_frames;
 }
 
-void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t sent_us, int64_t now_us) {
-    int64_t rtt = now_us - sent_us;
+/* One trendline sample: the frame sent at sent_us arrived at arrival_us (server clock, plus a constant: the ack's
+ * way back). Updates l->trend and the adaptive threshold; returns the detector's state (1, 0, -1). */
+static int trendline(rc_link *l, int64_t sent_us, int64_t arrival_us) {
+    if (!l->prev_arrival_us) {
+        l->prev_arrival_us = l->first_arrival_us = arrival_us;
+        l->prev_sent_us = sent_us;
+        l->gamma_ms = 12.5;
+        return 0;
+    }
+    double dt_ms = (double)(arrival_us - l->prev_arrival_us) / 1000;
+    double delta = dt_ms - (double)(sent_us - l->prev_sent_us) / 1000;
+    l->prev_arrival_us = arrival_us;
+    l->prev_sent_us = sent_us;
+    l->num_deltas++;
+    l->acc_delay_ms += delta;
+    l->smoothed_delay_ms = 0.9 * l->smoothed_delay_ms + 0.1 * l->acc_delay_ms; /* WebRTC's smoothing coefficient */
+    l->trend_t[l->trend_i] = (double)(arrival_us - l->first_arrival_us) / 1000;
+    l->trend_d[l->trend_i] = l->smoothed_delay_ms;
+    l->trend_i = (l->trend_i + 1) % RC_TREND_N;
+    if (l->trend_n < RC_TREND_N) l->trend_n++;
+    if (l->trend_n < RC_TREND_N) return 0;
+    double mt = 0, md = 0;
+    for (int i = 0; i < RC_TREND_N; i++) {
+        mt += l->trend_t[i];
+        md += l->trend_d[i];
+    }
+    mt /= RC_TREND_N;
+    md /= RC_TREND_N;
+    double num = 0, den = 0;
+    for (int i = 0; i < RC_TREND_N; i++) {
+        num += (l->trend_t[i] - mt) * (l->trend_d[i] - md);
+        den += (l->trend_t[i] - mt) * (l->trend_t[i] - mt);
+    }
+    double slope = den > 0 ? num / den : 0;
+    l->prev_trend = l->trend;
+    l->trend = slope * (l->num_deltas < 60 ? l->num_deltas : 60) * 4; /* WebRTC: threshold gain 4 */
+    double m = l->trend;
+    int state = 0;
+    if (m > l->gamma_ms) {
+        l->overuse_ms += dt_ms;
+        if (l->overuse_ms > 10 && m >= l->prev_trend) state = 1; /* overusing for 10 ms and not easing */
+    } else {
+        l->overuse_ms = 0;
+        if (m < -l->gamma_ms) state = -1;
+    }
+    /* the adaptive threshold (GCC 5.4): follows |m| up slowly, down faster; spikes do not move it */
+    double am = fabs(m);
+    if (am - l->gamma_ms <= 15) {
+        double k = am < l->gamma_ms ? 0.039 : 0.0087;
+        l->gamma_ms += k * (am - l->gamma_ms) * (dt_ms < 100 ? dt_ms : 100);
+        if (l->gamma_ms < 6) l->gamma_ms = 6;
+        if (l->gamma_ms > 600) l->gamma_ms = 600;
+    }
+    return state;
+}
+
+void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t sent_us, int64_t now_us,
+                    uint32_t hold_us, int timed) {
+    /* the client's own time is not the network's: the round trip the link sees ends when the frame arrived */
+    int64_t arrived = hold_us && now_us - (int64_t)hold_us > sent_us ? now_us - (int64_t)hold_us : now_us;
+    int64_t rtt = arrived - sent_us;
     if (rtt < 0) rtt = 0;
     if (rtt > 60000000) rtt = 60000000;
     l->srtt_us = l->srtt_us ? (uint32_t)((int64_t)l->srtt_us + (rtt - (int64_t)l->srtt_us) / 8) : (uint32_t)rtt;
@@ -52,44 +111,44 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
     }
     double bw_before = rc_link_bw(l);
     if ((!rec->app_limited || rate > bw_before) && rate > l->bw_bucket[0]) l->bw_bucket[0] = rate;
+    l->rate_ewma = l->rate_ewma > 0 ? l->rate_ewma + (rate - l->rate_ewma) / 4 : rate;
     l->delivered_us = now_us;
     l->app_limited = rec->app_limited;
+    if (!timed) return;
 
     /* the controller */
+    int state = trendline(l, sent_us, arrived);
     int64_t dt = l->last_step_us ? now_us - l->last_step_us : 0;
     if (dt < 0) dt = 0;
     if (dt > 200000) dt = 200000;
     l->last_step_us = now_us;
-    int64_t thresh = l->min_rtt_us / 4 > RC_LINK_QUEUE_MIN_US ? l->min_rtt_us / 4 : RC_LINK_QUEUE_MIN_US;
     int64_t queue = (int64_t)l->srtt_us - (int64_t)l->min_rtt_us;
+    int64_t qmax = l->min_rtt_us > RC_LINK_QUEUE_MAX_US ? l->min_rtt_us : RC_LINK_QUEUE_MAX_US;
+    if (queue > qmax) state = 1;
     double bw = rc_link_bw(l);
-    /* (On a slow link the first big frames set the minimum round trip themselves; the frames queued behind them
-     * still show as a queue, and the cut follows one round trip later.) */
-    if (queue > thresh) {
-        l->overuse = 1;
+    l->overuse = state;
+    if (state > 0) {
         if (now_us - l->last_cut_us >= (int64_t)l->srtt_us + 50000) { /* one cut per round trip */
-            double got = rate < bw || bw <= 0 ? rate : bw; /* what the receiver gets now */
+            double got = l->rate_ewma < bw || bw <= 0 ? l->rate_ewma : bw; /* what the receiver gets now */
             double to = RC_LINK_BETA * got;
             if (to < l->target_bps) l->target_bps = to;
             l->last_cut_us = now_us;
             l->over_bps = got;
         }
-    } else {
-        l->overuse = 0;
-        if (queue < thresh / 2) {
-            /* near the rate that last built a queue, probe gently (as CUBIC does near its last maximum); far
-             * below it (recovering) or past it (the link got better), fast */
-            double g = RC_LINK_GROWTH;
-            if (l->over_bps > 0 && now_us - l->last_cut_us < RC_LINK_RTPROP_US && l->target_bps > 0.5 * l->over_bps &&
-                l->target_bps < 1.2 * l->over_bps)
-                g = RC_LINK_GROWTH_NEAR;
-            double grown = l->target_bps * exp(g * (double)dt / 1e6);
-            /* growth stops at twice what was measured: an application-limited sender cannot tell more than that */
-            double cap = 2 * (bw > 0 ? bw : RC_LINK_MIN_BPS);
-            if (grown > cap) grown = cap > l->target_bps ? cap : l->target_bps;
-            l->target_bps = grown;
-        }
-    }
+    } else if (state == 0) {
+        /* near the rate that last built a queue, probe gently (as CUBIC does near its last maximum); far below it
+         * (recovering) or past it (the link got better), fast */
+        double g = RC_LINK_GROWTH;
+        if (l->over_bps > 0 && now_us - l->last_cut_us < RC_LINK_RTPROP_US && l->target_bps > 0.8 * l->over_bps &&
+            l->target_bps < 1.1 * l->over_bps)
+            g = RC_LINK_GROWTH_NEAR;
+        double grown = l->target_bps * exp(g * (double)dt / 1e6);
+        /* growth stops a step above what was measured (BBR probes at 1.25× too): an application-limited sender
+         * knows no more than that, and a bigger overshoot would cost a queue (and a size or quality jump) */
+        double cap = (g == RC_LINK_GROWTH ? RC_LINK_PROBE_GAIN_FAST : RC_LINK_PROBE_GAIN) * (bw > 0 ? bw : RC_LINK_MIN_BPS);
+        if (grown > cap) grown = cap > l->target_bps ? cap : l->target_bps;
+        l->target_bps = grown;
+    } /* underuse: a queue drains; hold */
     if (l->target_bps < RC_LINK_MIN_BPS) l->target_bps = RC_LINK_MIN_BPS;
     if (l->target_bps > RC_LINK_MAX_BPS) l->target_bps = RC_LINK_MAX_BPS;
 }
@@ -140,12 +199,23 @@ void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint6
             int q = qmin;
             while (q < q_top && PRED(q + 1, d) <= frame_budget) q++;
             /* down at once; up only past a dead band (the model is rough; the next frame corrects it) */
-            if (q < s->quality || q >= s->quality + 3 || d != s->scale_div) s->quality = q;
+            if (q < s->quality || q >= s->quality + 3 || q == q_top || d != s->scale_div) s->quality = q;
             if (s->quality > q_top) s->quality = q_top;
         }
     }
     s->scale_div = d;
 #undef PRED
+}
+
+int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us) {
+    if (!(s->fps_cap > 0)) {
+        *next_us = now_us;
+        return 1;
+    }
+    int64_t iv = (int64_t)(1e6 / s->fps_cap);
+    if (now_us + 2000 < *next_us) return 0; /* 2 ms early is on time */
+    *next_us = (*next_us > now_us - iv ? *next_us : now_us - iv) + iv;
+    return 1;
 }
 
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels) {

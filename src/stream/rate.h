@@ -12,9 +12,13 @@
  * ack over the time that took, with the interval restarted when the pipe was empty (an application-limited
  * sample only ever raises the estimate). The bottleneck rate is a windowed maximum of those samples (BBR's
  * BtlBw filter, here two one-second buckets) and the propagation round trip a 10 s windowed minimum (BBR's RTprop).
- * The controller is delay-based in the manner of Google Congestion Control (draft-ietf-rmcat-gcc-02): a queue
- * (smoothed round trip above the minimum by more than a threshold) means overuse, and the target drops to 0.85 of
- * the rate the receiver actually got (GCC's beta = 0.85); no queue means the target grows multiplicatively.
+ * The controller is Google Congestion Control's delay-based one (draft-ietf-rmcat-gcc-02, with WebRTC's trendline
+ * filter): each frame's one-way delay variation (its arrival spacing at the client minus its send spacing here)
+ * is accumulated and smoothed, the slope of the last RC_TREND_N samples against time is the delay trend, and a
+ * trend above an adaptive threshold means overuse: the target drops to 0.85 of the rate the receiver actually got
+ * (GCC's beta). A trend below minus the threshold (a queue draining) holds the target; otherwise it grows. A
+ * standing queue of noise (a loaded machine adds a constant 30 ms) has no trend, so it costs no quality; a queue
+ * above RC_LINK_QUEUE_MAX_US counts as overuse whatever its trend.
  * GCC grows by 8 % a second; we grow much faster (RC_LINK_GROWTH) because a viewer's window of frames bounds the
  * queue an overshoot can build, and a link that comes back should give the top quality back within 3 s; near the
  * rate that last built a queue we grow gently (RC_LINK_GROWTH_NEAR), the way CUBIC (RFC 8312) slows near its last
@@ -28,13 +32,21 @@
 #include <stdint.h>
 
 #define RC_LINK_MIN_BPS 200000.0       /* never aim below 0.2 Mbit/s */
+/* A new viewer's first target. Starting high on a slow link fills it with frames sized for a fast one: their
+ * round trips then set the minimum round trip (and the window) to the serialization of a huge frame, and the queue
+ * drains for seconds (simulated at 4 Mbit/s: 16 frames, 6 s). Starting low costs a fast link about a second of
+ * lower quality (growth ×4.5 a second). WebRTC starts at 0.3 Mbit/s; frames of a canvas need more. */
+#define RC_LINK_START_BPS 10e6
 #define RC_LINK_MAX_BPS 2000000000.0   /* 2 Gbit/s: "unlimited" */
 #define RC_LINK_RTPROP_US 10000000     /* minimum round trip window, BBR's 10 s */
 #define RC_LINK_BW_BUCKET_US 1000000   /* delivery-rate max filter: two buckets of this length */
-#define RC_LINK_GROWTH 1.5             /* target growth per second without a queue (×e^1.5 ≈ 4.5 a second) */
-#define RC_LINK_GROWTH_NEAR 0.3        /* ... within 0.5–1.2× of the rate that last built a queue (×1.35 a second) */
+#define RC_LINK_GROWTH 2.0             /* target growth per second without a queue (×e^2 ≈ 7.4 a second) */
+#define RC_LINK_GROWTH_NEAR 0.5        /* ... within 0.85–1.1× of the rate that last built a queue (×1.65 a second) */
+#define RC_LINK_PROBE_GAIN 1.25       /* the target grows at most this far above the measured delivery rate... */
+#define RC_LINK_PROBE_GAIN_FAST 1.6   /* ... or this far, away from the rate that last built a queue */
 #define RC_LINK_BETA 0.85              /* on overuse: target = beta × delivery rate (GCC) */
-#define RC_LINK_QUEUE_MIN_US 25000     /* a queue below this is noise (decode and draw time vary by this much) */
+#define RC_LINK_QUEUE_MAX_US 150000    /* a standing queue longer than this (or than the round trip) is cut */
+#define RC_TREND_N 20                  /* trendline window, frames (WebRTC's default) */
 
 typedef struct rc_link {
     uint64_t delivered;        /* bytes acked so far */
@@ -47,7 +59,17 @@ typedef struct rc_link {
     double target_bps;         /* what this viewer's frames should average, bit/s */
     int64_t last_step_us;      /* last time the target moved */
     int64_t last_cut_us;       /* last decrease */
-    int overuse;               /* a queue is building now */
+    int overuse;               /* 1 overuse, 0 normal, -1 underuse (a queue draining) */
+    /* GCC's trendline (delay-based overuse detector) */
+    int64_t prev_arrival_us, prev_sent_us, first_arrival_us;
+    double acc_delay_ms, smoothed_delay_ms;
+    double trend_t[RC_TREND_N], trend_d[RC_TREND_N];
+    int trend_n, trend_i, num_deltas;
+    double trend;              /* modified trend (slope × min(deltas, 60) × 4), ms */
+    double prev_trend;
+    double gamma_ms;           /* the adaptive threshold */
+    double overuse_ms;         /* how long the trend has been above it */
+    double rate_ewma;          /* delivery rate, smoothed (bit/s) */
     double over_bps;           /* the delivery rate when a queue last built (bit/s); 0 = never */
     int app_limited;           /* the newest sample was application-limited */
 } rc_link;
@@ -63,9 +85,11 @@ typedef struct rc_link_send {
 void rc_link_init(rc_link *l, double start_bps);
 /* A packet goes out at now_us while in_flight others are unacked. Fills *rec. */
 void rc_link_on_send(rc_link *l, int64_t now_us, int in_flight, rc_link_send *rec);
-/* The packet of `bytes` sent at sent_us (with *rec) was acked at now_us: a round-trip and a delivery-rate sample,
- * then the controller step. */
-void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t sent_us, int64_t now_us);
+/* The packet of `bytes` sent at sent_us (with *rec) was acked at now_us, the client having held it hold_us after
+ * it arrived: a round-trip and a delivery-rate sample, a delay-trend sample (if timed: 0 for a packet covered by
+ * the ack of a later one, whose own arrival time is unknown), then the controller step. */
+void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t sent_us, int64_t now_us,
+                    uint32_t hold_us, int timed);
 /* The bottleneck rate estimate, bit/s (0 = none yet). */
 double rc_link_bw(const rc_link *l);
 /* Frames this viewer should be allowed in flight to cover its round trip at fps frames a second: at least
@@ -93,6 +117,10 @@ void rc_steer_init(rc_steer *s, int q_top, double top_bps);
  * after a frame of `bytes` at s->quality and s->scale_div of a frame of `pixels` (full size), choose the next
  * settings for a budget of budget_bps at fps frames a second. */
 void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint64_t pixels, uint64_t bytes);
+/* 1 if an encoder under s's frame-rate cap may start a frame at now; *next_us (0 at first) is its schedule, advanced
+ * by one interval per frame started, so the cap holds on average even when frames come on a coarser grid (a 25 fps
+ * cap on 60 fps frames takes every 2nd or 3rd, not every 3rd). */
+int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us);
 /* Video codecs (bitrate-driven): settings for budget_bps at fps frames a second of `pixels` (full size), the
  * encoder's bitrate at most top_bps. */
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels);

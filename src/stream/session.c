@@ -141,6 +141,8 @@ static void rung_check_locked(rcanvas_canvas *c, rc_session *s, int64_t now_us) 
 
 /* ---- open, close ---- */
 
+static int rung_of(double bps);
+
 int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session **out) {
     *out = NULL;
     rc_session *s = calloc(1, sizeof(*s));
@@ -158,7 +160,14 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
     if (caps) s->caps = *caps;
     s->acked_seq = c->presented_seq; /* frames before it joined are not its to ack */
     s->window = c->max_in_flight;
-    rc_link_init(&s->link, RC_LINK_MAX_BPS); /* top quality until its acks say otherwise */
+    /* The first guess at its link: what the fastest viewer gets (they share this server's uplink; a joiner then
+     * starts on the tier that serves it, with no encode of its own), else RC_LINK_START_BPS. Its acks correct it
+     * within a round trip or two; its first rung change is not held back by RC_RUNG_MOVE_US. */
+    double start = RC_LINK_START_BPS;
+    for (rc_session *o = c->sessions; o; o = o->next)
+        if (o->link.target_bps > start) start = o->link.target_bps;
+    rc_link_init(&s->link, start);
+    s->rung = rung_of(start);
     s->tier = -1;
     rc_session_place_locked(c, s);
     s->next = c->sessions;
@@ -289,13 +298,14 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
             s->rtt_us = rtt < 0 ? 0 : rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
         }
         /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered) */
-        /* the client's own time is not the network's: the round trip the link sees ends when the frame arrived */
-        int64_t arrived = hold_us && now_us - (int64_t)hold_us > s->inflight[head].sent_us ? now_us - hold_us : now_us;
-        rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us, arrived);
+        rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us, now_us,
+                       hold_us, q == seq);
     }
     if (found) {
         double fps = c->present_fps > 0 ? c->present_fps : (c->max_fps > 0 ? c->max_fps : 60);
         if (c->max_fps > 0 && fps > c->max_fps) fps = c->max_fps;
+        if (s->tier >= 0 && c->tiers[s->tier].steer.fps_cap > 0 && c->tiers[s->tier].steer.fps_cap < fps)
+            fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
         s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
         rung_check_locked(c, s, now_us);
         if (seq > s->acked_seq) {

@@ -20,6 +20,8 @@
 #define RC_CLOSE_GRACE_US 50000     /* see rc_viewer_request_close */
 
 typedef struct rc_viewer rc_viewer;
+/* A viewer is told of its link's state (a {"type":"link"} notice) when it changed, at most this often. */
+#define RC_LINK_NOTICE_US 500000
 struct rc_viewer {
     struct lws *wsi;
     rc_transport *t;
@@ -35,6 +37,8 @@ struct rc_viewer {
     int told_active;
     int told_title_version;
     const rc_codec_type *told_encoder;
+    char told_link[200];      /* the link fields last sent (link_fields) */
+    int64_t told_link_us;     /* when */
     /* input */
     uint8_t *rx;
     size_t rx_len;

@@ -4,6 +4,7 @@
  * the session (role, title, encoder, closing) goes out as text notices; bad input closes that one connection
  * with a code and reason after a short grace period. Network thread only.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,24 +57,41 @@ static void codec_fields(const rc_codec_type *encoder, char *out, size_t cap) {
                  live->webcodecs);
 }
 
+/* The viewer's link and its encoder's settings as JSON fields (docs/protocol.md, "link"). Rates are rounded to
+ * 2 significant digits so that a message goes out when something changed, not on every ack. */
+static void link_fields(const rc_session_state *st, char *out, size_t cap) {
+    double r = st->rate_kbps, t = st->target_kbps, b = st->bitrate_kbps;
+#define ROUND2(x) ((x) <= 0 ? 0 : (double)(long long)((x) / pow(10, floor(log10(x)) - 1) + 0.5) * pow(10, floor(log10(x)) - 1))
+    snprintf(out, cap,
+             "\"rate_kbps\":%.0f,\"target_kbps\":%.0f,\"rtt_ms\":%u,\"min_rtt_ms\":%u,\"window\":%d,\"rung\":%d,"
+             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f",
+             ROUND2(r), ROUND2(t), (st->srtt_us + 500) / 1000, (st->min_rtt_us + 500) / 1000, st->window, st->rung,
+             st->quality, st->scale_div ? st->scale_div : 1, st->fps_cap, ROUND2(b));
+#undef ROUND2
+}
+
 static void queue_hello(rc_viewer *v) {
     rc_session_hello h;
     rc_session_state st;
     rc_session_get_hello(v->session, &h);
     rc_session_get_state(v->session, &st);
-    char title[256 * 6 + 1], msg[2600], codec[400];
+    char title[256 * 6 + 1], msg[2900], codec[400], link[200];
     json_escape(title, sizeof title, h.title);
     v->told_title_version = h.title_version;
     v->told_active = st.active;
     v->told_encoder = st.encoder;
     codec_fields(st.encoder, codec, sizeof codec);
+    link_fields(&st, link, sizeof link);
+    memcpy(v->told_link, link, sizeof link);
+    v->told_link_us = rc_now_us();
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
-             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu}",
+             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu,"
+             "\"link\":{%s}}",
              st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
              st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false", h.max_in_flight,
-             v->t->max_message_bytes);
+             v->t->max_message_bytes, link);
     rc_viewer_queue_text(v, msg);
 }
 
@@ -96,9 +114,22 @@ void rc_viewer_service(rc_viewer *v) {
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_GOINGAWAY, "canvas closed");
         return;
     }
+    char link[200];
+    link_fields(&st, link, sizeof link);
+    int64_t now = rc_now_us();
     if (st.active != v->told_active) {
-        rc_viewer_queue_text(v, st.active ? "{\"type\":\"role\",\"active\":true}" : "{\"type\":\"role\",\"active\":false}");
+        char msg[300];
+        snprintf(msg, sizeof msg, "{\"type\":\"role\",\"active\":%s,\"link\":{%s}}", st.active ? "true" : "false", link);
+        rc_viewer_queue_text(v, msg);
         v->told_active = st.active;
+        memcpy(v->told_link, link, sizeof link);
+        v->told_link_us = now;
+    } else if (strcmp(link, v->told_link) && now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0) {
+        char msg[300]; /* at most every RC_LINK_NOTICE_US, and never ahead of other notices */
+        snprintf(msg, sizeof msg, "{\"type\":\"link\",%s}", link);
+        rc_viewer_queue_text(v, msg);
+        memcpy(v->told_link, link, sizeof link);
+        v->told_link_us = now;
     }
     if (st.title_version != v->told_title_version) {
         rc_session_hello h;

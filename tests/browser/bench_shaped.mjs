@@ -4,6 +4,7 @@
 //   node bench_shaped.mjs [seconds] [codec,codec,…] [rate/rtt,rate/rtt,…]     defaults: 8 jpeg,h264 20/40,4/80
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
 import { startShaper } from './shaper.mjs';
+import { formatLink } from '../../client/stats.js';
 
 const seconds = Number(process.argv[2] || 8);
 const codecs = (process.argv[3] || 'jpeg,h264').split(',');
@@ -30,7 +31,8 @@ try {
         const fps = (s1.framesShown - s0.framesShown) / seconds;
         const mbps = (s1.bytesReceived - s0.bytesReceived) * 8 / 1e6 / seconds;
         console.log(`${rate} Mbit/s, ${rtt} ms RTT, ${codec}: ${fps.toFixed(1)} frames/s, round trip p50 ` +
-                    `${pct(lat, 0.5).toFixed(0)} ms, p95 ${pct(lat, 0.95).toFixed(0)} ms, ${mbps.toFixed(2)} Mbit/s`);
+                    `${pct(lat, 0.5).toFixed(0)} ms, p95 ${pct(lat, 0.95).toFixed(0)} ms, ${mbps.toFixed(2)} Mbit/s; ` +
+                    (s1.link ? formatLink(s1.link) : 'no link state') + `; ${s1.frameWidth}x${s1.frameHeight}`);
       } finally { await page.close(); await link.close(); await demo.stop(); }
     }
   }
