@@ -50,16 +50,19 @@ static int trendline(rc_link *l, int64_t sent_us, int64_t arrival_us) {
     l->trend_d[l->trend_i] = l->smoothed_delay_ms;
     l->trend_i = (l->trend_i + 1) % RC_TREND_N;
     if (l->trend_n < RC_TREND_N) l->trend_n++;
-    if (l->trend_n < RC_TREND_N) return 0;
+    /* WebRTC waits for a full window; a viewer on a slow link gets a few frames a second, so 20 would take it
+     * seconds: from RC_TREND_MIN on, the regression runs over what there is (the ring fills from slot 0) */
+    int n = l->trend_n;
+    if (n < RC_TREND_MIN) return 0;
     double mt = 0, md = 0;
-    for (int i = 0; i < RC_TREND_N; i++) {
+    for (int i = 0; i < n; i++) {
         mt += l->trend_t[i];
         md += l->trend_d[i];
     }
-    mt /= RC_TREND_N;
-    md /= RC_TREND_N;
+    mt /= n;
+    md /= n;
     double num = 0, den = 0;
-    for (int i = 0; i < RC_TREND_N; i++) {
+    for (int i = 0; i < n; i++) {
         num += (l->trend_t[i] - mt) * (l->trend_d[i] - md);
         den += (l->trend_t[i] - mt) * (l->trend_t[i] - mt);
     }

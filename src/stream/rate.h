@@ -47,6 +47,7 @@
 #define RC_LINK_BETA 0.85              /* on overuse: target = beta × delivery rate (GCC) */
 #define RC_LINK_QUEUE_MAX_US 150000    /* a standing queue longer than this (or than the round trip) is cut */
 #define RC_TREND_N 20                  /* trendline window, frames (WebRTC's default) */
+#define RC_TREND_MIN 8                 /* ... and the fewest it decides on */
 
 typedef struct rc_link {
     uint64_t delivered;        /* bytes acked so far */
