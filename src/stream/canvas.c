@@ -706,6 +706,14 @@ int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*re
     return RCANVAS_OK;
 }
 
+/* Damage hook for GPU sources (issue 10). For now the bitmap is not used: every frame goes through the CPU
+ * path as with rc_canvas_present_external. */
+int rc_canvas_present_external_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                      const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y) {
+    (void)dirty, (void)tiles_x, (void)tiles_y;
+    return rc_canvas_present_external(c, img, release, arg);
+}
+
 void rc_canvas_release_external(rcanvas_canvas *c) {
     pthread_mutex_lock(&c->mu);
     if (c->pending && c->pending->ext_release) {
