@@ -101,6 +101,7 @@ typedef struct rc_canvas_debug {
     size_t latest_bytes;      /* encoded bytes of `latest` */
     const rc_codec_type *latest_codec;
     uint8_t first_pixel[4];   /* first 4 bytes of the pending frame (0 if none) */
+    uint64_t skipped;         /* frames identical to the one before: not encoded (damage) */
 } rc_canvas_debug;
 void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out);
 /* A reference to the newest live packet (refined = 0) or its lossless refinement (1), or NULL. */

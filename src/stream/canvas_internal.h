@@ -10,6 +10,7 @@
 
 #include "codec/frame_encode.h"
 #include "stream/canvas.h"
+#include "stream/damage.h"
 
 #define RC_EVENT_QUEUE 1024
 #define RC_MAX_TIERS 4         /* codecs one canvas encodes at once (viewers that decode different ones) */
@@ -41,6 +42,11 @@ typedef struct rc_frame_buf {
      * ext_release(ext_arg) runs (canvas lock held) when the last slot lets go of the frame. */
     void (*ext_release)(void *arg);
     void *ext_arg;
+    /* damage (damage.h): the tiles that differ from frame dmg_base (the frame presented before it; from
+     * rc_damage_resolve_locked on, `last`) */
+    rc_damage_map dmg;
+    uint32_t dmg_base;
+    int dmg_from_source;      /* dmg came from the frame source (GPU hash), not from the CPU diff */
 } rc_frame_buf;
 
 /* One stateful-codec encode (a video frame): one job on the pool, the whole frame, the tier's own encoder. */
@@ -86,7 +92,7 @@ struct rc_session {
     uint32_t last_id;         /* id (in its tier) of the last video packet given: what it can decode after */
     /* what it was given */
     uint32_t given_seq;       /* newest live frame given */
-    uint32_t lossless_seq;    /* newest seq given in lossless form */
+    uint32_t lossless_seq;    /* its picture is lossless but for the tiles dirty after this frame (damage.h); 0 none */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */
     struct { uint32_t seq; int64_t present_us, sent_us; } inflight[RC_MAX_INFLIGHT];
@@ -142,6 +148,8 @@ struct rcanvas_canvas {
     int refine_running;
     rc_frame_buf *refine_src; /* frame the refinement reads (holds a ref) */
 
+    rc_damage_state damage;   /* damage.h: history of encoded frames, skipped identical frames */
+
     /* encoded output */
     rc_packet_pool *packets;
     rc_packet *refined;       /* lossless version of frame latest_seq once made (same seq), else NULL */
@@ -176,6 +184,8 @@ void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);
+/* 1 if s decodes codec (JPEG and PNG: every client). */
+int rc_session_decodes(const rc_session *s, const rc_codec_type *codec);
 /* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */
 void rc_session_place_locked(rcanvas_canvas *c, rc_session *s);
 

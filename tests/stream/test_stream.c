@@ -80,6 +80,14 @@ static rcanvas_frame frame64(void) {
     return (rcanvas_frame){.pixels = g_px, .width = 64, .height = 48, .pitch = 64 * 4, .format = RCANVAS_FORMAT_RGBA8};
 }
 
+/* Presents f after changing its last pixel: every frame differs from the one before (an identical frame is not
+ * encoded at all: damage, test_damage). */
+static int present_changed(rcanvas_canvas *c, const rcanvas_frame *f) {
+    static uint8_t n;
+    g_px[sizeof g_px - 4] = ++n;
+    return rcanvas_present(c, f);
+}
+
 static rc_canvas_debug dbg(rcanvas_canvas *c) {
     rc_canvas_debug d;
     rc_canvas_get_debug(c, &d);
@@ -138,9 +146,9 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1)); /* the first one is active */
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
     rcanvas_frame f = frame64();
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 1 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* 1 in flight < 2 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 2 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* 2 in flight: not due */
     CHECK_EQ_INT(rcanvas_wait(c, 30), 0);               /* still not, after waiting */
     rc_session *s2 = open_session(c);                   /* passive; frames up to 2 are not its to ack */
@@ -151,8 +159,8 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(next_seq(s1, NULL), 0);                /* nothing newer */
     CHECK_EQ_INT(rc_session_ack(s1, 2, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* acked → due */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 3 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 4 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);    /* seq 3 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);    /* seq 4 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     wait_latest(c, 4);
     CHECK_EQ_INT(next_seq(s2, NULL), 4);
@@ -164,8 +172,8 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(next_seq(s1, NULL), 4);
     CHECK_EQ_INT(rc_session_ack(s1, 4, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 5 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 6 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 5 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 6 */
     wait_latest(c, 6);
     CHECK_EQ_INT(next_seq(s2, NULL), 6);
     /* the active viewer leaves; s2 (acked up to 4) takes over: 2 frames in flight for it */
@@ -192,7 +200,7 @@ static void test_window(void) {
     rcanvas_frame f = frame64();
     unsigned flags = 0;
     for (uint32_t seq = 1; seq <= 3; seq++) {
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s, &flags), seq <= 2 ? seq : 0); /* window of 2 */
         CHECK(seq > 2 || (flags & RC_PACKET_KEYFRAME));
@@ -222,7 +230,7 @@ static void test_window(void) {
     /* invisible: no packet, and no draw due while nobody sees the canvas */
     rc_session_set_visible(s, 0);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
     wait_latest(c, 4);
     CHECK_EQ_INT(next_seq(s, NULL), 0);
     rc_session_set_visible(s, 1); /* back: the newest frame at once */
@@ -237,7 +245,7 @@ static void test_stall(void) {
     rc_session *s1 = open_session(c), *s2 = open_session(c);
     rcanvas_frame f = frame64();
     for (uint32_t seq = 1; seq <= 2; seq++) {
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s1, NULL), seq);
     }
@@ -308,11 +316,11 @@ static void test_newest_wins(void) {
     hold_pool(b); /* occupy both encoder threads */
     rcanvas_frame f = frame64();
     memset(g_px, 10, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
     memset(g_px, 20, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2: pending */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 2: pending */
     memset(g_px, 30, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
     rc_canvas_debug d = dbg(c);
     CHECK_EQ_INT(d.encoding_seq, 1);
     CHECK_EQ_INT(d.pending_seq, 3);
@@ -358,7 +366,7 @@ static void test_refine_overlap(void) {
     for (int round = 0; round < 2 * 5; round++) {
         uint32_t seq = 2 * (uint32_t)round + 1;
         memset(g_px, 40 + round, sizeof g_px);
-        int r = rcanvas_present(c, &f);
+        int r = present_changed(c, &f);
         CHECK_MSG(r == RCANVAS_OK, "round %d: present: %s", round, rcanvas_strerror(r));
         if (r != RCANVAS_OK) break;
         wait_latest(c, seq);
@@ -409,7 +417,7 @@ static void test_visibility(void) {
     int drawn = 0;
     for (uint32_t seq = 1; seq <= 6; seq++) {
         if (rcanvas_wait(c, 1000) & RCANVAS_WAKE_DRAW) drawn++;
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s1, NULL), 0); /* hidden: nothing */
         CHECK_EQ_INT(next_seq(s2, NULL), seq);
