@@ -56,8 +56,10 @@ void rc_damage_map_free(rc_damage_map *m) {
 }
 
 static int copy_map(rc_damage_map *dst, const rc_damage_map *src) {
-    if (src->all) {
+    if (src->all) { /* the grid too: what is ORed into it later must match */
         dst->all = 1;
+        dst->tiles_x = src->tiles_x;
+        dst->tiles_y = src->tiles_y;
         return RCANVAS_OK;
     }
     size_t n = (size_t)src->tiles_x * src->tiles_y;
@@ -172,6 +174,13 @@ static void hist_union(rc_damage_state *d, uint32_t since, uint32_t upto, rc_dam
         out->all = 1;
         return;
     }
+    for (int i = 0; i < RC_DAMAGE_ANCHORS; i++) {
+        rc_damage_anchor *a = &d->anchors[i];
+        if (a->since == since && a->upto == upto) {
+            rc_damage_map_or(out, &a->map);
+            return;
+        }
+    }
     uint32_t want = upto;
     for (int i = d->n - 1; i >= 0 && !out->all; i--) {
         rc_damage_entry *e = hist_at(d, i);
@@ -196,8 +205,51 @@ static uint32_t hist_oldest_base(rc_damage_state *d, uint32_t upto) {
     return base;
 }
 
+/* The newest frame in the history (0: none). */
+static uint32_t hist_newest(rc_damage_state *d) { return d->n ? hist_at(d, d->n - 1)->seq : 0; }
+
+/* An anchor at frame `since` (a frame a viewer now holds lossless), if the history can seed it. Replaces one no
+ * viewer holds lossless any more, else the oldest. */
+static void anchor_make(rcanvas_canvas *c, uint32_t since) {
+    rc_damage_state *d = &c->damage;
+    uint32_t upto = hist_newest(d);
+    if (!since || !upto || since > upto) return;
+    rc_damage_anchor *a = NULL;
+    for (int i = 0; i < RC_DAMAGE_ANCHORS; i++)
+        if (d->anchors[i].since == since) return; /* there is one */
+    for (int i = 0; i < RC_DAMAGE_ANCHORS && !a; i++) {
+        rc_damage_anchor *x = &d->anchors[i];
+        int held = 0;
+        for (rc_session *s = c->sessions; s && x->since && !held; s = s->next) held = s->lossless_seq == x->since;
+        if (!held) a = x;
+    }
+    for (int i = 0; i < RC_DAMAGE_ANCHORS && !a; i++)
+        if (!a || d->anchors[i].since < a->since) a = &d->anchors[i];
+    if (!a) a = &d->anchors[0];
+    rc_damage_entry *e = hist_at(d, d->n - 1);
+    a->since = 0;
+    if (rc_damage_map_reset(&a->map, e->map.tiles_x * RC_DAMAGE_TILE, e->map.tiles_y * RC_DAMAGE_TILE)) return;
+    hist_union(d, since, upto, &a->map);
+    if (a->map.all) return; /* beyond the history */
+    a->since = since;
+    a->upto = upto;
+}
+
+/* A frame entered the history: every anchor takes its damage too (one that becomes `all` is of no use). */
+static void anchors_add(rc_damage_state *d, const rc_damage_entry *e) {
+    for (int i = 0; i < RC_DAMAGE_ANCHORS; i++) {
+        rc_damage_anchor *a = &d->anchors[i];
+        if (!a->since) continue;
+        if (a->upto != e->prev_seq) a->map.all = 1; /* a gap */
+        else rc_damage_map_or(&a->map, &e->map);
+        a->upto = e->seq;
+        if (a->map.all) a->since = 0;
+    }
+}
+
 void rc_damage_state_free(rc_damage_state *d) {
     for (int i = 0; i < RC_DAMAGE_HISTORY; i++) rc_damage_map_free(&d->hist[i].map);
+    for (int i = 0; i < RC_DAMAGE_ANCHORS; i++) rc_damage_map_free(&d->anchors[i].map);
     rc_damage_map_free(&d->scratch);
     rc_damage_map_free(&d->carry);
 }
@@ -303,8 +355,14 @@ void rc_damage_commit_locked(rcanvas_canvas *c, rc_frame_buf *fb, int whole) {
     }
     e->seq = fb->seq;
     e->prev_seq = c->last ? c->last->seq : 0;
-    if (whole || fb->dmg_base != e->prev_seq || !e->prev_seq) e->map.all = 1;
-    else copy_map(&e->map, &fb->dmg);
+    if (whole || fb->dmg_base != e->prev_seq || !e->prev_seq) {
+        e->map.all = 1;
+        e->map.tiles_x = rc_damage_tiles(fb->img.width); /* the grid, for what follows (anchors) */
+        e->map.tiles_y = rc_damage_tiles(fb->img.height);
+    } else {
+        copy_map(&e->map, &fb->dmg);
+    }
+    anchors_add(d, e);
 }
 
 /* ---- packets ---- */
@@ -396,7 +454,10 @@ int rc_damage_fits(const rc_session *s, const rc_packet *pk) {
 void rc_damage_given_locked(rcanvas_canvas *c, rc_session *s, const rc_packet *pk) {
     /* its picture is lossless except the tiles dirty in (lossless_seq, given_seq] */
     if (pk->flags & RC_PACKET_LOSSLESS) {
-        if (!pk->base_seq || (s->lossless_seq && s->lossless_seq >= pk->base_seq)) s->lossless_seq = pk->seq;
+        if (!pk->base_seq || (s->lossless_seq && s->lossless_seq >= pk->base_seq)) {
+            s->lossless_seq = pk->seq;
+            anchor_make(c, pk->seq); /* its next refinement: the tiles changed since, however many frames */
+        }
     } else if (pk->base_seq < s->lossless_seq) {
         s->lossless_seq = pk->base_seq; /* lossy tiles over tiles it had lossless */
     }

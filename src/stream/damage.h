@@ -22,7 +22,7 @@
  *    gets a whole frame through the keyframe machinery. Video tiers always encode whole frames.
  *  - The lossless refinement covers only the tiles not yet lossless: a viewer's picture is lossless except the
  *    tiles dirty since its lossless_seq (rc_damage_given_locked keeps that up to date), so the refinement of L
- *    holds the union in (min lossless_seq, L].
+ *    holds the union in (min lossless_seq, L] (from an anchor when the history does not reach back so far).
  */
 #ifndef RC_DAMAGE_H
 #define RC_DAMAGE_H
@@ -35,6 +35,7 @@
 
 #define RC_DAMAGE_TILE 64     /* pixels: a multiple of 16, so tiles keep JPEG's 4:2:0 MCU grid */
 #define RC_DAMAGE_HISTORY 32  /* encoded frames remembered: a viewer further behind gets a whole frame */
+#define RC_DAMAGE_ANCHORS 4   /* frames whose damage since is also kept whole, however many frames follow */
 /* A partial packet is worth it while at most this share of the tiles (percent) changed and its rectangles fit
  * in one packet (RC_MAX_TILES); else the whole frame is sent, in stripes on every encoder thread. */
 #define RC_DAMAGE_MAX_PERCENT 50
@@ -76,9 +77,19 @@ typedef struct rc_damage_entry {
     rc_damage_map map;      /* its damage against prev_seq */
 } rc_damage_entry;
 
+/* The damage since frame `since` up to the newest frame encoded, kept up to date at every commit: the history
+ * reaches back RC_DAMAGE_HISTORY frames only, but a viewer lossless at frame S (a refinement) while a marker
+ * moves for hundreds of frames should still get a refinement of the marker's tiles only. Anchors are made for
+ * the frames viewers hold lossless (rc_damage_given_locked) and dropped when no viewer does any more. */
+typedef struct rc_damage_anchor {
+    uint32_t since, upto; /* 0: unused */
+    rc_damage_map map;
+} rc_damage_anchor;
+
 typedef struct rc_damage_state {
     rc_damage_entry hist[RC_DAMAGE_HISTORY]; /* ring of encoded frames, oldest first from head */
     int head, n;
+    rc_damage_anchor anchors[RC_DAMAGE_ANCHORS];
     rc_damage_map scratch;   /* unions are built here */
     rc_damage_map carry;     /* a GPU bitmap whose frame the canvas refused: ORed into the next one */
     int have_carry;
