@@ -375,7 +375,8 @@ void rc_damage_plan_live_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb,
     task->nrects = 0;
     pk->base_seq = 0;
     rc_frame_buf *l = c->last;
-    if (whole || fb->dmg.all || !l || fb == l || fb->dmg_base != l->seq) return;
+    if (whole || !l) return;
+    if (fb != l && (fb->dmg.all || fb->dmg_base != l->seq)) return; /* its damage against last is unknown */
     /* the base: the oldest picture among the tier's visible viewers, as far back as the history reaches; a
      * viewer further behind (or new: 0) makes it whole; hidden ones get a whole frame when they are back */
     uint32_t oldest = hist_oldest_base(d, l->seq), base = UINT32_MAX;
@@ -388,7 +389,8 @@ void rc_damage_plan_live_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb,
     }
     if (base == UINT32_MAX || base > l->seq) return;
     rc_damage_map *u = &d->scratch;
-    if (copy_map(u, &fb->dmg)) return; /* fb against last, then the history back to base */
+    /* fb against last (none when fb is last: a tier catching up on it), then the history back to base */
+    if (fb == l ? rc_damage_map_reset(u, fb->img.width, fb->img.height) : copy_map(u, &fb->dmg)) return;
     hist_union(d, base, l->seq, u);
     int n = rc_damage_rects(u, fb->img.width, fb->img.height, task->rects, RC_MAX_TILES);
     if (n <= 0) return;

@@ -134,9 +134,10 @@ void rc_damage_skip_locked(rcanvas_canvas *c, struct rc_frame_buf *fb);
 uint32_t rc_damage_done_locked(const rcanvas_canvas *c, uint32_t done);
 /* fb becomes `last` (whole = its damage is unknown: all). mu held, before c->last changes. */
 void rc_damage_commit_locked(rcanvas_canvas *c, struct rc_frame_buf *fb, int whole);
-/* An intra tier starts encoding frame fb (resolved) into pk with task: chooses the packet's base and
- * rectangles (task->nrects, pk->base_seq), or the whole frame (whole != 0 forces it: a keyframe request or a
- * re-encode of last). mu held. */
+/* An intra tier starts encoding frame fb into pk with task: chooses the packet's base and rectangles
+ * (task->nrects, pk->base_seq), or the whole frame (whole != 0 forces it: a viewer asked for one, or a keyframe
+ * re-encode of last). fb is the frame just resolved (rc_damage_resolve_locked) or `last` itself (a tier that
+ * catches up on it). mu held. */
 void rc_damage_plan_live_locked(rcanvas_canvas *c, struct rc_tier *t, struct rc_frame_buf *fb, int whole,
                                 struct rc_packet *pk, struct rc_encode_task *task);
 /* The refinement of `last`: the base it needs (the oldest lossless_seq among the viewers that will hold last
