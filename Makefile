@@ -21,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e bench-shaped clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e bench-shaped bench-damage clean
 
 all: build
 
@@ -108,6 +108,11 @@ bench-vk: bench-frames
 bench-jpeg-gpu: bench-frames
 	./build/bench-jpeg-gpu --frames 10 $(BENCH_FRAMES)
 
+# Damage: bytes per frame of a still 1920x1080 plot with a moving marker (JPEG q85), partial against whole
+# frames, the refinement, and the tile diff's cost at 1080p and 4K.
+bench-damage: build
+	./build/bench-damage
+
 bench-e2e: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_e2e.mjs
 
@@ -116,7 +121,7 @@ bench-shaped: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_shaped.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e
+bench: bench-encode bench-video bench-vk bench-jpeg-gpu bench-damage bench-e2e
 
 clean:
 	rm -rf build build-asan build-cpu

@@ -211,6 +211,10 @@ typedef enum rcanvas_option {
     RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads (VP8: 1) */
     RCANVAS_OPT_REFINE_CODEC = 11, /* the lossless refinement: RCANVAS_CODEC_PNG (default; libspng, fast) or
                                       RCANVAS_CODEC_WEBP (WebP lossless: about half the bytes, 5× the CPU) */
+    RCANVAS_OPT_RATE_ADAPT = 12,   /* 1 (default): each viewer's frames follow the link it is on (quality or video
+                                      bitrate, then frame rate, then size: docs/protocol.md, "Rate adaptation");
+                                      0: the configured quality, bitrate and size whatever the link (flow control
+                                      still keeps a few frames in flight) */
 } rcanvas_option;
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out

@@ -1,7 +1,8 @@
 /*
  * frame_encode.c — stripe-parallel encoding of one frame (see frame_encode.h). Each stripe job encodes rows
  * [y0, y0+rows) straight from the frame buffer (pointer offset, same pitch: no copy) into its tile buffer; the
- * tile's rectangle is set at submit time. The last stripe to finish calls done().
+ * tile's rectangle is set at submit time. The last stripe to finish calls done(). A task with rectangles (damage)
+ * runs one job per rectangle the same way, offset in x too.
  */
 #include "codec/frame_encode.h"
 
@@ -27,7 +28,8 @@ static void stripe_run(rc_job *job, rc_worker *w) {
     if (atomic_load_explicit(&t->status, memory_order_relaxed) == RCANVAS_OK) {
         rc_codec *enc = rc_worker_codec(w, pk->codec);
         rc_image part = t->img;
-        part.pixels = t->img.pixels + (size_t)sj->y0 * t->img.pitch;
+        part.pixels = t->img.pixels + (size_t)sj->y0 * t->img.pitch + (size_t)sj->x0 * rc_format_bpp(t->img.format);
+        part.width = sj->cols;
         part.height = sj->rows;
         rc_buf_clear(out);
         int st = enc ? rc_codec_encode(enc, &part, &t->params, out, NULL) : RCANVAS_ECODEC;
@@ -49,7 +51,19 @@ static void stripe_run(rc_job *job, rc_worker *w) {
     }
 }
 
+/* 1 if every rectangle of t lies inside its image and is not empty. */
+static int rects_valid(const rc_encode_task *t) {
+    if (t->nrects > RC_MAX_TILES) return 0;
+    for (int i = 0; i < t->nrects; i++) {
+        const rc_rect *r = &t->rects[i];
+        if (!r->w || !r->h || (uint64_t)r->x + r->w > t->img.width || (uint64_t)r->y + r->h > t->img.height)
+            return 0;
+    }
+    return 1;
+}
+
 void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
+    int by_rects = t->nrects > 0 && rects_valid(t);
     int n = t->stripes > 0 ? t->stripes : rc_encode_plan_stripes(t->img.width, t->img.height, rc_pool_threads(pool));
     if (n > RC_MAX_TILES) n = RC_MAX_TILES;
     if ((uint32_t)n > t->img.height) n = (int)t->img.height;
@@ -57,6 +71,7 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
     if (n > 1) rows = (rows + 15) / 16 * 16;
     /* Rounding rows up may leave fewer stripes than asked. */
     n = (int)((t->img.height + rows - 1) / rows);
+    if (by_rects) n = t->nrects;
     rc_packet *pk = t->packet;
     pk->seq = t->seq;
     pk->depends_on = 0;
@@ -65,7 +80,8 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
     pk->width = t->img.width;
     pk->height = t->img.height;
     pk->ntiles = n;
-    pk->flags |= RC_PACKET_KEYFRAME; /* stripe-parallel codecs are intra-only */
+    if (!by_rects) pk->flags |= RC_PACKET_KEYFRAME; /* stripe-parallel codecs are intra-only; rectangles update
+                                                      * part of a picture: not decodable alone */
     if (pk->codec && (pk->codec->flags & RC_CODEC_LOSSLESS)) pk->flags |= RC_PACKET_LOSSLESS;
     t->error[0] = '\0';
     atomic_store(&t->status, pk->codec ? RCANVAS_OK : RCANVAS_EINVAL);
@@ -76,11 +92,20 @@ void rc_encode_submit(rc_pool *pool, rc_encode_task *t) {
         sj->job.run = stripe_run;
         sj->task = t;
         sj->index = i;
-        sj->y0 = (uint32_t)i * rows;
-        sj->rows = (i == n - 1) ? t->img.height - sj->y0 : rows;
-        pk->tiles[i].x = 0;
+        if (by_rects) {
+            sj->x0 = t->rects[i].x;
+            sj->y0 = t->rects[i].y;
+            sj->cols = t->rects[i].w;
+            sj->rows = t->rects[i].h;
+        } else {
+            sj->x0 = 0;
+            sj->y0 = (uint32_t)i * rows;
+            sj->cols = t->img.width;
+            sj->rows = (i == n - 1) ? t->img.height - sj->y0 : rows;
+        }
+        pk->tiles[i].x = sj->x0;
         pk->tiles[i].y = sj->y0;
-        pk->tiles[i].w = t->img.width;
+        pk->tiles[i].w = sj->cols;
         pk->tiles[i].h = sj->rows;
         jobs[i] = &sj->job;
     }

@@ -3,6 +3,8 @@
  * core works on the same frame: the latency of one 1080p JPEG drops to ~1/cores of one single-threaded call.
  * For intra-only, stripe-parallel codecs (RC_CODEC_STRIPES). In: an rc_image and codec parameters. Out: an
  * rc_packet, one tile per stripe with its rectangle.
+ * Or, for a partial update (damage, src/stream/damage.c), one tile per rectangle the caller lists (rects): each is
+ * encoded on its own, as a complete image, and the packet is not marked a keyframe (it is drawn over a picture).
  */
 #ifndef RC_FRAME_ENCODE_H
 #define RC_FRAME_ENCODE_H
@@ -19,8 +21,13 @@ typedef struct rc_stripe_job {
     rc_job job;              /* first: the pool's intrusive node */
     rc_encode_task *task;
     int index;
-    uint32_t y0, rows;
+    uint32_t x0, y0, cols, rows; /* the tile's rectangle, pixels */
 } rc_stripe_job;
+
+/* A rectangle of a frame, pixels. */
+typedef struct rc_rect {
+    uint32_t x, y, w, h;
+} rc_rect;
 
 /* Called on the worker that finished the last stripe; status RCANVAS_OK or the first stripe's error. The
  * packet (task->packet) then belongs to the callback. */
@@ -34,6 +41,9 @@ struct rc_encode_task {
     uint32_t seq;
     int64_t present_us;
     int stripes;             /* 0 = rc_encode_plan_stripes() */
+    int nrects;              /* > 0: encode only these rectangles (inside img), one tile each, instead of stripes;
+                              * the caller sets it (and rects) before every submit: a task is reused */
+    rc_rect rects[RC_MAX_TILES];
     rc_encode_done_fn done;
     void *user;
     /* out */

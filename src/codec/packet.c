@@ -59,7 +59,7 @@ rc_packet *rc_packet_get(rc_packet_pool *pool) {
     pthread_mutex_unlock(&pool->mu);
     atomic_store(&p->refs, 1);
     p->free_next = NULL;
-    p->seq = p->id = p->depends_on = 0;
+    p->seq = p->id = p->depends_on = p->base_seq = 0;
     p->codec = NULL;
     p->flags = 0;
     p->ntiles = 0;

@@ -1,6 +1,6 @@
 /*
  * packet.h — an encoded frame: 1..RC_MAX_TILES tiles, each a complete JPEG/PNG (or video access unit) for one
- * rectangle of the frame, plus what the stream needs to route it: its sequence number, whether it is a keyframe
+ * rectangle of the frame (all of it, or only what changed: base_seq), plus what the stream needs to route it: its sequence number, whether it is a keyframe
  * and which packet it depends on. Packets carry no wire bytes: the transport frames them when it sends.
  * Packets are reference counted (one encode serves every viewer that decodes that codec) and recycled through a
  * per-canvas free list, keeping their tile buffers' capacity: after the first frames nothing is allocated per
@@ -22,7 +22,8 @@ typedef struct rc_codec_type rc_codec_type;
 /* rc_packet.flags */
 #define RC_PACKET_LOSSLESS 0x1u /* an exact copy of the frame (PNG) */
 #define RC_PACKET_REFINE 0x2u   /* a lossless resend of a frame already sent lossy (same seq) */
-#define RC_PACKET_KEYFRAME 0x4u /* decodable alone (every packet of an intra-only codec) */
+#define RC_PACKET_KEYFRAME 0x4u /* decodable alone (every whole-frame packet of an intra-only codec) */
+#define RC_PACKET_SCALED 0x8u   /* encoded at a lower resolution than the frame (rate adaptation): nothing in it is lossless */
 
 typedef struct rc_tile {
     rc_buf data;             /* the encoded bytes */
@@ -38,6 +39,10 @@ typedef struct rc_packet {
     uint32_t seq;               /* the frame's sequence number (a refinement has its frame's seq) */
     uint32_t id;                /* its number in its encoder's stream (stateful codecs), from 1; 0 otherwise */
     uint32_t depends_on;        /* id of the packet of the same stream needed decoded first; 0 for a keyframe */
+    /* Damage (src/stream/damage.c): 0 = the whole frame. Else a partial update: the tiles hold only the rectangles
+     * that changed after frame base_seq, so a viewer may draw it only over the picture of a frame G with
+     * base_seq <= G < seq (the tiles' rectangles changed in (base_seq, seq], the rest of the picture did not). */
+    uint32_t base_seq;
     int64_t present_us;         /* when the app presented the frame (CLOCK_MONOTONIC, µs) */
     const rc_codec_type *codec; /* the encoder that made it; codec->wire_id tells the client's decoder */
     unsigned flags;             /* RC_PACKET_* */

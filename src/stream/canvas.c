@@ -118,6 +118,7 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
     set_prefs_locked(c);
     c->tiers[0].codec = c->prefs[0];
     c->refine_ms = cfg->refine_ms;
+    c->rate_adapt = 1;
     c->draw_requested = 1;
     pthread_mutex_init(&c->mu, NULL);
     pthread_condattr_t ca;
@@ -187,7 +188,9 @@ void rc_canvas_destroy(rcanvas_canvas *c) {
     for (int i = 0; i < RC_FRAME_BUFS; i++) {
         if (c->frames[i].refs && c->frames[i].ext_release) c->frames[i].ext_release(c->frames[i].ext_arg);
         free(c->frames[i].pixels);
+        rc_damage_map_free(&c->frames[i].dmg);
     }
+    rc_damage_state_free(&c->damage);
     rc_packet_pool_free(c->packets);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
@@ -398,7 +401,7 @@ static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *f
     int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
     double top_bps = (double)c->params.bitrate_kbps * 1000;
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
-    t->budget_bps = t->nsessions ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
+    t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
     double goal = fps_goal_locked(c);
     if (t->last_encode_us && now > t->last_encode_us) { /* the rate this tier actually encodes at */
         double f = 1e6 / (double)(now - t->last_encode_us);
@@ -420,7 +423,6 @@ static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *f
     if (t->steer.scale_div > 1 &&
         rc_image_downscale(&fb->img, t->steer.scale_div, &t->scaled, &t->scaled_cap, &img) != RCANVAS_OK)
         img = fb->img;
-    t->coded_pixels = (uint64_t)img.width * img.height;
     return img;
 }
 
@@ -437,8 +439,9 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
     rc_image img = steer_tier_locked(c, t, fb, now, &params);
     int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
+    int requested = 0;      /* a viewer asked for a whole frame (intra codecs: its picture does not fit a partial one) */
     if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
-        force = 1;
+        force = requested = 1;
         t->keyframe_requested = 0;
         t->last_forced_us = now;
     }
@@ -464,6 +467,12 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
         j->force_keyframe = force;
         rc_pool_submit(c->env.pool, &j->job);
     } else {
+        /* damage: only the tiles that changed since the oldest picture its viewers hold, or the whole frame (a
+         * viewer asked for one; or the frame is shrunk, or the last one was: tiles of two sizes never mix) */
+        int scaled = t->steer.scale_div > 1;
+        rc_damage_plan_live_locked(c, t, fb, requested || scaled || t->coded_scaled, pk, &t->task);
+        t->coded_scaled = scaled;
+        if (scaled) pk->flags |= RC_PACKET_SCALED;
         submit_stripes(c, &t->task, fb, &img, t->codec, &params, live_done, pk);
     }
     return 1;
@@ -475,6 +484,13 @@ static void start_encode_locked(rcanvas_canvas *c) {
     if (c->codec_change_pending) apply_codec_change_locked(c); /* no tier is busy here */
     rc_frame_buf *fb = c->pending;
     c->pending = NULL;
+    if (rc_damage_resolve_locked(c, fb)) { /* identical to `last`: no packet for any codec */
+        rc_damage_skip_locked(c, fb);
+        frame_release_locked(fb);
+        pthread_cond_broadcast(&c->cv); /* it counts as delivered: a draw may be due */
+        rc_canvas_notify_locked(c);     /* the tick: refinement, keyframes of `last` */
+        return;
+    }
     c->encoding = fb;
     c->encoding_tiers = 0;
     c->encoding_ok = 0;
@@ -499,6 +515,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
         if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
         frame_release_locked(fb);
     } else { /* nobody to encode for: the frame waits as `last` for a viewer's tier */
+        rc_damage_commit_locked(c, fb, 0);
         frame_release_locked(c->last);
         c->last = fb;
     }
@@ -517,9 +534,13 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             t->latest = pk;
         }
         t->failures = 0;
-        if (!(t->codec->flags & RC_CODEC_STATEFUL) && t->coded_pixels) /* the next frame's quality, rate, size */
-            rc_steer_image(&t->steer, (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality, t->budget_bps,
-                           fps_goal_locked(c), t->coded_pixels, pk->total_bytes);
+        if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
+            uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
+            for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
+            if (px)
+                rc_steer_image(&t->steer, (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
+                               t->budget_bps, fps_goal_locked(c), px, pk->total_bytes);
+        }
     } else {
         if (t->failures++ % 100 == 0)
             rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of a %ux%u frame failed: %s (%s)%s",
@@ -561,6 +582,7 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         c->latest_seq = fb->seq;
         c->refined = NULL;
         rc_packet_unref(old_refined);
+        rc_damage_commit_locked(c, fb, 0);
         frame_release_locked(c->last);
         c->last = fb; /* the encoding slot's reference moves to `last` */
     } else {
@@ -644,11 +666,12 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     int64_t ret = -1;
     rc_frame_buf *fb = c->last;
     if (c->closing || c->refine_ms <= 0 || !c->latest_seq || !fb || c->nsessions == 0) goto out;
-    if (c->refine_done_seq == c->latest_seq || fb->seq != c->latest_seq) goto out;
-    int lossy = 0; /* some viewer has it lossy */
-    for (int i = 0; i < RC_MAX_TIERS; i++)
-        if (c->tiers[i].nsessions && c->tiers[i].latest && !(c->tiers[i].latest->flags & RC_PACKET_LOSSLESS)) lossy = 1;
-    if (!lossy) goto out;
+    if (fb->seq != c->latest_seq) goto out;
+    const rc_codec_type *codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
+    /* damage: some viewer will hold `last` lossy; the refinement covers the tiles not lossless in any of them,
+     * those changed after `base` (0: all). One made already (or failed) for that base or an older one: done. */
+    long base = rc_damage_refine_base_locked(c, codec);
+    if (base < 0 || (c->damage.refine_seq == fb->seq && c->damage.refine_base <= (uint32_t)base)) goto out;
     if (c->pending || c->encoding || tiers_busy_locked(c)) goto out; /* its completion re-arms */
     /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
@@ -669,7 +692,9 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     fb->refs++;
     c->refine_src = fb;
     rc_encode_task *t = &c->refine_task;
-    const rc_codec_type *codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
+    rc_damage_plan_refine_locked(c, (uint32_t)base, pk, t); /* its rectangles, or the whole frame */
+    c->damage.refine_seq = fb->seq;
+    c->damage.refine_base = pk->base_seq;
     rc_encode_params params = {.codec = (rcanvas_codec)codec->wire_id, .quality = 100,
                                .subsampling = RCANVAS_SUBSAMP_444};
     submit_stripes(c, t, fb, &fb->img, codec, &params, refine_done, pk);
@@ -692,6 +717,7 @@ int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us) {
 /* fb (refs = 1, img set) becomes the newest frame: the pending one it replaces is never encoded. */
 static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     int64_t now = rc_now_us();
+    rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
     fb->seq = ++c->presented_seq;
     fb->present_us = now;
     /* the app's own frame rate: intervals in which no viewer held it back */
@@ -733,6 +759,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
         if (c->frames[i].refs == 0) fb = &c->frames[i];
     if (fb) fb->refs = 1; /* reserved for this present; no other slot points at it */
+    rc_frame_buf *prev = fb ? rc_damage_present_begin(c) : NULL; /* held while we diff against it */
     pthread_mutex_unlock(&c->mu);
     if (!fb) return RCANVAS_EBUSY; /* only if several threads present on one canvas at once */
 
@@ -742,6 +769,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         if (!p) {
             pthread_mutex_lock(&c->mu);
             fb->refs = 0;
+            frame_release_locked(prev);
             pthread_mutex_unlock(&c->mu);
             return RCANVAS_ENOMEM;
         }
@@ -754,8 +782,10 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         for (uint32_t y = 0; y < f->height; y++) memcpy(fb->pixels + y * row, src + y * f->pitch, row);
     fb->img = (rc_image){.pixels = fb->pixels, .width = f->width, .height = f->height, .pitch = row,
                          .format = f->format};
+    rc_damage_compute(fb, prev, NULL, 0, 0); /* the tiles that differ from the frame before, outside the lock */
 
     pthread_mutex_lock(&c->mu);
+    frame_release_locked(prev);
     if (c->closing) {
         fb->refs = 0;
         pthread_mutex_unlock(&c->mu);
@@ -780,18 +810,43 @@ static rc_frame_buf *take_external_locked(rcanvas_canvas *c, const rc_image *img
     return fb;
 }
 
-int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+/* An external frame, with a source's damage bitmap (dirty) or without (NULL: the CPU diff). The diff runs outside
+ * the lock, against a reference to the frame presented before. */
+static int present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                            const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y) {
     pthread_mutex_lock(&c->mu);
     rc_frame_buf *fb = take_external_locked(c, img, release, arg);
     if (!fb) {
         int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+        if (dirty) rc_damage_carry_locked(c, img, dirty, tiles_x, tiles_y); /* the next frame's bitmap needs it */
         pthread_mutex_unlock(&c->mu);
         release(arg);
         return r;
     }
+    rc_frame_buf *prev = dirty ? NULL : rc_damage_present_begin(c);
+    pthread_mutex_unlock(&c->mu);
+    rc_damage_compute(fb, prev, dirty, tiles_x, tiles_y);
+    pthread_mutex_lock(&c->mu);
+    frame_release_locked(prev);
+    if (c->closing) {
+        frame_release_locked(fb); /* releases the pixels */
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_ECLOSED;
+    }
     publish_locked(c, fb);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
+}
+
+int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+    return present_external(c, img, release, arg, NULL, 0, 0);
+}
+
+int rc_canvas_present_external_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                      const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y) {
+    if (dirty && (tiles_x != rc_damage_tiles(img->width) || tiles_y != rc_damage_tiles(img->height)))
+        dirty = NULL; /* not this frame's grid: the CPU diff */
+    return present_external(c, img, release, arg, dirty, tiles_x, tiles_y);
 }
 
 void rc_canvas_release_external(rcanvas_canvas *c) {
@@ -882,6 +937,8 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->tiers[0].keyframe_requested = 0; /* it has the newest frame, decodable alone */
     c->latest_seq = pk->seq;
     c->refined = NULL;
+    fb->dmg_base = 0;
+    rc_damage_commit_locked(c, fb, 1); /* sent whole */
     frame_release_locked(c->last);
     c->last = fb; /* source of the lossless refinement */
     rc_packet_unref(old_latest);
@@ -904,6 +961,7 @@ static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
     for (rc_session *s = c->sessions; s && !room; s = s->next) {
         if (!s->visible || s->closing) continue;
         uint32_t done = s->acked_seq > c->failed_seq ? s->acked_seq : c->failed_seq;
+        done = rc_damage_done_locked(c, done); /* identical frames (not sent) count once the one they repeat does */
         uint32_t in_flight = c->presented_seq > done ? c->presented_seq - done : 0;
         if (in_flight < (uint32_t)s->window) room = 1;
     }
@@ -1087,6 +1145,10 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         if (value < 0 || value > 1000) r = RCANVAS_EINVAL;
         else c->max_fps = value;
         break;
+    case RCANVAS_OPT_RATE_ADAPT:
+        if (value != 0 && value != 1) r = RCANVAS_EINVAL;
+        else c->rate_adapt = value;
+        break;
     default: r = RCANVAS_EINVAL; break;
     }
     if (!r) {
@@ -1113,6 +1175,7 @@ int rcanvas_canvas_get_option(rcanvas_canvas *c, rcanvas_option opt, int *value)
     case RCANVAS_OPT_MAX_IN_FLIGHT: *value = c->max_in_flight; break;
     case RCANVAS_OPT_UPDATE_MODE: *value = (int)c->mode; break;
     case RCANVAS_OPT_MAX_FPS: *value = (int)(c->max_fps + 0.5); break;
+    case RCANVAS_OPT_RATE_ADAPT: *value = c->rate_adapt; break;
     default: r = RCANVAS_EINVAL; break;
     }
     pthread_mutex_unlock(&c->mu);
@@ -1141,6 +1204,7 @@ void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out) {
     out->sessions = c->nsessions;
     out->active_session = c->active ? c->active->id : 0;
     out->active_acked = c->active_acked;
+    out->skipped = c->damage.skipped;
     pthread_mutex_unlock(&c->mu);
 }
 

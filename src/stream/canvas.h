@@ -16,6 +16,7 @@
 #include "codec/codec.h"
 #include "core/pool.h"
 #include "core/util.h"
+#include "stream/damage.h"
 #include "stream/session.h"
 
 typedef struct rc_canvas_env {
@@ -58,6 +59,18 @@ int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us);
  * with the frame. release runs with the canvas lock held and must not call back into the canvas. */
 int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg);
 
+/* Like rc_canvas_present_external, with the frame's damage already known (a frame source that hashes tiles on the
+ * GPU): `dirty` has one byte per RC_DAMAGE_TILE × RC_DAMAGE_TILE tile of img (damage.h), row-major,
+ * tiles_x = ceil(width / RC_DAMAGE_TILE) by tiles_y = ceil(height / RC_DAMAGE_TILE); nonzero = the tile differs
+ * from the previous frame this source presented on this canvas, whatever that call returned (a frame the canvas
+ * refused keeps its damage: the canvas carries it into the next one). It is copied before the call returns, and
+ * the canvas then skips its own CPU diff of the frame. dirty NULL, or tiles_x/tiles_y that do not match img: the
+ * CPU diff runs, as with rc_canvas_present_external. The first frame, and one whose size or format differs from
+ * the previous, are sent whole whatever the bitmap says. Errors, release and threading as
+ * rc_canvas_present_external (one source thread per canvas). */
+int rc_canvas_present_external_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                      const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y);
+
 /* Like rc_canvas_present_external, with the frame already encoded by `codec` (a complete file of `len` bytes,
  * copied before it returns): it becomes the newest packet at once, no CPU encode; the pixels stay as the source
  * of the lossless refinement. RCANVAS_ENOMEM also. */
@@ -88,6 +101,7 @@ typedef struct rc_canvas_debug {
     size_t latest_bytes;      /* encoded bytes of `latest` */
     const rc_codec_type *latest_codec;
     uint8_t first_pixel[4];   /* first 4 bytes of the pending frame (0 if none) */
+    uint64_t skipped;         /* frames identical to the one before: not encoded (damage) */
 } rc_canvas_debug;
 void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out);
 /* A reference to the newest live packet (refined = 0) or its lossless refinement (1), or NULL. */

@@ -10,6 +10,7 @@
 
 #include "codec/frame_encode.h"
 #include "stream/canvas.h"
+#include "stream/damage.h"
 #include "stream/rate.h"
 
 #define RC_EVENT_QUEUE 1024
@@ -49,6 +50,11 @@ typedef struct rc_frame_buf {
      * ext_release(ext_arg) runs (canvas lock held) when the last slot lets go of the frame. */
     void (*ext_release)(void *arg);
     void *ext_arg;
+    /* damage (damage.h): the tiles that differ from frame dmg_base (the frame presented before it; from
+     * rc_damage_resolve_locked on, `last`) */
+    rc_damage_map dmg;
+    uint32_t dmg_base;
+    int dmg_from_source;      /* dmg came from the frame source (GPU hash), not from the CPU diff */
 } rc_frame_buf;
 
 /* One stateful-codec encode (a video frame): one job on the pool, the whole frame, the tier's own encoder. */
@@ -85,8 +91,8 @@ struct rc_tier {
     int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
     double enc_fps;               /* frames it encodes a second (smoothed) */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
-    uint64_t coded_pixels;        /* pixels of the frame it is encoding (scaled), for the steering */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
+    int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;
     uint32_t busy_seq;
     rc_encode_task task;          /* intra, stripe-parallel codecs */
@@ -105,7 +111,7 @@ struct rc_session {
     uint32_t last_id;         /* id (in its tier) of the last video packet given: what it can decode after */
     /* what it was given */
     uint32_t given_seq;       /* newest live frame given */
-    uint32_t lossless_seq;    /* newest seq given in lossless form */
+    uint32_t lossless_seq;    /* its picture is lossless but for the tiles dirty after this frame (damage.h); 0 none */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */
     struct { uint32_t seq; int64_t present_us, sent_us; uint32_t bytes; rc_link_send rec; } inflight[RC_MAX_INFLIGHT];
@@ -138,6 +144,7 @@ struct rcanvas_canvas {
     int max_in_flight;
     rc_encode_params params;
     int refine_ms;
+    int rate_adapt;           /* RCANVAS_OPT_RATE_ADAPT */
     const rc_codec_type *source_codec; /* the frame source's own encoder (GPU JPEG), or NULL */
     const rc_codec_type *prefs[RC_MAX_PREFS]; /* codecs in the canvas's order of preference (JPEG last) */
     int nprefs;
@@ -165,6 +172,8 @@ struct rcanvas_canvas {
     const rc_codec_type *refine_codec; /* lossless: PNG (NULL, the default) or WebP lossless */
     int refine_running;
     rc_frame_buf *refine_src; /* frame the refinement reads (holds a ref) */
+
+    rc_damage_state damage;   /* damage.h: history of encoded frames, skipped identical frames */
 
     /* encoded output */
     rc_packet_pool *packets;
@@ -209,6 +218,8 @@ int rc_sessions_visible_locked(rcanvas_canvas *c);
 int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t);
 /* The lowest link target (bit/s) of the visible sessions of tier t; RC_LINK_MAX_BPS if none. */
 double rc_tier_budget_locked(rcanvas_canvas *c, int t);
+/* 1 if s decodes codec (JPEG and PNG: every client). */
+int rc_session_decodes(const rc_session *s, const rc_codec_type *codec);
 /* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */
 void rc_session_place_locked(rcanvas_canvas *c, rc_session *s);
 

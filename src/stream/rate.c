@@ -184,11 +184,12 @@ void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint6
 #define PRED(q, d) (per_px * (lossless ? 1.0 : jpeg_size_model(q) / jpeg_size_model(s->quality)) * (double)pixels * \
                     (d0 * d0) / ((double)(d) * (d)))
     int qmin = lossless ? 0 : (q_top < RC_STEER_Q_MIN ? q_top : RC_STEER_Q_MIN);
-    double fps_floor = fps < RC_STEER_FPS_MIN ? fps : RC_STEER_FPS_MIN;
+    /* a lossless codec was chosen for exact pixels: its frame rate gives, never its size */
+    double fps_floor = lossless ? 0 : fps < RC_STEER_FPS_MIN ? fps : RC_STEER_FPS_MIN;
     /* the largest size (smallest divisor) at which the quality floor still gives the frame-rate floor; going to a
      * larger size than now needs 30 % to spare, so the size does not flap */
     int d = 1;
-    for (; d < RC_STEER_SCALE_MAX; d *= 2) {
+    for (; d < RC_STEER_SCALE_MAX && !lossless; d *= 2) {
         double need = PRED(qmin, d) * 8 * fps_floor * (d < d0 ? 1.3 : 1.0);
         if (need <= budget_bps) break;
     }

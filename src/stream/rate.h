@@ -114,7 +114,8 @@ typedef struct rc_steer {
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
 void rc_steer_init(rc_steer *s, int q_top, double top_bps);
-/* Image codecs (quality-driven; lossless ones pass q_top = 0, which leaves only frame rate and size to steer):
+/* Image codecs (quality-driven; lossless ones pass q_top = 0, which leaves only the frame rate to steer: a
+ * lossless codec is chosen for exact pixels, so its size never changes):
  * after a frame of `bytes` at s->quality and s->scale_div of a frame of `pixels` (full size), choose the next
  * settings for a budget of budget_bps at fps frames a second. */
 void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint64_t pixels, uint64_t bytes);

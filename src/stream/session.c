@@ -59,6 +59,8 @@ static int decodes(const rc_session *s, const rc_codec_type *codec) {
     return codec && codec->wire_id < 32 && (mask & (1u << codec->wire_id));
 }
 
+int rc_session_decodes(const rc_session *s, const rc_codec_type *codec) { return decodes(s, codec); }
+
 void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     const rc_codec_type *want = &rc_codec_jpeg;
     for (int i = 0; i < c->nprefs; i++)
@@ -233,9 +235,12 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
     if (fresh) {
         /* a viewer that joins a still scene gets the lossless version straight away */
         if (c->refined && c->refined->seq == l->seq && s->given_seq < l->seq && !l->id &&
-            decodes(s, c->refined->codec))
+            decodes(s, c->refined->codec) && rc_damage_fits(s, c->refined))
             return c->refined;
-        if ((l->flags & RC_PACKET_KEYFRAME) || (!s->need_keyframe && l->depends_on == s->last_id)) return l;
+        /* a partial packet (damage) only over a picture it fits; else a whole frame, as for a keyframe */
+        if (rc_damage_fits(s, l) &&
+            ((l->flags & RC_PACKET_KEYFRAME) || (!s->need_keyframe && l->depends_on == s->last_id)))
+            return l;
         /* it lacks the reference: never send a packet it cannot decode */
         s->need_keyframe = 1;
         rc_canvas_request_keyframe_locked(c, t);
@@ -243,7 +248,7 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
         return NULL;
     }
     if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq &&
-        decodes(s, c->refined->codec))
+        decodes(s, c->refined->codec) && rc_damage_fits(s, c->refined))
         return c->refined;
     return NULL;
 }
@@ -255,8 +260,7 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
     rc_packet *pk = pick_locked(c, s, keyframe_wait);
     if (pk) {
         if (pk->seq > s->given_seq) s->given_seq = pk->seq;
-        if (pk->flags & RC_PACKET_LOSSLESS) s->lossless_seq = pk->seq;
-        else if (pk->seq == s->lossless_seq) s->lossless_seq = 0; /* a lossy re-encode is drawn over its lossless frame: offer the refinement again */
+        rc_damage_given_locked(c, s, pk); /* lossless_seq: what a refinement must cover */
         if (!(pk->flags & RC_PACKET_REFINE)) { /* a refinement is drawn over; the video chain goes on */
             s->last_id = pk->id;
             s->need_keyframe = 0;

@@ -80,6 +80,14 @@ static rcanvas_frame frame64(void) {
     return (rcanvas_frame){.pixels = g_px, .width = 64, .height = 48, .pitch = 64 * 4, .format = RCANVAS_FORMAT_RGBA8};
 }
 
+/* Presents f after changing its last pixel: every frame differs from the one before (an identical frame is not
+ * encoded at all: damage, test_damage). */
+static int present_changed(rcanvas_canvas *c, const rcanvas_frame *f) {
+    static uint8_t n;
+    g_px[sizeof g_px - 4] = ++n;
+    return rcanvas_present(c, f);
+}
+
 static rc_canvas_debug dbg(rcanvas_canvas *c) {
     rc_canvas_debug d;
     rc_canvas_get_debug(c, &d);
@@ -138,9 +146,9 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s1)); /* the first one is active */
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
     rcanvas_frame f = frame64();
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 1 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* 1 in flight < 2 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 2 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);                /* 2 in flight: not due */
     CHECK_EQ_INT(rcanvas_wait(c, 30), 0);               /* still not, after waiting */
     wait_latest(c, 2);
@@ -150,8 +158,8 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(next_seq(s1, NULL), 0);                /* nothing newer */
     CHECK_EQ_INT(rc_session_ack(s1, 2, 0, rc_now_us()), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW); /* acked → due */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 3 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);    /* seq 4 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);    /* seq 3 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);    /* seq 4 */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     wait_latest(c, 4);
     /* a second viewer joins: frames up to 4 are not its to ack, so it has room, and the app draws at the pace of
@@ -163,7 +171,7 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(next_seq(s1, NULL), 4);
     /* s1 stops acking (a slow link): s2 keeps the app drawing, every frame, while s1's window stays full */
     for (uint32_t seq = 5; seq <= 12; seq++) {
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s2, NULL), seq);
         CHECK_EQ_INT(rc_session_ack(s2, seq, 0, rc_now_us()), RCANVAS_OK);
@@ -179,8 +187,8 @@ static void test_flow_control(void) {
     /* the active viewer leaves; s2 takes over */
     rc_session_close(s1);
     CHECK_EQ_INT(dbg(c).active_session, rc_session_id(s2));
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 13 */
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 14: s2 acked 12, 2 beyond it */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 13 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 14: s2 acked 12, 2 beyond it */
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     rc_session_close(s2);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0); /* no viewers */
@@ -200,7 +208,7 @@ static void test_window(void) {
     rcanvas_frame f = frame64();
     unsigned flags = 0;
     for (uint32_t seq = 1; seq <= 3; seq++) {
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s, &flags), seq <= 2 ? seq : 0); /* window of 2 */
         CHECK(seq > 2 || (flags & RC_PACKET_KEYFRAME));
@@ -230,7 +238,7 @@ static void test_window(void) {
     /* invisible: no packet, and no draw due while nobody sees the canvas */
     rc_session_set_visible(s, 0);
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 4 (the app may still present) */
     usleep(20 * 1000);
     CHECK_EQ_INT(dbg(c).latest_seq, 3); /* nobody sees it: not encoded */
     CHECK_EQ_INT(dbg(c).last_seq, 4);
@@ -249,7 +257,7 @@ static void test_stall(void) {
     rc_session *s1 = open_session(c), *s2 = open_session(c);
     rcanvas_frame f = frame64();
     for (uint32_t seq = 1; seq <= 2; seq++) {
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s1, NULL), seq);
     }
@@ -320,11 +328,11 @@ static void test_newest_wins(void) {
     hold_pool(b); /* occupy both encoder threads */
     rcanvas_frame f = frame64();
     memset(g_px, 10, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 1: encoding (queued behind the blockers) */
     memset(g_px, 20, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 2: pending */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 2: pending */
     memset(g_px, 30, sizeof g_px);
-    CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK); /* seq 3: replaces 2 */
     rc_canvas_debug d = dbg(c);
     CHECK_EQ_INT(d.encoding_seq, 1);
     CHECK_EQ_INT(d.pending_seq, 3);
@@ -370,7 +378,7 @@ static void test_refine_overlap(void) {
     for (int round = 0; round < 2 * 5; round++) {
         uint32_t seq = 2 * (uint32_t)round + 1;
         memset(g_px, 40 + round, sizeof g_px);
-        int r = rcanvas_present(c, &f);
+        int r = present_changed(c, &f);
         CHECK_MSG(r == RCANVAS_OK, "round %d: present: %s", round, rcanvas_strerror(r));
         if (r != RCANVAS_OK) break;
         wait_latest(c, seq);
@@ -421,7 +429,7 @@ static void test_visibility(void) {
     int drawn = 0;
     for (uint32_t seq = 1; seq <= 6; seq++) {
         if (rcanvas_wait(c, 1000) & RCANVAS_WAKE_DRAW) drawn++;
-        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
         wait_latest(c, seq);
         CHECK_EQ_INT(next_seq(s1, NULL), 0); /* hidden: nothing */
         CHECK_EQ_INT(next_seq(s2, NULL), seq);
