@@ -187,7 +187,8 @@ static void check_frame(rcanvas_canvas *c, uint32_t seq, const uint8_t *expect, 
 
 /* A later submission that waits on a semaphore present_vk signalled and uses the image from `layout`: the
  * validation layer reports an error if the image is in another layout, or if the semaphore was never signalled. */
-static void expect_layout(gpu_image *g, VkImageLayout layout) {
+static void expect_layout(rcanvas_canvas *c, gpu_image *g, VkImageLayout layout) {
+    uint32_t seq = presented_seq(c) + 1;
     VkSemaphore sem;
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
     vkCreateSemaphore(g_dev, &sci, NULL, &sem);
@@ -214,6 +215,10 @@ static void expect_layout(gpu_image *g, VkImageLayout layout) {
     vkQueueWaitIdle(g_q);
     vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
     vkDestroySemaphore(g_dev, sem, NULL);
+    /* this frame too must reach the canvas before the caller counts on presented_seq (else the next frame's
+     * expected seq is off by one, and the ring may still be full: the flaky failures of test_exact) */
+    for (int i = 0; i < 5000 && latest_seq(c) < seq; i++) usleep(1000);
+    CHECK_MSG(latest_seq(c) >= seq, "the frame of expect_layout never arrived");
 }
 
 /* The refined (PNG) packet of the latest frame equals the BGRA8 source exactly. */
@@ -244,7 +249,7 @@ static void test_exact(rcanvas_canvas *c) {
             char what[64];
             snprintf(what, sizeof what, "%ux%u %s", w, h, fi ? "BGRA8" : "RGBA8");
             check_frame(c, seq, g.up_ptr, w, h, fi, what);
-            expect_layout(&g, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
+            expect_layout(c, &g, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
             vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
             image_free(&g);
         }
