@@ -64,7 +64,8 @@ static void encode_done(rc_encode_task *t, int status) {
     atomic_fetch_add(&sk->done, 1);
 }
 
-static void deliver(void *user, const rc_image *img, void (*release)(void *), void *arg) {
+static void deliver(void *user, const rc_image *img, const rc_vk_damage_info *dmg, void (*release)(void *), void *arg) {
+    (void)dmg;
     sink *sk = user;
     rc_vk_stats st;
     rc_vk_get_stats(sk->vk, &st);
