@@ -629,8 +629,9 @@ static void damage_collect(rcanvas_vk *vk, int idx, rc_vk_damage_info *out) {
 /* Hands a frame and its dirty map to the canvas. ADAPTER until the canvas's damage entry point lands (branch
  * i10-damage adds rc_canvas_present_external_damage(c, img, release, arg, dirty, tiles_x, tiles_y) to
  * stream/canvas.h: 1 byte a tile, nonzero = changed vs the previous frame presented; dirty NULL = unknown): then
- * the body becomes that one call with d->dirty, d->tiles_x, d->tiles_y. Until then the canvas gets the whole frame
- * (still complete in the slot) and does its own work. Readback thread. */
+ * the body becomes that one call with d->dirty, d->tiles_x, d->tiles_y; d->dirty stays valid until release(arg),
+ * like the pixels. Until then the canvas gets the whole frame (still complete in the slot) and does its own work.
+ * A refused frame makes the next map all dirty (see the caller). Readback thread. */
 static int present_with_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
                                const rc_vk_damage_info *d) {
     (void)d;
