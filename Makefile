@@ -21,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-jpeg-gpu bench-e2e bench-shaped bench-damage clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage clean
 
 all: build
 
@@ -103,6 +103,23 @@ bench-video: bench-frames
 bench-vk: bench-frames
 	./build/bench-vk --frames 200 $(BENCH_FRAMES)
 
+# Damage on the GPU against whole frames: bytes read back and readback time per frame, for a still plot with a small
+# moving marker and for frames that change whole, at 1080p and 4K (on lavapipe the hash runs on the CPU, which is
+# why damage is off there by default; the GPU figures come from the H200: `make gpu-kit`, docs/benchmarks.md).
+bench-vk-damage: bench-frames
+	./build/bench-vk --damage --frames 100 $(BENCH_FRAMES)
+
+# The kit for the GPU machine (../shared/GPU.md) in .gl/ (ignored): bench-vk, bench-jpeg-gpu, test_vk_readback, the
+# Debian packages they need, the two heatmap frames. Then one run there, carrying .gl:
+#   eval "$$(bash .gl/unpack-runtime.sh .gl)"; .gl/test_vk_readback; .gl/bench-vk --damage --frames 300 .gl/frames
+gpu-kit: bench-frames
+	@[ -f ../shared/gpu/pack-runtime.sh ] || { echo "gpu-kit: needs ../shared/gpu/pack-runtime.sh"; exit 1; }
+	mkdir -p .gl/frames
+	cp ../shared/gpu/pack-runtime.sh ../shared/gpu/unpack-runtime.sh build/bench-vk build/bench-jpeg-gpu \
+	  build/test_vk_readback .gl/
+	cp $(BENCH_FRAMES)/heatmap-1920x1080.png $(BENCH_FRAMES)/heatmap-3840x2160.png .gl/frames/
+	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback
+
 # The Vulkan compute JPEG encoder per stage, beside libturbojpeg (few frames: on lavapipe each takes 0.1-0.5 s;
 # the H200 figures in docs/benchmarks.md use --frames 300).
 bench-jpeg-gpu: bench-frames
@@ -121,7 +138,7 @@ bench-shaped: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_shaped.mjs
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-video bench-vk bench-jpeg-gpu bench-damage bench-e2e
+bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e
 
 clean:
 	rm -rf build build-asan build-cpu

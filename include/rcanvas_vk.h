@@ -43,6 +43,12 @@ typedef struct rcanvas_vk_config {
                        "jpeg-gpu": plain baseline JPEG for the browser), one frame at a time; a frame that comes
                        while it is busy, or one it cannot take, is encoded on the CPU. The staged pixels still
                        serve the lossless refinement. 0 = CPU encoders only. */
+    int damage;     /* Changed tiles found on the GPU (64×64 px, a hash per tile in a compute pass beside the copy):
+                       only the tiles a staging buffer lacks are read back to host memory, and the canvas is told
+                       which tiles changed. 0 (default) = auto: on for a GPU, off for a CPU Vulkan device (Mesa
+                       lavapipe: there the readback is a memcpy already, and hashing would cost the CPU the encoders
+                       need); 1 = on; -1 = off (every frame read back whole). Needs the image's size within the
+                       device's maxStorageBufferRange (w × h × 4 bytes); a bigger frame is read back whole. */
 } rcanvas_vk_config;
 
 RCANVAS_API void rcanvas_vk_config_init(rcanvas_vk_config *cfg);

@@ -5,6 +5,8 @@
  * readback thread waits on the fences in submission order and hands the mapped memory to the canvas as an
  * external frame (no CPU copy); the slot returns to the ring when the encoders let go of it.
  * Slot life: FREE → (present_vk) SUBMITTED → (fence) HELD by the canvas → (release) FREE.
+ * With damage on (vk_damage.h), the same command buffer also finds the tiles that changed on the GPU and reads back
+ * only those the slot lacks; the canvas gets the slot (still a complete frame) and the dirty map.
  */
 #include <vulkan/vulkan.h>
 
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "codec/gpu/jpeg_gpu.h"
+#include "source/vk_damage.h"
 #include "stream/canvas.h"
 
 #define MAX_RING 16
@@ -54,6 +57,7 @@ struct rcanvas_vk {
     VkQueryPool queries;      /* 2 timestamps per slot (before/after the copy) */
     double ts_period_ns;
     int have_timestamps;
+    VkPhysicalDeviceType device_type;
     uint32_t mem_type;
     int coherent;
     VkDeviceSize atom;
@@ -72,6 +76,7 @@ struct rcanvas_vk {
     rc_vk_stats stats;
     rc_vk_sink sink;          /* optional override of the canvas (benchmarks) */
     rc_gpu_jpeg *gj;          /* the GPU JPEG encoder (NULL: CPU encoding only) */
+    rc_vk_damage *dmg;        /* damage on the GPU (NULL: off, every frame read back whole) */
 };
 
 /* Tells the canvas whether its JPEG frames come from the GPU encoder; viewers are told ("encoder" messages,
@@ -85,6 +90,7 @@ void rcanvas_vk_config_init(rcanvas_vk_config *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->ring_depth = 4;
     cfg->gpu_jpeg = 1;
+    cfg->damage = 0; /* auto */
 }
 
 static int vkerr(rcanvas_vk *vk, VkResult r, const char *what) {
@@ -219,8 +225,11 @@ static void slot_destroy_buffer(rcanvas_vk *vk, slot *s) {
 static int slot_reserve(rcanvas_vk *vk, slot *s, VkDeviceSize need) {
     if (s->cap >= need) return RCANVAS_OK;
     slot_destroy_buffer(vk, s);
+    if (vk->dmg) rc_vk_damage_slot_lost(vk->dmg, (int)(s - vk->slots)); /* the new buffer holds no frame */
+    /* storage: the damage pass writes the changed tiles into it */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need,
-                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | (vk->dmg ? VK_BUFFER_USAGE_STORAGE_BUFFER_BIT : 0),
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = vkCreateBuffer(vk->device, &bci, NULL, &s->buf);
     if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateBuffer");
     VkMemoryRequirements req;
@@ -281,6 +290,7 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
         if (vk->pitch_align < 4) vk->pitch_align = 4;
         vk->atom = props.limits.nonCoherentAtomSize ? props.limits.nonCoherentAtomSize : 1;
         vk->ts_period_ns = props.limits.timestampPeriod;
+        vk->device_type = props.deviceType;
         uint32_t nf = 0;
         vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, NULL);
         VkQueueFamilyProperties fam[32];
@@ -311,6 +321,12 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
         if (vr == VK_SUCCESS) vr = vkCreateFence(vk->device, &fci, NULL, &s->fence);
         if (vr != VK_SUCCESS) r = vkerr(vk, vr, "slot creation");
     }
+    if (!r && (cfg->damage > 0 || (cfg->damage == 0 && vk->device_type != VK_PHYSICAL_DEVICE_TYPE_CPU))) {
+        int g = rc_vk_damage_new(vk->phys, vk->device, vk->depth, vk->log, &vk->dmg);
+        if (g) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no damage on the GPU (%s): whole frames read back", rcanvas_strerror(g));
+        else rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: damage on the GPU (%d px tiles): only changed tiles read back",
+                    RC_DAMAGE_TILE);
+    }
     if (!r && canvas && cfg->gpu_jpeg) {
         int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj);
         if (g) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no GPU JPEG encoder (%s); JPEG on the CPU", rcanvas_strerror(g));
@@ -333,6 +349,12 @@ int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, rcanvas
     if (!canvas) return RCANVAS_EINVAL;
     return rc_vk_new_internal(canvas, cfg, rc_canvas_logger(canvas), out);
 }
+
+void rc_vk_damage_tuning(rcanvas_vk *vk, double full_ratio, uint64_t max_buffer_bytes) {
+    rc_vk_damage_tune(vk->dmg, full_ratio, max_buffer_bytes);
+}
+
+int rc_vk_damage_enabled(const rcanvas_vk *vk) { return vk && vk->dmg; }
 
 void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) {
     vk->sink = sink;
@@ -361,6 +383,7 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
     rc_gpu_jpeg_free(vk->gj);
     if (vk->device) {
         vkDeviceWaitIdle(vk->device);
+        rc_vk_damage_free(vk->dmg);
         for (int i = 0; i < vk->depth; i++) {
             slot *s = &vk->slots[i];
             slot_destroy_buffer(vk, s);
@@ -429,6 +452,28 @@ static void release_gpu_encoder(rcanvas_vk *vk, slot *s) {
     rc_gpu_jpeg_finish(vk->gj);
 }
 
+/* A frame whose command buffer was recorded with the damage passes never ran, or its readback failed: the slot
+ * holds no usable frame, and the next dirty map must not be relative to a frame no one got. */
+static void damage_lost(rcanvas_vk *vk, int idx) {
+    if (!vk->dmg) return;
+    rc_vk_damage_slot_lost(vk->dmg, idx);
+    rc_vk_damage_invalidate(vk->dmg);
+}
+
+/* Waits for every submitted frame's fence (the damage buffers are about to be replaced). 0, or -1 (a fence failed
+ * or took over 10 s: the caller keeps the old buffers). Presenting thread. */
+static int wait_in_flight(rcanvas_vk *vk) {
+    VkFence fences[MAX_RING];
+    uint32_t n = 0;
+    pthread_mutex_lock(&vk->mu);
+    for (int i = 0; i < vk->depth; i++)
+        if (vk->slots[i].state == SLOT_SUBMITTED) fences[n++] = vk->slots[i].fence;
+    pthread_mutex_unlock(&vk->mu);
+    /* the readback thread may wait on them at the same time: allowed (only resets need external sync, and only
+     * the presenting thread resets, a free slot's fence) */
+    return n == 0 || vkWaitForFences(vk->device, n, fences, VK_TRUE, 10ull * 1000 * 1000 * 1000) == VK_SUCCESS ? 0 : -1;
+}
+
 int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     if (!vk || !f || f->image == VK_NULL_HANDLE) return RCANVAS_EINVAL;
     rcanvas_pixel_format pf;
@@ -456,8 +501,11 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     slot *s = &vk->slots[idx]; /* FREE: only this thread touches it until it is queued */
 
     size_t pitch = ((size_t)f->width * 4 + vk->pitch_align - 1) / vk->pitch_align * vk->pitch_align;
-    int r = slot_reserve(vk, s, (VkDeviceSize)pitch * f->height);
+    int r = slot_reserve(vk, s, vk->dmg ? rc_vk_damage_staging_size(f->width, f->height, pitch)
+                                        : (VkDeviceSize)pitch * f->height);
     if (r) return r;
+    if (vk->dmg && rc_vk_damage_needs_grow(vk->dmg, f->width, f->height) && wait_in_flight(vk) == 0)
+        rc_vk_damage_grow(vk->dmg, f->width, f->height); /* on failure: whole frames (plain copy) until it works */
     s->width = f->width;
     s->height = f->height;
     s->pitch = pitch;
@@ -488,10 +536,15 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
         vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
                              NULL, 0, NULL);
     }
-    VkBufferImageCopy region = {.bufferOffset = 0, .bufferRowLength = (uint32_t)(pitch / 4), .bufferImageHeight = 0,
-                                .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
-                                .imageExtent = {f->width, f->height, 1}};
-    vkCmdCopyImageToBuffer(s->cmd, f->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s->buf, 1, &region);
+    /* damage: the changed tiles the slot lacks (or the whole frame) plus the dirty map; else the plain copy */
+    if (!vk->dmg || rc_vk_damage_record(vk->dmg, s->cmd, idx, s->buf, f->image, f->width, f->height, pitch,
+                                        (int)f->format) != RCANVAS_OK) {
+        VkBufferImageCopy region = {.bufferOffset = 0, .bufferRowLength = (uint32_t)(pitch / 4), .bufferImageHeight = 0,
+                                    .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                                    .imageExtent = {f->width, f->height, 1}};
+        vkCmdCopyImageToBuffer(s->cmd, f->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s->buf, 1, &region);
+        if (vk->dmg) rc_vk_damage_skip(vk->dmg, idx);
+    }
     /* JPEG on the GPU too, when the canvas streams JPEG and the encoder is free: only the compressed bytes are
      * then encoded-and-sent; the staged pixels serve the lossless refinement (and the CPU fallback). */
     s->gpu_encoded = 0;
@@ -514,16 +567,19 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
                              NULL, 1, &b);
     }
     VkBufferMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
-                                .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+                                .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+                                .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
                                 .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
                                 .buffer = s->buf, .offset = 0, .size = VK_WHOLE_SIZE};
-    vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 0, NULL, 1, &hb, 0, NULL);
+    vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 0, NULL, 1, &hb, 0, NULL);
     if (vk->have_timestamps)
         vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk->queries, 2 * (uint32_t)idx + 1);
     vr = vkEndCommandBuffer(s->cmd);
     if (vr == VK_SUCCESS) vr = vkResetFences(vk->device, 1, &s->fence);
     if (vr != VK_SUCCESS) {
         release_gpu_encoder(vk, s);
+        damage_lost(vk, idx);
         return vkerr(vk, vr, "recording the copy");
     }
     VkPipelineStageFlags stage = f->wait_stage ? f->wait_stage : VK_PIPELINE_STAGE_TRANSFER_BIT;
@@ -535,6 +591,7 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     vr = vkQueueSubmit(vk->queue, 1, &si, s->fence);
     if (vr != VK_SUCCESS) {
         release_gpu_encoder(vk, s);
+        damage_lost(vk, idx);
         return vkerr(vk, vr, "vkQueueSubmit");
     }
     pthread_mutex_lock(&vk->mu);
@@ -545,6 +602,40 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     pthread_cond_broadcast(&vk->cv);
     pthread_mutex_unlock(&vk->mu);
     return RCANVAS_OK;
+}
+
+/* Reads the slot's damage flags (after its fence) into *out and the statistics. Readback thread. */
+static void damage_collect(rcanvas_vk *vk, int idx, rc_vk_damage_info *out) {
+    slot *s = &vk->slots[idx];
+    rc_vk_damage_collect(vk->dmg, idx, s->mapped, out); /* NULL dmg: zeroed, dirty NULL */
+    uint32_t tiles = ((s->width + RC_DAMAGE_TILE - 1) / RC_DAMAGE_TILE) * ((s->height + RC_DAMAGE_TILE - 1) / RC_DAMAGE_TILE);
+    if (!out->dirty) { /* plain copy: the whole frame, no map */
+        out->tile = RC_DAMAGE_TILE;
+        out->whole = 1;
+        out->dirty_tiles = out->copied_tiles = tiles;
+        out->readback_bytes = (uint64_t)s->width * s->height * 4;
+    }
+    pthread_mutex_lock(&vk->mu);
+    vk->stats.readback_bytes = out->readback_bytes;
+    vk->stats.readback_bytes_total += out->readback_bytes;
+    vk->stats.tiles = tiles;
+    vk->stats.dirty_tiles = out->dirty_tiles;
+    vk->stats.copied_tiles = out->copied_tiles;
+    vk->stats.damage_frames += out->dirty != NULL;
+    vk->stats.whole_frames += out->whole;
+    pthread_mutex_unlock(&vk->mu);
+}
+
+/* Hands a frame and its dirty map to the canvas. ADAPTER until the canvas's damage entry point lands (branch
+ * i10-damage adds rc_canvas_present_external_damage(c, img, release, arg, dirty, tiles_x, tiles_y) to
+ * stream/canvas.h: 1 byte a tile, nonzero = changed vs the previous frame presented; dirty NULL = unknown): then
+ * the body becomes that one call with d->dirty, d->tiles_x, d->tiles_y; d->dirty stays valid until release(arg),
+ * like the pixels. Until then the canvas gets the whole frame (still complete in the slot) and does its own work.
+ * A refused frame makes the next map all dirty (see the caller). Readback thread. */
+static int present_with_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                               const rc_vk_damage_info *d) {
+    if (!d || !d->dirty) return rc_canvas_present_external(c, img, release, arg); /* unknown: the CPU diff */
+    return rc_canvas_present_external_damage(c, img, release, arg, d->dirty, d->tiles_x, d->tiles_y);
 }
 
 /* The readback thread: fences in submission order → external frames for the canvas (or the sink). */
@@ -584,6 +675,7 @@ static void *readback_main(void *arg) {
         if (vr != VK_SUCCESS) {
             if (vr == VK_ERROR_DEVICE_LOST) vk->lost = 1;
             if (s->gpu_encoded) rc_gpu_jpeg_finish(vk->gj), s->gpu_encoded = 0;
+            damage_lost(vk, idx);
             s->state = SLOT_FREE;
             pthread_cond_broadcast(&vk->freed);
             vk->stats.failed++;
@@ -601,15 +693,20 @@ static void *readback_main(void *arg) {
 
         rc_image img = {.pixels = s->mapped, .width = s->width, .height = s->height, .pitch = s->pitch,
                         .format = s->format};
+        rc_vk_damage_info dmg;
+        damage_collect(vk, idx, &dmg);
         int64_t t2 = rc_now_us();
         const uint8_t *jpeg = NULL;
         size_t jlen = 0;
-        if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, rc_vk_release_slot, s);
+        int pr = RCANVAS_OK;
+        if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, &dmg, rc_vk_release_slot, s);
         else if (s->gpu_encoded && rc_gpu_jpeg_result(vk->gj, &jpeg, &jlen) == RCANVAS_OK)
-            rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, &rc_codec_jpeg_gpu, jpeg,
-                                               jlen);
+            /* the GPU JPEG encoder made the whole frame: it goes whole (the canvas has no use for the map) */
+            pr = rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, &rc_codec_jpeg_gpu,
+                                                    jpeg, jlen);
         else
-            rc_canvas_present_external(vk->canvas, &img, rc_vk_release_slot, s); /* CPU JPEG (or PNG) */
+            pr = present_with_damage(vk->canvas, &img, rc_vk_release_slot, s, &dmg); /* CPU JPEG (or PNG) */
+        if (pr != RCANVAS_OK && vk->dmg) rc_vk_damage_invalidate(vk->dmg); /* the canvas did not take it */
         if (s->gpu_encoded) { /* the canvas has copied the bytes: the encoder may take the next frame */
             rc_gpu_jpeg_finish(vk->gj);
             s->gpu_encoded = 0;

@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "codec/codec.h"
+#include "source/vk_damage.h"
 
 typedef struct rc_vk_stats {
     uint64_t submitted, delivered, failed, busy; /* frames; busy = presents refused with RCANVAS_EBUSY */
@@ -19,12 +20,20 @@ typedef struct rc_vk_stats {
     double fence_wait_ms;      /* last frame: time the readback thread waited on its fence, ms */
     double submit_to_ready_ms; /* last frame: vkQueueSubmit → fence signalled (as the CPU saw it), ms */
     double handoff_ms;         /* last frame: time to hand the mapped buffer to the canvas/sink, ms */
+    /* damage on the GPU (vk_damage.h); without it every frame counts whole */
+    uint64_t readback_bytes;   /* last frame: bytes the GPU wrote into host memory (pixels + tile flags) */
+    uint64_t readback_bytes_total; /* all delivered frames */
+    uint32_t tiles, dirty_tiles, copied_tiles; /* last frame: tiles in all, changed vs the previous, read back */
+    uint64_t damage_frames;    /* frames delivered with a dirty map */
+    uint64_t whole_frames;     /* frames read back whole (damage off, first frame, most of it changed, ...) */
 } rc_vk_stats;
 
 typedef struct rc_vk_sink {
     /* Called on the readback thread with the mapped staging buffer; release(arg) must be called exactly once
-     * when done with the pixels (any thread). */
-    void (*deliver)(void *user, const rc_image *img, void (*release)(void *), void *arg);
+     * when done with the pixels (any thread). damage: what the GPU found (damage->dirty NULL when unknown); valid
+     * until release. */
+    void (*deliver)(void *user, const rc_image *img, const rc_vk_damage_info *damage, void (*release)(void *),
+                    void *arg);
     void *user;
 } rc_vk_sink;
 
@@ -33,5 +42,9 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
 void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink);
 void rc_vk_get_stats(rcanvas_vk *vk, rc_vk_stats *out);
 void rc_vk_release_slot(void *arg);
+/* rc_vk_damage_tune for this ring's damage (no-op when damage is off). Before the first present. */
+void rc_vk_damage_tuning(rcanvas_vk *vk, double full_ratio, uint64_t max_buffer_bytes);
+/* 1 when damage on the GPU is on for this ring. */
+int rc_vk_damage_enabled(const rcanvas_vk *vk);
 
 #endif
