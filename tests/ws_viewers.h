@@ -1,6 +1,6 @@
 /*
- * ws_viewers.h — many raw WebSocket viewers of one rcanvas server in one thread (libwebsockets client), for the
- * fan-out test and benchmark. Each viewer behaves as the browser client does on the wire (docs/protocol.md):
+ * ws_viewers.h — many raw WebSocket viewers of one rcanvas server on 127.0.0.1, all on one thread (epoll), for
+ * the fan-out test and benchmark. Each viewer behaves as the browser client does on the wire (docs/protocol.md):
  * after the hello it sends its size (resize), and after the last tile of each frame it acks that frame's seq, so
  * the server's flow control runs as with real viewers; it does not decode (that is the browser's cost, not the
  * server's). Per viewer it counts frames, tiles and bytes, and on request keeps the last whole frame's tiles
