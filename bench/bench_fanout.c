@@ -83,6 +83,21 @@ static void server_ticks(pid_t pid, long long *all, long long *net) {
     closedir(d);
 }
 
+/* VmRSS of a process, MiB; -1 if unreadable. */
+static double rss_mib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    double r = -1;
+    while (fgets(line, sizeof line, f)) {
+        long kb;
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) r = kb / 1024.0;
+    }
+    fclose(f);
+    return r;
+}
+
 static double self_cpu_s(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -213,7 +228,7 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
     sleep_ms((int)(seconds * 1000));
     int64_t tb = now_us();
     server_ticks(d.pid, &all1, &net1);
-    double c1 = self_cpu_s();
+    double c1 = self_cpu_s(), rss = rss_mib(d.pid);
     wsv_totals(v, NULL, &b1, NULL, NULL, NULL);
     double dt = (tb - ta) * 1e-6;
     uint64_t vf = 0;
@@ -232,9 +247,9 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
     qsort(fps, (size_t)n, sizeof(double), cmp_double);
     double tick = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (all1 - all0) / tick, net_s = (net1 - net0) / tick;
-    printf("%7d %8.1f %8.1f %8.1f %8.1f %9.1f %8.0f %8.0f %9.1f %9.1f %8.0f %6.1f  %s\n", n, fps[0], fps[n / 2],
-           fps[n - 1], draws / dt, (double)(b1 - b0) * 8 / dt / 1e6, 100 * cpu_s / dt, 100 * net_s / dt,
-           vf ? cpu_s * 1e6 / (double)vf : 0, vf ? net_s * 1e6 / (double)vf : 0, 100 * (c1 - c0) / dt, join_s,
+    printf("%7d %8.1f %8.1f %8.1f %8.1f %9.1f %8.0f %8.0f %9.1f %9.1f %8.0f %7.1f %6.1f  %s\n", n, fps[0],
+           fps[n / 2], fps[n - 1], draws / dt, (double)(b1 - b0) * 8 / dt / 1e6, 100 * cpu_s / dt, 100 * net_s / dt,
+           vf ? cpu_s * 1e6 / (double)vf : 0, vf ? net_s * 1e6 / (double)vf : 0, 100 * (c1 - c0) / dt, rss, join_s,
            open == n ? "" : "(not all open: see below)");
     if (open != n)
         printf("        %d of %d viewers open at the end (%d refused, %d closed before the window)\n", open, n,
@@ -311,12 +326,12 @@ int main(int argc, char **argv) {
     printf("\n  viewers %dx%d, pixel ratio 1; window %.0f s after every viewer's first frame + %.0f s; %ld cores; "
            "CPU in %% of one core\n",
            w, h, seconds, settle, cores);
-    printf("%7s %8s %8s %8s %8s %9s %8s %8s %9s %9s %8s %6s\n", "viewers", "fps min", "median", "max", "draws/s",
-           "Mbit/s", "server%", "net%", "us/vf", "net us/vf", "client%", "join s");
+    printf("%7s %8s %8s %8s %8s %9s %8s %8s %9s %9s %8s %7s %6s\n", "viewers", "fps min", "median", "max",
+           "draws/s", "Mbit/s", "server%", "net%", "us/vf", "net us/vf", "client%", "RSS MiB", "join s");
     int bad = 0;
     for (int i = 0; i < ncounts; i++)
         bad |= run_row(exe, counts[i], maxn, seconds, settle, w, h, extra, nextra);
     printf("us/vf: server CPU µs per viewer-frame (all threads: render, encode, send); net us/vf: the network "
-           "thread's alone (send, acks, poll)\n");
+           "thread's alone (send, acks, poll); RSS: the server's, at the end of the window\n");
     return bad;
 }

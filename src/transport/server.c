@@ -186,7 +186,7 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
 
     t->protocols[0] = (struct lws_protocols){
         .name = "rcanvas.v1", .callback = callback, .per_session_data_size = sizeof(rc_pss), .rx_buffer_size = 4096,
-        .tx_packet_size = RC_CHUNK};
+        .tx_packet_size = RC_SEND_MAX};
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
     info.port = cfg->port; /* 0: the kernel picks a free port, read back below */
