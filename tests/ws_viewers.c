@@ -225,7 +225,7 @@ static int http_bytes(viewer *v, const uint8_t *in, size_t len, size_t *used) {
     *used = i;
     if (v->http_len < 4 || memcmp(v->http + v->http_len - 4, "\r\n\r\n", 4)) return 0;
     int status = 0;
-    if (sscanf(v->http, "HTTP/1.1 %d", &status) != 1 || status != 101) {
+    if (sscanf(v->http, "HTTP/1.%*d %d", &status) != 1 || status != 101) { /* lws refuses in HTTP/1.0 */
         char why[64];
         snprintf(why, sizeof why, "HTTP %d", status);
         end_viewer(v, ST_REFUSED, why);
