@@ -21,7 +21,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout clean
 
 all: build
 
@@ -137,8 +137,13 @@ bench-e2e: build tests/browser/node_modules
 bench-shaped: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) node bench_shaped.mjs
 
-# Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end run.
-bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e
+# Many viewers of one canvas: 1, 16, 100 and 200 raw acking viewers (bench/bench_fanout.c) of the animated
+# 640x480 demo: fps per viewer, Mbit/s, the server's CPU per viewer-frame (about a minute).
+bench-fanout: build
+	./build/bench-fanout --viewers 1,16,100,200
+
+# Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end runs.
+bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e bench-fanout
 
 clean:
 	rm -rf build build-asan build-cpu

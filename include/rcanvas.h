@@ -95,7 +95,14 @@ typedef struct rcanvas_server_config {
                                      "https://notebook.example.org"; the server's own origin (same Host) is always
                                      accepted; default NULL */
     int n_allowed_origins;
-    int max_viewers;              /* simultaneous WebSocket viewers over all canvases; default 16 */
+    int max_viewers;              /* simultaneous WebSocket viewers over all canvases; one more is refused with
+                                     HTTP 503 "too many viewers" (the browser client retries). Default 256. Each
+                                     viewer holds one file descriptor and about 11 KiB of memory, plus its socket's
+                                     buffers (at most max_in_flight frames queued); the server's CPU per
+                                     viewer-frame is in docs/benchmarks.md (bench-fanout). A value that the
+                                     process's file limit cannot hold is lowered to `ulimit -n` − 64 with a
+                                     warning in the log (so that one more viewer still gets its 503 rather than a
+                                     connection that is never accepted); raise the limit for more. */
     size_t max_message_bytes;     /* largest client→server message (bytes); larger closes the connection with
                                      1009; default 4096 */
     int max_bad_messages;         /* malformed client messages tolerated per connection before it is closed

@@ -32,7 +32,7 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->host = "127.0.0.1";
     cfg->port = 8080;
-    cfg->max_viewers = 16;
+    cfg->max_viewers = 256;
     cfg->max_message_bytes = 4096;
     cfg->max_bad_messages = 20;
     cfg->max_frame_dim = 8192;

@@ -54,6 +54,7 @@ static const char USAGE[] =
     "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
     "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
     "  --threads N          encoder threads 0-256 (default 0: all cores)\n"
+    "  --max-viewers N      simultaneous viewers, 1-100000; one more is refused with 503 (default 256)\n"
     "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
     "  --print-events       print each event the app receives to stdout\n"
     "  --verbose            log connections and warnings to stderr\n"
@@ -118,6 +119,8 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             char why[64];
             if (token_problem(v, why, sizeof why)) return cli_error(PROG, "%s: %s: must be %s", a, why, rule);
             scfg->token = v;
+        } else if (!strcmp(a, "--max-viewers")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100000, &scfg->max_viewers)) return CLI_USAGE;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &scfg->encode_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--quality")) {

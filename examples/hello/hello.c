@@ -54,7 +54,8 @@ static void print_event(const rcanvas_event *e) {
 
 int main(int argc, char **argv) {
     rcanvas_server_config sc;
-    rcanvas_server_config_init(&sc); /* 127.0.0.1 (this machine only), port 8080, 128-bit random token */
+    rcanvas_server_config_init(&sc); /* 127.0.0.1 (this machine only), port 8080, 128-bit random token,
+                                        at most 256 viewers at once (sc.max_viewers; one more gets HTTP 503) */
     if (argc > 1) { /* optional port: a whole number, 0 = any free port */
         char *end;
         long port = strtol(argv[1], &end, 10);

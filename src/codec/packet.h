@@ -4,7 +4,9 @@
  * and which packet it depends on. Packets carry no wire bytes: the transport frames them when it sends.
  * Packets are reference counted (one encode serves every viewer that decodes that codec) and recycled through a
  * per-canvas free list, keeping their tile buffers' capacity: after the first frames nothing is allocated per
- * frame.
+ * frame. Once published a packet's bytes are read-only, except the head room of each tile buffer (core/buf.h):
+ * that belongs to the transport's network thread, which writes each viewer's headers there as it sends the tile
+ * (src/transport/send.c), so that no viewer needs a copy of the bytes.
  */
 #ifndef RC_PACKET_H
 #define RC_PACKET_H

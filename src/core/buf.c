@@ -1,6 +1,6 @@
 /*
  * buf.c — growable byte buffer (see buf.h). Grows by 1.5× so a stream of slightly larger frames
- * does not reallocate every time.
+ * does not reallocate every time; the allocation is RC_BUF_HEAD bytes of head room + cap.
  */
 #include "core/buf.h"
 
@@ -16,7 +16,8 @@ int rc_buf_reserve(rc_buf *b, size_t need) {
         if (cap > SIZE_MAX / 2) return RCANVAS_ENOMEM;
         cap += cap / 2;
     }
-    uint8_t *m = realloc(b->mem, cap);
+    if (cap > SIZE_MAX - RC_BUF_HEAD) return RCANVAS_ENOMEM;
+    uint8_t *m = realloc(b->mem, RC_BUF_HEAD + cap);
     if (!m) return RCANVAS_ENOMEM;
     b->mem = m;
     b->cap = cap;

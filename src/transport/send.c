@@ -1,47 +1,49 @@
 /*
  * send.c — frames and notices out to one viewer. Text notices go only between binary messages. A packet from
- * the session goes out tile by tile, each tile one binary WebSocket message [56-byte header | payload] sent as
- * fragments of at most RC_CHUNK bytes, RC_CHUNKS_PER_WRITABLE per writable callback, so one big frame never
- * holds up other viewers. The header is written per viewer (wire.c) when its tile starts: it carries that
- * viewer's round trip. Network thread only.
+ * the session goes out tile by tile, each tile one binary WebSocket message [56-byte header | payload], written
+ * with one lws_write straight from the packet's tile buffer: the packet is shared by every viewer of its tier and
+ * its bytes are never copied per viewer. The frame header differs per viewer (its round trip, its protocol
+ * version), so it is written per viewer, when the tile goes out, into the head room in front of the payload
+ * (core/buf.h), and lws writes the WebSocket header in front of that (LWS_PRE). lws_write returns only after the
+ * kernel took the message or lws copied what it did not take, so the next viewer may overwrite the head room at
+ * once. Tiles go out until the socket is choked or RC_SEND_BUDGET bytes went out, so one big frame never holds
+ * up other viewers for long. Network thread only.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/transport_internal.h"
 
-/* Writes up to RC_CHUNKS_PER_WRITABLE fragments of the packet being sent. Returns -1 to close. */
+/* The head room of a tile's buffer holds lws's WebSocket header (at most LWS_PRE bytes) and the frame header. */
+_Static_assert(RC_BUF_HEAD >= LWS_PRE + RC_FRAME_HEADER_SIZE, "tile head room too small for the headers");
+
+/* Tile `tile` of pk as one message: the viewer's frame header in the tile buffer's head room, then lws_write of
+ * header + payload from there. The head room belongs to the network thread (packet.h). -1 to close. */
+static int write_tile(rc_viewer *v, rc_packet *pk, int tile, const rc_session_state *st, size_t *sent) {
+    rc_buf *payload = &pk->tiles[tile].data;
+    uint8_t empty[LWS_PRE + RC_FRAME_HEADER_SIZE]; /* a tile without bytes has no buffer, hence no head room */
+    uint8_t *msg = payload->len ? rc_buf_data(payload) - RC_FRAME_HEADER_SIZE : empty + LWS_PRE;
+    rc_wire_tile_header(pk, tile, st->rtt_us, st->protocol, msg);
+    size_t len = RC_FRAME_HEADER_SIZE + payload->len;
+    if (lws_write(v->wsi, msg, len, LWS_WRITE_BINARY) < (int)len) return -1;
+    *sent += len;
+    return 0;
+}
+
+/* Writes tiles of the packet being sent until it is done, the socket is choked or RC_SEND_BUDGET bytes went out.
+ * Returns -1 to close. */
 static int write_frame(rc_viewer *v) {
-    for (int k = 0; k < RC_CHUNKS_PER_WRITABLE && v->sending; k++) {
+    rc_session_state st;
+    rc_session_get_state(v->session, &st); /* this viewer's round trip and protocol, for the headers */
+    size_t sent = 0;
+    while (v->sending) {
         rc_packet *pk = v->sending;
-        const rc_buf *payload = &pk->tiles[v->tile].data;
-        size_t len = RC_FRAME_HEADER_SIZE + payload->len;
-        if (v->off == 0) {
-            rc_session_state st;
-            rc_session_get_state(v->session, &st);
-            rc_wire_tile_header(pk, v->tile, st.rtt_us, st.protocol, v->header);
+        if (write_tile(v, pk, v->tile, &st, &sent)) return -1;
+        if (++v->tile == pk->ntiles) {
+            rc_packet_unref(pk);
+            v->sending = NULL;
         }
-        size_t n = len - v->off < RC_CHUNK ? len - v->off : RC_CHUNK;
-        uint8_t *dst = v->chunk + LWS_PRE;
-        size_t h = 0; /* header bytes in this fragment */
-        if (v->off < RC_FRAME_HEADER_SIZE) {
-            h = RC_FRAME_HEADER_SIZE - v->off;
-            if (h > n) h = n;
-            memcpy(dst, v->header + v->off, h);
-        }
-        if (n > h) memcpy(dst + h, rc_buf_data(payload) + (v->off + h - RC_FRAME_HEADER_SIZE), n - h);
-        int flags = v->off == 0 ? LWS_WRITE_BINARY : LWS_WRITE_CONTINUATION;
-        if (v->off + n < len) flags |= LWS_WRITE_NO_FIN;
-        if (lws_write(v->wsi, dst, n, (enum lws_write_protocol)flags) < (int)n) return -1;
-        v->off += n;
-        if (v->off == len) {
-            v->off = 0;
-            if (++v->tile == pk->ntiles) {
-                rc_packet_unref(pk);
-                v->sending = NULL;
-            }
-        }
-        if (lws_send_pipe_choked(v->wsi)) break;
+        if (sent >= RC_SEND_BUDGET || lws_send_pipe_choked(v->wsi)) break;
     }
     return 0;
 }
@@ -70,7 +72,6 @@ int rc_viewer_writable(rc_viewer *v) {
         if (rc_session_next(v->session, rc_now_us(), &pk, NULL)) {
             v->sending = pk;
             v->tile = 0;
-            v->off = 0;
         }
     }
     if (v->sending && write_frame(v)) return -1;

@@ -1,7 +1,8 @@
 /*
  * transport_internal.h — private to src/transport/: the transport, its viewers and the per-connection state,
  * shared by server.c (context, thread, dispatch, timers), http.c (pages, client files, token and Origin checks),
- * viewer.c (WebSocket viewers: messages in, notices out, closing) and send.c (frames out, in fragments).
+ * viewer.c (WebSocket viewers: messages in, notices out, closing) and send.c (frames out, straight from the
+ * packets' buffers).
  * Viewer objects belong to the network thread alone.
  */
 #ifndef RC_TRANSPORT_INTERNAL_H
@@ -14,8 +15,12 @@
 #include "transport/transport.h"
 #include "transport/wire.h"
 
-#define RC_CHUNK (64 * 1024)        /* a frame goes out as fragments of at most this many bytes */
-#define RC_CHUNKS_PER_WRITABLE 4    /* fragments per writable callback, so one big frame never holds up others */
+#define RC_SEND_BUDGET (256 * 1024) /* bytes of tiles per writable callback (at least one tile), so that one
+                                       viewer's big frame never holds up the others for long */
+#define RC_SEND_MAX (16u << 20)     /* the most one send() may take (lws tx_packet_size): a tile message goes to
+                                       the kernel in one call; only what the socket does not take is copied (by lws,
+                                       into its buffer list). lws's default (rx_buffer_size, 4 KiB) copied nearly
+                                       every byte and sent it 4 KiB per poll round */
 #define RC_MAX_TEXT_QUEUE 8
 #define RC_CLOSE_GRACE_US 50000     /* see rc_viewer_request_close */
 
@@ -28,11 +33,9 @@ struct rc_viewer {
     rc_session *session;
     rc_viewer *next;
     uint32_t id;              /* the session id (per canvas), for log lines */
-    /* sending: the packet being sent, its tile and the offset in that tile's message (header + payload) */
+    /* sending: the packet being sent and its next tile (each tile is one message, written whole) */
     rc_packet *sending;
     int tile;
-    size_t off;
-    uint8_t header[RC_FRAME_HEADER_SIZE]; /* the current tile's wire header, for this viewer */
     /* what this viewer has been told */
     int told_active;
     int told_title_version;
@@ -51,7 +54,6 @@ struct rc_viewer {
     int close_code;
     int close_now;            /* grace period over: send the close frame */
     char close_reason[100];
-    uint8_t chunk[LWS_PRE + RC_CHUNK];
 };
 
 /* Per-connection data of lws (HTTP and WebSocket). */

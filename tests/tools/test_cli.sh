@@ -5,9 +5,10 @@
 # --verbose, the library would log "listening on"; the demo would print its URL), a taken port reads "address
 # already in use", and a file that is not a PNG is named as such. For rcanvas-encode: OUT's extension must fit the
 # codec, a PNG line claims no JPEG quality, a non-image input says so. Needs no corpus: inputs are made here.
-#   test_cli.sh DEMO ENCODE BENCH_ENCODE BENCH_VK BENCH_JPEG_GPU
+#   test_cli.sh DEMO ENCODE BENCH_ENCODE BENCH_VK BENCH_JPEG_GPU BENCH_FANOUT
 set -u
 demo="$1"; enc="$2"; bench_encode="$3"; bench_vk="$4"; bench_jpeg_gpu="$5" # "-" "-": a build without Vulkan
+bench_fanout="$6"
 t=$(mktemp -d)
 pass=0; fail=0; bg=""
 trap '[ -n "$bg" ] && kill "$bg" 2>/dev/null; rm -rf "$t"' EXIT
@@ -63,6 +64,9 @@ dd "$D: --fps -3: must be a number from 0 to 1000" --fps -3
 dd "$D: --fps nan: must be a number from 0 to 1000" --fps nan
 dd "$D: --fps 1e999: must be a number from 0 to 1000" --fps 1e999
 dd "$D: --threads 257: must be an integer from 0 to 256" --threads 257
+dd "$D: --max-viewers 0: must be an integer from 1 to 100000" --max-viewers 0
+dd "$D: --max-viewers 16x: must be an integer from 1 to 100000" --max-viewers 16x
+dd "$D: --max-viewers: needs a value (an integer from 1 to 100000)" --max-viewers
 dd "$D: --refine-ms 2.5: must be an integer from 0 to 3600000" --refine-ms 2.5
 dd "$D: --port: needs a value (an integer from 0 to 65535)" --port
 dd "$D: --quality: needs a value (an integer from 1 to 100)" --quality --port 0
@@ -162,6 +166,15 @@ usage_error "bench-encode: --frames: unknown option" bench-encode "$bench_encode
 [ "$bench_vk" = - ] || usage_error "bench-vk: --json: needs a value (a file to write)" bench-vk "$bench_vk" "$t" --json
 [ "$bench_vk" = - ] || usage_error "bench-jpeg-gpu: --frames 12x: must be an integer from 5 to 1000000" bench-jpeg-gpu "$bench_jpeg_gpu" --frames 12x "$t"
 [ "$bench_vk" = - ] || usage_error "bench-jpeg-gpu: two: unexpected argument (DIR is $t already)" bench-jpeg-gpu "$bench_jpeg_gpu" "$t" two
+
+help_ok bench-fanout "$bench_fanout"
+bf() { want="$1"; shift; usage_error "$want" bench-fanout "$bench_fanout" "$@"; }
+bf "bench-fanout: --viewers 0: must be a comma-separated list of integers from 1 to 4096" --viewers 0
+bf "bench-fanout: --viewers 1,x: must be a comma-separated list of integers from 1 to 4096" --viewers 1,x
+bf "bench-fanout: --seconds 0: must be a number from 1 to 600" --seconds 0
+bf "bench-fanout: --size 640: must be WxH, each 16-8192, e.g. 640x480" --size 640
+bf "bench-fanout: --demo $t/none: not an executable program" --demo "$t/none"
+bf "bench-fanout: --bogus: unknown option" --bogus
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
