@@ -171,6 +171,14 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
         return send_body(wsi, p, a->content_type, "no-cache", a->data, a->len);
     }
     case RC_ROUTE_PAGE: break;
+    case RC_ROUTE_METRICS: { /* issue 11: the interactive token was checked (route.c) */
+        size_t mlen = 0;
+        char *m = rc_metrics_render(s, &mlen);
+        if (!m) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+        int ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen);
+        free(m);
+        return ret;
+    }
     default: return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     }
     char title[256], cname[RC_NAME_MAX + 1];
