@@ -4,7 +4,8 @@
 
 APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
                 zlib1g-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
-                libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev
+                libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
+                clang libclang-rt-dev
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
 NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
@@ -21,7 +22,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout clean
 
 all: build
 
@@ -78,9 +79,62 @@ test-browser: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	  node --test --test-concurrency=1 *.test.mjs
 
-# All tests: C unit tests (and the installed library), the CPU-only build, the C tests under ASan+UBSan, then the
-# browser tests in headless Chromium.
-test: test-c test-cpu-only test-asan test-browser
+# ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
+# few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
+# tests/fuzz/corpus/<target>/ (and its dictionary tests/fuzz/<target>.dict if any); what a long run finds that is new
+# goes to build-fuzz/corpus/<target>/ (not committed); a crash leaves its input in build-fuzz/ and fails the target.
+#   fuzz_msg     client JSON messages: rc_client_msg_parse (src/transport/wire.c)
+#   fuzz_route   the HTTP routing decision: rc_http_route (src/transport/route.c)
+#   fuzz_header  the wire frame header: rc_frame_header_read (src/transport/wire.c)
+FUZZ_TARGETS := msg route header
+FUZZ_SECONDS ?= 120
+FUZZ_RUNS ?= 20000
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Iinclude -Isrc
+FUZZ_SRC_msg := src/transport/wire.c
+FUZZ_SRC_header := src/transport/wire.c
+FUZZ_SRC_route := src/transport/route.c src/core/util.c
+FUZZ_LIBS := -lcjson -lm
+FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
+
+.SECONDEXPANSION:
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HEADERS)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC_$*) $(FUZZ_LIBS) -o $@
+
+# 1 when clang can build a libFuzzer program here (clang and its runtime, libclang-rt-dev), else empty.
+FUZZ_OK = $(shell echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+            $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo 1)
+
+fuzz-build: deps
+	@if [ -z "$(FUZZ_OK)" ]; then echo "fuzz: SKIPPED: $(FUZZ_CC) cannot build libFuzzer programs (apt: clang libclang-rt-dev)"; \
+	else $(MAKE) $(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz_$(t)); fi
+
+# Each target for FUZZ_SECONDS (default 120 s each), growing build-fuzz/corpus/<target>/ from the seeds.
+fuzz: fuzz-build
+	@[ -n "$(FUZZ_OK)" ] || exit 0; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  if ./build-fuzz/fuzz_$$t $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	       build-fuzz/corpus/$$t tests/fuzz/corpus/$$t >build-fuzz/fuzz-$$t.log 2>&1; then \
+	    grep -E 'DONE|stat::number_of_executed_units|stat::new_units_added' build-fuzz/fuzz-$$t.log; \
+	  else tail -40 build-fuzz/fuzz-$$t.log; echo "fuzz_$$t FAILED: the input is in build-fuzz/ (log build-fuzz/fuzz-$$t.log)"; exit 1; fi; \
+	done
+
+# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all.
+test-fuzz: fuzz-build
+	@[ -n "$(FUZZ_OK)" ] || exit 0; for t in $(FUZZ_TARGETS); do \
+	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
+	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ tests/fuzz/corpus/$$t \
+	       >build-fuzz/test-fuzz-$$t.log 2>&1; then \
+	    echo "fuzz_$$t: $(FUZZ_RUNS) runs, no crash"; \
+	  else tail -40 build-fuzz/test-fuzz-$$t.log; echo "fuzz_$$t FAILED (build-fuzz/test-fuzz-$$t.log)"; exit 1; fi; \
+	done
+
+# All tests: C unit tests (and the installed library), the CPU-only build, the C tests under ASan+UBSan, the fuzz
+# targets for a short fixed number of runs, then the browser tests in headless Chromium.
+test: test-c test-cpu-only test-asan test-fuzz test-browser
 
 # Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
 # written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).
@@ -146,4 +200,4 @@ bench-fanout: build
 bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e bench-fanout
 
 clean:
-	rm -rf build build-asan build-cpu
+	rm -rf build build-asan build-cpu build-fuzz

@@ -426,6 +426,21 @@ static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *f
     return img;
 }
 
+/* ---- counters for /metrics (issue 11): kept here, under mu, read by rc_registry_metrics ---- */
+
+/* One encode of tier t ended: its time goes into the histogram. mu held. */
+static void count_encode_locked(rcanvas_canvas *c, rc_tier *t) {
+    if (!t->metrics_start_us) return;
+    static const double bounds[RC_ENCODE_MS_BUCKETS] = RC_ENCODE_MS_BOUNDS;
+    double ms = (double)(rc_now_us() - t->metrics_start_us) / 1000.0;
+    t->metrics_start_us = 0;
+    int b = 0;
+    while (b < RC_ENCODE_MS_BUCKETS && ms > bounds[b]) b++;
+    c->counters.encode_ms_bucket[b]++;
+    c->counters.encode_count++;
+    c->counters.encode_ms_sum += ms;
+}
+
 /* Starts tier t on frame fb. Returns 1 if it was started. mu held. */
 static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     rc_packet *pk = rc_packet_get(c->packets);
@@ -433,6 +448,7 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     int64_t now = rc_now_us();
     t->busy = 1;
     t->busy_seq = fb->seq;
+    t->metrics_start_us = now;
     rc_encode_params params = c->params;
     params.codec = (rcanvas_codec)t->codec->wire_id;
     if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
@@ -485,6 +501,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
     rc_frame_buf *fb = c->pending;
     c->pending = NULL;
     if (rc_damage_resolve_locked(c, fb)) { /* identical to `last`: no packet for any codec */
+        c->counters.unchanged++;
         rc_damage_skip_locked(c, fb);
         frame_release_locked(fb);
         pthread_cond_broadcast(&c->cv); /* it counts as delivered: a draw may be due */
@@ -512,6 +529,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
     c->encoding = NULL;
     if (eligible) { /* every packet allocation failed */
         rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name, fb->seq);
+        c->counters.dropped++;
         if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
         frame_release_locked(fb);
     } else { /* nobody to encode for: the frame waits as `last` for a viewer's tier */
@@ -526,6 +544,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
 static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error) {
     rc_packet *drop = pk;
     t->busy = 0;
+    count_encode_locked(c, t);
     if (status == RCANVAS_OK) {
         if (pk->id) t->ref_id = pk->id;
         if (pk->flags & RC_PACKET_KEYFRAME) t->keyframe_requested = 0; /* every viewer waiting for one takes it */
@@ -576,6 +595,8 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     c->encoding = NULL;
     /* no tier could encode it: it counts as delivered for flow control (else the app would wait forever) */
     if (c->encoding_ok == 0 && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
+    if (c->encoding_ok > 0) c->counters.encoded++;
+    else c->counters.dropped++;
     if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
     if (c->encoding_ok > 0 && fb->seq > c->latest_seq) {
         rc_packet *old_refined = c->refined;
@@ -735,7 +756,11 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
             codec_changed_locked(c);
         }
     }
-    if (c->pending) frame_release_locked(c->pending);
+    c->counters.presented++;
+    if (c->pending) {
+        c->counters.dropped++; /* replaced before it was encoded */
+        frame_release_locked(c->pending);
+    }
     c->pending = fb;
     if (!c->encoding && !tiers_busy_locked(c)) start_encode_locked(c);
 }
@@ -927,7 +952,10 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->last_present_us = now;
     pk->seq = fb->seq;
     pk->present_us = now;
+    c->counters.presented++;
+    c->counters.encoded++; /* encoded by its source (GPU JPEG) */
     if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
+        c->counters.dropped++;
         frame_release_locked(c->pending);
         c->pending = NULL;
     }

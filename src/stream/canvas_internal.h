@@ -95,6 +95,7 @@ struct rc_tier {
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;
     uint32_t busy_seq;
+    int64_t metrics_start_us;     /* when its current encode started (the encode-time histogram; issue 11) */
     rc_encode_task task;          /* intra, stripe-parallel codecs */
     rc_stream_job sjob;           /* stateful codecs */
 };
@@ -199,6 +200,8 @@ struct rcanvas_canvas {
     rcanvas_event events[RC_EVENT_QUEUE];
     int ev_head, ev_count;
     uint64_t events_dropped;
+
+    rc_canvas_counters counters; /* for /metrics (session.h; issue 11) */
 };
 
 /* canvas.c, for session.c (mu held) */

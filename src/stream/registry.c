@@ -3,6 +3,7 @@
  * sessions here, under the registry lock, so a canvas being freed (removed first) can never get a new session.
  * Lock order: registry → canvas.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,4 +93,20 @@ int64_t rc_registry_tick(rc_registry *r, int64_t now_us) {
     }
     pthread_mutex_unlock(&r->mu);
     return next;
+}
+
+/* Issue 11: the counters of each canvas for /metrics (session.h). */
+int rc_registry_metrics(rc_registry *r, rc_canvas_metrics *out, int max) {
+    pthread_mutex_lock(&r->mu);
+    int n = r->n;
+    for (int i = 0; i < n && i < max; i++) {
+        rcanvas_canvas *c = r->list[i];
+        pthread_mutex_lock(&c->mu);
+        snprintf(out[i].name, sizeof out[i].name, "%s", c->name);
+        out[i].viewers = c->nsessions;
+        out[i].counters = c->counters;
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return n;
 }

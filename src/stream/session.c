@@ -399,6 +399,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
     out->encoder = tc == &rc_codec_jpeg && c->source_codec ? c->source_codec : tc;
     out->ready = pick_locked(c, s, NULL) != NULL;
     out->protocol = s->caps.protocol ? s->caps.protocol : 1;
+    out->in_flight = s->n_inflight;
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -82,6 +82,7 @@ typedef struct rc_session_state {
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */
+    int in_flight;               /* packets given and not acked yet (issue 11: /metrics) */
 } rc_session_state;
 void rc_session_get_state(rc_session *s, rc_session_state *out);
 
@@ -112,5 +113,31 @@ int rc_registry_lookup(rc_registry *r, const char *name, size_t len, char *title
 int rc_registry_open(rc_registry *r, const char *name, size_t len, const rc_session_caps *caps, rc_session **out);
 /* rc_canvas_tick on every canvas; returns the µs until the earliest deadline, or -1. Network thread. */
 int64_t rc_registry_tick(rc_registry *r, int64_t now_us);
+
+/* ---- counters of a canvas, for the transport's GET /metrics (issue 11) ---- */
+
+/* Upper bounds (ms) of the encode-time histogram's buckets; a last, unbounded bucket (+Inf) follows. */
+#define RC_ENCODE_MS_BUCKETS 10
+#define RC_ENCODE_MS_BOUNDS {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
+/* Kept under the canvas lock as frames go by (no allocation); never reset. */
+typedef struct rc_canvas_counters {
+    uint64_t presented;          /* frames the app presented (accepted) */
+    uint64_t encoded;            /* frames encoded for its viewers (by at least one encoder) */
+    uint64_t dropped;            /* frames never encoded: replaced by a newer one while waiting, or failed */
+    uint64_t unchanged;          /* frames identical to the one before: not encoded, nothing sent */
+    uint64_t encode_count;       /* encodes (one per encoder per frame; lossless refinements not counted) */
+    double encode_ms_sum;        /* their total time, ms (start → packet done, pool wait included) */
+    uint64_t encode_ms_bucket[RC_ENCODE_MS_BUCKETS + 1]; /* encodes per bucket (not cumulative); last: > 1000 ms */
+} rc_canvas_counters;
+
+typedef struct rc_canvas_metrics {
+    char name[RC_NAME_MAX + 1];  /* "" = the default canvas */
+    int viewers;                 /* sessions open */
+    rc_canvas_counters counters;
+} rc_canvas_metrics;
+
+/* Snapshots of the counters of up to max canvases into out; returns how many canvases there are (may be > max).
+ * Takes the registry lock, then each canvas's. Any thread. */
+int rc_registry_metrics(rc_registry *r, rc_canvas_metrics *out, int max);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * http.c — the transport's HTTP side: the page of each canvas (index.html with its title filled in), the embedded
  * client files, and the checks every WebSocket upgrade passes: path, token (401 missing, 403 wrong, compared in
- * constant time), Origin (absent, the server's own, or allow-listed), the canvas, and the viewer limit.
+ * constant time), Origin (absent, the server's own, or allow-listed), the canvas, and the viewer limit. The checks
+ * that need only the request (path, token, Origin) are decided in route.c, without lws; here the request is
+ * gathered from lws and the decision carried out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,63 +11,59 @@
 #include <strings.h>
 
 #include "transport/assets.h"
+#include "transport/route.h"
 #include "transport/transport_internal.h"
 
-/* Parses "/ws" or "/c/NAME/ws" (ws = 1) or "/", "/c/NAME", "/c/NAME/" (ws = 0) into the canvas name.
- * Returns 0 and name/len, or -1 if the path is not of that shape. */
-static int parse_canvas_path(const char *path, int ws, const char **name, size_t *len) {
-    if (ws) {
-        if (!strcmp(path, "/ws")) {
-            *name = "";
-            *len = 0;
-            return 0;
-        }
-        if (strncmp(path, "/c/", 3)) return -1;
-        const char *n = path + 3, *slash = strchr(n, '/');
-        if (!slash || strcmp(slash, "/ws") || slash == n) return -1;
-        *name = n;
-        *len = (size_t)(slash - n);
-        return 0;
+/* ---- the request as route.c sees it (its decision is carried out below) ---- */
+
+#define RC_MAX_ARGS 256
+typedef struct lws_request {
+    rc_http_request rq;
+    char path[256];
+    const char *argv[RC_MAX_ARGS];
+    char argbuf[8192];
+    char origin[4100], host[4100];
+} lws_request;
+
+/* The query arguments as lws_get_urlarg_by_name sees them: fragments of WSI_TOKEN_HTTP_URI_ARGS in order, up to
+ * the first that does not fit its 200-byte buffer. */
+static void gather_args(struct lws *wsi, lws_request *r) {
+    size_t used = 0;
+    r->rq.args = r->argv;
+    r->rq.nargs = 0;
+    while (r->rq.nargs < RC_MAX_ARGS && used + 200 <= sizeof r->argbuf) {
+        char *b = r->argbuf + used;
+        int n = lws_hdr_copy_fragment(wsi, b, 200, WSI_TOKEN_HTTP_URI_ARGS, r->rq.nargs);
+        if (n < 0) break;
+        r->argv[r->rq.nargs++] = b;
+        used += strlen(b) + 1;
     }
-    if (!strcmp(path, "/") || !strcmp(path, "/index.html")) {
-        *name = "";
-        *len = 0;
-        return 0;
-    }
-    if (strncmp(path, "/c/", 3)) return -1;
-    const char *n = path + 3;
-    size_t l = strlen(n);
-    if (l > 0 && n[l - 1] == '/') l--;
-    if (l == 0 || memchr(n, '/', l)) return -1;
-    *name = n;
-    *len = l;
-    return 0;
 }
 
-/* 0 ok, 401 no token, 403 wrong token. */
-static int check_token(struct lws *wsi, rc_transport *s) {
-    char buf[200];
-    const char *v = lws_get_urlarg_by_name(wsi, "token=", buf, (int)sizeof buf);
-    if (!v) v = lws_get_urlarg_by_name(wsi, "token", buf, (int)sizeof buf);
-    if (!v) return 401;
-    if (*v == '=') v++;
-    return rc_consttime_equal(v, strlen(v), s->token, strlen(s->token)) ? 0 : 403;
+static void gather_header(struct lws *wsi, enum lws_token_indexes h, char *buf, size_t cap, const char **s,
+                          int *len) {
+    *len = lws_hdr_total_length(wsi, h);
+    *s = *len > 0 && *len < (int)cap && lws_hdr_copy(wsi, buf, (int)cap, h) >= 0 ? buf : NULL;
 }
 
-/* Origin must be absent, same host:port as Host, or allow-listed. */
-static int check_origin(struct lws *wsi, rc_transport *s) {
-    char origin[300], host[300];
-    int ol = lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN);
-    if (ol <= 0) return 0;
-    if (ol >= (int)sizeof origin || lws_hdr_copy(wsi, origin, sizeof origin, WSI_TOKEN_ORIGIN) < 0) return -1;
-    for (int i = 0; i < s->n_origins; i++)
-        if (!strcasecmp(origin, s->origins[i])) return 0;
-    int hl = lws_hdr_total_length(wsi, WSI_TOKEN_HOST);
-    if (hl <= 0 || hl >= (int)sizeof host || lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) < 0) return -1;
-    const char *o = strstr(origin, "://");
-    if (!o) return -1;
-    o += 3;
-    return strcasecmp(o, host) ? -1 : 0;
+/* Gathers the request from lws and routes it (route.h). path: the URI (HTTP callback), or NULL to read it from
+ * the request (upgrade). */
+static void route_request(struct lws *wsi, rc_transport *s, const char *path, int upgrade, lws_request *r,
+                          rc_route *out) {
+    memset(&r->rq, 0, sizeof r->rq);
+    r->rq.upgrade = upgrade;
+    if (path) r->rq.path = path;
+    else if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) < (int)sizeof r->path &&
+             lws_hdr_copy(wsi, r->path, sizeof r->path, WSI_TOKEN_GET_URI) >= 0)
+        r->rq.path = r->path;
+    r->rq.method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) ? "GET"
+                   : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? "POST" : NULL;
+    gather_args(wsi, r);
+    if (upgrade) {
+        gather_header(wsi, WSI_TOKEN_ORIGIN, r->origin, sizeof r->origin, &r->rq.origin, &r->rq.origin_len);
+        gather_header(wsi, WSI_TOKEN_HOST, r->host, sizeof r->host, &r->rq.host, &r->rq.host_len);
+    }
+    rc_http_route(&r->rq, s->token, (const char *const *)s->origins, s->n_origins, out);
 }
 
 static const char k_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
@@ -159,29 +157,41 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
 }
 
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
-    if (!strcmp(path, "/favicon.ico")) return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
-    if (!strncmp(path, "/client/", 8)) {
-        const rc_asset *a = find_asset(path + 8);
+    lws_request *r = malloc(sizeof *r);
+    if (!r) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+    rc_route rt;
+    route_request(wsi, s, path, 0, r, &rt);
+    free(r); /* rt points into path only (file, canvas) */
+    switch (rt.kind) {
+    case RC_ROUTE_REFUSE: return http_status(wsi, (unsigned)rt.status, rt.reason);
+    case RC_ROUTE_EMPTY: return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
+    case RC_ROUTE_CLIENT_FILE: {
+        const rc_asset *a = find_asset(rt.file);
         if (!a || !strcmp(a->name, "index.html")) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
         return send_body(wsi, p, a->content_type, "no-cache", a->data, a->len);
     }
-    const char *name;
-    size_t nlen;
-    if (parse_canvas_path(path, 0, &name, &nlen)) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
-    int t = check_token(wsi, s);
-    if (t == 401) return http_status(wsi, HTTP_STATUS_UNAUTHORIZED, "token required: open the URL the server printed");
-    if (t == 403) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "wrong token: open the URL the server printed");
+    case RC_ROUTE_PAGE: break;
+    case RC_ROUTE_METRICS: { /* issue 11: the interactive token was checked (route.c) */
+        size_t mlen = 0;
+        char *m = rc_metrics_render(s, &mlen);
+        if (!m) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+        int ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen);
+        free(m);
+        return ret;
+    }
+    default: return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
+    }
     char title[256], cname[RC_NAME_MAX + 1];
-    if (nlen > RC_NAME_MAX || !rc_registry_lookup(s->registry, name, nlen, title, sizeof title))
+    if (!rc_registry_lookup(s->registry, rt.canvas, rt.canvas_len, title, sizeof title))
         return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
-    memcpy(cname, name, nlen);
-    cname[nlen] = '\0';
+    memcpy(cname, rt.canvas, rt.canvas_len);
+    cname[rt.canvas_len] = '\0';
     size_t len = 0;
     char *page = render_page(cname, title, &len);
     if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
-    int r = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len);
+    int ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len);
     free(page);
-    return r;
+    return ret;
 }
 
 
@@ -195,26 +205,27 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
 }
 
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
-    char path[256];
-    const char *name;
-    size_t nlen;
-    if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) >= (int)sizeof path ||
-        lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) < 0 || parse_canvas_path(path, 1, &name, &nlen)) {
-        lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
+    lws_request *r = malloc(sizeof *r);
+    if (!r) {
+        lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
         return -1;
     }
-    int t = check_token(wsi, s);
-    if (t) {
-        rc_log(s->log, RCANVAS_LOG_WARN, "WebSocket refused: %s token", t == 401 ? "missing" : "wrong");
-        lws_return_http_status(wsi, (unsigned)t, t == 401 ? "token required" : "wrong token");
+    rc_route rt;
+    route_request(wsi, s, NULL, 1, r, &rt);
+    if (rt.kind != RC_ROUTE_WEBSOCKET) {
+        if (rt.log) rc_log(s->log, RCANVAS_LOG_WARN, "%s", rt.log);
+        lws_return_http_status(wsi, (unsigned)rt.status, rt.reason);
+        free(r);
         return -1;
     }
-    if (check_origin(wsi, s)) {
-        rc_log(s->log, RCANVAS_LOG_WARN, "WebSocket refused: Origin does not match the server");
-        lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "origin not allowed");
-        return -1;
-    }
-    if (nlen > RC_NAME_MAX || !rc_registry_lookup(s->registry, name, nlen, NULL, 0)) {
+    char codecs[200];
+    snprintf(codecs, sizeof codecs, "%s", rt.codecs ? rt.codecs : "");
+    int has_codecs = rt.codecs != NULL;
+    size_t nlen = rt.canvas_len;
+    memcpy(p->canvas, rt.canvas, nlen);
+    p->canvas[nlen] = '\0';
+    free(r); /* rt points into it */
+    if (!rc_registry_lookup(s->registry, p->canvas, nlen, NULL, 0)) {
         lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
         return -1;
     }
@@ -227,14 +238,10 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
         lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "too many viewers");
         return -1;
     }
-    memcpy(p->canvas, name, nlen);
-    p->canvas[nlen] = '\0';
     p->reserved = 1;
-    char codecs[200];
     memset(&p->caps, 0, sizeof p->caps);
-    const char *v = lws_get_urlarg_by_name(wsi, "codecs=", codecs, (int)sizeof codecs);
-    if (v) { /* lws gives the value after "codecs=" */
-        p->caps.codecs = rc_wire_codec_list(v); /* JPEG and PNG count as decodable anyway (session.c) */
+    if (has_codecs) {
+        p->caps.codecs = rc_wire_codec_list(codecs); /* JPEG and PNG count as decodable anyway (session.c) */
         p->caps.protocol = 2;
     }
     return 0;

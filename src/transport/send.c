@@ -38,8 +38,11 @@ static int write_frame(rc_viewer *v) {
     size_t sent = 0;
     while (v->sending) {
         rc_packet *pk = v->sending;
+        size_t before = sent;
         if (write_tile(v, pk, v->tile, &st, &sent)) return -1;
+        v->bytes_sent += sent - before; /* /metrics */
         if (++v->tile == pk->ntiles) {
+            v->frames_sent++;
             rc_packet_unref(pk);
             v->sending = NULL;
         }

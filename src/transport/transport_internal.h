@@ -54,6 +54,9 @@ struct rc_viewer {
     int close_code;
     int close_now;            /* grace period over: send the close frame */
     char close_reason[100];
+    /* counters for /metrics (metrics.c; issue 11): network thread only, like the rest */
+    uint64_t frames_sent;     /* packets whose every tile went out */
+    uint64_t bytes_sent;      /* frame messages' bytes (headers and payloads) */
 };
 
 /* Per-connection data of lws (HTTP and WebSocket). */
@@ -109,6 +112,10 @@ void rc_viewer_closed(rc_viewer *v);
 void rc_viewer_service(rc_viewer *v);
 void rc_viewer_queue_text(rc_viewer *v, const char *json);
 void rc_viewer_request_close(rc_viewer *v, int code, const char *reason);
+
+/* metrics.c: the Prometheus text of GET /metrics (malloc'd, *len bytes), or NULL (out of memory). Network
+ * thread. */
+char *rc_metrics_render(rc_transport *t, size_t *len);
 
 /* send.c */
 int rc_viewer_writable(rc_viewer *v);
