@@ -125,7 +125,7 @@ static void rung_check_locked(rcanvas_canvas *c, rc_session *s, int64_t now_us) 
     double t = s->link.target_bps;
     double lo = floors[s->rung] / RC_RUNG_HYSTERESIS;
     double hi = s->rung > 0 ? floors[s->rung - 1] * RC_RUNG_HYSTERESIS : INFINITY;
-    if ((t >= lo && t < hi) || now_us - s->rung_at_us < RC_RUNG_MOVE_US || s->tier < 0) return;
+    if ((t >= lo && t < hi) || now_us - s->rung_at_us < RC_RUNG_MOVE_US || s->tier < 0 || !c->rate_adapt) return;
     int r = rung_of(t);
     if (r == s->rung) return;
     s->rung = r;
