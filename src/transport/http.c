@@ -158,7 +158,16 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* With TLS, a plain-HTTP request on the port (let through by ALLOW_NON_SSL_ON_SSL_PORT, server.c) gets 400 and
+ * nothing else: 1 when wsi is such a request (answered), else 0 (issue 11). */
+static int refuse_plain(struct lws *wsi, rc_transport *s) {
+    if (!s->tls || lws_is_ssl(wsi)) return 0;
+    lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "this server speaks https: open the https:// URL");
+    return 1;
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
+    if (refuse_plain(wsi, s)) return -1;
     if (!strcmp(path, "/favicon.ico")) return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
     if (!strncmp(path, "/client/", 8)) {
         const rc_asset *a = find_asset(path + 8);
@@ -198,6 +207,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     char path[256];
     const char *name;
     size_t nlen;
+    if (refuse_plain(wsi, s)) return -1;
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) >= (int)sizeof path ||
         lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI) < 0 || parse_canvas_path(path, 1, &name, &nlen)) {
         lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
