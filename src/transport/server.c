@@ -170,6 +170,10 @@ static void set_tls(struct lws_context_creation_info *info, const rc_transport_c
     info->ssl_cert_filepath = cfg->tls_cert;
     info->ssl_private_key_filepath = cfg->tls_key;
     info->ssl_options_set = SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+    /* HTTP/1.1 only: lws offers h2 by ALPN by default, and over h2 a page or client file sent in one lws_write
+     * (send_body) broke Chromium's load (ERR_HTTP2_FRAME_SIZE_ERROR on a 20 kB file); the WebSocket's tile
+     * messages (up to RC_SEND_MAX in one write) and flow control are built for the HTTP/1.1 upgrade too. */
+    info->alpn = "http/1.1";
 }
 
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {

@@ -4,8 +4,8 @@
  * localhost, 127.0.0.1 and ::1, and its key is 0600; a server given it serves the page over https (200, the page
  * itself; 403 for a wrong token) and upgrades wss (101), its URL says https and its fingerprint is the one the
  * client receives; a plain-HTTP request on that port gets 400 "this server speaks https" and the connection is
- * closed, after which https still works; bad certificate or key files give RCANVAS_ETLS with a log line naming the
- * file and the reason, and half a pair RCANVAS_EINVAL. The client side is OpenSSL's (SSL over a TCP socket).
+ * closed, after which https still works; ALPN picks HTTP/1.1 when h2 is offered too; bad certificate or key files
+ * give RCANVAS_ETLS with a log line naming the file and the reason, and half a pair RCANVAS_EINVAL. The client side is OpenSSL's (SSL over a TCP socket).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -76,6 +76,8 @@ static int response_complete(const char *resp, size_t len) {
     return len >= (size_t)(end + 4 - resp) + strtoul(cl + 15, NULL, 10);
 }
 
+static char g_alpn[32]; /* the protocol the server picked by ALPN on the last https_request */
+
 /* Sends req over TLS to 127.0.0.1:port and reads the response into resp (NUL-terminated). The server's
  * certificate comes back in *peer (caller frees) when peer is not NULL. Returns the bytes read, -1 if the TLS
  * handshake failed. */
@@ -86,8 +88,15 @@ static int https_request(int port, const char *req, char *resp, size_t cap, X509
     SSL *ssl = SSL_new(ctx);
     SSL_set_fd(ssl, fd);
     SSL_set_tlsext_host_name(ssl, "localhost");
+    /* offered as a browser does: the server must pick HTTP/1.1 (its sends are not framed for h2) */
+    static const unsigned char alpn[] = "\x02h2\x08http/1.1";
+    SSL_set_alpn_protos(ssl, alpn, sizeof alpn - 1);
     int n = -1;
     if (fd >= 0 && SSL_connect(ssl) == 1) {
+        const unsigned char *sel = NULL;
+        unsigned sel_len = 0;
+        SSL_get0_alpn_selected(ssl, &sel, &sel_len);
+        snprintf(g_alpn, sizeof g_alpn, "%.*s", (int)sel_len, sel ? (const char *)sel : "");
         if (peer) *peer = SSL_get1_peer_certificate(ssl);
         SSL_write(ssl, req, (int)strlen(req));
         n = 0;
@@ -233,6 +242,7 @@ int main(void) {
         int n = https_request(port, req, resp, sizeof resp, &peer);
         CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 200", 12), "%.80s", n > 0 ? resp : "(no TLS)");
         CHECK(n > 0 && strstr(resp, "<title>tls page") != NULL);
+        CHECK_MSG(!strcmp(g_alpn, "http/1.1"), "ALPN picked '%s'", g_alpn);
         char fp_peer[100] = "";
         unsigned char md[32];
         unsigned mdn = 0;
