@@ -5,7 +5,8 @@
  * itself; 403 for a wrong token) and upgrades wss (101), its URL says https and its fingerprint is the one the
  * client receives; a plain-HTTP request on that port gets 400 "this server speaks https" and the connection is
  * closed, after which https still works; ALPN picks HTTP/1.1 when h2 is offered too; bad certificate or key files
- * give RCANVAS_ETLS with a log line naming the file and the reason, and half a pair RCANVAS_EINVAL. The client side is OpenSSL's (SSL over a TCP socket).
+ * give RCANVAS_ETLS with a log line naming the file and the reason, and half a pair RCANVAS_EINVAL. The client
+ * side is OpenSSL's (SSL over a TCP socket).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -280,8 +281,8 @@ int main(void) {
         CHECK_MSG(n > 0 && strstr(resp, " 400 ") && !strstr(resp, " 101 "), "%.80s", n > 0 ? resp : "(nothing)");
         CHECK_EQ_INT(closed, 1);
         /* and https still works after them */
-        snprintf(req, sizeof req, "GET /client/rcanvas.js HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
-                 port);
+        snprintf(req, sizeof req,
+                 "GET /client/rcanvas.js HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", port);
         n = https_request(port, req, resp, sizeof resp, NULL);
         CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 200", 12), "%.80s", n > 0 ? resp : "(no TLS)");
         rcanvas_server_free(s);
