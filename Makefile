@@ -3,7 +3,7 @@
 # without Vulkan).
 
 APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
-                zlib1g-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
+                zlib1g-dev libssl-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
                 clang libclang-rt-dev
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).

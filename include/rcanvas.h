@@ -55,7 +55,8 @@ extern "C" {
     X(EBUSY, -14, "every frame slot or staging buffer is in use; the frame was not taken")                       \
     X(EDEVICE_LOST, -15, "the Vulkan device was lost")    /* the rcanvas_vk must be freed */                     \
     X(EVULKAN, -16, "Vulkan error")                       /* out of device/host memory, unsupported device */    \
-    X(EADDRINUSE, -17, "address already in use")          /* the port is taken by another program */
+    X(EADDRINUSE, -17, "address already in use")          /* the port is taken by another program */          \
+    X(ETLS, -18, "TLS certificate or key cannot be used") /* unreadable, not PEM, expired, key does not match */
 
 typedef enum rcanvas_error {
 #define RCANVAS_ERROR_ENUM_(name, value, text) RCANVAS_##name = value,
@@ -112,6 +113,15 @@ typedef struct rcanvas_server_config {
     rcanvas_log_fn log;           /* default NULL = no logging */
     void *log_user;
     rcanvas_log_level log_level;  /* most verbose level passed to log; default RCANVAS_LOG_INFO */
+    /* TLS (issue 11): both set = the one port speaks https and wss only (libwebsockets with OpenSSL; TLS 1.2 and
+     * up); a plain-HTTP request on it is answered 400 "this server speaks https" and closed. Both NULL (default) =
+     * plain http and ws. Paths of PEM files, read once by rcanvas_server_new (a renewed certificate needs a new
+     * server): tls_cert holds the server's certificate, then any intermediate certificates; tls_key its private
+     * key, unencrypted (keep it 0600). A file that cannot be read, is not PEM, a certificate that has expired or
+     * a key that does not belong to it makes rcanvas_server_new return RCANVAS_ETLS, with a log line naming the
+     * file and the reason. rcanvas_tls_self_signed() makes a pair for testing or a private network. */
+    const char *tls_cert;
+    const char *tls_key;
 } rcanvas_server_config;
 
 /* Fills *cfg with the defaults above. */
@@ -136,9 +146,31 @@ RCANVAS_API int rcanvas_server_port(const rcanvas_server *server);
 /* The access token (NUL-terminated, owned by the server). */
 RCANVAS_API const char *rcanvas_server_token(const rcanvas_server *server);
 
-/* Writes the URL of a canvas ("http://HOST:PORT/[c/NAME]?token=TOKEN") into buf (cap bytes, NUL-terminated).
- * name NULL or "" = the default canvas. Returns the length, or RCANVAS_EINVAL if cap is too small. */
+/* Writes the URL of a canvas ("http://HOST:PORT/[c/NAME]?token=TOKEN"; https:// with TLS) into buf (cap bytes,
+ * NUL-terminated). name NULL or "" = the default canvas. Returns the length, or RCANVAS_EINVAL if cap is too
+ * small. */
 RCANVAS_API int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
+
+/* ---- TLS (issue 11) -------------------------------------------------------------------------------------- */
+
+/* The SHA-256 fingerprint of the certificate the server presents, as `openssl x509 -noout -fingerprint -sha256`
+ * prints it ("AB:CD:…", 95 characters), so that a user can check what the browser shows before accepting a
+ * self-signed certificate. Writes it into buf (cap ≥ 96 bytes). Returns its length, RCANVAS_EINVAL (NULL
+ * server or buf, cap too small), or 0 and "" when the server has no TLS. Any thread. */
+RCANVAS_API int rcanvas_server_tls_fingerprint(const rcanvas_server *server, char *buf, size_t cap);
+
+/* A self-signed certificate kept in dir, for rcanvas_server_config.tls_cert/tls_key: DIR/cert.pem and
+ * DIR/key.pem (0600). Made at the first call (an EC P-256 key; valid 10 years; subjectAltName localhost,
+ * 127.0.0.1, ::1, this machine's host name and extra_name, an address or DNS name such as the host the server
+ * binds; NULL for none) and kept: later calls return the same files while the certificate has not expired.
+ * dir is created (0700) with its parents. The paths come back in cert_path and key_path (cap bytes each);
+ * *created (may be NULL) says whether the files were made now. log/log_user: as in rcanvas_server_config (NULL
+ * = silent); a failure is logged with the path and the reason. Returns RCANVAS_OK, RCANVAS_EINVAL (NULL or empty
+ * dir, cap too small), RCANVAS_EIO (cannot create the folder or write a file), RCANVAS_ETLS (OpenSSL failed).
+ * Any thread; two processes racing on one dir may each write a pair, and the last one wins. */
+RCANVAS_API int rcanvas_tls_self_signed(const char *dir, const char *extra_name, rcanvas_log_fn log,
+                                        void *log_user, char *cert_path, char *key_path, size_t cap,
+                                        int *created);
 
 /* ---- Canvases ---------------------------------------------------------------------------------------------- */
 

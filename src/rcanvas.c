@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "stream/canvas.h"
 #include "stream/session.h"
+#include "transport/tls.h"
 #include "transport/transport.h"
 
 struct rcanvas_server {
@@ -77,6 +78,11 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
         return RCANVAS_EINVAL;
     for (int i = 0; i < cfg->n_allowed_origins; i++)
         if (!cfg->allowed_origins[i]) return RCANVAS_EINVAL;
+    if (!cfg->tls_cert != !cfg->tls_key || (cfg->tls_cert && (!*cfg->tls_cert || !*cfg->tls_key))) {
+        rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+        rc_log(&lg, RCANVAS_LOG_ERROR, "TLS needs both tls_cert and tls_key (PEM files), or neither");
+        return RCANVAS_EINVAL;
+    }
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
     if (strlen(host) >= 256) return RCANVAS_EINVAL;
     const char *bad_token = cfg->token ? token_problem(cfg->token) : NULL;
@@ -106,7 +112,8 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     rc_transport_config tc = {.host = s->host, .port = cfg->port, .token = s->token,
                               .allowed_origins = cfg->allowed_origins, .n_allowed_origins = cfg->n_allowed_origins,
                               .max_viewers = cfg->max_viewers, .max_message_bytes = cfg->max_message_bytes,
-                              .max_bad_messages = cfg->max_bad_messages, .registry = s->registry, .log = &s->log};
+                              .max_bad_messages = cfg->max_bad_messages, .registry = s->registry, .log = &s->log,
+                              .tls_cert = cfg->tls_cert, .tls_key = cfg->tls_key};
     int r = rc_transport_new(&tc, &s->transport);
     if (r) {
         server_destroy(s);
@@ -119,8 +126,9 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
         server_destroy(s);
         return r;
     }
-    rc_log(&s->log, RCANVAS_LOG_INFO, "listening on http://%s:%d/ with %d encoder threads", s->host,
-           rc_transport_port(s->transport), threads);
+    rc_log(&s->log, RCANVAS_LOG_INFO, "listening on %s://%s:%d/ with %d encoder threads",
+           rc_transport_tls_fingerprint(s->transport) ? "https" : "http", s->host, rc_transport_port(s->transport),
+           threads);
     *out = s;
     return RCANVAS_OK;
 }
@@ -158,15 +166,41 @@ int rcanvas_server_url(const rcanvas_server *s, const char *name, char *buf, siz
     const char *host = strcmp(s->host, "0.0.0.0") ? s->host : "127.0.0.1";
     int bracket = strchr(host, ':') != NULL;
     int port = rc_transport_port(s->transport);
+    const char *scheme = rc_transport_tls_fingerprint(s->transport) ? "https" : "http";
     int n;
     if (name && *name)
-        n = snprintf(buf, cap, "http://%s%s%s:%d/c/%s?token=%s", bracket ? "[" : "", host, bracket ? "]" : "", port,
-                     name, s->token);
+        n = snprintf(buf, cap, "%s://%s%s%s:%d/c/%s?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
+                     port, name, s->token);
     else
-        n = snprintf(buf, cap, "http://%s%s%s:%d/?token=%s", bracket ? "[" : "", host, bracket ? "]" : "", port,
-                     s->token);
+        n = snprintf(buf, cap, "%s://%s%s%s:%d/?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
+                     port, s->token);
     if (n < 0 || (size_t)n >= cap) return RCANVAS_EINVAL;
     return n;
+}
+
+/* ---- TLS (issue 11) ---- */
+
+int rcanvas_server_tls_fingerprint(const rcanvas_server *s, char *buf, size_t cap) {
+    if (!s || !buf || cap == 0) return RCANVAS_EINVAL;
+    const char *fp = rc_transport_tls_fingerprint(s->transport);
+    if (!fp) {
+        buf[0] = '\0';
+        return 0;
+    }
+    size_t n = strlen(fp);
+    if (n >= cap) return RCANVAS_EINVAL;
+    memcpy(buf, fp, n + 1);
+    return (int)n;
+}
+
+int rcanvas_tls_self_signed(const char *dir, const char *extra_name, rcanvas_log_fn log, void *log_user,
+                            char *cert_path, char *key_path, size_t cap, int *created) {
+    if (!dir || !*dir || !cert_path || !key_path || cap == 0) return RCANVAS_EINVAL;
+    rc_logger lg = {.fn = log, .user = log_user, .level = RCANVAS_LOG_INFO};
+    int made = 0;
+    int r = rc_tls_self_signed(dir, extra_name, &lg, cert_path, key_path, cap, &made);
+    if (created) *created = made;
+    return r;
 }
 
 /* ---- canvases ---- */

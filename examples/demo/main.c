@@ -55,6 +55,12 @@ static const char USAGE[] =
     "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
     "  --threads N          encoder threads 0-256 (default 0: all cores)\n"
     "  --max-viewers N      simultaneous viewers, 1-100000; one more is refused with 503 (default 256)\n"
+    "  --tls-cert FILE      serve https and wss with this PEM certificate (and chain); needs --tls-key\n"
+    "  --tls-key FILE       the certificate's private key (PEM, unencrypted)\n"
+    "  --tls self-signed    https with a self-signed certificate made at the first start and kept in --tls-dir;\n"
+    "                       its SHA-256 fingerprint is printed with the URL (compare it with the browser's)\n"
+    "  --tls-dir DIR        where --tls self-signed keeps cert.pem and key.pem (default\n"
+    "                       $XDG_STATE_HOME/rcanvas, else ~/.local/state/rcanvas)\n"
     "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
     "  --print-events       print each event the app receives to stdout\n"
     "  --verbose            log connections and warnings to stderr\n"
@@ -85,6 +91,8 @@ typedef struct video_opts {
     int bitrate_kbps, keyframe_interval; /* 0: the library's default */
     int refine_codec;                    /* 0: the library's default (PNG) */
     int video_threads;                   /* 0: the library's default */
+    int tls_self_signed;                 /* --tls self-signed (issue 11) */
+    const char *tls_dir;                 /* --tls-dir, NULL: the default (tls_default_dir) */
 } video_opts;
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
@@ -151,6 +159,17 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
         } else if (!strcmp(a, "--subsampling")) {
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
             ccfg->subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
+        } else if (!strcmp(a, "--tls-cert") || !strcmp(a, "--tls-key") || !strcmp(a, "--tls-dir")) {
+            int kind = a[6] == 'c' ? 0 : a[6] == 'k' ? 1 : 2;
+            if (!(v = cli_value(argc, argv, &i)) || !*v)
+                return cli_missing(PROG, a, kind == 2 ? "a directory" : "a PEM file");
+            if (kind == 0) scfg->tls_cert = v;
+            else if (kind == 1) scfg->tls_key = v;
+            else vo->tls_dir = v;
+        } else if (!strcmp(a, "--tls")) {
+            static const char *const tls_modes[] = {"self-signed", NULL};
+            if (cli_choice(PROG, a, cli_value(argc, argv, &i), tls_modes) < 0) return CLI_USAGE;
+            vo->tls_self_signed = 1;
         } else if (a[0] == '-') {
             return cli_error(PROG, "%s: unknown option", a);
         } else {
@@ -160,6 +179,12 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
     /* --gpu renders the fractal itself: a frame directory or the test pattern would be ignored */
     if (*gpu && *frames_dir) return cli_error(PROG, "--gpu: cannot be combined with --frames");
     if (*gpu && *test_scene) return cli_error(PROG, "--gpu: cannot be combined with --scene test");
+    /* TLS: a certificate and its key, or a self-signed one, not both */
+    if (vo->tls_self_signed && (scfg->tls_cert || scfg->tls_key))
+        return cli_error(PROG, "--tls self-signed: cannot be combined with --tls-cert or --tls-key");
+    if (scfg->tls_cert && !scfg->tls_key) return cli_error(PROG, "--tls-cert: needs --tls-key (its private key)");
+    if (scfg->tls_key && !scfg->tls_cert) return cli_error(PROG, "--tls-key: needs --tls-cert (its certificate)");
+    if (vo->tls_dir && !vo->tls_self_signed) return cli_error(PROG, "--tls-dir: needs --tls self-signed");
     return -1;
 }
 
@@ -198,6 +223,38 @@ static void print_event(const rcanvas_event *e) {
     fflush(stdout);
 }
 
+/* Where --tls self-signed keeps its certificate without --tls-dir: $XDG_STATE_HOME/rcanvas, else
+ * $HOME/.local/state/rcanvas (the XDG base-directory default). 0, or -1 when neither variable is set. */
+static int tls_default_dir(char *out, size_t cap) {
+    const char *x = getenv("XDG_STATE_HOME"), *h = getenv("HOME");
+    int n;
+    if (x && *x == '/') n = snprintf(out, cap, "%s/rcanvas", x);
+    else if (h && *h) n = snprintf(out, cap, "%s/.local/state/rcanvas", h);
+    else return -1;
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* --tls self-signed: makes or reuses DIR/cert.pem and DIR/key.pem (rcanvas_tls_self_signed) and points the
+ * server's config at them. 0, or 1 after printing why not. */
+static int setup_self_signed(const video_opts *vo, rcanvas_server_config *scfg, char *cert, char *key, size_t cap) {
+    char dir[2048];
+    if (vo->tls_dir) snprintf(dir, sizeof dir, "%s", vo->tls_dir);
+    else if (tls_default_dir(dir, sizeof dir)) {
+        fprintf(stderr, PROG ": --tls self-signed: neither XDG_STATE_HOME nor HOME is set: give --tls-dir\n");
+        return 1;
+    }
+    int created = 0;
+    int r = rcanvas_tls_self_signed(dir, scfg->host, log_cb, NULL, cert, key, cap, &created);
+    if (r) {
+        fprintf(stderr, PROG ": --tls self-signed: cannot make a certificate in %s: %s\n", dir, rcanvas_strerror(r));
+        return 1;
+    }
+    printf(PROG ": %s self-signed certificate %s\n", created ? "made a" : "using the", cert);
+    scfg->tls_cert = cert;
+    scfg->tls_key = key;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     rcanvas_server_config scfg;
     rcanvas_server_config_init(&scfg);
@@ -221,11 +278,20 @@ int main(int argc, char **argv) {
         }
     }
 
+    char tls_cert[2200], tls_key[2200];
+    if (vo.tls_self_signed && setup_self_signed(&vo, &scfg, tls_cert, tls_key, sizeof tls_cert)) {
+        frame_set_free(fs);
+        return 1;
+    }
+
     rcanvas_server *srv = NULL;
     int r = rcanvas_server_new(&scfg, &srv);
     if (r) {
         if (r == RCANVAS_ENET) /* the library logged why (above) */
             fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d\n", scfg.host, scfg.port);
+        else if (r == RCANVAS_ETLS) /* the library logged which file and why (above) */
+            fprintf(stderr, "rcanvas-demo: cannot start TLS with --tls-cert %s --tls-key %s: %s\n", scfg.tls_cert,
+                    scfg.tls_key, rcanvas_strerror(r));
         else if (r == RCANVAS_EADDRINUSE)
             fprintf(stderr, "rcanvas-demo: cannot listen on %s:%d: %s\n"
                             "try another --port (PORT= with make demo), or --port 0 for any free port\n",
@@ -275,8 +341,10 @@ int main(int argc, char **argv) {
         frame_set_free(fs);
         return 1;
     }
-    char url[512];
+    char url[512], fp[100];
     rcanvas_server_url(srv, NULL, url, sizeof url);
+    if (rcanvas_server_tls_fingerprint(srv, fp, sizeof fp) > 0) /* before the URL, so that both are on screen */
+        printf("rcanvas-demo: certificate SHA-256 fingerprint %s\n", fp);
     printf("rcanvas-demo: open %s\n", url);
     fflush(stdout);
 

@@ -156,7 +156,16 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* With TLS, a plain-HTTP request on the port (let through by ALLOW_NON_SSL_ON_SSL_PORT, server.c) gets 400 and
+ * nothing else: 1 when wsi is such a request (answered), else 0 (issue 11). */
+static int refuse_plain(struct lws *wsi, rc_transport *s) {
+    if (!s->tls || lws_is_ssl(wsi)) return 0;
+    lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "this server speaks https: open the https:// URL");
+    return 1;
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
+    if (refuse_plain(wsi, s)) return -1;
     lws_request *r = malloc(sizeof *r);
     if (!r) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
     rc_route rt;
@@ -205,6 +214,7 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
 }
 
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
+    if (refuse_plain(wsi, s)) return -1;
     lws_request *r = malloc(sizeof *r);
     if (!r) {
         lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "transport/tls.h"
 #include "transport/transport_internal.h"
 
 /* ---- lws log routing: lws logs globally, so the newest transport's logger gets its lines ---- */
@@ -158,6 +159,23 @@ static void fit_fd_limit(rc_transport *t) {
     t->max_viewers = fit;
 }
 
+/* TLS on the listening port (issue 11): lws loads the files (checked by rc_tls_check before) into its OpenSSL
+ * context; TLS 1.2 and up. A connection whose first byte is not a TLS handshake is let through as plain HTTP
+ * (ALLOW_NON_SSL_ON_SSL_PORT with ALLOW_HTTP_ON_HTTPS_LISTENER) only so that http.c can answer it 400 "this
+ * server speaks https" at once instead of lws's bare close ("empty reply"); nothing is served over it: every
+ * request and upgrade passes refuse_plain() first (rc_http_serve, rc_http_filter_upgrade). */
+static void set_tls(struct lws_context_creation_info *info, const rc_transport_config *cfg) {
+    info->options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT |
+                     LWS_SERVER_OPTION_ALLOW_HTTP_ON_HTTPS_LISTENER;
+    info->ssl_cert_filepath = cfg->tls_cert;
+    info->ssl_private_key_filepath = cfg->tls_key;
+    info->ssl_options_set = SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+    /* HTTP/1.1 only: lws offers h2 by ALPN by default, and over h2 a page or client file sent in one lws_write
+     * (send_body) broke Chromium's load (ERR_HTTP2_FRAME_SIZE_ERROR on a 20 kB file); the WebSocket's tile
+     * messages (up to RC_SEND_MAX in one write) and flow control are built for the HTTP/1.1 upgrade too. */
+    info->alpn = "http/1.1";
+}
+
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     *out = NULL;
     rc_transport *t = calloc(1, sizeof(*t));
@@ -184,6 +202,15 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
             }
             t->n_origins = i + 1;
         }
+    }
+
+    if (cfg->tls_cert) { /* before the port: a bad file is named, and nothing listens */
+        int r = rc_tls_check(cfg->tls_cert, cfg->tls_key, t->log, t->tls_fingerprint, sizeof t->tls_fingerprint);
+        if (r) {
+            destroy(t);
+            return r;
+        }
+        t->tls = 1;
     }
 
     int bind_err = probe_bind(t->host, cfg->port);
@@ -215,6 +242,7 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     info.count_threads = 1;
     info.max_http_header_data = 4096;
     info.timeout_secs = 10;
+    if (t->tls) set_tls(&info, cfg);
     t->ctx = lws_create_context(&info);
     if (!t->ctx) {
         rc_log(t->log, RCANVAS_LOG_ERROR, "cannot listen on %s:%d", t->host, cfg->port);
@@ -235,6 +263,8 @@ int rc_transport_start(rc_transport *t) {
 }
 
 int rc_transport_port(const rc_transport *t) { return t->port; }
+
+const char *rc_transport_tls_fingerprint(const rc_transport *t) { return t->tls ? t->tls_fingerprint : NULL; }
 
 void rc_transport_free(rc_transport *t) {
     if (!t) return;

@@ -25,15 +25,19 @@ typedef struct rc_transport_config {
     int max_bad_messages;
     rc_registry *registry;             /* where canvases are found (outlives the transport) */
     const rc_logger *log;              /* outlives the transport */
+    const char *tls_cert, *tls_key;    /* PEM files: https/wss only on the port; both NULL: plain (issue 11) */
 } rc_transport_config;
 
 /* Binds and listens (nothing is served until rc_transport_start). RCANVAS_OK and *out, RCANVAS_EADDRINUSE (the
- * port is taken), RCANVAS_ENET (other bind failure: bad host, no permission), RCANVAS_ENOMEM. */
+ * port is taken), RCANVAS_ENET (other bind failure: bad host, no permission), RCANVAS_ETLS (a certificate or key
+ * file that cannot be used; logged with the file), RCANVAS_ENOMEM. */
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out);
 /* Starts the network thread. RCANVAS_OK or RCANVAS_ETHREAD. */
 int rc_transport_start(rc_transport *t);
 /* The port actually bound. */
 int rc_transport_port(const rc_transport *t);
+/* The served certificate's SHA-256 fingerprint ("AB:CD:…"), or NULL without TLS. */
+const char *rc_transport_tls_fingerprint(const rc_transport *t);
 /* Wakes the network thread: it asks every session for packets and state changes and runs the canvases' timers.
  * Any thread, any locks held; cheap (an eventfd write). */
 void rc_transport_wake(rc_transport *t);

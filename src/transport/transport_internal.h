@@ -79,6 +79,8 @@ struct rc_transport {
     int max_bad_messages;
     rc_registry *registry;
     const rc_logger *log;
+    int tls;                   /* https/wss only: plain HTTP on the port is answered 400 (issue 11) */
+    char tls_fingerprint[96];  /* SHA-256 of the served certificate, "AB:CD:…" */
 
     struct lws_context *ctx;
     struct lws_protocols protocols[2];

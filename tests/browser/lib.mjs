@@ -19,11 +19,13 @@ export const CHROMIUM_ARGS = [
   '--disable-backgrounding-occluded-windows',
 ];
 
-export async function launchBrowser() {
+/** Launches headless Chromium with CHROMIUM_ARGS and extraArgs (e.g. tls.test.mjs: --ignore-certificate-errors,
+ *  --host-resolver-rules, in that test only). */
+export async function launchBrowser(extraArgs = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
   });
 }
 
@@ -62,7 +64,7 @@ export function startDemo(args = [], { port = 0, token = undefined, program = de
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
         lines.push(line);
-        const m = line.match(/open (http:\/\/[^\s]+)/);
+        const m = line.match(/open (https?:\/\/[^\s]+)/);   // https with --tls-cert or --tls self-signed
         if (m) {
           clearTimeout(timer);
           const url = new URL(m[1]);

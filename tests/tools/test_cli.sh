@@ -79,6 +79,23 @@ dd "$D: --token: 5 characters: must be 8 to 128 characters of A-Z a-z 0-9 _ -" -
 dd "$D: --token: character 4 is not allowed: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token 'abc!defghij'
 long=$(printf '%0129d' 0)
 dd "$D: --token: 129 characters: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token "$long"
+# TLS (issue 11): a certificate needs its key and the other way round; self-signed is the one --tls mode
+dd "$D: --tls-cert: needs a value (a PEM file)" --tls-cert
+dd "$D: --tls-key: needs a value (a PEM file)" --tls-key --port 0
+dd "$D: --tls-cert: needs --tls-key (its private key)" --tls-cert "$t/c.pem"
+dd "$D: --tls-key: needs --tls-cert (its certificate)" --tls-key "$t/k.pem"
+dd "$D: --tls plain: must be one of: self-signed" --tls plain
+dd "$D: --tls: needs a value (one of: self-signed)" --tls
+dd "$D: --tls self-signed: cannot be combined with --tls-cert or --tls-key" --tls self-signed --tls-cert a --tls-key b
+dd "$D: --tls-dir: needs --tls self-signed" --tls-dir "$t/tls"
+dd "$D: --tls-dir: needs a value (a directory)" --tls self-signed --tls-dir
+# a file that cannot be used is named with the reason, nothing listens (exit 1, no URL)
+echo "not a certificate" > "$t/junk.pem"
+run "$demo" --port 0 --scene test --tls-cert "$t/junk.pem" --tls-key "$t/missing.key"
+ok [ "$st" -eq 1 ]
+ok grep -qx "\[rcanvas error\] tls_cert $t/junk.pem: not a PEM certificate (BEGIN CERTIFICATE)" "$t/err"
+ok grep -qx "$D: cannot start TLS with --tls-cert $t/junk.pem --tls-key $t/missing.key: TLS certificate or key cannot be used" "$t/err"
+ok [ ! -s "$t/out" ]
 
 # a taken port: a first demo listens on a free port, a second one on the same port is told so in words
 "$demo" --port 0 --scene test > "$t/first.out" 2> "$t/first.err" &

@@ -1,0 +1,109 @@
+// tls.test.mjs — TLS end to end (issue 11). rcanvas-demo --tls self-signed makes a certificate in a temporary
+// --tls-dir (key 0600), prints its SHA-256 fingerprint before an https URL, and that fingerprint is the one the
+// port serves (read here with node:tls); a second start reuses it. Headless Chromium opens the page under a name
+// that is not localhost (rcanvas.test, mapped to 127.0.0.1 with --host-resolver-rules), over https, so the page is
+// a secure context: WebCodecs is there, `--codec auto` puts the viewer on H.264, frames are shown, and the test
+// scene's refinement is exact. --ignore-certificate-errors is used in this test only (the certificate is
+// self-signed). With --tls-cert/--tls-key the same files serve the page (200) and plain http on the port gets 400.
+// Note: the demo accepts Host rcanvas.test because nothing checks Host yet; when --allow-host lands (issue 11,
+// point 3), this test must pass `--allow-host rcanvas.test`.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { canvasPixel, launchBrowser, startDemo, until } from './lib.mjs';
+
+const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-tls-'));
+const browser = await launchBrowser(['--ignore-certificate-errors', '--host-resolver-rules=MAP rcanvas.test 127.0.0.1']);
+test.after(async () => { await browser.close(); fs.rmSync(tlsDir, { recursive: true, force: true }); });
+
+/** The SHA-256 fingerprint of the certificate served on 127.0.0.1:port ("AB:CD:…"). */
+function servedFingerprint(port) {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      const fp = s.getPeerCertificate().fingerprint256;
+      s.end();
+      resolve(fp);
+    });
+    s.once('error', reject);
+  });
+}
+
+/** GET url (http or https, certificate not verified): {status, body}. */
+function get(url) {
+  const mod = url.startsWith('https:') ? https : http;
+  return new Promise((resolve, reject) => {
+    mod.get(url, { rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    }).once('error', reject);
+  });
+}
+
+const printedFingerprint = (demo) => {
+  const line = demo.lines.find((l) => l.includes('certificate SHA-256 fingerprint'));
+  return line && line.split('fingerprint ')[1];
+};
+
+test('--tls self-signed: the printed fingerprint is the served one, and the certificate is kept', async () => {
+  const demo = await startDemo(['--scene', 'test', '--tls', 'self-signed', '--tls-dir', tlsDir]);
+  let fp;
+  try {
+    assert.match(demo.url, /^https:\/\/127\.0\.0\.1:\d+\/\?token=/);
+    fp = printedFingerprint(demo);
+    assert.match(fp || '', /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    assert.equal(await servedFingerprint(demo.port), fp);
+    assert.ok(demo.lines.some((l) => l.includes(`made a self-signed certificate ${tlsDir}/cert.pem`)));
+    assert.equal(fs.statSync(path.join(tlsDir, 'key.pem')).mode & 0o777, 0o600);
+  } finally { await demo.stop(); }
+  const again = await startDemo(['--scene', 'test', '--tls', 'self-signed', '--tls-dir', tlsDir]);
+  try {
+    assert.ok(again.lines.some((l) => l.includes('using the self-signed certificate')));
+    assert.equal(printedFingerprint(again), fp);
+    assert.equal(await servedFingerprint(again.port), fp);
+  } finally { await again.stop(); }
+});
+
+test('https on a non-localhost name: a secure context, WebCodecs, H.264 frames with --codec auto', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'auto', '--refine-ms', '500',
+    '--tls', 'self-signed', '--tls-dir', tlsDir]);
+  const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
+  try {
+    const url = demo.url.replace('127.0.0.1', 'rcanvas.test') + '&stats=1';
+    assert.ok(url.startsWith('https://rcanvas.test:'));
+    await page.goto(url);
+    assert.equal(await page.evaluate(() => location.protocol), 'https:');
+    assert.equal(await page.evaluate(() => window.isSecureContext), true);
+    assert.equal(await page.evaluate(() => typeof VideoDecoder), 'function');
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected over wss');
+    const stats = () => page.evaluate(() => window.rcanvas.stats());
+    await until(async () => (await stats()).framesShown >= 1, 10000, 'a frame');
+    const s = await stats();
+    assert.equal(s.codec, 'h264', `the viewer decodes video here (codec ${s.codec}, videoOff ${s.videoOff})`);
+    assert.ok(s.codecsOffered.includes('h264'), `offered ${s.codecsOffered}`);
+    assert.ok(!s.videoOff, `videoOff: ${s.videoOff}`);
+    // the still scene is refined losslessly: the red quadrant is exact
+    await until(async () => (await stats()).refinements >= 1, 10000, 'the lossless refinement');
+    assert.deepEqual(await canvasPixel(page, 20, 20), [255, 0, 0, 255]);
+    console.log(`# https://rcanvas.test: ${s.framesShown} frame(s) as ${s.codec}, then refined`);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('--tls-cert/--tls-key serve the page over https; plain http on that port gets 400', async () => {
+  const demo = await startDemo(['--scene', 'test', '--tls-cert', path.join(tlsDir, 'cert.pem'),
+    '--tls-key', path.join(tlsDir, 'key.pem')]);
+  try {
+    const ok = await get(demo.url);
+    assert.equal(ok.status, 200);
+    assert.match(ok.body, /<canvas|rcanvas/);
+    const plain = await get(demo.url.replace('https:', 'http:'));
+    assert.equal(plain.status, 400);
+    assert.match(plain.body, /this server speaks https/);
+    assert.ok(!plain.body.includes('rcanvas.js'), 'the page is not served over plain http');
+  } finally { await demo.stop(); }
+});
