@@ -25,6 +25,7 @@ typedef struct rc_transport_config {
     int max_bad_messages;
     rc_registry *registry;             /* where canvases are found (outlives the transport) */
     const rc_logger *log;              /* outlives the transport */
+    int ping_ms, idle_timeout_ms;      /* keep-alive ping and pong timeout (rcanvas_server_config); 0 = off */
 } rc_transport_config;
 
 /* Binds and listens (nothing is served until rc_transport_start). RCANVAS_OK and *out, RCANVAS_EADDRINUSE (the

