@@ -84,6 +84,7 @@ export function wsOpen(port, path, { read = true, origin } = {}) {
         const opcode = buf[0] & 0x0f, payload = buf.subarray(off, off + len);
         buf = buf.subarray(off + len);
         c.messages.push({ opcode, payload });
+        if (opcode === 9 && c.answerPings !== false) s.write(frame(10, payload)); // pong, as a browser does
         if (opcode === 8 && !c.closeFrame) {
           c.closeFrame = { code: payload.length >= 2 ? payload.readUInt16BE(0) : 1005,
                            reason: payload.subarray(2).toString() };
@@ -97,7 +98,7 @@ export function wsOpen(port, path, { read = true, origin } = {}) {
         const end = buf.indexOf('\r\n\r\n');
         if (end < 0) return;
         const head = buf.subarray(0, end).toString('latin1');
-        c.status = Number((head.match(/^HTTP\/1\.1 (\d{3})/) || [])[1] || 0);
+        c.status = Number((head.match(/^HTTP\/1\.[01] (\d{3})/) || [])[1] || 0);
         buf = buf.subarray(end + 4);
         upgraded = true;
         if (c.status !== 101) { resolve(c); s.destroy(); return; }
