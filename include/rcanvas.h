@@ -267,7 +267,9 @@ typedef enum rcanvas_pixel_format {
 /* A CPU frame: width × height pixels, row r starting at pixels + r × pitch. */
 typedef struct rcanvas_frame {
     const void *pixels;
-    uint32_t width, height;        /* pixels, 1..max_frame_dim */
+    uint32_t width, height;        /* pixels, 1..max_frame_dim, and what the canvas's codec encodes: JPEG (and
+                                      AUTO) 65500 a side, WebP and VP8 16383, H.264 36864 macroblocks (16 × 16)
+                                      a frame, e.g. 4096 × 2304; else RCANVAS_EFRAME_SIZE at once */
     size_t pitch;                  /* bytes from one row to the next, ≥ width × 4 */
     rcanvas_pixel_format format;
     int64_t timestamp_us;          /* the app's time for this frame (µs); optional, 0 if unused. Not sent to viewers
