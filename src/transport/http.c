@@ -158,7 +158,42 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* Bounds (issue 11): pages and client files are only read. A request with another method (POST, PUT, DELETE,
+ * PATCH, OPTIONS) gets 405 with "Allow: GET"; one without a Host header gets 400 (HTTP/1.1 requires it; this
+ * server does not tell HTTP/1.0 apart, whose clients send Host anyway). The Host allow-list is another check.
+ * 1 if answered (*ret set), 0 to go on. */
+static int refuse_method(struct lws *wsi, int *ret) {
+    static const enum lws_token_indexes others[] = {WSI_TOKEN_POST_URI, WSI_TOKEN_PUT_URI, WSI_TOKEN_DELETE_URI,
+                                                    WSI_TOKEN_PATCH_URI, WSI_TOKEN_OPTIONS_URI};
+    int other = 0;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (lws_hdr_total_length(wsi, others[i]) > 0) other = 1;
+    if (!other) return 0;
+    uint8_t hb[LWS_PRE + 512], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
+    static const char body[] = "method not allowed: GET only\n";
+    if (lws_add_http_common_headers(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED, "text/plain", sizeof body - 1, &pos, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:", (const unsigned char *)"GET", 3, &pos,
+                                    end) ||
+        lws_finalize_write_http_header(wsi, start, &pos, end)) {
+        *ret = -1;
+        return 1;
+    }
+    uint8_t b[LWS_PRE + sizeof body];
+    memcpy(b + LWS_PRE, body, sizeof body - 1);
+    *ret = lws_write(wsi, b + LWS_PRE, sizeof body - 1, LWS_WRITE_HTTP_FINAL) < (int)sizeof body - 1 ||
+                   lws_http_transaction_completed(wsi) ? -1 : 0;
+    return 1;
+}
+
+static int refuse_no_host(struct lws *wsi, int *ret) {
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) > 0) return 0;
+    *ret = http_status(wsi, HTTP_STATUS_BAD_REQUEST, "Host header required");
+    return 1;
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
+    int ret;
+    if (refuse_method(wsi, &ret) || refuse_no_host(wsi, &ret)) return ret;
     if (!strcmp(path, "/favicon.ico")) return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
     if (!strncmp(path, "/client/", 8)) {
         const rc_asset *a = find_asset(path + 8);

@@ -100,3 +100,20 @@ test('shutdown closes every viewer with 1001', async () => {
     assert.deepEqual(c.closeFrame && c.closeFrame.code, 1001, 'close frame 1001');
   }
 });
+
+test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token without = is a wrong token', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const T = demo.token;
+  try {
+    for (const m of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+      const r = await httpRaw(demo.port, `${m} /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n`);
+      assert.equal(r.status, 405, m);
+      assert.match(r.head, /\r\nallow: GET/i, m);
+    }
+    assert.equal((await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\n\r\n`)).status, 400);
+    assert.equal((await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 200);
+    assert.equal((await httpRaw(demo.port, `GET /?token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 403);
+  } finally {
+    await demo.stop();
+  }
+});
