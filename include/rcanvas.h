@@ -122,6 +122,20 @@ typedef struct rcanvas_server_config {
      * file and the reason. rcanvas_tls_self_signed() makes a pair for testing or a private network. */
     const char *tls_cert;
     const char *tls_key;
+    /* Bounds (docs/security.md, "Limits"). A viewer's resize asks for logical size × pixel_ratio physical
+     * pixels; the canvas renders at most this: pixel_ratio is first capped at max_pixel_ratio, then lowered
+     * (keeping the aspect) until width × height ≤ max_canvas_pixels and each side ≤ max_frame_dim. The resize
+     * event the app gets carries the ratio actually used (logical size unchanged), rcanvas_canvas_get_size too. */
+    uint64_t max_canvas_pixels;   /* physical pixels of one canvas, 1..2^32; default 7680 × 4320 (33.2 Mpx: an 8K
+                                     screen, or 3840 × 2160 at ratio 2): ≈ 133 MB per RGBA frame */
+    double max_pixel_ratio;       /* physical/logical ratio, (0, 16]; default 8 */
+    int ping_ms;                  /* a viewer silent this long (ms) is sent a WebSocket ping (so idle proxies keep
+                                     the connection); 0 = never. Default 5000. libwebsockets counts in whole
+                                     seconds: rounded up */
+    int idle_timeout_ms;          /* a viewer that answers no ping (no pong) for this long (ms) is dropped, its slot
+                                     freed: a stuck client, one that never reads (its socket's buffers full), or a
+                                     dead link. > ping_ms (and ping_ms > 0); 0 = never. Default 20000; whole
+                                     seconds, rounded up */
 } rcanvas_server_config;
 
 /* Fills *cfg with the defaults above. */
@@ -285,7 +299,9 @@ typedef enum rcanvas_pixel_format {
 /* A CPU frame: width × height pixels, row r starting at pixels + r × pitch. */
 typedef struct rcanvas_frame {
     const void *pixels;
-    uint32_t width, height;        /* pixels, 1..max_frame_dim */
+    uint32_t width, height;        /* pixels, 1..max_frame_dim, and what the canvas's codec encodes: JPEG (and
+                                      AUTO) 65500 a side, WebP and VP8 16383, H.264 36864 macroblocks (16 × 16)
+                                      a frame, e.g. 4096 × 2304; else RCANVAS_EFRAME_SIZE at once */
     size_t pitch;                  /* bytes from one row to the next, ≥ width × 4 */
     rcanvas_pixel_format format;
     int64_t timestamp_us;          /* the app's time for this frame (µs); optional, 0 if unused. Not sent to viewers

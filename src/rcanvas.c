@@ -19,6 +19,8 @@ struct rcanvas_server {
     char host[256];
     char token[129];
     uint32_t max_frame_dim;
+    uint64_t max_canvas_pixels;
+    double max_pixel_ratio;
     rc_logger log;
     rc_pool *pool;
     rc_registry *registry;
@@ -38,6 +40,10 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     cfg->max_bad_messages = 20;
     cfg->max_frame_dim = 8192;
     cfg->log_level = RCANVAS_LOG_INFO;
+    cfg->max_canvas_pixels = 7680u * 4320u;
+    cfg->max_pixel_ratio = 8;
+    cfg->ping_ms = 5000;
+    cfg->idle_timeout_ms = 20000;
 }
 
 /* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). */
@@ -52,6 +58,15 @@ static const char *token_problem(const char *t) {
             return "has a character that is not allowed";
     }
     return NULL;
+}
+
+/* The bounds of rcanvas_server_config (docs/security.md, "Limits"): 1 if one is out of range. */
+static int bad_bounds(const rcanvas_server_config *cfg) {
+    if (cfg->max_canvas_pixels < 1 || cfg->max_canvas_pixels > (1ull << 32)) return 1;
+    if (!(cfg->max_pixel_ratio > 0 && cfg->max_pixel_ratio <= 16)) return 1;
+    if (cfg->ping_ms < 0 || cfg->idle_timeout_ms < 0 || cfg->ping_ms > 3600000 || cfg->idle_timeout_ms > 3600000)
+        return 1;
+    return cfg->idle_timeout_ms && (!cfg->ping_ms || cfg->idle_timeout_ms <= cfg->ping_ms); /* hang-up after a ping */
 }
 
 static void notify_transport(void *user) {
@@ -74,7 +89,7 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     if (cfg->port < 0 || cfg->port > 65535 || cfg->max_viewers < 1 || cfg->max_message_bytes < 256 ||
         cfg->max_message_bytes > (1u << 24) || cfg->max_bad_messages < 0 || cfg->encode_threads < 0 ||
         cfg->encode_threads > 256 || cfg->max_frame_dim < 1 || cfg->max_frame_dim > 65535 ||
-        cfg->n_allowed_origins < 0 || (cfg->n_allowed_origins > 0 && !cfg->allowed_origins))
+        cfg->n_allowed_origins < 0 || (cfg->n_allowed_origins > 0 && !cfg->allowed_origins) || bad_bounds(cfg))
         return RCANVAS_EINVAL;
     for (int i = 0; i < cfg->n_allowed_origins; i++)
         if (!cfg->allowed_origins[i]) return RCANVAS_EINVAL;
@@ -98,6 +113,8 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->host, sizeof s->host, "%s", host);
     s->max_frame_dim = cfg->max_frame_dim;
+    s->max_canvas_pixels = cfg->max_canvas_pixels;
+    s->max_pixel_ratio = cfg->max_pixel_ratio;
     s->log = (rc_logger){.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
     if (cfg->token) snprintf(s->token, sizeof s->token, "%s", cfg->token);
     else if (rc_random_hex(s->token, 16)) {
@@ -113,7 +130,8 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
                               .allowed_origins = cfg->allowed_origins, .n_allowed_origins = cfg->n_allowed_origins,
                               .max_viewers = cfg->max_viewers, .max_message_bytes = cfg->max_message_bytes,
                               .max_bad_messages = cfg->max_bad_messages, .registry = s->registry, .log = &s->log,
-                              .tls_cert = cfg->tls_cert, .tls_key = cfg->tls_key};
+                              .tls_cert = cfg->tls_cert, .tls_key = cfg->tls_key,
+                              .ping_ms = cfg->ping_ms, .idle_timeout_ms = cfg->idle_timeout_ms};
     int r = rc_transport_new(&tc, &s->transport);
     if (r) {
         server_destroy(s);
@@ -209,6 +227,7 @@ int rcanvas_canvas_new(rcanvas_server *s, const rcanvas_canvas_config *cfg, rcan
     if (!s || !cfg || !out) return RCANVAS_EINVAL;
     *out = NULL;
     rc_canvas_env env = {.pool = s->pool, .log = &s->log, .max_frame_dim = s->max_frame_dim,
+                         .max_canvas_pixels = s->max_canvas_pixels, .max_pixel_ratio = s->max_pixel_ratio,
                          .notify = notify_transport, .notify_user = s, .owner = s};
     rcanvas_canvas *c = NULL;
     int r = rc_canvas_create(&env, cfg, &c);

@@ -62,6 +62,10 @@ static const char USAGE[] =
     "  --tls-dir DIR        where --tls self-signed keeps cert.pem and key.pem (default\n"
     "                       $XDG_STATE_HOME/rcanvas, else ~/.local/state/rcanvas)\n"
     "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
+    "  --max-canvas-pixels N  most physical pixels a viewer's resize may ask for (default 33177600 = 7680x4320)\n"
+    "  --max-pixel-ratio R  largest devicePixelRatio honoured, (0, 16] (default 8)\n"
+    "  --ping-ms MS         ping a viewer silent for MS ms, 0 = never (default 5000)\n"
+    "  --idle-timeout-ms MS drop a viewer that answers no ping for MS ms, 0 = never (default 20000)\n"
     "  --print-events       print each event the app receives to stdout\n"
     "  --verbose            log connections and warnings to stderr\n"
     "  --help               print this and exit\n";
@@ -129,6 +133,16 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             scfg->token = v;
         } else if (!strcmp(a, "--max-viewers")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100000, &scfg->max_viewers)) return CLI_USAGE;
+        } else if (!strcmp(a, "--max-canvas-pixels")) {
+            double px;
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 4294967296.0, &px)) return CLI_USAGE;
+            scfg->max_canvas_pixels = (uint64_t)px;
+        } else if (!strcmp(a, "--max-pixel-ratio")) {
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 0.01, 16, &scfg->max_pixel_ratio)) return CLI_USAGE;
+        } else if (!strcmp(a, "--ping-ms")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->ping_ms)) return CLI_USAGE;
+        } else if (!strcmp(a, "--idle-timeout-ms")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->idle_timeout_ms)) return CLI_USAGE;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &scfg->encode_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--quality")) {

@@ -68,8 +68,24 @@ static void copy_utf8(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
+/* Bounded by design (docs/security.md, "Limits"): one resize may not make the canvas render (and its frame slots,
+ * encoders and packets hold) more than max_canvas_pixels, however large or dense the viewer's screen claims to be. */
+double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double ratio) {
+    const rc_canvas_env *e = &c->env;
+    if (e->max_pixel_ratio > 0 && ratio > e->max_pixel_ratio) ratio = e->max_pixel_ratio;
+    if (e->max_frame_dim && w * ratio > e->max_frame_dim) ratio = e->max_frame_dim / w;
+    if (e->max_frame_dim && h * ratio > e->max_frame_dim) ratio = e->max_frame_dim / h;
+    if (e->max_canvas_pixels && w * ratio * h * ratio > (double)e->max_canvas_pixels)
+        ratio = sqrt((double)e->max_canvas_pixels / (w * h));
+    /* rounding to whole pixels may add up to half a pixel a side: step down until the product fits */
+    while (e->max_canvas_pixels && floor(w * ratio + 0.5) * floor(h * ratio + 0.5) > (double)e->max_canvas_pixels)
+        ratio *= 0.999;
+    return ratio;
+}
+
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio) {
     uint32_t maxd = c->env.max_frame_dim;
+    ratio = rc_canvas_clamp_ratio(c, w, h, ratio);
     c->size.width = w;
     c->size.height = h;
     c->size.pixel_ratio = ratio;
@@ -765,6 +781,33 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     if (!c->encoding && !tiers_busy_locked(c)) start_encode_locked(c);
 }
 
+/* A slot that once held a much larger frame lets go of its memory when a smaller one comes (after a resize back
+ * from a large size): free, not realloc, so that the big block (mmap'd by malloc) goes back to the system at once
+ * instead of staying in the heap. The next copy allocates what it needs. Slot reserved (refs = 1), lock not held. */
+#define RC_SHRINK_MIN_BYTES (4u << 20)
+static void frame_buf_shrink(rc_frame_buf *fb, size_t need) {
+    if (fb->cap <= RC_SHRINK_MIN_BYTES || fb->cap / 2 < need) return;
+    free(fb->pixels);
+    fb->pixels = NULL;
+    fb->cap = 0;
+}
+
+/* What the canvas's live codec can encode (issue 11: a frame it cannot was accepted, then dropped with a log line).
+ * Limits of the libraries: libjpeg-turbo 65500 a side, WebP 16383 (WEBP_MAX_DIMENSION), VP8 16383 (14 bits),
+ * openh264 36864 macroblocks a frame (MAX_MBS_PER_FRAME: 4096 × 2304). AUTO falls back to JPEG per viewer, so
+ * JPEG's limit holds there. 1 if w × h fits. Lock held (params). */
+static int codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h) {
+    switch (c->params.codec) {
+    case RCANVAS_CODEC_WEBP:
+    case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
+    case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
+    case RCANVAS_CODEC_PNG:
+    case RCANVAS_CODEC_VP9:
+    case RCANVAS_CODEC_AV1: return 1; /* max_frame_dim (≤ 65535) is within their limits */
+    default: return w <= 65500 && h <= 65500; /* JPEG, and AUTO's fallback */
+    }
+}
+
 int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     if (!c || !f) return RCANVAS_EINVAL;
     if (!f->pixels) return RCANVAS_ENULL;
@@ -780,6 +823,10 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_ECLOSED;
     }
+    if (!codec_fits_locked(c, f->width, f->height)) {
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_EFRAME_SIZE;
+    }
     rc_frame_buf *fb = NULL;
     for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
         if (c->frames[i].refs == 0) fb = &c->frames[i];
@@ -789,6 +836,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     if (!fb) return RCANVAS_EBUSY; /* only if several threads present on one canvas at once */
 
     size_t need = row * f->height;
+    frame_buf_shrink(fb, need);
     if (fb->cap < need) {
         uint8_t *p = realloc(fb->pixels, need);
         if (!p) {

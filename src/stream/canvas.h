@@ -23,6 +23,8 @@ typedef struct rc_canvas_env {
     rc_pool *pool;            /* encoder workers */
     const rc_logger *log;
     uint32_t max_frame_dim;   /* largest frame width/height accepted, pixels */
+    uint64_t max_canvas_pixels; /* largest physical width × height a resize may ask for (0 = no cap) */
+    double max_pixel_ratio;   /* largest pixel_ratio a resize may ask for (0 = no cap) */
     /* Called (any thread, with the canvas lock held: it must not call back into the canvas) when something for
      * the viewers changed. The runtime passes it on to the transports (a cheap wake-up). */
     void (*notify)(void *user);
@@ -45,6 +47,10 @@ const char *rc_canvas_name(const rcanvas_canvas *c);
 void *rc_canvas_owner(const rcanvas_canvas *c);
 const rc_logger *rc_canvas_logger(const rcanvas_canvas *c);
 uint32_t rc_canvas_max_frame_dim(const rcanvas_canvas *c);
+/* The pixel_ratio a resize to logical w × h at `ratio` is rendered at: ratio lowered (logical size kept, so the
+ * aspect is too) until ratio ≤ max_pixel_ratio, w·ratio × h·ratio ≤ max_canvas_pixels and each side ≤
+ * max_frame_dim. Any thread (reads the env only). */
+double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double ratio);
 /* The codec options frames are encoded with now. */
 void rc_canvas_get_params(rcanvas_canvas *c, rc_encode_params *out);
 

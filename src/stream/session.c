@@ -330,6 +330,8 @@ void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
     ev.viewer_id = s->id;
     pthread_mutex_lock(&c->mu);
     if (ev.type == RCANVAS_EVENT_RESIZE) {
+        ev.pixel_ratio = rc_canvas_clamp_ratio(c, ev.width, ev.height, ev.pixel_ratio); /* the app is told the
+                                                                        ratio it renders at (max_canvas_pixels) */
         s->last_resize = ev;
         s->have_resize = 1;
         if (c->active != s) { /* only the active viewer sizes the canvas */

@@ -164,8 +164,43 @@ static int refuse_plain(struct lws *wsi, rc_transport *s) {
     return 1;
 }
 
+/* Bounds (issue 11): pages and client files are only read. A request with another method (POST, PUT, DELETE,
+ * PATCH, OPTIONS) gets 405 with "Allow: GET"; one without a Host header gets 400 (HTTP/1.1 requires it; this
+ * server does not tell HTTP/1.0 apart, whose clients send Host anyway). The Host allow-list is another check.
+ * 1 if answered (*ret set), 0 to go on. */
+static int refuse_method(struct lws *wsi, int *ret) {
+    static const enum lws_token_indexes others[] = {WSI_TOKEN_POST_URI, WSI_TOKEN_PUT_URI, WSI_TOKEN_DELETE_URI,
+                                                    WSI_TOKEN_PATCH_URI, WSI_TOKEN_OPTIONS_URI};
+    int other = 0;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (lws_hdr_total_length(wsi, others[i]) > 0) other = 1;
+    if (!other) return 0;
+    uint8_t hb[LWS_PRE + 512], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
+    static const char body[] = "method not allowed: GET only\n";
+    if (lws_add_http_common_headers(wsi, HTTP_STATUS_METHOD_NOT_ALLOWED, "text/plain", sizeof body - 1, &pos, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:", (const unsigned char *)"GET", 3, &pos,
+                                    end) ||
+        lws_finalize_write_http_header(wsi, start, &pos, end)) {
+        *ret = -1;
+        return 1;
+    }
+    uint8_t b[LWS_PRE + sizeof body];
+    memcpy(b + LWS_PRE, body, sizeof body - 1);
+    *ret = lws_write(wsi, b + LWS_PRE, sizeof body - 1, LWS_WRITE_HTTP_FINAL) < (int)sizeof body - 1 ||
+                   lws_http_transaction_completed(wsi) ? -1 : 0;
+    return 1;
+}
+
+static int refuse_no_host(struct lws *wsi, int *ret) {
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) > 0) return 0;
+    *ret = http_status(wsi, HTTP_STATUS_BAD_REQUEST, "Host header required");
+    return 1;
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
     if (refuse_plain(wsi, s)) return -1;
+    int ret;
+    if (refuse_method(wsi, &ret) || refuse_no_host(wsi, &ret)) return ret;
     lws_request *r = malloc(sizeof *r);
     if (!r) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
     rc_route rt;
@@ -184,7 +219,7 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
         size_t mlen = 0;
         char *m = rc_metrics_render(s, &mlen);
         if (!m) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
-        int ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen);
+        ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen);
         free(m);
         return ret;
     }
@@ -198,7 +233,7 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
     size_t len = 0;
     char *page = render_page(cname, title, &len);
     if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
-    int ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len);
+    ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len);
     free(page);
     return ret;
 }

@@ -51,7 +51,20 @@ static void tick(rc_transport *t) {
     if (next >= 0) lws_sul_schedule(t->ctx, 0, &t->tick_sul, tick_timer, next + 1000);
 }
 
+/* Shutdown (network thread): each viewer gets its close frame, 1001 "going away", at once (no grace period). */
+static void drain_viewers(rc_transport *t) {
+    for (rc_viewer *v = t->viewers; v; v = v->next) {
+        if (!v->close_code) rc_viewer_request_close(v, LWS_CLOSE_STATUS_GOINGAWAY, "server shutting down");
+        v->close_now = 1;
+        lws_callback_on_writable(v->wsi);
+    }
+}
+
 static void on_wake(rc_transport *t) {
+    if (atomic_load(&t->draining)) {
+        drain_viewers(t);
+        return;
+    }
     for (rc_viewer *v = t->viewers; v; v = v->next) rc_viewer_service(v);
     tick(t);
 }
@@ -176,6 +189,25 @@ static void set_tls(struct lws_context_creation_info *info, const rc_transport_c
     info->alpn = "http/1.1";
 }
 
+/* Keep-alive of viewers through lws's idle policy: a viewer from which no pong (or the handshake) came for ping_ms
+ * is sent a ping; one that still answers none idle_timeout_ms after its last pong is closed, which frees its slot
+ * of max_viewers. This drops clients that never read (the ping waits behind the frames their full socket holds),
+ * dead links, and frozen tabs, and the pings keep idle proxies from cutting a still scene. lws counts in whole
+ * seconds (rounded up here) and needs the hang-up after the ping; without pings (ping_ms 0) there is no hang-up
+ * either, since nothing else would prove an idle viewer alive. */
+static void set_keepalive(rc_transport *t, const rc_transport_config *cfg, struct lws_context_creation_info *info) {
+    memset(&t->keepalive, 0, sizeof t->keepalive);
+    if (cfg->ping_ms <= 0) return; /* ping 0 and hang-up 0: lws keeps no validity timer */
+    unsigned ping = (unsigned)(cfg->ping_ms + 999) / 1000;
+    unsigned hup = cfg->idle_timeout_ms > 0 ? (unsigned)(cfg->idle_timeout_ms + 999) / 1000 : 65535;
+    if (ping > 65534) ping = 65534;
+    if (hup > 65535) hup = 65535;
+    if (hup <= ping) hup = ping + 1;
+    t->keepalive.secs_since_valid_ping = (uint16_t)ping;
+    t->keepalive.secs_since_valid_hangup = (uint16_t)hup;
+    info->retry_and_idle_policy = &t->keepalive;
+}
+
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     *out = NULL;
     rc_transport *t = calloc(1, sizeof(*t));
@@ -243,6 +275,7 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     info.max_http_header_data = 4096;
     info.timeout_secs = 10;
     if (t->tls) set_tls(&info, cfg);
+    set_keepalive(t, cfg, &info);
     t->ctx = lws_create_context(&info);
     if (!t->ctx) {
         rc_log(t->log, RCANVAS_LOG_ERROR, "cannot listen on %s:%d", t->host, cfg->port);
@@ -265,10 +298,27 @@ int rc_transport_start(rc_transport *t) {
 int rc_transport_port(const rc_transport *t) { return t->port; }
 
 const char *rc_transport_tls_fingerprint(const rc_transport *t) { return t->tls ? t->tls_fingerprint : NULL; }
+/* Sends every viewer its close frame (1001) and waits until their close handshakes end, at most
+ * RC_DRAIN_MAX_US: a page then sees a clean close (wasClean, code 1001) rather than 1006 from a dropped socket. A
+ * client that does not answer (it never reads) costs the whole wait; the context's destroy then cuts it. */
+#define RC_DRAIN_MAX_US 1000000
+static void drain(rc_transport *t) {
+    atomic_store(&t->draining, 1);
+    lws_cancel_service(t->ctx);
+    int64_t end = rc_now_us() + RC_DRAIN_MAX_US;
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        int n = t->nviewers;
+        pthread_mutex_unlock(&t->mu);
+        if (n == 0 || rc_now_us() >= end) break;
+        usleep(2000);
+    }
+}
 
 void rc_transport_free(rc_transport *t) {
     if (!t) return;
     if (t->thread_started) {
+        drain(t);
         atomic_store(&t->stop, 1);
         lws_cancel_service(t->ctx);
         pthread_join(t->thread, NULL);

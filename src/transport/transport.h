@@ -26,6 +26,7 @@ typedef struct rc_transport_config {
     rc_registry *registry;             /* where canvases are found (outlives the transport) */
     const rc_logger *log;              /* outlives the transport */
     const char *tls_cert, *tls_key;    /* PEM files: https/wss only on the port; both NULL: plain (issue 11) */
+    int ping_ms, idle_timeout_ms;      /* keep-alive ping and pong timeout (rcanvas_server_config); 0 = off */
 } rc_transport_config;
 
 /* Binds and listens (nothing is served until rc_transport_start). RCANVAS_OK and *out, RCANVAS_EADDRINUSE (the

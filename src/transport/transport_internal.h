@@ -84,10 +84,12 @@ struct rc_transport {
 
     struct lws_context *ctx;
     struct lws_protocols protocols[2];
+    lws_retry_bo_t keepalive;  /* ping and pong timeout of viewers (set_keepalive in server.c); outlives ctx */
     int port;
     pthread_t thread;
     int thread_started;
     atomic_int stop;
+    atomic_int draining;       /* shutting down: every viewer is sent its 1001 close now (rc_transport_free) */
     lws_sorted_usec_list_t tick_sul;
 
     pthread_mutex_t mu;        /* nviewers (taken at upgrade filtering, released on close) */

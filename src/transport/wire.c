@@ -155,6 +155,24 @@ static int get_int(const cJSON *o, const char *key, int lo, int hi, int opt, int
     return 0;
 }
 
+/* Strict UTF-8 (RFC 3629 §4): no overlong forms, no UTF-16 surrogates (U+D800–DFFF), nothing above U+10FFFF.
+ * 1 if the n bytes at s are well-formed, else 0. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (!k || i + k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4)) return 0;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+        if (k == 3 && c == 0xE0 && s[i + 1] < 0xA0) return 0; /* overlong 3-byte form */
+        if (k == 3 && c == 0xED && s[i + 1] > 0x9F) return 0; /* U+D800–DFFF: surrogates */
+        if (k == 4 && c == 0xF0 && s[i + 1] < 0x90) return 0; /* overlong 4-byte form */
+        if (k == 4 && c == 0xF4 && s[i + 1] > 0x8F) return 0; /* above U+10FFFF */
+        i += k;
+    }
+    return 1;
+}
+
 /* A bounded UTF-8 string (≤ cap-1 bytes, valid UTF-8, no NUL). */
 static int get_str(const cJSON *o, const char *key, char *out, size_t cap, const char **why, const char *msg) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -167,24 +185,9 @@ static int get_str(const cJSON *o, const char *key, char *out, size_t cap, const
         *why = msg;
         return -1;
     }
-    const unsigned char *s = (const unsigned char *)it->valuestring;
-    for (size_t i = 0; i < n;) { /* UTF-8 well-formedness (RFC 3629), no overlong forms */
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!k || i + k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4)) {
-            *why = "string is not valid UTF-8";
-            return -1;
-        }
-        for (size_t j = 1; j < k; j++)
-            if ((s[i + j] & 0xC0) != 0x80) {
-                *why = "string is not valid UTF-8";
-                return -1;
-            }
-        if ((k == 3 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 4 && c == 0xF0 && s[i + 1] < 0x90)) {
-            *why = "string is not valid UTF-8";
-            return -1;
-        }
-        i += k;
+    if (!utf8_valid((const unsigned char *)it->valuestring, n)) {
+        *why = "string is not valid UTF-8";
+        return -1;
     }
     memcpy(out, it->valuestring, n + 1);
     return 0;

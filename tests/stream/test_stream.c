@@ -17,6 +17,7 @@
  *    "address already in use"), a refused token is logged with the rule and without the token; canvas names,
  *    options, error names.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -111,6 +112,64 @@ static uint32_t next_seq(rc_session *s, unsigned *flags) {
 /* Routes a test event to the session named by its viewer_id (1 or 2). */
 static void push(rc_session *s1, rc_session *s2, const rcanvas_event *e) {
     rc_session_push_event(e->viewer_id == 1 ? s1 : s2, e);
+}
+
+/* A frame the canvas's codec cannot encode is refused by present at once (RCANVAS_EFRAME_SIZE), not taken and
+ * dropped later: JPEG above 65500 a side (with max_frame_dim 65535), H.264 above 36864 macroblocks, WebP above
+ * 16383 a side; one pixel less is taken. Also: a resize is clamped to max_canvas_pixels and max_pixel_ratio. */
+static void test_codec_frame_limits(void) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.refine_ms = 0;
+    rc_canvas_env env = {.pool = g_pool, .log = &g_log, .max_frame_dim = 65535, .notify = count_notify,
+                         .max_canvas_pixels = 1000000, .max_pixel_ratio = 4};
+    struct { rcanvas_codec codec; uint32_t w_bad, h_bad, w_ok, h_ok; } cases[] = {
+        {RCANVAS_CODEC_JPEG, 65501, 1, 65500, 1},
+        {RCANVAS_CODEC_H264, 4096, 2305, 4096, 2304},
+        {RCANVAS_CODEC_WEBP, 16384, 1, 16383, 1},
+    };
+    uint8_t *px = calloc((size_t)65501 * 4, 2400); /* the largest frame's rows, zeros */
+    CHECK(px != NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!rc_codec_for(cases[i].codec)) continue; /* not built in */
+        cc.codec = cases[i].codec;
+        rcanvas_canvas *c = NULL;
+        CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
+        rcanvas_frame f = {.pixels = px, .format = RCANVAS_FORMAT_RGBA8, .width = cases[i].w_bad,
+                           .height = cases[i].h_bad, .pitch = (size_t)cases[i].w_bad * 4};
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_EFRAME_SIZE);
+        CHECK_EQ_INT(dbg(c).presented_seq, 0);
+        f.width = cases[i].w_ok, f.height = cases[i].h_ok, f.pitch = (size_t)f.width * 4;
+        CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+        CHECK_EQ_INT(dbg(c).presented_seq, 1);
+        if (i == 0) { /* the resize clamp: 32768² at ratio 16 → ratio lowered so that w·h ≤ 1 Mpx */
+            rc_session *s = open_session(c);
+            rcanvas_event ev = {.type = RCANVAS_EVENT_RESIZE, .width = 32768, .height = 32768, .pixel_ratio = 16};
+            rc_session_push_event(s, &ev);
+            rcanvas_size sz;
+            rcanvas_canvas_get_size(c, &sz);
+            CHECK(sz.physical_width == sz.physical_height);
+            CHECK((uint64_t)sz.physical_width * sz.physical_height <= 1000000);
+            CHECK(sz.physical_width >= 990);
+            CHECK_EQ_INT(sz.width, 32768);
+            rcanvas_event got;
+            int n = 0;
+            while (rcanvas_poll_event(c, &got) == 1)
+                if (got.type == RCANVAS_EVENT_RESIZE) {
+                    n++;
+                    CHECK(fabs(got.pixel_ratio - sz.pixel_ratio) < 1e-12);
+                }
+            CHECK_EQ_INT(n, 1); /* the app is told the ratio it renders at */
+            ev.width = 100, ev.height = 50, ev.pixel_ratio = 16; /* a small window: only max_pixel_ratio applies */
+            rc_session_push_event(s, &ev);
+            rcanvas_canvas_get_size(c, &sz);
+            CHECK_EQ_INT(sz.physical_width, 400);
+            CHECK_EQ_INT(sz.physical_height, 200);
+            rc_session_close(s);
+        }
+        free_canvas(c);
+    }
+    free(px);
 }
 
 static void test_bad_frames(void) {
@@ -680,6 +739,7 @@ int main(void) {
         rcanvas_server_free(s);
     }
     test_bad_frames();
+    test_codec_frame_limits();
     test_flow_control();
     test_window();
     test_stall();

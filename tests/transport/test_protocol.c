@@ -164,6 +164,12 @@ static void test_bad_messages(void) {
         "{\"event_type\":\"key_down\",\"key\":5}",
         "{\"event_type\":\"char\",\"data\":\"\xff\"}",                 /* invalid UTF-8 */
         "{\"event_type\":\"char\",\"data\":\"\xc0\xaf\"}",             /* overlong */
+        "{\"event_type\":\"char\",\"data\":\"\xe0\x80\xaf\"}",         /* overlong, 3 bytes */
+        "{\"event_type\":\"char\",\"data\":\"\xf0\x80\x80\xaf\"}",     /* overlong, 4 bytes */
+        "{\"event_type\":\"char\",\"data\":\"\xed\xa0\x80\"}",         /* U+D800, a surrogate */
+        "{\"event_type\":\"char\",\"data\":\"\xed\xbf\xbf\"}",         /* U+DFFF, a surrogate */
+        "{\"event_type\":\"char\",\"data\":\"\xf4\x90\x80\x80\"}",     /* U+110000, above U+10FFFF */
+        "{\"event_type\":\"char\",\"data\":\"\xf5\x80\x80\x80\"}",     /* F5: never in UTF-8 */
         "{\"event_type\":\"resize\",\"width\":0,\"height\":100,\"pixel_ratio\":1}",
         "{\"event_type\":\"resize\",\"width\":100,\"height\":100,\"pixel_ratio\":0}",
         "{\"event_type\":\"resize\",\"width\":100000,\"height\":100,\"pixel_ratio\":1}",
@@ -188,6 +194,14 @@ static void test_bad_messages(void) {
     const char *why;
     CHECK_EQ_INT(rc_client_msg_parse("{\"type\":\"ack\",\"seq\":1}garbage", 22, &m, &why), RCANVAS_OK);
     CHECK_EQ_INT(rc_client_msg_parse("{\"type\":\"ack\",\"seq\":1}", 10, &m, &why), RCANVAS_EINVAL);
+    /* the edges of strict UTF-8 are accepted: U+D7FF, U+E000, U+10FFFF */
+    static const char *edge[] = {"\xed\x9f\xbf", "\xee\x80\x80", "\xf4\x8f\xbf\xbf"};
+    for (size_t i = 0; i < 3; i++) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "{\"event_type\":\"char\",\"data\":\"%s\"}", edge[i]);
+        CHECK_EQ_INT(parse(msg, &m, &why), RCANVAS_OK);
+        CHECK_EQ_INT(strcmp(m.event.data, edge[i]), 0);
+    }
 }
 
 int main(void) {

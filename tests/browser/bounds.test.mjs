@@ -1,0 +1,119 @@
+// bounds.test.mjs — "bounded by design" (issue 11): what a hostile or stuck client cannot do to the server, each
+// with the answer it gets. Raw TCP and WebSocket clients (rawws.mjs) against rcanvas-demo: a giant resize is
+// clamped to max_canvas_pixels and its memory goes back when the size does; clients that never read are dropped
+// by the ping/pong timeout and a new viewer then joins; shutdown closes viewers with 1001; the HTTP and WebSocket
+// edges get their status (405, 400, 1002) at once.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDemo, until, sleep } from './lib.mjs';
+import { wsOpen, frame, httpRaw, rssMiB } from './rawws.mjs';
+
+/** A viewer that acks every frame it gets (so draws keep coming), as the browser client does. */
+function acking(c) {
+  let seen = 0;
+  const timer = setInterval(() => {
+    for (; seen < c.messages.length; seen++) {
+      const m = c.messages[seen];
+      if (m.opcode === 2 && m.payload.length >= 56) c.text(JSON.stringify({ type: 'ack', seq: m.payload.readUInt32LE(8) }));
+    }
+  }, 10);
+  return () => clearInterval(timer);
+}
+
+const resize = (w, h, ratio) => JSON.stringify({ event_type: 'resize', width: w, height: h, pixel_ratio: ratio, time_stamp: 1 });
+
+test('a giant resize is clamped to max_canvas_pixels, the app is told, and memory goes back after', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events', '--max-canvas-pixels', '10000000', '--refine-ms', '0']);
+  try {
+    const c = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+    assert.equal(c.status, 101);
+    const stop = acking(c);
+    await c.waitFor(() => c.messages.some((m) => m.opcode === 2));
+    const rss0 = await rssMiB(demo.proc.pid);
+    c.text(resize(32768, 32768, 16));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=32768')), 10000, 'the resize event');
+    const ev = demo.lines.find((l) => l.includes('resize') && l.includes('width=32768'));
+    const ratio = Number(ev.match(/pixel_ratio=([\d.e-]+)/)[1]);
+    assert.ok(ratio > 0 && 32768 * ratio * 32768 * ratio <= 10000000 * 1.0001, `clamped ratio ${ratio}`);
+    let peak = rss0;
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3000) { peak = Math.max(peak, await rssMiB(demo.proc.pid)); await sleep(50); }
+    c.text(resize(640, 480, 1));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=640')), 10000, 'the resize back');
+    await sleep(1500);
+    const after = await rssMiB(demo.proc.pid);
+    console.log(`RSS: ${rss0.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB peak at 10 Mpx, ${after.toFixed(1)} MiB after resizing back`);
+    stop();
+    // 4 Mpx = 16 MB a frame: 5 frame slots, the encoder's copies and packets fit well under 200 MiB (unclamped,
+    // 8192 × 8192 frames would have taken 1.3 GB); after resizing back, most of it is given back
+    assert.ok(peak - rss0 < 200, `peak ${peak} MiB from ${rss0} MiB`);
+    assert.ok(after < rss0 + (peak - rss0) / 2, `after ${after} MiB, peak ${peak}, before ${rss0}`);
+  } finally {
+    await demo.stop();
+  }
+});
+
+test('clients that never read are dropped by the ping timeout, and a new viewer then joins', async () => {
+  const demo = await startDemo(['--max-viewers', '5', '--ping-ms', '1000', '--idle-timeout-ms', '3000', '--fps', '30']);
+  try {
+    const healthy = await wsOpen(demo.port, `/ws?token=${demo.token}`); // reads and answers pings
+    assert.equal(healthy.status, 101);
+    const stuck = [];
+    for (let i = 0; i < 4; i++) {
+      const c = await wsOpen(demo.port, `/ws?token=${demo.token}`, { read: false });
+      assert.equal(c.status, 101);
+      stuck.push(c);
+    }
+    const refused = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+    assert.equal(refused.status, 503, 'max_viewers is full');
+    const t0 = Date.now();
+    const joined = await until(async () => {
+      const c = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+      if (c.status === 101) return c;
+      await sleep(200);
+      return null;
+    }, 15000, 'a new viewer to join');
+    const waited = Date.now() - t0;
+    console.log(`a new viewer joined ${waited} ms after 4 stuck ones filled max_viewers (ping 1 s, timeout 3 s)`);
+    assert.ok(waited < 8000, `waited ${waited} ms`);
+    await joined.waitFor((c) => c.messages.some((m) => m.opcode === 1 && m.payload.toString().includes('"hello"')));
+    await sleep(2500); // past the timeout again: the viewer that answers pings stays
+    assert.ok(healthy.messages.some((m) => m.opcode === 9), 'the healthy viewer was pinged');
+    assert.equal(healthy.closed, false, 'a viewer that answers pings is kept');
+    assert.equal(healthy.closeFrame, null);
+    for (const c of stuck) c.sock.destroy();
+    healthy.sock.destroy();
+    joined.sock.destroy();
+  } finally {
+    await demo.stop();
+  }
+});
+
+test('shutdown closes every viewer with 1001', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const clients = [];
+  for (let i = 0; i < 3; i++) clients.push(await wsOpen(demo.port, `/ws?token=${demo.token}`));
+  for (const c of clients) await c.waitFor((x) => x.messages.length > 0);
+  await demo.stop();
+  for (const c of clients) {
+    await c.waitFor((x) => x.closeFrame, 3000);
+    assert.deepEqual(c.closeFrame && c.closeFrame.code, 1001, 'close frame 1001');
+  }
+});
+
+test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token without = is a wrong token', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const T = demo.token;
+  try {
+    for (const m of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+      const r = await httpRaw(demo.port, `${m} /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n`);
+      assert.equal(r.status, 405, m);
+      assert.match(r.head, /\r\nallow: GET/i, m);
+    }
+    assert.equal((await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\n\r\n`)).status, 400);
+    assert.equal((await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 200);
+    assert.equal((await httpRaw(demo.port, `GET /?token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 403);
+  } finally {
+    await demo.stop();
+  }
+});
