@@ -9,7 +9,7 @@ import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 
-const newToken = (tag) => tag + crypto.randomBytes(8).toString('hex');
+const newToken = (tag) => tag + crypto.randomBytes(12).toString('hex'); // 24 hex digits and the tag: 22+ characters
 const state = (page) => page.evaluate(() => window.rcanvas && window.rcanvas.state);
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 
