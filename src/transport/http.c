@@ -240,8 +240,25 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* The base path without its trailing "/" ("/viz"): 301 to "/viz/" with the same query, so that the page's relative
+ * URLs resolve under the prefix (as a web server does for a directory). */
+static int redirect_to_dir(struct lws *wsi, const char *path) {
+    char loc[1024], frag[600];
+    int n = snprintf(loc, sizeof loc, "%s/", path);
+    for (int i = 0; n > 0 && (size_t)n < sizeof loc &&
+                    lws_hdr_copy_fragment(wsi, frag, sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++)
+        n += snprintf(loc + n, sizeof loc - (size_t)n, "%c%s", i ? '&' : '?', frag); /* lws split them at '&' */
+    if (n <= 0 || (size_t)n >= sizeof loc) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
+    uint8_t hb[LWS_PRE + 1400], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
+    if (lws_http_redirect(wsi, HTTP_STATUS_MOVED_PERMANENTLY, (const unsigned char *)loc, (int)strlen(loc), &pos,
+                          end) < 0)
+        return -1;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
     if (check_host(wsi, s)) return lws_http_transaction_completed(wsi) ? -1 : 0;
+    if (s->base[0] && !strcmp(path, s->base)) return redirect_to_dir(wsi, path);
     char stripped[256];
     path = rc_auth_strip_base(path, s->base, stripped, sizeof stripped);
     if (!strcmp(path, "/favicon.ico")) return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
