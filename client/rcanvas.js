@@ -29,6 +29,9 @@ export { RCanvasView };
 function dropTokenFromAddressBar(doc) {
   const win = doc.defaultView;
   if (doc.body.dataset.tokenCookie !== '1' || !win.history || !win.history.replaceState) return;
+  // A page in a frame of another site keeps its token: the browser does not send that site's frames a
+  // SameSite=Strict cookie, and a frame's URL is in no address bar.
+  if (win.top !== win) return;
   const u = new URL(win.location.href);
   if (!u.searchParams.has('token')) return;
   u.searchParams.delete('token');
