@@ -11,6 +11,6 @@ for (const name of names) {
   box.appendChild(document.createElement('h2')).textContent = name;
   const holder = box.appendChild(document.createElement('div'));
   holder.className = 'multi-view';
-  if (validCanvasName(name)) new RCanvasView(holder, { canvas: name });
+  if (validCanvasName(name)) new RCanvasView(holder, { canvas: name, root: '../' }); // this page is ROOT/client/
   else holder.textContent = `not a canvas name: ${name}`;
 }

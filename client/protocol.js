@@ -190,11 +190,21 @@ export function canvasNameFrom(attr, pathname = '') {
   return m && NAME_RE.test(m[1]) ? m[1] : '';
 }
 
-/** WebSocket URL of a canvas: ws(s)://host/ws?token=T or ws(s)://host/c/NAME/ws?token=T. */
-export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token')) {
-  const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  const path = canvasName ? `/c/${canvasName}/ws` : '/ws';
-  return `${scheme}//${loc.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+/** The server's root as an absolute URL ending in "/": `root` resolved against loc (the served page gives it as a
+ *  relative path, "./" or "../", so that a page behind a proxy's prefix finds its server: issue 11); default "/". */
+function rootUrl(loc, root = '/') {
+  const u = new URL(root || '/', loc.href);
+  if (!u.pathname.endsWith('/')) u.pathname += '/';
+  return u;
+}
+
+/** WebSocket URL of a canvas: ws(s)://host/ROOT/ws?token=T or ws(s)://host/ROOT/c/NAME/ws?token=T (ROOT: see
+ *  rootUrl). Without a token the socket authenticates by the cookie the page request set. */
+export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/') {
+  const base = rootUrl(loc, root);
+  const scheme = base.protocol === 'https:' ? 'wss:' : 'ws:';
+  const path = base.pathname + (canvasName ? `c/${canvasName}/ws` : 'ws');
+  return `${scheme}//${base.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
 }
 
 /** The upgrade URL with the codecs this client decodes, in its order of preference (protocol 2 negotiation):
@@ -208,32 +218,37 @@ export function withCodecs(url, codecs) {
 
 /** URL of the page of the same canvas with the same token: asked after a WebSocket attempt that never opened, its
  *  status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the upgrade was refused. */
-export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token')) {
-  const path = canvasName ? `/c/${canvasName}` : '/';
-  return `${loc.protocol}//${loc.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/') {
+  const base = rootUrl(loc, root);
+  const path = base.pathname + (canvasName ? `c/${canvasName}` : '');
+  return `${base.protocol}//${base.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
 }
 
 /**
  * Where a view connects, from its options: `url` (a page URL as the server prints it, http(s)://host/c/NAME?token=T,
- * or its ws(s):// WebSocket URL), or `canvas` (name, "" = default) and `token` on `base` (default: this page's
- * origin; the token defaults to this page's ?token=). Returns {canvasName, socket, probe} or throws.
+ * or its ws(s):// WebSocket URL, either under a proxy's prefix too: http://host/viz/c/NAME), or `canvas` (name,
+ * "" = default) and `token` on this page's server, whose root is `root` relative to this page (the served page
+ * passes its data-root, "./" or "../"; default "/"); the token defaults to this page's ?token=. Returns
+ * {canvasName, socket, probe} or throws.
  */
-export function endpointsFrom({ url, canvas, token } = {}, loc) {
+export function endpointsFrom({ url, canvas, token, root } = {}, loc) {
   let base = loc;
   let name = canvas ?? '';
   let tok = token ?? new URLSearchParams(loc.search).get('token');
   if (url) {
     const u = new URL(url, loc.href);
     if (u.protocol === 'ws:' || u.protocol === 'wss:') u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
-    const path = u.pathname.replace(/\/ws$/, '') || '/';        // "/ws" -> "/", "/c/NAME/ws" -> "/c/NAME"
-    const m = /^\/c\/([^/]+)\/?$/.exec(path);
-    if (!m && path !== '/' && path !== '/index.html') throw new Error(`rcanvas: not a canvas URL: ${url}`);
-    name = m ? m[1] : '';
+    const path = u.pathname.replace(/\/ws$/, '/');        // "/ws" -> "/", "/c/NAME/ws" -> "/c/NAME/"
+    const m = /^(.*)\/c\/([^/]+)\/?$/.exec(path);        // a prefix (proxy), then /c/NAME
+    const d = /^(.*\/)(index\.html)?$/.exec(path);         // a prefix ending in "/": the default canvas
+    if (!m && !d) throw new Error(`rcanvas: not a canvas URL: ${url}`);
+    name = m ? m[2] : '';
+    root = m ? `${m[1]}/` : d[1];
     base = u;
     if (token == null) tok = u.searchParams.get('token');
   }
   if (!validCanvasName(name)) throw new Error(`rcanvas: bad canvas name ${JSON.stringify(name)}`);
-  return { canvasName: name, socket: socketUrl(base, name, tok), probe: probeUrl(base, name, tok) };
+  return { canvasName: name, socket: socketUrl(base, name, tok, root), probe: probeUrl(base, name, tok, root) };
 }
 
 /** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down). */

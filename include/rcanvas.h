@@ -90,12 +90,30 @@ typedef struct rcanvas_canvas rcanvas_canvas;
 typedef struct rcanvas_server_config {
     const char *host;             /* address to bind; default "127.0.0.1" (loopback only) */
     int port;                     /* TCP port; default 8080; 0 = any free port (read it back: rcanvas_server_port) */
-    const char *token;            /* access token, [A-Za-z0-9_-], 8–128 bytes; NULL (default) = 128 random bits,
-                                     hex (32 characters) from getrandom(2) */
+    const char *token;            /* interactive access token: input, may become the active viewer. [A-Za-z0-9_-],
+                                     22–128 bytes (≥ 128 bits of base64url); NULL (default) = 128 random bits, hex
+                                     (32 characters) from getrandom(2). Accepted as ?token=, as an
+                                     `Authorization: Bearer` header, or as the HttpOnly, SameSite=Strict cookie
+                                     that a page request with ?token= sets (docs/security.md) */
+    const char *view_token;       /* view-only token: its viewers get frames, their input is dropped and they never
+                                     become active. Same rule as token, must differ from it; NULL (default) =
+                                     128 random bits, as token */
     const char *const *allowed_origins; /* extra Origin values accepted on the WebSocket upgrade, e.g.
                                      "https://notebook.example.org"; the server's own origin (same Host) is always
                                      accepted; default NULL */
     int n_allowed_origins;
+    const char *const *allowed_hosts; /* Host header names accepted (any port), against DNS rebinding: a request
+                                     with another Host gets 403, one without 400. Bound to loopback (127.x, ::1,
+                                     localhost) the server takes localhost, 127.0.0.1 and [::1] without a list;
+                                     another bind takes its own address, and the names a browser reaches it by
+                                     must be listed here (e.g. "viz.example.org"); "*" = any (only behind a proxy
+                                     that checks Host itself). Default NULL */
+    int n_allowed_hosts;
+    const char *base_path;        /* URL prefix a reverse proxy serves the server under, e.g. "/viz": requests
+                                     under it are served as if it were not there (a proxy may keep or strip it),
+                                     rcanvas_server_url includes it, the cookie is scoped to it. "/"-separated
+                                     segments of [A-Za-z0-9._~-]; NULL or "" (default) = none. The page asks for
+                                     its script and WebSocket by relative URLs in any case */
     int max_viewers;              /* simultaneous WebSocket viewers over all canvases; one more is refused with
                                      HTTP 503 "too many viewers" (the browser client retries). Default 256. Each
                                      viewer holds one file descriptor and about 11 KiB of memory, plus its socket's
@@ -157,13 +175,17 @@ RCANVAS_API void rcanvas_server_free(rcanvas_server *server);
 /* The TCP port actually bound (useful with port 0), or RCANVAS_EINVAL for a NULL server. */
 RCANVAS_API int rcanvas_server_port(const rcanvas_server *server);
 
-/* The access token (NUL-terminated, owned by the server). */
+/* The interactive access token (NUL-terminated, owned by the server). */
 RCANVAS_API const char *rcanvas_server_token(const rcanvas_server *server);
+/* The view-only token (NUL-terminated, owned by the server). */
+RCANVAS_API const char *rcanvas_server_view_token(const rcanvas_server *server);
 
-/* Writes the URL of a canvas ("http://HOST:PORT/[c/NAME]?token=TOKEN"; https:// with TLS) into buf (cap bytes,
- * NUL-terminated). name NULL or "" = the default canvas. Returns the length, or RCANVAS_EINVAL if cap is too
- * small. */
+/* Writes the URL of a canvas ("http://HOST:PORT[BASE]/[c/NAME]?token=TOKEN"; https:// with TLS; the interactive
+ * token) into buf (cap bytes, NUL-terminated). name NULL or "" = the default canvas. Returns the length, or
+ * RCANVAS_EINVAL if cap is too small. */
 RCANVAS_API int rcanvas_server_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
+/* The same with the view-only token. */
+RCANVAS_API int rcanvas_server_view_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
 
 /* ---- TLS (issue 11) -------------------------------------------------------------------------------------- */
 

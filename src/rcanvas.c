@@ -13,11 +13,14 @@
 #include "stream/canvas.h"
 #include "stream/session.h"
 #include "transport/tls.h"
+#include "transport/auth.h"
 #include "transport/transport.h"
 
 struct rcanvas_server {
     char host[256];
     char token[129];
+    char view_token[129];
+    char base_path[201];       /* "" = none; no trailing "/" */
     uint32_t max_frame_dim;
     uint64_t max_canvas_pixels;
     double max_pixel_ratio;
@@ -46,10 +49,11 @@ void rcanvas_server_config_init(rcanvas_server_config *cfg) {
     cfg->idle_timeout_ms = 20000;
 }
 
-/* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). */
+/* The token rule of rcanvas_server_config.token: NULL if t follows it, else what is wrong (for the log). 22
+ * characters of the 64 of base64url hold 132 bits: the least for the 128 bits an unguessable token needs. */
 static const char *token_problem(const char *t) {
     size_t n = strlen(t);
-    if (n < 8) return "too short";
+    if (n < 22) return "too short";
     if (n > 128) return "too long";
     for (size_t i = 0; i < n; i++) {
         char ch = t[i];
@@ -67,6 +71,33 @@ static int bad_bounds(const rcanvas_server_config *cfg) {
     if (cfg->ping_ms < 0 || cfg->idle_timeout_ms < 0 || cfg->ping_ms > 3600000 || cfg->idle_timeout_ms > 3600000)
         return 1;
     return cfg->idle_timeout_ms && (!cfg->ping_ms || cfg->idle_timeout_ms <= cfg->ping_ms); /* hang-up after a ping */
+}
+
+/* The access fields of cfg (issue 11): tokens, allowed hosts, base path. 0, or -1 after logging what is wrong. */
+static int check_access_config(const rcanvas_server_config *cfg) {
+    rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
+    const char *const toks[2] = {cfg->token, cfg->view_token}, *const names[2] = {"token", "view_token"};
+    for (int i = 0; i < 2; i++) {
+        const char *bad = toks[i] ? token_problem(toks[i]) : NULL;
+        if (bad) { /* the length, not the token: it is a secret */
+            rc_log(&lg, RCANVAS_LOG_ERROR, "%s refused: %s (%zu characters); a token is 22 to 128 characters of "
+                   "[A-Za-z0-9_-]", names[i], bad, strlen(toks[i]));
+            return -1;
+        }
+    }
+    if (cfg->token && cfg->view_token && !strcmp(cfg->token, cfg->view_token)) {
+        rc_log(&lg, RCANVAS_LOG_ERROR, "view_token refused: it is the same as token");
+        return -1;
+    }
+    if (cfg->n_allowed_hosts < 0 || (cfg->n_allowed_hosts > 0 && !cfg->allowed_hosts)) return -1;
+    for (int i = 0; i < cfg->n_allowed_hosts; i++)
+        if (!cfg->allowed_hosts[i] || !cfg->allowed_hosts[i][0] || strlen(cfg->allowed_hosts[i]) > 255) return -1;
+    if (cfg->base_path && !rc_auth_base_path_ok(cfg->base_path)) {
+        rc_log(&lg, RCANVAS_LOG_ERROR, "base_path refused: \"%s\" is not \"/\" then segments of [A-Za-z0-9._~-]",
+               cfg->base_path);
+        return -1;
+    }
+    return 0;
 }
 
 static void notify_transport(void *user) {
@@ -100,13 +131,7 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     }
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
     if (strlen(host) >= 256) return RCANVAS_EINVAL;
-    const char *bad_token = cfg->token ? token_problem(cfg->token) : NULL;
-    if (bad_token) { /* the length, not the token: it is a secret */
-        rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
-        rc_log(&lg, RCANVAS_LOG_ERROR, "token refused: %s (%zu characters); a token is 8 to 128 characters of "
-               "[A-Za-z0-9_-]", bad_token, strlen(cfg->token));
-        return RCANVAS_EINVAL;
-    }
+    if (check_access_config(cfg)) return RCANVAS_EINVAL;
 
     rcanvas_server *s = calloc(1, sizeof(*s));
     if (!s) return RCANVAS_ENOMEM;
@@ -116,18 +141,23 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     s->max_canvas_pixels = cfg->max_canvas_pixels;
     s->max_pixel_ratio = cfg->max_pixel_ratio;
     s->log = (rc_logger){.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
-    if (cfg->token) snprintf(s->token, sizeof s->token, "%s", cfg->token);
-    else if (rc_random_hex(s->token, 16)) {
+    if ((cfg->token ? (snprintf(s->token, sizeof s->token, "%s", cfg->token), 0) : rc_random_hex(s->token, 16)) ||
+        (cfg->view_token ? (snprintf(s->view_token, sizeof s->view_token, "%s", cfg->view_token), 0)
+                         : rc_random_hex(s->view_token, 16))) {
         server_destroy(s);
         return RCANVAS_EIO;
     }
+    if (cfg->base_path) snprintf(s->base_path, sizeof s->base_path, "%s", cfg->base_path);
+    for (size_t n = strlen(s->base_path); n > 0 && s->base_path[n - 1] == '/';) s->base_path[--n] = '\0';
     s->registry = rc_registry_new();
     if (!s->registry) {
         server_destroy(s);
         return RCANVAS_ENOMEM;
     }
-    rc_transport_config tc = {.host = s->host, .port = cfg->port, .token = s->token,
+    rc_transport_config tc = {.host = s->host, .port = cfg->port, .token = s->token, .view_token = s->view_token,
                               .allowed_origins = cfg->allowed_origins, .n_allowed_origins = cfg->n_allowed_origins,
+                              .allowed_hosts = cfg->allowed_hosts, .n_allowed_hosts = cfg->n_allowed_hosts,
+                              .base_path = s->base_path,
                               .max_viewers = cfg->max_viewers, .max_message_bytes = cfg->max_message_bytes,
                               .max_bad_messages = cfg->max_bad_messages, .registry = s->registry, .log = &s->log,
                               .tls_cert = cfg->tls_cert, .tls_key = cfg->tls_key,
@@ -179,7 +209,9 @@ int rcanvas_server_port(const rcanvas_server *s) { return s ? rc_transport_port(
 
 const char *rcanvas_server_token(const rcanvas_server *s) { return s ? s->token : NULL; }
 
-int rcanvas_server_url(const rcanvas_server *s, const char *name, char *buf, size_t cap) {
+const char *rcanvas_server_view_token(const rcanvas_server *s) { return s ? s->view_token : NULL; }
+
+static int server_url(const rcanvas_server *s, const char *token, const char *name, char *buf, size_t cap) {
     if (!s || !buf) return RCANVAS_EINVAL;
     const char *host = strcmp(s->host, "0.0.0.0") ? s->host : "127.0.0.1";
     int bracket = strchr(host, ':') != NULL;
@@ -187,11 +219,11 @@ int rcanvas_server_url(const rcanvas_server *s, const char *name, char *buf, siz
     const char *scheme = rc_transport_tls_fingerprint(s->transport) ? "https" : "http";
     int n;
     if (name && *name)
-        n = snprintf(buf, cap, "%s://%s%s%s:%d/c/%s?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
-                     port, name, s->token);
+        n = snprintf(buf, cap, "%s://%s%s%s:%d%s/c/%s?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
+                     port, s->base_path, name, token);
     else
-        n = snprintf(buf, cap, "%s://%s%s%s:%d/?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
-                     port, s->token);
+        n = snprintf(buf, cap, "%s://%s%s%s:%d%s/?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
+                     port, s->base_path, token);
     if (n < 0 || (size_t)n >= cap) return RCANVAS_EINVAL;
     return n;
 }
@@ -219,6 +251,14 @@ int rcanvas_tls_self_signed(const char *dir, const char *extra_name, rcanvas_log
     int r = rc_tls_self_signed(dir, extra_name, &lg, cert_path, key_path, cap, &made);
     if (created) *created = made;
     return r;
+}
+
+int rcanvas_server_url(const rcanvas_server *s, const char *name, char *buf, size_t cap) {
+    return server_url(s, s ? s->token : NULL, name, buf, cap);
+}
+
+int rcanvas_server_view_url(const rcanvas_server *s, const char *name, char *buf, size_t cap) {
+    return server_url(s, s ? s->view_token : NULL, name, buf, cap);
 }
 
 /* ---- canvases ---- */

@@ -39,7 +39,13 @@ static const char USAGE[] =
     "usage: rcanvas-demo [options]\n"
     "  --host ADDR          address to bind (default 127.0.0.1)\n"
     "  --port N             TCP port 0-65535 (default 8080; 0 = any free port)\n"
-    "  --token T            access token: 8-128 characters of A-Z a-z 0-9 _ - (default: random)\n"
+    "  --token T            interactive token (input, may become active): 22-128 characters of A-Z a-z 0-9 _ -\n"
+    "                       (default: random, 128 bits)\n"
+    "  --view-token T       view-only token (frames, no input, never active): same rule (default: random)\n"
+    "  --allow-host NAME    accept this Host name (any port), against DNS rebinding; repeatable; \"*\" = any.\n"
+    "                       Bound to loopback, localhost, 127.0.0.1 and [::1] are accepted without it\n"
+    "  --allow-origin ORIGIN  accept WebSocket upgrades from this Origin too (e.g. https://proxy.example); repeatable\n"
+    "  --base-path /PREFIX  the prefix a reverse proxy serves the server under (e.g. /viz; docs/security.md)\n"
     "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
     "                       vp8, vp9, webp or av1 (opt-in, not in auto: see docs/benchmarks.md); video goes\n"
     "                       to viewers whose browser decodes it, JPEG to the others (default jpeg)\n"
@@ -77,7 +83,7 @@ static const char USAGE[] =
  * so messages never show it). */
 static int token_problem(const char *t, char *why, size_t cap) {
     size_t n = strlen(t);
-    if (n < 8 || n > 128) {
+    if (n < 22 || n > 128) {
         snprintf(why, cap, "%zu characters", n);
         return 1;
     }
@@ -125,12 +131,28 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             scfg->host = v;
         } else if (!strcmp(a, "--port")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 65535, &scfg->port)) return CLI_USAGE;
-        } else if (!strcmp(a, "--token")) {
-            const char *rule = "8 to 128 characters of A-Z a-z 0-9 _ -";
+        } else if (!strcmp(a, "--token") || !strcmp(a, "--view-token")) {
+            const char *rule = "22 to 128 characters of A-Z a-z 0-9 _ -";
             if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, rule);
             char why[64];
             if (token_problem(v, why, sizeof why)) return cli_error(PROG, "%s: %s: must be %s", a, why, rule);
-            scfg->token = v;
+            *(a[2] == 't' ? &scfg->token : &scfg->view_token) = v;
+        } else if (!strcmp(a, "--allow-host") || !strcmp(a, "--allow-origin")) {
+            int host = a[8] == 'h';
+            if (!(v = cli_value(argc, argv, &i)) || !*v || strlen(v) > 255)
+                return cli_missing(PROG, a, host ? "a host name such as viz.example.org" : "an origin such as https://viz.example.org");
+            static const char *hosts[64], *origins[64];
+            int *n = host ? &scfg->n_allowed_hosts : &scfg->n_allowed_origins;
+            if (*n == 64) return cli_error(PROG, "%s: at most 64", a);
+            (host ? hosts : origins)[(*n)++] = v;
+            if (host) scfg->allowed_hosts = hosts;
+            else scfg->allowed_origins = origins;
+        } else if (!strcmp(a, "--base-path")) {
+            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a path such as /viz");
+            if (v[0] != '/' || strlen(v) > 200 || strstr(v, "//") || strstr(v, "/./") || strstr(v, "/../") ||
+                strspn(v, "/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~-") != strlen(v))
+                return cli_error(PROG, "%s: must be / then segments of A-Z a-z 0-9 . _ ~ - (at most 200 bytes)", a);
+            scfg->base_path = v;
         } else if (!strcmp(a, "--max-viewers")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100000, &scfg->max_viewers)) return CLI_USAGE;
         } else if (!strcmp(a, "--max-canvas-pixels")) {
@@ -355,10 +377,12 @@ int main(int argc, char **argv) {
         frame_set_free(fs);
         return 1;
     }
-    char url[512], fp[100];
+    char url[512], view_url[512], fp[100];
     rcanvas_server_url(srv, NULL, url, sizeof url);
-    if (rcanvas_server_tls_fingerprint(srv, fp, sizeof fp) > 0) /* before the URL, so that both are on screen */
+    rcanvas_server_view_url(srv, NULL, view_url, sizeof view_url);
+    if (rcanvas_server_tls_fingerprint(srv, fp, sizeof fp) > 0) /* before the URLs, so that all are on screen */
         printf("rcanvas-demo: certificate SHA-256 fingerprint %s\n", fp);
+    printf("rcanvas-demo: view only: %s\n", view_url); /* before "open": tests take the line with "open" */
     printf("rcanvas-demo: open %s\n", url);
     fflush(stdout);
 

@@ -32,11 +32,13 @@ static void make_active_locked(rcanvas_canvas *c, rc_session *s) {
     rc_canvas_notify_locked(c); /* both viewers are told their new role */
 }
 
-/* The oldest other session (lowest id), skipping closing ones unless include_closing. mu held. */
+/* The oldest other session (lowest id), skipping closing ones unless include_closing, and always view-only ones
+ * (they never become active: issue 11). mu held. */
 static rc_session *oldest_other(rcanvas_canvas *c, const rc_session *s, int include_closing) {
     rc_session *heir = NULL;
     for (rc_session *o = c->sessions; o; o = o->next)
-        if (o != s && (include_closing || !o->closing) && (!heir || o->id < heir->id)) heir = o;
+        if (o != s && !o->caps.view_only && (include_closing || !o->closing) && (!heir || o->id < heir->id))
+            heir = o;
     return heir;
 }
 
@@ -175,7 +177,7 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
     s->next = c->sessions;
     c->sessions = s;
     c->nsessions++;
-    if (!c->active) make_active_locked(c, s);
+    if (!c->active && !s->caps.view_only) make_active_locked(c, s); /* view-only: never active (issue 11) */
     else if (c->presented_seq == 0) c->draw_requested = 1; /* nothing to show it yet */
     /* a passive viewer is served the newest encoded frame, no new draw */
     pthread_cond_broadcast(&c->cv);
@@ -325,6 +327,7 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
 /* ---- input ---- */
 
 void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
+    if (s->caps.view_only) return; /* the transport drops a view-only viewer's input already (issue 11) */
     rcanvas_canvas *c = s->canvas;
     rcanvas_event ev = *in;
     ev.viewer_id = s->id;

@@ -23,9 +23,11 @@ typedef struct rc_session rc_session;
 typedef struct rc_session_caps {
     unsigned codecs; /* bit (1 << wire id) per codec the client decodes; 0 = JPEG and PNG (protocol 1 clients) */
     int protocol;    /* the client's protocol version (1, or 2 when it listed codecs) */
+    int view_only;   /* a view-only viewer (issue 11): gets frames, never becomes active; the transport drops its
+                        input, and rc_session_push_event ignores any that reaches it */
 } rc_session_caps;
 
-/* Opens a session on canvas c. The first session of a canvas becomes the active one (its size and acks drive
+/* Opens a session on canvas c. The first session of a canvas that is not view-only becomes the active one (its size and acks drive
  * the app) and asks the app for a draw. RCANVAS_OK and *out, RCANVAS_ECLOSED (canvas closing), RCANVAS_ENOMEM. */
 int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session **out);
 /* Closes it. If it was active, the oldest other session (preferring those not closing) takes over, with its

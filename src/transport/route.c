@@ -101,7 +101,7 @@ void rc_http_route(const rc_http_request *rq, const char *token, const char *con
     int metrics = !rq->upgrade && !strcmp(path, "/metrics");
     if (!metrics && parse_canvas_path(path, rq->upgrade, &out->canvas, &out->canvas_len))
         return refuse(out, 404, "not found", NULL);
-    out->token = rc_route_check_token(rq->args, rq->nargs, token);
+    if (token) out->token = rc_route_check_token(rq->args, rq->nargs, token); /* NULL: the caller authorizes */
     if (rq->upgrade) {
         if (out->token == 401) return refuse(out, 401, "token required", "WebSocket refused: missing token");
         if (out->token == 403) return refuse(out, 403, "wrong token", "WebSocket refused: wrong token");

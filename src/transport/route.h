@@ -51,7 +51,8 @@ typedef struct rc_route {
  * Returns 0 (right), 401 (missing) or 403 (wrong). Pure; any thread. */
 int rc_route_check_token(const char *const *args, int nargs, const char *token);
 
-/* Decides what to do with rq: see rc_route. `token` is the server's token; `origins` its allow-list of Origin
+/* Decides what to do with rq: see rc_route. `token` is the server's token, or NULL when the caller checks the token
+ * itself (the server does: auth.c, with roles, Bearer, cookies and a rate limit; out->token is then -1); `origins` its allow-list of Origin
  * values (compared ignoring case), besides the Origin of the request's own Host. The checks, in order: the path's
  * shape (404), the token (401, 403), for an upgrade the Origin (403), the canvas name's length (404). Pure: no
  * allocation, no global state; any thread; out's pointers point into rq's strings. */

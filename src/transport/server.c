@@ -131,6 +131,8 @@ static void destroy(rc_transport *t) {
     pthread_mutex_unlock(&g_log_mu);
     for (int i = 0; i < t->n_origins; i++) free(t->origins[i]);
     free(t->origins);
+    for (int i = 0; i < t->n_hosts; i++) free(t->hosts[i]);
+    free(t->hosts);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -208,6 +210,17 @@ static void set_keepalive(rc_transport *t, const rc_transport_config *cfg, struc
     info->retry_and_idle_policy = &t->keepalive;
 }
 
+/* Copies n strings into a malloc'd array (*out, *nout counts those copied, for destroy). 0 or -1 (no memory). */
+static int copy_strings(const char *const *in, int n, char ***out, int *nout) {
+    if (n <= 0) return 0;
+    if (!(*out = calloc((size_t)n, sizeof(char *)))) return -1;
+    for (int i = 0; i < n; i++) {
+        if (!((*out)[i] = strdup(in[i]))) return -1;
+        *nout = i + 1;
+    }
+    return 0;
+}
+
 int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     *out = NULL;
     rc_transport *t = calloc(1, sizeof(*t));
@@ -221,19 +234,12 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     t->registry = cfg->registry;
     t->log = cfg->log;
     fit_fd_limit(t);
-    if (cfg->n_allowed_origins > 0) {
-        t->origins = calloc((size_t)cfg->n_allowed_origins, sizeof(char *));
-        if (!t->origins) {
-            destroy(t);
-            return RCANVAS_ENOMEM;
-        }
-        for (int i = 0; i < cfg->n_allowed_origins; i++) {
-            if (!(t->origins[i] = strdup(cfg->allowed_origins[i]))) {
-                destroy(t);
-                return RCANVAS_ENOMEM;
-            }
-            t->n_origins = i + 1;
-        }
+    if (cfg->view_token) snprintf(t->view_token, sizeof t->view_token, "%s", cfg->view_token);
+    if (cfg->base_path && strcmp(cfg->base_path, "/")) snprintf(t->base, sizeof t->base, "%s", cfg->base_path);
+    if (copy_strings(cfg->allowed_origins, cfg->n_allowed_origins, &t->origins, &t->n_origins) ||
+        copy_strings(cfg->allowed_hosts, cfg->n_allowed_hosts, &t->hosts, &t->n_hosts)) {
+        destroy(t);
+        return RCANVAS_ENOMEM;
     }
 
     if (cfg->tls_cert) { /* before the port: a bad file is named, and nothing listens */

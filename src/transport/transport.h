@@ -17,9 +17,13 @@ typedef struct rc_transport rc_transport;
 typedef struct rc_transport_config {
     const char *host;                  /* address to bind */
     int port;                          /* 0 = any free port */
-    const char *token;                 /* access token (already validated) */
+    const char *token;                 /* interactive access token (already validated) */
+    const char *view_token;            /* view-only token (already validated; "" or NULL = none) */
     const char *const *allowed_origins;
     int n_allowed_origins;
+    const char *const *allowed_hosts;  /* Host names accepted besides the bind's own (auth.h) */
+    int n_allowed_hosts;
+    const char *base_path;             /* prefix a proxy serves it under ("" or NULL = none; validated) */
     int max_viewers;                   /* WebSocket connections over all canvases */
     size_t max_message_bytes;
     int max_bad_messages;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "transport/auth.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -46,6 +47,8 @@ struct rc_viewer {
     uint8_t *rx;
     size_t rx_len;
     int bad_msgs;
+    int view_only;            /* its token is the view-only one: its events are dropped (issue 11) */
+    uint64_t dropped_input;   /* events dropped for that; logged at the first */
     /* text out: each buffer has LWS_PRE head room */
     char *text[RC_MAX_TEXT_QUEUE];
     size_t text_len[RC_MAX_TEXT_QUEUE];
@@ -63,7 +66,7 @@ struct rc_viewer {
 typedef struct rc_pss {
     rc_viewer *v;              /* WebSocket, once established */
     char canvas[RC_NAME_MAX + 1]; /* the canvas named in the upgrade request */
-    rc_session_caps caps;      /* from the upgrade URL's codecs= (protocol 2 clients) */
+    rc_session_caps caps;      /* from the upgrade URL's codecs= (protocol 2 clients); view_only from its token */
     int reserved;              /* holds one of max_viewers until it becomes a viewer */
     unsigned char *body;       /* HTTP response body with LWS_PRE head room */
     size_t body_len;
@@ -72,8 +75,13 @@ typedef struct rc_pss {
 struct rc_transport {
     char host[256];
     char token[129];
+    char view_token[129];      /* "" = no view-only token */
     char **origins;
     int n_origins;
+    char **hosts;              /* allowed Host names (auth.c) */
+    int n_hosts;
+    char base[201];            /* base path, "" = none */
+    rc_auth_limiter limiter;   /* wrong tokens per client address */
     int max_viewers;
     size_t max_message_bytes;
     int max_bad_messages;

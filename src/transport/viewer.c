@@ -87,10 +87,11 @@ static void queue_hello(rc_viewer *v) {
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
-             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"max_in_flight\":%d,\"max_message_bytes\":%zu,"
-             "\"link\":{%s}}",
+             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"view_only\":%s,\"max_in_flight\":%d,"
+             "\"max_message_bytes\":%zu,\"link\":{%s}}",
              st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
-             st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false", h.max_in_flight,
+             st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false",
+             v->view_only ? "true" : "false", h.max_in_flight,
              v->t->max_message_bytes, link);
     rc_viewer_queue_text(v, msg);
 }
@@ -161,6 +162,7 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
         return -1; /* WSI_DESTROY releases the reservation */
     }
     p->reserved = 0; /* the viewer owns the slot now; rc_viewer_closed releases it */
+    v->view_only = p->caps.view_only;
     v->wsi = wsi;
     v->t = t;
     v->id = rc_session_id(v->session);
@@ -171,7 +173,7 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
     lws_get_peer_simple(wsi, peer, sizeof peer);
     queue_hello(v);
     rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u connected from %s to canvas '%s'%s", v->id, peer, p->canvas,
-           v->told_active ? " (active)" : "");
+           v->told_active ? " (active)" : v->view_only ? " (view-only)" : "");
     rc_viewer_service(v);
     lws_callback_on_writable(wsi);
     return 0;
@@ -184,6 +186,14 @@ static void bad_message(rc_viewer *v, const char *what) {
            t->max_bad_messages);
     if (v->bad_msgs > t->max_bad_messages)
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
+}
+
+/* A view-only viewer's event (pointer, keys, wheel, resize): dropped and counted, logged once; the connection
+ * stays open (its page may send input as any page does). Acks, keyframe requests and visibility still count:
+ * they concern only its own stream. */
+static void drop_view_only_input(rc_viewer *v) {
+    if (v->dropped_input++ == 0)
+        rc_log(v->t->log, RCANVAS_LOG_INFO, "viewer %u is view-only: its input is dropped", v->id);
 }
 
 static void handle_message(rc_viewer *v, const char *json, size_t len) {
@@ -209,6 +219,10 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
     }
     if (m.kind == RC_MSG_VISIBILITY) {
         rc_session_set_visible(v->session, m.visible);
+        return;
+    }
+    if (v->view_only) {
+        drop_view_only_input(v);
         return;
     }
     m.event.server_time_us = rc_now_us();
@@ -250,7 +264,11 @@ void rc_viewer_timer(rc_viewer *v) {
 
 void rc_viewer_closed(rc_viewer *v) {
     rc_transport *t = v->t;
-    rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u disconnected", v->id);
+    if (v->dropped_input)
+        rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u disconnected (view-only: %llu events dropped)", v->id,
+               (unsigned long long)v->dropped_input);
+    else
+        rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u disconnected", v->id);
     rc_viewer **pp = &t->viewers;
     while (*pp && *pp != v) pp = &(*pp)->next;
     if (*pp) *pp = v->next;

@@ -5,8 +5,8 @@
 // a secure context: WebCodecs is there, `--codec auto` puts the viewer on H.264, frames are shown, and the test
 // scene's refinement is exact. --ignore-certificate-errors is used in this test only (the certificate is
 // self-signed). With --tls-cert/--tls-key the same files serve the page (200) and plain http on the port gets 400.
-// Note: the demo accepts Host rcanvas.test because nothing checks Host yet; when --allow-host lands (issue 11,
-// point 3), this test must pass `--allow-host rcanvas.test`.
+// The demo accepts Host rcanvas.test by `--allow-host rcanvas.test` (a loopback bind takes only localhost names
+// otherwise: the DNS-rebinding check).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -71,7 +71,7 @@ test('--tls self-signed: the printed fingerprint is the served one, and the cert
 
 test('https on a non-localhost name: a secure context, WebCodecs, H.264 frames with --codec auto', async () => {
   const demo = await startDemo(['--scene', 'test', '--codec', 'auto', '--refine-ms', '500',
-    '--tls', 'self-signed', '--tls-dir', tlsDir]);
+    '--tls', 'self-signed', '--tls-dir', tlsDir, '--allow-host', 'rcanvas.test']);
   const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
   try {
     const url = demo.url.replace('127.0.0.1', 'rcanvas.test') + '&stats=1';

@@ -633,7 +633,7 @@ static void test_server(rcanvas_server *s) {
     cfg.port = 0;
     cfg.token = "tiny42";
     CHECK_EQ_INT(rcanvas_server_new(&cfg, &s2), RCANVAS_EINVAL);
-    CHECK_MSG(strstr(g_last_log, "token refused") && strstr(g_last_log, "8 to 128 characters of [A-Za-z0-9_-]") &&
+    CHECK_MSG(strstr(g_last_log, "token refused") && strstr(g_last_log, "22 to 128 characters of [A-Za-z0-9_-]") &&
                   !strstr(g_last_log, "tiny42"),
               "log: %s", g_last_log);
     cfg.token = "bad token with spaces";

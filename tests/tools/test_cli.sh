@@ -75,10 +75,10 @@ dd "$D: --frames: needs a value (a directory of PNG files)" --frames
 dd "$D: --codec: needs a value (one of: jpeg, png, auto, h264, vp8, vp9, webp, av1)" --codec
 dd "$D: --gpu: cannot be combined with --scene test" --gpu
 # the token rule, stated; the token itself (a secret) never shown
-dd "$D: --token: 5 characters: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token short
-dd "$D: --token: character 4 is not allowed: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token 'abc!defghij'
+dd "$D: --token: 5 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token short
+dd "$D: --token: character 4 is not allowed: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token 'abc!defghijklmnopqrstuvw'
 long=$(printf '%0129d' 0)
-dd "$D: --token: 129 characters: must be 8 to 128 characters of A-Z a-z 0-9 _ -" --token "$long"
+dd "$D: --token: 129 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token "$long"
 # TLS (issue 11): a certificate needs its key and the other way round; self-signed is the one --tls mode
 dd "$D: --tls-cert: needs a value (a PEM file)" --tls-cert
 dd "$D: --tls-key: needs a value (a PEM file)" --tls-key --port 0

@@ -1,0 +1,199 @@
+/*
+ * auth.c — roles by token, the rate limit on wrong tokens, the Host check and the base path (see auth.h).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/auth.h"
+
+/* ---- roles ---- */
+
+int rc_auth_equal(const char *a, size_t alen, const char *b, size_t blen) {
+    unsigned diff = (unsigned)(alen != blen);
+    for (size_t i = 0; i < blen; i++) { /* b's length, whatever a's: a short guess takes as long as a long one */
+        unsigned char ca = i < alen ? (unsigned char)a[i] : 0;
+        diff |= ca ^ (unsigned char)b[i];
+    }
+    return diff == 0;
+}
+
+rc_role rc_auth_role(const char *token, const char *interactive, const char *view) {
+    if (!token) return RC_ROLE_NONE;
+    size_t n = strlen(token);
+    int is_i = rc_auth_equal(token, n, interactive, strlen(interactive));
+    int is_v = view[0] ? rc_auth_equal(token, n, view, strlen(view)) : 0;
+    return is_i ? RC_ROLE_INTERACTIVE : is_v ? RC_ROLE_VIEW : RC_ROLE_WRONG;
+}
+
+int rc_auth_bearer(const char *h, char *out, size_t cap) {
+    while (*h == ' ' || *h == '\t') h++;
+    if (strncasecmp(h, "bearer", 6) || (h[6] != ' ' && h[6] != '\t')) return 0;
+    h += 6;
+    while (*h == ' ' || *h == '\t') h++;
+    size_t n = strlen(h);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+    if (n == 0 || n >= cap) return 0;
+    memcpy(out, h, n);
+    out[n] = '\0';
+    return 1;
+}
+
+int rc_auth_cookie(const char *h, const char *name, char *out, size_t cap) {
+    size_t nl = strlen(name);
+    while (*h) {
+        while (*h == ' ' || *h == '\t' || *h == ';') h++;
+        const char *end = strchr(h, ';');
+        size_t len = end ? (size_t)(end - h) : strlen(h);
+        if (len > nl && !strncmp(h, name, nl) && h[nl] == '=') {
+            const char *v = h + nl + 1;
+            size_t vl = len - nl - 1;
+            while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+            if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') v++, vl -= 2; /* RFC 6265 allows a quoted value */
+            if (vl == 0 || vl >= cap) return 0;
+            memcpy(out, v, vl);
+            out[vl] = '\0';
+            return 1;
+        }
+        h += len;
+    }
+    return 0;
+}
+
+void rc_auth_cookie_name(int port, char *out, size_t cap) { snprintf(out, cap, "rcanvas_token_%d", port); }
+
+/* ---- rate limit ---- */
+
+static rc_auth_slot *find_slot(rc_auth_limiter *l, const char *addr) {
+    for (int i = 0; i < RC_AUTH_SLOTS; i++)
+        if (l->slot[i].addr[0] && !strcmp(l->slot[i].addr, addr)) return &l->slot[i];
+    return NULL;
+}
+
+static void refill(rc_auth_slot *s, int64_t now_us) {
+    if (now_us > s->last_us) {
+        s->tokens += (double)(now_us - s->last_us) / RC_AUTH_REFILL_US;
+        if (s->tokens > RC_AUTH_BURST) s->tokens = RC_AUTH_BURST;
+    }
+    s->last_us = now_us;
+}
+
+int rc_auth_limited(rc_auth_limiter *l, const char *addr, int64_t now_us) {
+    rc_auth_slot *s = find_slot(l, addr);
+    if (!s) return 0;
+    refill(s, now_us);
+    if (s->tokens >= 1) return 0;
+    l->limited++;
+    return 1;
+}
+
+int rc_auth_failed(rc_auth_limiter *l, const char *addr, int64_t now_us) {
+    rc_auth_slot *s = find_slot(l, addr);
+    if (!s) { /* a free slot, else the one that has refilled the most (least recently refused) */
+        rc_auth_slot *best = &l->slot[0];
+        for (int i = 0; i < RC_AUTH_SLOTS && best->addr[0]; i++) {
+            rc_auth_slot *c = &l->slot[i];
+            if (!c->addr[0] || c->last_us < best->last_us) best = c;
+        }
+        s = best;
+        snprintf(s->addr, sizeof s->addr, "%s", addr);
+        s->tokens = RC_AUTH_BURST;
+        s->last_us = now_us;
+    }
+    refill(s, now_us);
+    if (s->tokens >= 1) s->tokens -= 1;
+    return s->tokens < 1;
+}
+
+/* ---- Host check ---- */
+
+int rc_auth_loopback_bind(const char *b) {
+    return !strncmp(b, "127.", 4) || !strcmp(b, "::1") || !strcasecmp(b, "localhost");
+}
+
+/* The name part of a Host value: "[::1]:80" → "[::1]", "a.example:8080" → "a.example" (into out). 0 if malformed. */
+static int host_name(const char *host, char *out, size_t cap) {
+    size_t n;
+    if (host[0] == '[') {
+        const char *e = strchr(host, ']');
+        if (!e) return 0;
+        n = (size_t)(e - host) + 1;
+        if (e[1] && e[1] != ':') return 0;
+    } else {
+        const char *c = strchr(host, ':');
+        n = c ? (size_t)(c - host) : strlen(host);
+    }
+    const char *port = host + n;
+    if (*port == ':')
+        for (port++; *port; port++)
+            if (!isdigit((unsigned char)*port)) return 0;
+    if (n == 0 || n >= cap) return 0;
+    memcpy(out, host, n);
+    out[n] = '\0';
+    if (n > 1 && out[n - 1] == '.' && out[0] != '[') out[n - 1] = '\0'; /* "localhost." is localhost */
+    return 1;
+}
+
+/* name (from host_name) equals an allow-list entry, ignoring case, "[…]" around an IPv6 entry optional. */
+static int name_is(const char *name, const char *entry) {
+    if (!strcasecmp(name, entry)) return 1;
+    size_t n = strlen(name);
+    return name[0] == '[' && n > 2 && strlen(entry) == n - 2 && !strncasecmp(name + 1, entry, n - 2);
+}
+
+int rc_auth_check_host(const char *host, const char *bind_host, const char *const *allowed, int n_allowed) {
+    if (!host || !*host) return 400;
+    char name[256];
+    if (!host_name(host, name, sizeof name)) return 403;
+    for (int i = 0; i < n_allowed; i++)
+        if (!strcmp(allowed[i], "*") || name_is(name, allowed[i])) return 0;
+    if (rc_auth_loopback_bind(bind_host))
+        return name_is(name, "localhost") || name_is(name, "127.0.0.1") || name_is(name, "::1") ? 0 : 403;
+    /* another bind: its own address (not the wildcard: that is no name) */
+    if (strcmp(bind_host, "0.0.0.0") && strcmp(bind_host, "::") && name_is(name, bind_host)) return 0;
+    return 403;
+}
+
+/* ---- base path ---- */
+
+int rc_auth_base_path_ok(const char *p) {
+    if (!p[0] || !strcmp(p, "/")) return 1;
+    size_t n = strlen(p);
+    if (p[0] != '/' || n > 200) return 0;
+    const char *seg = p + 1;
+    for (const char *c = p + 1;; c++) {
+        if (*c == '/' || !*c) {
+            size_t sl = (size_t)(c - seg);
+            if (sl == 0 && *c) return 0; /* "//" */
+            if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.')) return 0;
+            if (!*c) return 1;
+            seg = c + 1;
+            continue;
+        }
+        if (!isalnum((unsigned char)*c) && !strchr("._~-", *c)) return 0;
+    }
+}
+
+const char *rc_auth_strip_base(const char *path, const char *base, char *tmp, size_t cap) {
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/') bl--;
+    if (bl == 0 || strncmp(path, base, bl) || (path[bl] != '/' && path[bl] != '\0')) return path;
+    if (!path[bl]) {
+        snprintf(tmp, cap, "/");
+        return tmp;
+    }
+    return path + bl;
+}
+
+void rc_auth_root_prefix(const char *path, char *out, size_t cap) {
+    int depth = 0;
+    for (const char *c = path + (path[0] == '/'); *c; c++) depth += *c == '/';
+    size_t o = 0;
+    out[0] = '\0';
+    if (depth == 0) {
+        snprintf(out, cap, "./");
+        return;
+    }
+    for (int i = 0; i < depth && o + 4 <= cap; i++, o += 3) memcpy(out + o, "../", 4);
+}

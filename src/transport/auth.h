@@ -1,0 +1,92 @@
+/*
+ * auth.h — private to src/transport/: who may talk to the server (issue 11, points 2, 3 and 6), as pure functions
+ * on strings so that tests/transport/test_auth.c checks them without a socket:
+ *  - roles by token: the interactive token and the view-only token, found in the query (?token=), an
+ *    `Authorization: Bearer` header or the session cookie (in that order), compared in constant time;
+ *  - a per-address rate limit on wrong tokens (token bucket in a fixed-size table);
+ *  - the Host check against DNS rebinding;
+ *  - the base path a reverse proxy serves the server under.
+ * Network thread only (no locks).
+ */
+#ifndef RC_AUTH_H
+#define RC_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- roles ---- */
+
+typedef enum rc_role {
+    RC_ROLE_NONE = 0,        /* no token given */
+    RC_ROLE_WRONG = 1,       /* a token that is neither */
+    RC_ROLE_VIEW = 2,        /* the view-only token: frames, no input, never active */
+    RC_ROLE_INTERACTIVE = 3, /* the interactive token: input, may become active */
+} rc_role;
+
+/* Where a token came from (the page request with a query token sets the cookie). */
+typedef enum rc_token_source { RC_TOKEN_NONE = 0, RC_TOKEN_QUERY, RC_TOKEN_BEARER, RC_TOKEN_COOKIE } rc_token_source;
+
+/* 1 if a and b are equal; the time depends only on the length of b (the secret), never on where they differ. */
+int rc_auth_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+/* The role of a token (NULL = none given) against the two tokens (view may be "" = no view-only token). Both are
+ * always compared, so the time does not say which one nearly matched. */
+rc_role rc_auth_role(const char *token, const char *interactive, const char *view);
+
+/* The token of "Bearer TOKEN" (an Authorization header's value; scheme case-insensitive, spaces around the
+ * token ignored) into out (cap bytes). 1 if found, 0 if the header is of another scheme, empty or too long. */
+int rc_auth_bearer(const char *header, char *out, size_t cap);
+
+/* The value of cookie `name` in a Cookie header ("a=1; b=2") into out (cap bytes). 1 if found, else 0. */
+int rc_auth_cookie(const char *header, const char *name, char *out, size_t cap);
+
+/* The cookie's name for the server on this port: rcanvas_token_PORT (cookies do not separate ports, so two
+ * servers on one host keep theirs apart). */
+void rc_auth_cookie_name(int port, char *out, size_t cap);
+
+/* ---- rate limit on wrong tokens ---- */
+
+#define RC_AUTH_BURST 10       /* wrong tokens an address may send at once */
+#define RC_AUTH_REFILL_US 1000000 /* then one more per second */
+#define RC_AUTH_SLOTS 256      /* addresses remembered; the least recently refused one is forgotten first */
+
+typedef struct rc_auth_slot {
+    char addr[48];             /* "" = free */
+    double tokens;             /* guesses left (0 … RC_AUTH_BURST) */
+    int64_t last_us;           /* last refill */
+} rc_auth_slot;
+
+typedef struct rc_auth_limiter {
+    rc_auth_slot slot[RC_AUTH_SLOTS];
+    uint64_t limited;          /* requests answered 429 (for the log) */
+} rc_auth_limiter;
+
+/* 1 if addr has no guess left now (answer 429 without looking at its token), else 0. */
+int rc_auth_limited(rc_auth_limiter *l, const char *addr, int64_t now_us);
+/* Counts a wrong (or missing-when-required) token from addr; 1 if that used its last guess. */
+int rc_auth_failed(rc_auth_limiter *l, const char *addr, int64_t now_us);
+
+/* ---- Host check ---- */
+
+/* 1 if the server bound to bind_host listens on loopback only (127.0.0.0/8, ::1, localhost). */
+int rc_auth_loopback_bind(const char *bind_host);
+/* The Host header check against DNS rebinding. host: the header's value (NULL = absent). A loopback bind takes
+ * localhost, 127.0.0.1 and [::1] (any port); every bind takes the names in allowed[] (any port; "*" = any Host).
+ * Another bind also takes its own address. Returns 0 (allowed), 400 (no Host) or 403. */
+int rc_auth_check_host(const char *host, const char *bind_host, const char *const *allowed, int n_allowed);
+
+/* ---- base path ---- */
+
+/* 1 if p is a valid base path: "" or "/" (none), or "/" then segments of [A-Za-z0-9._~-], no trailing slash
+ * needed ("/viz", "/a/b"), at most 200 bytes, no "." or ".." segment. */
+int rc_auth_base_path_ok(const char *p);
+/* path with the base path stripped when it starts with it ("/viz/ws" → "/ws", "/viz" → "/"); other paths are
+ * returned unchanged (the server answers both, so a proxy may strip the prefix or not). */
+const char *rc_auth_strip_base(const char *path, const char *base, char *tmp, size_t cap);
+
+/* "../" once per directory level of path below the root ("/" → "./", "/c/x" → "../", "/c/x/" → "../../"): the
+ * relative prefix from a page at path back to the server's root, so the page asks for its script
+ * and WebSocket relative to where it was served (behind a proxy's prefix too). */
+void rc_auth_root_prefix(const char *path, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,269 @@
+// access.test.mjs — who may talk to the server (issue 11), in real headless Chromium and with raw requests: the
+// view-only token (frames, no input, never active), the Host check against DNS rebinding, the token traded for an
+// HttpOnly cookie (gone from the address bar, a reload works by the cookie, a wrong cookie fails), the Bearer
+// header, the rate limit on wrong tokens (429), and the page behind a proxy that serves it under a prefix, sends
+// its own Host and drops idle connections (proxy.mjs). Each test starts its own demo on a free port.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import crypto from 'node:crypto';
+import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { startProxy } from './proxy.mjs';
+
+const browser = await launchBrowser();
+test.after(async () => { await browser.close(); });
+
+/** The view-only URL the demo prints ("rcanvas-demo: view only: URL", before its "open" line). */
+const viewUrl = (demo) => demo.lines.map((l) => l.match(/view only: (http:\/\/\S+)/)).find(Boolean)[1];
+const stats = (page) => page.evaluate(() => window.rcanvas.stats());
+const connected = (page) => page.evaluate(() => !!(window.rcanvas && window.rcanvas.connected));
+
+async function openPage(url, viewport = { width: 400, height: 300 }, context = null) {
+  const page = context ? await context.newPage() : await browser.newPage({ viewport });
+  if (context) await page.setViewportSize(viewport);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const resp = await page.goto(url);
+  return { page, errors, status: resp.status() };
+}
+
+/** Raw HTTP GET; resolves {status, body, headers}. headers.Host may be replaced. */
+function get(port, path, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A WebSocket upgrade; resolves the HTTP status (101 when accepted). */
+function upgrade(port, path, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const h = {
+      Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13',
+      'Sec-WebSocket-Key': crypto.randomBytes(16).toString('base64'), Host: `127.0.0.1:${port}`, ...headers,
+    };
+    const req = http.request({ host: '127.0.0.1', port, path, headers: h, agent: false });
+    req.on('upgrade', (res, socket) => { socket.destroy(); resolve(res.statusCode); });
+    req.on('response', (res) => { res.resume(); resolve(res.statusCode); });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Sends raw bytes and resolves the status line's code. */
+function rawStatus(port, text) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(text));
+    let got = '';
+    s.on('data', (d) => { got += d; const m = got.match(/^HTTP\/1\.1 (\d{3})/); if (m) { s.destroy(); resolve(Number(m[1])); } });
+    s.on('error', reject);
+    s.setTimeout(5000, () => { s.destroy(); reject(new Error(`no answer to ${JSON.stringify(text)}`)); });
+  });
+}
+
+test('a view-only viewer gets frames, its input never reaches the app, and it never becomes active', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  // the view-only viewer comes first: the first viewer would become active, but not this one
+  const view = await openPage(viewUrl(demo), { width: 300, height: 200 });
+  const inter = await openPage(demo.url, { width: 400, height: 300 });
+  try {
+    await until(() => connected(view.page), 10000, 'view-only viewer connected');
+    await until(() => connected(inter.page), 10000, 'interactive viewer connected');
+    const viewId = await view.page.evaluate(() => window.rcanvas.viewer.id);
+    const interId = await inter.page.evaluate(() => window.rcanvas.viewer.id);
+    assert.ok(viewId > 0 && interId > 0 && viewId !== interId);
+    assert.equal((await stats(view.page)).active, false, 'view-only: not active although it came first');
+    assert.equal((await stats(inter.page)).active, true);
+    await until(async () => (await stats(view.page)).framesShown >= 1, 10000, 'frames in the view-only viewer');
+
+    // its clicks, keys, wheel and a resize
+    await view.page.mouse.click(50, 50);
+    await view.page.mouse.move(60, 60);
+    await view.page.mouse.down();
+    await view.page.mouse.move(120, 90, { steps: 5 });
+    await view.page.mouse.up();
+    await view.page.keyboard.press('KeyQ');
+    await view.page.mouse.wheel(0, 120);
+    await view.page.setViewportSize({ width: 320, height: 240 });
+    // the interactive viewer's click arrives: so anything the view-only one sent before would have too
+    await sleep(300);
+    await inter.page.mouse.click(30, 40);
+    await until(() => demo.lines.some((l) => new RegExp(`event pointer_down viewer=${interId} x=30 y=40`).test(l)),
+      10000, 'the interactive click in the app');
+    const fromView = demo.lines.filter((l) => new RegExp(`^event \\S+ viewer=${viewId}\\b`).test(l));
+    assert.deepEqual(fromView, [], 'no event of the view-only viewer reaches the app');
+    assert.equal((await stats(view.page)).frameWidth, 400, 'the canvas has the interactive viewer\'s size');
+
+    // the interactive viewer leaves: the view-only one stays connected and passive, and still gets frames
+    await inter.page.close();
+    await sleep(1500);
+    assert.equal(await connected(view.page), true, 'the view-only viewer is not closed for its input');
+    assert.equal((await stats(view.page)).active, false, 'never active, even alone');
+    await view.page.mouse.click(70, 70);
+    await view.page.setViewportSize({ width: 330, height: 250 });
+    await sleep(500);
+    assert.deepEqual(demo.lines.filter((l) => new RegExp(`^event \\S+ viewer=${viewId}\\b`).test(l)), []);
+    // a new interactive viewer becomes active, the view-only one stays passive
+    const inter2 = await openPage(demo.url, { width: 400, height: 300 });
+    await until(() => connected(inter2.page), 10000, 'second interactive viewer');
+    await until(async () => (await stats(inter2.page)).active === true, 10000, 'the new interactive viewer active');
+    assert.equal((await stats(view.page)).active, false);
+    await inter2.page.close();
+    assert.deepEqual(view.errors, []);
+  } finally { await view.page.close(); if (!inter.page.isClosed()) await inter.page.close(); await demo.stop(); }
+});
+
+test('a rebinding Host gets 403 before anything else; a request without Host gets 400', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const { port, token } = demo;
+  try {
+    const evil = { Host: `evil.example:${port}` };
+    assert.equal((await get(port, `/?token=${token}`, evil)).status, 403, 'page with the right token');
+    assert.equal((await get(port, '/client/rcanvas.js', evil)).status, 403, 'a client file');
+    assert.equal(await upgrade(port, `/ws?token=${token}`, { ...evil, Origin: `http://evil.example:${port}` }), 403,
+      'upgrade with Host and Origin both the rebinding name');
+    assert.equal((await get(port, `/?token=${token}`, { Host: `localhost.evil.example:${port}` })).status, 403);
+    // the loopback names, any port
+    for (const h of [`localhost:${port}`, `127.0.0.1:${port}`, '[::1]:1', 'localhost'])
+      assert.equal((await get(port, `/?token=${token}`, { Host: h })).status, 200, h);
+    assert.equal(await upgrade(port, `/ws?token=${token}`, { Host: `localhost:${port}` }), 101);
+    assert.equal(await rawStatus(port, 'GET / HTTP/1.1\r\n\r\n'), 400, 'HTTP/1.1 without Host');
+  } finally { await demo.stop(); }
+  // another bind takes the allow-list: --allow-host names a Host; others are refused
+  const lan = await startDemo(['--scene', 'test', '--host', '0.0.0.0', '--allow-host', 'viz.example.org']);
+  try {
+    assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `viz.example.org:${lan.port}` })).status, 200);
+    assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `evil.example:${lan.port}` })).status, 403);
+    assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `localhost:${lan.port}` })).status, 403);
+  } finally { await lan.stop(); }
+});
+
+test('the page trades ?token= for an HttpOnly cookie: the token leaves the address bar, a reload works, a wrong cookie fails', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const context = await browser.newContext({ viewport: { width: 400, height: 300 } });
+  try {
+    const { page, errors, status } = await openPage(demo.url, { width: 400, height: 300 }, context);
+    assert.equal(status, 200);
+    await until(() => connected(page), 10000, 'connected by the cookie');
+    assert.equal(new URL(page.url()).searchParams.get('token'), null, 'no token in the address bar');
+    assert.equal(await page.evaluate(() => location.search.includes('token')), false);
+    assert.equal(await page.evaluate(() => document.cookie), '', 'HttpOnly: no script sees it');
+    const cookies = await context.cookies();
+    const c = cookies.find((k) => k.name === `rcanvas_token_${demo.port}`);
+    assert.ok(c, `cookie set: ${JSON.stringify(cookies)}`);
+    assert.equal(c.value, demo.token);
+    assert.equal(c.httpOnly, true);
+    assert.equal(c.sameSite, 'Strict');
+    await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames');
+    // a reload has no token in its URL: the cookie carries it (page and WebSocket)
+    const r = await page.reload();
+    assert.equal(r.status(), 200);
+    await until(() => connected(page), 10000, 'connected again after the reload');
+    await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames after the reload');
+    assert.deepEqual(errors, []);
+    await page.close();
+    // raw: the cookie alone opens the page; a wrong one is refused
+    const name = `rcanvas_token_${demo.port}`;
+    assert.equal((await get(demo.port, '/', { Cookie: `${name}=${demo.token}` })).status, 200);
+    assert.equal((await get(demo.port, '/', { Cookie: `${name}=${'x'.repeat(32)}` })).status, 403);
+    assert.equal(await upgrade(demo.port, '/ws', { Cookie: `other=1; ${name}=${demo.token}` }), 101);
+    assert.equal(await upgrade(demo.port, '/ws', { Cookie: `${name}=${'y'.repeat(32)}` }), 403);
+    // in the browser: a wrong cookie, no token in the URL: refused, and the page says so
+    const bad = await browser.newContext({ viewport: { width: 400, height: 300 } });
+    await bad.addCookies([{ name, value: 'z'.repeat(32), domain: '127.0.0.1', path: '/', httpOnly: true,
+                            sameSite: 'Strict' }]);
+    const bp = await bad.newPage();
+    const br = await bp.goto(`http://127.0.0.1:${demo.port}/`);
+    assert.equal(br.status(), 403);
+    await bad.close();
+  } finally { await context.close(); await demo.stop(); }
+});
+
+test('a Bearer header works for the page and the WebSocket; the view token too', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  const vtok = new URL(viewUrl(demo)).searchParams.get('token');
+  try {
+    assert.equal((await get(demo.port, '/', { Authorization: `Bearer ${demo.token}` })).status, 200);
+    assert.equal((await get(demo.port, '/', { Authorization: `bearer  ${vtok}` })).status, 200);
+    assert.equal((await get(demo.port, '/', { Authorization: `Bearer ${'w'.repeat(32)}` })).status, 403);
+    assert.equal((await get(demo.port, '/', { Authorization: `Basic ${demo.token}` })).status, 401);
+    const res = await get(demo.port, '/', { Authorization: `Bearer ${demo.token}` });
+    assert.equal(res.headers['set-cookie'], undefined, 'only a ?token= page request sets the cookie');
+    assert.equal(await upgrade(demo.port, '/ws', { Authorization: `Bearer ${demo.token}` }), 101);
+    assert.equal(await upgrade(demo.port, '/ws', { Authorization: `Bearer ${vtok}` }), 101);
+    assert.equal(await upgrade(demo.port, '/ws', { Authorization: `Bearer ${'w'.repeat(32)}` }), 403);
+  } finally { await demo.stop(); }
+});
+
+test('wrong tokens are rate-limited per address: 429 after 10, one more a second later', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  try {
+    const codes = [];
+    for (let i = 0; i < 20; i++) codes.push((await get(demo.port, `/?token=${'g'.repeat(22)}${i}`)).status);
+    assert.deepEqual(codes.slice(0, 10), Array(10).fill(403), `the first 10: ${codes}`);
+    assert.ok(codes.slice(10).includes(429), `then 429: ${codes}`);
+    // while limited, even the right token gets 429 (its guesses are not compared); the WebSocket too
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 429);
+    assert.equal(await upgrade(demo.port, `/ws?token=${'g'.repeat(22)}`), 429);
+    await sleep(1300);
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200, 'a second later: one more try');
+  } finally { await demo.stop(); }
+});
+
+test('behind a proxy that serves it under /viz, sends its own Host and drops idle connections: frames and input', async () => {
+  const proxy = await startProxy({ prefix: '/viz', idleMs: 10000 });
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events', '--base-path', '/viz',
+                                '--allow-origin', `http://127.0.0.1:${proxy.port}`]);
+  proxy.target = demo.port;
+  try {
+    assert.match(demo.url, new RegExp(`:${demo.port}/viz/\\?token=`), 'the printed URL has the base path');
+    const url = `http://127.0.0.1:${proxy.port}/viz/?token=${demo.token}`;
+    const { page, errors, status } = await openPage(url);
+    assert.equal(status, 200);
+    await until(() => connected(page), 10000, 'connected through the proxy');
+    assert.equal(new URL(page.url()).pathname, '/viz/');
+    assert.equal(new URL(page.url()).searchParams.get('token'), null, 'token traded for the cookie');
+    await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames through the proxy');
+    assert.ok(proxy.upgrades >= 1);
+    const id = await page.evaluate(() => window.rcanvas.viewer.id);
+    await page.mouse.click(40, 50);
+    await until(() => demo.lines.some((l) => new RegExp(`event pointer_down viewer=${id} x=40 y=50`).test(l)),
+      10000, 'the click in the app');
+    // a reload through the proxy works by the cookie (Path=/viz)
+    await page.reload();
+    await until(() => connected(page), 10000, 'connected after a reload');
+    // the page under the prefix without its slash is sent to it; outside the prefix, nothing
+    assert.equal((await get(proxy.port, `/viz?token=${demo.token}`)).status, 301);
+    assert.equal((await get(proxy.port, `/?token=${demo.token}`)).status, 404);
+    // an Origin that is not allowed is refused through the proxy too (there, Origin never matches Host)
+    assert.equal(await upgrade(proxy.port, `/viz/ws?token=${demo.token}`, { Origin: 'http://other.example' }), 403);
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally { await proxy.close(); await demo.stop(); }
+});
+
+test('behind a proxy that drops connections idle for 10 s, a still scene stays connected (server pings)', async () => {
+  const proxy = await startProxy({ prefix: '/viz', idleMs: 10000 });
+  const demo = await startDemo(['--scene', 'test', '--base-path', '/viz', '--allow-origin',
+                                `http://127.0.0.1:${proxy.port}`]);
+  proxy.target = demo.port;
+  try {
+    const { page } = await openPage(`http://127.0.0.1:${proxy.port}/viz/?token=${demo.token}`);
+    await until(() => connected(page), 10000, 'connected through the proxy');
+    await until(async () => (await stats(page)).refinements >= 1, 10000, 'the still scene refined');
+    await page.evaluate(() => {
+      window.stateChanges = [];
+      document.body.addEventListener('rcanvas-state', (e) => window.stateChanges.push(e.detail.state));
+    });
+    await sleep(13000); // longer than the proxy's idle timeout, no input, nothing new to draw
+    const changes = await page.evaluate(() => window.stateChanges);
+    assert.deepEqual(changes, [], 'no disconnect: pings kept the proxied connection alive');
+    await page.close();
+  } finally { await proxy.close(); await demo.stop(); }
+});

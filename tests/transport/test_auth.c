@@ -1,0 +1,189 @@
+/*
+ * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
+ * the rate limit on wrong tokens (10 at once, then one per second, in a fixed table), the Host check against DNS
+ * rebinding, the base path and the page's relative way back to the root; and the server's token rule (22+
+ * characters) through the public API.
+ */
+#include <string.h>
+
+#include "rcanvas.h"
+#include "test.h"
+#include "transport/auth.h"
+
+static void test_roles(void) {
+    const char *I = "interactive-token-0123456789", *V = "view-only-token-0123456789ab";
+    CHECK_EQ_INT(rc_auth_role(NULL, I, V), RC_ROLE_NONE);
+    CHECK_EQ_INT(rc_auth_role(I, I, V), RC_ROLE_INTERACTIVE);
+    CHECK_EQ_INT(rc_auth_role(V, I, V), RC_ROLE_VIEW);
+    CHECK_EQ_INT(rc_auth_role("", I, V), RC_ROLE_WRONG);
+    CHECK_EQ_INT(rc_auth_role("interactive-token-012345678", I, V), RC_ROLE_WRONG);   /* a prefix */
+    CHECK_EQ_INT(rc_auth_role("interactive-token-0123456789x", I, V), RC_ROLE_WRONG); /* longer */
+    CHECK_EQ_INT(rc_auth_role("", I, ""), RC_ROLE_WRONG); /* no view token: "" never matches it */
+    CHECK(rc_auth_equal("abc", 3, "abc", 3));
+    CHECK(!rc_auth_equal("abd", 3, "abc", 3));
+    CHECK(!rc_auth_equal("ab", 2, "abc", 3));
+    CHECK(!rc_auth_equal("abc\0", 4, "abc", 3));
+}
+
+static void test_bearer_cookie(void) {
+    char out[64];
+    CHECK(rc_auth_bearer("Bearer abc_DEF-1", out, sizeof out) && !strcmp(out, "abc_DEF-1"));
+    CHECK(rc_auth_bearer("  bearer   tok  ", out, sizeof out) && !strcmp(out, "tok"));
+    CHECK(!rc_auth_bearer("Basic dXNlcjpwYXNz", out, sizeof out));
+    CHECK(!rc_auth_bearer("Bearer", out, sizeof out));
+    CHECK(!rc_auth_bearer("Bearer ", out, sizeof out));
+    char big[100];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char h[120];
+    snprintf(h, sizeof h, "Bearer %s", big);
+    CHECK(!rc_auth_bearer(h, out, sizeof out)); /* longer than out: refused, not cut */
+
+    CHECK(rc_auth_cookie("a=1; rcanvas_token_8080=secret; b=2", "rcanvas_token_8080", out, sizeof out) &&
+          !strcmp(out, "secret"));
+    CHECK(rc_auth_cookie("rcanvas_token_8080=\"q\"", "rcanvas_token_8080", out, sizeof out) && !strcmp(out, "q"));
+    CHECK(!rc_auth_cookie("rcanvas_token_80800=x; xrcanvas_token_8080=y", "rcanvas_token_8080", out, sizeof out));
+    CHECK(!rc_auth_cookie("rcanvas_token_8080=", "rcanvas_token_8080", out, sizeof out));
+    CHECK(!rc_auth_cookie("", "rcanvas_token_8080", out, sizeof out));
+    rc_auth_cookie_name(8123, out, sizeof out);
+    CHECK(!strcmp(out, "rcanvas_token_8123"));
+}
+
+static void test_rate_limit(void) {
+    static rc_auth_limiter l; /* 18 KiB: static, zeroed */
+    int64_t t = 1000000000;
+    const char *a = "192.0.2.7", *b = "192.0.2.8";
+    for (int i = 0; i < RC_AUTH_BURST; i++) {
+        CHECK_MSG(!rc_auth_limited(&l, a, t), "guess %d limited", i + 1);
+        int last = rc_auth_failed(&l, a, t);
+        CHECK_EQ_INT(last, i == RC_AUTH_BURST - 1);
+    }
+    CHECK(rc_auth_limited(&l, a, t));                    /* the 11th at once: 429 */
+    CHECK(rc_auth_limited(&l, a, t + 500000));           /* half a second later: still none */
+    CHECK(!rc_auth_limited(&l, b, t));                   /* another address is not affected */
+    CHECK(!rc_auth_limited(&l, a, t + RC_AUTH_REFILL_US)); /* one second: one more guess */
+    rc_auth_failed(&l, a, t + RC_AUTH_REFILL_US);
+    CHECK(rc_auth_limited(&l, a, t + RC_AUTH_REFILL_US + 1000));
+    CHECK_EQ_INT(l.limited, 3);
+    CHECK(!rc_auth_limited(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US)); /* refilled, capped at the burst */
+    for (int i = 0; i < RC_AUTH_BURST; i++) rc_auth_failed(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US);
+    CHECK(rc_auth_limited(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US));
+
+    /* a fixed table: 1000 addresses fit in RC_AUTH_SLOTS; the least recently refused ones are forgotten, the
+     * newest kept */
+    static rc_auth_limiter m;
+    char addr[48];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(addr, sizeof addr, "10.0.%d.%d", i / 256, i % 256);
+        for (int k = 0; k < RC_AUTH_BURST; k++) rc_auth_failed(&m, addr, t + i);
+    }
+    int used = 0;
+    for (int i = 0; i < RC_AUTH_SLOTS; i++) used += m.slot[i].addr[0] != 0;
+    CHECK_EQ_INT(used, RC_AUTH_SLOTS);
+    CHECK(rc_auth_limited(&m, "10.0.3.231", t + 1000)); /* the last one (i = 999) is remembered */
+    CHECK(!rc_auth_limited(&m, "10.0.0.0", t + 1000));  /* the first was forgotten */
+}
+
+static void test_host(void) {
+    const char *none[1] = {NULL};
+    /* loopback bind: only the loopback names, any port */
+    CHECK_EQ_INT(rc_auth_check_host("localhost", "127.0.0.1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("localhost:8080", "127.0.0.1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("LocalHost:1", "127.0.0.1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("127.0.0.1:8080", "127.0.0.1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("[::1]:8080", "::1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("[::1]", "127.0.0.1", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("evil.example", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("evil.example:8080", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("localhost.evil.example", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("127.0.0.1.evil.example", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("127.0.0.2", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("localhost:80x", "127.0.0.1", none, 0), 403); /* malformed port */
+    CHECK_EQ_INT(rc_auth_check_host("[::1", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host(NULL, "127.0.0.1", none, 0), 400);
+    CHECK_EQ_INT(rc_auth_check_host("", "127.0.0.1", none, 0), 400);
+    /* other binds: the allow-list, the bind's own address */
+    const char *allow[] = {"viz.example.org", "::2"};
+    CHECK_EQ_INT(rc_auth_check_host("viz.example.org:443", "0.0.0.0", allow, 2), 0);
+    CHECK_EQ_INT(rc_auth_check_host("VIZ.example.org", "0.0.0.0", allow, 2), 0);
+    CHECK_EQ_INT(rc_auth_check_host("[::2]:80", "::", allow, 2), 0);
+    CHECK_EQ_INT(rc_auth_check_host("evil.example", "0.0.0.0", allow, 2), 403);
+    CHECK_EQ_INT(rc_auth_check_host("localhost", "0.0.0.0", none, 0), 403); /* listed names only */
+    CHECK_EQ_INT(rc_auth_check_host("0.0.0.0", "0.0.0.0", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("192.0.2.5:8080", "192.0.2.5", none, 0), 0);
+    CHECK_EQ_INT(rc_auth_check_host("192.0.2.6:8080", "192.0.2.5", none, 0), 403);
+    const char *any[] = {"*"};
+    CHECK_EQ_INT(rc_auth_check_host("anything.example", "0.0.0.0", any, 1), 0);
+    CHECK_EQ_INT(rc_auth_check_host(NULL, "0.0.0.0", any, 1), 400);
+    CHECK(rc_auth_loopback_bind("127.0.0.1") && rc_auth_loopback_bind("::1") && rc_auth_loopback_bind("localhost"));
+    CHECK(!rc_auth_loopback_bind("0.0.0.0") && !rc_auth_loopback_bind("192.0.2.5"));
+}
+
+static void test_base_path(void) {
+    CHECK(rc_auth_base_path_ok("") && rc_auth_base_path_ok("/") && rc_auth_base_path_ok("/viz") &&
+          rc_auth_base_path_ok("/a/b-c.d_e~") && rc_auth_base_path_ok("/viz/"));
+    CHECK(!rc_auth_base_path_ok("viz") && !rc_auth_base_path_ok("/a//b") && !rc_auth_base_path_ok("/../x") &&
+          !rc_auth_base_path_ok("/a/.") && !rc_auth_base_path_ok("/a b") && !rc_auth_base_path_ok("/a?b"));
+    char tmp[64];
+    CHECK(!strcmp(rc_auth_strip_base("/viz/ws", "/viz", tmp, sizeof tmp), "/ws"));
+    CHECK(!strcmp(rc_auth_strip_base("/viz/c/a/ws", "/viz/", tmp, sizeof tmp), "/c/a/ws"));
+    CHECK(!strcmp(rc_auth_strip_base("/viz", "/viz", tmp, sizeof tmp), "/"));
+    CHECK(!strcmp(rc_auth_strip_base("/vizz/ws", "/viz", tmp, sizeof tmp), "/vizz/ws")); /* not the prefix */
+    CHECK(!strcmp(rc_auth_strip_base("/ws", "/viz", tmp, sizeof tmp), "/ws"));           /* a stripping proxy */
+    CHECK(!strcmp(rc_auth_strip_base("/ws", "", tmp, sizeof tmp), "/ws"));
+    rc_auth_root_prefix("/", tmp, sizeof tmp);
+    CHECK(!strcmp(tmp, "./"));
+    rc_auth_root_prefix("/index.html", tmp, sizeof tmp);
+    CHECK(!strcmp(tmp, "./"));
+    rc_auth_root_prefix("/c/left", tmp, sizeof tmp);
+    CHECK(!strcmp(tmp, "../"));
+    rc_auth_root_prefix("/c/left/", tmp, sizeof tmp);
+    CHECK(!strcmp(tmp, "../../"));
+}
+
+static int new_server(const char *token, const char *view_token, const char *base) {
+    rcanvas_server_config c;
+    rcanvas_server_config_init(&c);
+    c.port = 0;
+    c.encode_threads = 1;
+    c.token = token;
+    c.view_token = view_token;
+    c.base_path = base;
+    rcanvas_server *s = NULL;
+    int r = rcanvas_server_new(&c, &s);
+    if (!r) {
+        char url[300];
+        CHECK(rcanvas_server_url(s, "x", url, sizeof url) > 0);
+        if (base && token) {
+            char want[300];
+            snprintf(want, sizeof want, ":%d%s/c/x?token=%s", rcanvas_server_port(s), base, token);
+            CHECK_MSG(strstr(url, want) != NULL, "%s has no %s", url, want);
+        }
+        CHECK(strlen(rcanvas_server_token(s)) >= 22 && strlen(rcanvas_server_view_token(s)) >= 22);
+        CHECK(strcmp(rcanvas_server_token(s), rcanvas_server_view_token(s)));
+        CHECK(rcanvas_server_view_url(s, NULL, url, sizeof url) > 0 && strstr(url, rcanvas_server_view_token(s)));
+        rcanvas_server_free(s);
+    }
+    return r;
+}
+
+static void test_token_rule(void) {
+    CHECK_EQ_INT(new_server(NULL, NULL, NULL), RCANVAS_OK); /* random: 32 hex characters each */
+    CHECK_EQ_INT(new_server("abcdefghijklmnopqrstu", NULL, NULL), RCANVAS_EINVAL);      /* 21: below 128 bits */
+    CHECK_EQ_INT(new_server("abcdefghijklmnopqrstuv", NULL, "/viz"), RCANVAS_OK);       /* 22 */
+    CHECK_EQ_INT(new_server(NULL, "short-view-token", NULL), RCANVAS_EINVAL);
+    CHECK_EQ_INT(new_server("same-token-for-both-roles", "same-token-for-both-roles", NULL), RCANVAS_EINVAL);
+    CHECK_EQ_INT(new_server("abcdefghijklmnopqrstuv+", NULL, NULL), RCANVAS_EINVAL);    /* not base64url */
+    CHECK_EQ_INT(new_server(NULL, NULL, "viz"), RCANVAS_EINVAL);
+    CHECK_EQ_INT(new_server(NULL, NULL, "/a/../b"), RCANVAS_EINVAL);
+}
+
+int main(void) {
+    test_roles();
+    test_bearer_cookie();
+    test_rate_limit();
+    test_host();
+    test_base_path();
+    test_token_rule();
+    TEST_MAIN_END();
+}
