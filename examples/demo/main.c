@@ -216,6 +216,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rcanvas-demo: --frames %s: %s\n", frames_dir, err);
             return 1;
         }
+        /* The player shows a new frame at every draw: the library paces it (--fps, and flow control) and
+         * rcanvas_wait() returns when the next one is due. (It used to request a draw from its own 1/fps clock,
+         * looked at only when rcanvas_wait() returned: after a draw that came a few µs before that clock, the
+         * next request waited for the 100 ms timeout, and a run locked at 10 fps instead of 30; issue 10.) */
+        ccfg.update_mode = RCANVAS_UPDATE_CONTINUOUS;
     }
 
     rcanvas_server *srv = NULL;
@@ -291,7 +296,7 @@ int main(int argc, char **argv) {
     double last_x = 0, last_y = 0;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    double next_frame_t = 0, last_title_t = -1;
+    double last_title_t = -1;
     char title[256] = "";
     int rc = 0;
 
@@ -342,12 +347,7 @@ int main(int argc, char **argv) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double t = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
-        if (fs) { /* frames play at --fps whatever the viewer size */
-            if (t >= next_frame_t) {
-                next_frame_t = t + (ccfg.max_fps > 0 ? 1.0 / ccfg.max_fps : 0);
-                changed = 1;
-            }
-        } else if ((sc && scene_changed(sc)) || (gs && gpu_scene_changed(gs))) {
+        if (!fs && ((sc && scene_changed(sc)) || (gs && gpu_scene_changed(gs)))) {
             changed = 1;
         }
         if (changed) rcanvas_request_draw(cv);
