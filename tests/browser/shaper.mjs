@@ -27,10 +27,17 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
   const sockets = new Set();
   const timers = new Set();
 
+  // Pieces leave in the order they came, from one FIFO per direction with one timer for its head: a timer per
+  // piece reordered the byte stream (Node keeps timers in lists per whole-ms duration, each started from the loop's
+  // cached clock, so a small piece scheduled late in a loop iteration could fire before a bigger one before it),
+  // which broke WebSockets through the link ("Invalid frame header").
   function direction(from, to, key) {
     let departure = 0;   // when the bottleneck is free again (ms, performance clock)
     let queued = 0;      // bytes accepted and not yet delivered
     let ended = false;
+    const fifo = [];     // {piece, due}: due = its departure + the one-way delay, non-decreasing but for set()
+    let head = 0;        // index of the next piece to deliver
+    let timer = null;
     const deliver = (piece) => {
       queued -= piece.length;
       if (!to.destroyed) to.write(piece);
@@ -38,15 +45,24 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
       if (queued < queueBytes / 2 && from.isPaused()) from.resume();
       if (ended && queued === 0 && !to.destroyed) to.end();
     };
+    const flush = () => {
+      if (timer) { timers.delete(timer); timer = null; }
+      const now = performance.now();
+      while (head < fifo.length && fifo[head].due <= now + 0.5) deliver(fifo[head++].piece); // timers: 1 ms grain
+      if (head === fifo.length) { fifo.length = 0; head = 0; return; }
+      if (head > 1024) { fifo.splice(0, head); head = 0; }
+      timer = setTimeout(flush, fifo[head].due - now);
+      timers.add(timer);
+    };
     from.on('data', (chunk) => {
       for (let off = 0; off < chunk.length; off += PIECE) {
         const piece = chunk.subarray(off, Math.min(chunk.length, off + PIECE));
         const now = performance.now();
         departure = Math.max(now, departure) + (piece.length * 8) / (link.rateMbps * 1e3); // ms
         queued += piece.length;
-        const t = setTimeout(() => { timers.delete(t); deliver(piece); }, departure + link.delayMs - now);
-        timers.add(t);
+        fifo.push({ piece, due: departure + link.delayMs });
       }
+      if (!timer) flush();
       if (queued > queueBytes) from.pause();
     });
     from.on('end', () => { ended = true; if (queued === 0 && !to.destroyed) to.end(); });
