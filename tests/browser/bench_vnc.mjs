@@ -491,7 +491,8 @@ try {
       const ok = r.fps >= 2 * vnc.fps && r.latP50 <= 0.5 * vnc.latP50 && r.psnr >= vnc.psnr;
       console.log(`  ${l.name}: rcanvas ${r.settings} vs noVNC's best (${vnc.settings}): ` +
                   `${(r.fps / vnc.fps).toFixed(2)}x fps, ${(r.latP50 / vnc.latP50).toFixed(2)}x click latency (p50), ` +
-                  `PSNR ${r.psnr >= vnc.psnr ? '+' : ''}${(r.psnr - vnc.psnr).toFixed(1)} dB: goal ${ok ? 'met' : 'not met'}`);
+                  `PSNR ${r.psnr >= vnc.psnr ? '+' : ''}${(r.psnr - vnc.psnr).toFixed(1)} dB: goal ${ok ? 'met' : 'not met'}` +
+                  (vnc.fps > 0.55 * o.fps ? ` (noVNC shows over half the source's ${o.fps} fps: 2x cannot show; --fps ${2 * o.fps})` : ''));
     }
   }
 } finally {
