@@ -6,6 +6,9 @@ APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev 
                 zlib1g-dev libssl-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
                 clang libclang-rt-dev
+# make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
+# of its frame player (bench-x11-player, built when they are there).
+BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
 NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
@@ -22,7 +25,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-vnc clean
 
 all: build
 
@@ -195,6 +198,25 @@ bench-shaped: build tests/browser/node_modules
 # 640x480 demo: fps per viewer, Mbit/s, the server's CPU per viewer-frame (about a minute).
 bench-fanout: build
 	./build/bench-fanout --viewers 1,16,100,200
+
+# The benchmarks' own packages (BENCH_VNC_PACKAGES), installed as deps installs the build's: only those missing.
+bench-deps: deps
+	@missing=""; for p in $(BENCH_VNC_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+# rcanvas against TigerVNC + noVNC, side by side (tests/browser/bench_vnc.mjs): the corpus's 1920x1080 frames at
+# 30 fps, loopback, 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms; fps, Mbit/s, PSNR, click-to-pixels latency.
+# BENCH_VNC_ARGS="--help" lists the options (links, codecs, noVNC's quality/compression pairs, seconds).
+BENCH_VNC_ARGS ?=
+bench-vnc: bench-deps tests/browser/node_modules
+	$(CONFIGURE)
+	cmake --build build -j $(JOBS) --target rcanvas-demo bench-x11-player
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) node bench_vnc.mjs $(BENCH_VNC_ARGS)
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end runs.
 bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e bench-fanout
