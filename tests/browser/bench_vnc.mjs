@@ -405,7 +405,12 @@ async function runRcanvas(browser, o, frames, linkSpec, codec) {
     await routePage(page, frames);
     await page.goto(`http://127.0.0.1:${link.port}/?token=${demo.token}`);
     await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 15000, 'rcanvas to connect');
-    await until(async () => (await page.evaluate(() => window.rcanvas.stats())).frameWidth === WIDTH, 20000, '1080p frames');
+    // the canvas at 1920x1080 showing frames (rate adaptation may encode them smaller on a slow link: the client
+    // stretches them to the canvas, which is what is measured)
+    await until(async () => {
+      const st = await page.evaluate(() => window.rcanvas.stats());
+      return st.canvasWidth === WIDTH && st.framesShown > 0;
+    }, 20000, 'frames on the 1920x1080 canvas');
     const r = await measure(page, '#rcanvas-canvas', link, o, frames);
     const s = await page.evaluate(() => window.rcanvas.stats());
     r.settings = `--codec ${codec} (shown: ${s.codec})`;
