@@ -86,7 +86,8 @@ test-browser: build tests/browser/node_modules
 #   fuzz_msg     client JSON messages: rc_client_msg_parse (src/transport/wire.c)
 #   fuzz_route   the HTTP routing decision: rc_http_route (src/transport/route.c)
 #   fuzz_header  the wire frame header: rc_frame_header_read (src/transport/wire.c)
-FUZZ_TARGETS := msg route header
+#   fuzz_auth    the access rules: Bearer, cookie, Host check, base path, root prefix, role (src/transport/auth.c)
+FUZZ_TARGETS := msg route header auth
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 20000
 FUZZ_CC ?= clang
@@ -94,6 +95,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 FUZZ_SRC_msg := src/transport/wire.c
 FUZZ_SRC_header := src/transport/wire.c
 FUZZ_SRC_route := src/transport/route.c src/core/util.c
+FUZZ_SRC_auth := src/transport/auth.c
 FUZZ_LIBS := -lcjson -lm
 FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
 
