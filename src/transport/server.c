@@ -208,6 +208,16 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE: return p && p->v ? rc_viewer_writable(p->v) : 0;
     case LWS_CALLBACK_RECEIVE: return p && p->v ? rc_viewer_receive(p->v, in, len) : -1;
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        /* A close frame's payload is empty or a 2-byte code then a reason (RFC 6455 5.5.1); lws 4.1 checks the code
+         * but echoes a 1-byte payload back as it came (lib/roles/ws/ops-ws.c: "deal with the close packet contents
+         * as a PONG"). Refused here with 1002: returning -1 makes lws send the close reason set now. */
+        if (len == 1) {
+            static const char why[] = "close payload of 1 byte";
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
+            return -1;
+        }
+        return 0;
     case LWS_CALLBACK_CLOSED:
         if (p && p->v) {
             rc_viewer_closed(p->v);
