@@ -124,12 +124,14 @@ fuzz: fuzz-build
 	  else tail -40 build-fuzz/fuzz-$$t.log; echo "fuzz_$$t FAILED: the input is in build-fuzz/ (log build-fuzz/fuzz-$$t.log)"; exit 1; fi; \
 	done
 
-# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all.
+# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all. New
+# inputs go to build-fuzz/test-corpus/ (libFuzzer writes into its first corpus folder), never into the repository.
 test-fuzz: fuzz-build
 	@[ -n "$(FUZZ_OK)" ] || exit 0; for t in $(FUZZ_TARGETS); do \
 	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
-	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ tests/fuzz/corpus/$$t \
-	       >build-fuzz/test-fuzz-$$t.log 2>&1; then \
+	  rm -rf build-fuzz/test-corpus/$$t; mkdir -p build-fuzz/test-corpus/$$t; \
+	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ build-fuzz/test-corpus/$$t \
+	       tests/fuzz/corpus/$$t >build-fuzz/test-fuzz-$$t.log 2>&1; then \
 	    echo "fuzz_$$t: $(FUZZ_RUNS) runs, no crash"; \
 	  else tail -40 build-fuzz/test-fuzz-$$t.log; echo "fuzz_$$t FAILED (build-fuzz/test-fuzz-$$t.log)"; exit 1; fi; \
 	done
