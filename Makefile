@@ -89,7 +89,8 @@ test-browser: build tests/browser/node_modules
 #   fuzz_msg     client JSON messages: rc_client_msg_parse (src/transport/wire.c)
 #   fuzz_route   the HTTP routing decision: rc_http_route (src/transport/route.c)
 #   fuzz_header  the wire frame header: rc_frame_header_read (src/transport/wire.c)
-FUZZ_TARGETS := msg route header
+#   fuzz_auth    the access rules: Bearer, cookie, Host check, base path, root prefix, role (src/transport/auth.c)
+FUZZ_TARGETS := msg route header auth
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 20000
 FUZZ_CC ?= clang
@@ -97,6 +98,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 FUZZ_SRC_msg := src/transport/wire.c
 FUZZ_SRC_header := src/transport/wire.c
 FUZZ_SRC_route := src/transport/route.c src/core/util.c
+FUZZ_SRC_auth := src/transport/auth.c
 FUZZ_LIBS := -lcjson -lm
 FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
 
@@ -125,12 +127,14 @@ fuzz: fuzz-build
 	  else tail -40 build-fuzz/fuzz-$$t.log; echo "fuzz_$$t FAILED: the input is in build-fuzz/ (log build-fuzz/fuzz-$$t.log)"; exit 1; fi; \
 	done
 
-# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all.
+# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all. New
+# inputs go to build-fuzz/test-corpus/ (libFuzzer writes into its first corpus folder), never into the repository.
 test-fuzz: fuzz-build
 	@[ -n "$(FUZZ_OK)" ] || exit 0; for t in $(FUZZ_TARGETS); do \
 	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
-	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ tests/fuzz/corpus/$$t \
-	       >build-fuzz/test-fuzz-$$t.log 2>&1; then \
+	  rm -rf build-fuzz/test-corpus/$$t; mkdir -p build-fuzz/test-corpus/$$t; \
+	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ build-fuzz/test-corpus/$$t \
+	       tests/fuzz/corpus/$$t >build-fuzz/test-fuzz-$$t.log 2>&1; then \
 	    echo "fuzz_$$t: $(FUZZ_RUNS) runs, no crash"; \
 	  else tail -40 build-fuzz/test-fuzz-$$t.log; echo "fuzz_$$t FAILED (build-fuzz/test-fuzz-$$t.log)"; exit 1; fi; \
 	done
