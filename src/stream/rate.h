@@ -48,6 +48,7 @@
 #define RC_LINK_PROBE_GAIN 1.25       /* the target grows at most this far above the measured delivery rate... */
 #define RC_LINK_PROBE_GAIN_FAST 1.6   /* ... or this far, away from the rate that last built a queue */
 #define RC_LINK_BETA 0.85              /* on overuse: target = beta × delivery rate (GCC) */
+#define RC_LINK_QUEUE_MIN_US 25000     /* a queue (smoothed above minimum round trip) below this is noise */
 #define RC_LINK_QUEUE_MAX_US 150000    /* a standing queue longer than this (or than the round trip) is cut */
 #define RC_TREND_N 20                  /* trendline window, frames (WebRTC's default) */
 #define RC_TREND_MIN 8                 /* ... and the fewest it decides on */

@@ -233,7 +233,9 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
      * them): nothing now; if a newer frame waits, the link (not the app) limits it, which its estimate learns */
     double bw = rc_link_bw(&s->link);
     if (s->n_inflight >= s->window) return NULL;
-    if (s->n_inflight > 0 && bw > 0 && (double)s->inflight_bytes * 8e6 / bw > RC_QUEUE_CAP_US) {
+    /* (only with a queue to show for it: at an application-limited rate the bytes look slow, the link is not) */
+    if (s->n_inflight > 0 && bw > 0 && (double)s->inflight_bytes * 8e6 / bw > RC_QUEUE_CAP_US &&
+        s->link.srtt_us > s->link.min_rtt_us + RC_LINK_QUEUE_MIN_US) {
         const rc_packet *w = c->tiers[s->tier].latest;
         if (w && w->seq > s->given_seq) s->link.blocked = 1; /* (a full window alone may be the round trip) */
         return NULL;

@@ -17,7 +17,9 @@ test('rcanvas-demo --frames plays every frame, and a left click toggles the mark
   let demo;
   try {
     execFileSync(path.join(buildDir, 'rcanvas-testframes'), [dir, 'plot-640x480', 'gradient-640x480']);
-    demo = await startDemo(['--frames', dir, '--fps', '20', '--codec', 'png', '--refine-ms', '0']);
+    // 8 fps: every frame is encoded (a 640x480 PNG takes up to ~50 ms on 2 busy cores; at 20 fps every other frame
+    // was replaced before its encode (newest wins) and, in step with the player's 2-frame cycle, always the same one)
+    demo = await startDemo(['--frames', dir, '--fps', '8', '--codec', 'png', '--refine-ms', '0']);
     const page = await browser.newPage({ viewport: { width: 640, height: 480 } });
     await page.goto(demo.url);
     await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.stats().framesShown >= 2), 10000, 'frames');
