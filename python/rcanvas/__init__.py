@@ -39,17 +39,17 @@ __all__ = ["Server", "Canvas", "RcanvasError", "WAKE_DRAW", "WAKE_EVENTS", "lib"
 __version__ = "0.1.0"
 
 logger = logging.getLogger("rcanvas")
-_lib = None
+_loaded = None  # the CDLL (not named _lib: that is the submodule rcanvas._lib)
 _lib_lock = threading.Lock()
 
 
 def lib():
     """The loaded librcanvas (ctypes.CDLL), loaded at the first call."""
-    global _lib
+    global _loaded
     with _lib_lock:
-        if _lib is None:
-            _lib = L.load()
-        return _lib
+        if _loaded is None:
+            _loaded = L.load()
+        return _loaded
 
 
 WAKE_DRAW = 1
@@ -58,6 +58,10 @@ WAKE_EVENTS = 2
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
 CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7}
 SUBSAMPLING = {"420": 0, "444": 1}
+# rcanvas_option (include/rcanvas.h): names for Canvas.set_option/get_option.
+OPTIONS = {"codec": 1, "quality": 2, "subsampling": 3, "refine_ms": 4, "max_in_flight": 5, "update_mode": 6,
+           "max_fps": 7, "bitrate_kbps": 8, "keyframe_interval": 9, "encoder_threads": 10, "refine_codec": 11,
+           "rate_adapt": 12}
 FORMATS = {"rgba": 1, "bgra": 2, "rgbx": 3}
 EVENT_TYPES = {1: "pointer_down", 2: "pointer_up", 3: "pointer_move", 4: "pointer_enter", 5: "pointer_leave",
                6: "double_click", 7: "wheel", 8: "key_down", 9: "key_up", 10: "char", 11: "resize", 12: "close"}
@@ -277,12 +281,15 @@ class Canvas:
                "rcanvas_canvas_set_codec")
 
     def set_option(self, option, value):
-        """rcanvas_canvas_set_option: option is the RCANVAS_OPT_* number (see include/rcanvas.h)."""
-        _check(lib().rcanvas_canvas_set_option(self.handle, int(option), int(value)), "rcanvas_canvas_set_option")
+        """rcanvas_canvas_set_option: option is a name of OPTIONS ("rate_adapt", "max_in_flight", …) or the
+        RCANVAS_OPT_* number (include/rcanvas.h has units and ranges); value an int."""
+        opt = OPTIONS[option] if isinstance(option, str) else int(option)
+        _check(lib().rcanvas_canvas_set_option(self.handle, opt, int(value)), f"set_option({option!r}, {value!r})")
 
     def get_option(self, option):
+        opt = OPTIONS[option] if isinstance(option, str) else int(option)
         v = ctypes.c_int()
-        _check(lib().rcanvas_canvas_get_option(self.handle, int(option), ctypes.byref(v)), "rcanvas_canvas_get_option")
+        _check(lib().rcanvas_canvas_get_option(self.handle, opt, ctypes.byref(v)), f"get_option({option!r})")
         return v.value
 
     def get_size(self):
