@@ -90,6 +90,12 @@ test-python: build tests/browser/node_modules
 	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  node --test --test-concurrency=1 *.test.mjs
 
+# rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
+# frames/s shown, round trip, Mbit/s, server CPU % (tests/python/bench_rendercanvas.mjs; docs/benchmarks.md).
+bench-rendercanvas: build tests/browser/node_modules
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  node bench_rendercanvas.mjs
+
 # ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
 # tests/fuzz/corpus/<target>/ (and its dictionary tests/fuzz/<target>.dict if any); what a long run finds that is new
