@@ -154,6 +154,7 @@ class Server:
         _check(lib().rcanvas_server_new(ctypes.byref(cfg), ctypes.byref(h)), "rcanvas_server_new")
         self._keep = None
         self._h = h
+        self.base_path = base_path or ""
         self._canvases = weakref.WeakSet()
         self._lock = threading.Lock()
         _servers.add(self)
@@ -176,12 +177,17 @@ class Server:
     def view_token(self):
         return lib().rcanvas_server_view_token(self.handle).decode()
 
-    def url(self, name=None, *, view_only=False):
-        """The URL of a canvas's page with the interactive (or view-only) token; name None = the default."""
+    def url(self, name=None, *, view_only=False, relative=False):
+        """The URL of a canvas's page with the interactive (or view-only) token; name None = the default.
+        relative=True: without scheme and host ("/proxy/8080/c/NAME?token=…" with base_path "/proxy/8080"), for
+        a page served by a proxy on the notebook's own origin (jupyter-server-proxy)."""
         buf = ctypes.create_string_buffer(4096)
         fn = lib().rcanvas_server_view_url if view_only else lib().rcanvas_server_url
         _check(fn(self.handle, _b(name), buf, len(buf)), "rcanvas_server_url")
-        return buf.value.decode()
+        url = buf.value.decode()
+        if relative:
+            url = "/" + url.split("://", 1)[1].split("/", 1)[1]
+        return url
 
     def canvas(self, name="", **kwargs):
         """A new Canvas on this server (see Canvas)."""
@@ -394,7 +400,8 @@ class Canvas:
     # -- notebooks
 
     def _repr_html_(self):
-        return iframe_html(self.url, self.get_size())
+        # Behind a proxy (base_path set) the iframe asks the notebook's own origin: a URL without host.
+        return iframe_html(self._server.url(self.name, relative=bool(self._server.base_path)), self.get_size())
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         html = self._repr_html_()

@@ -12,7 +12,8 @@ or run an unmodified rendercanvas program on it::
 
 Configuration by environment (the runner and notebooks): RCANVAS_HOST (127.0.0.1), RCANVAS_PORT (0: a free
 port), RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_CODEC (jpeg),
-RCANVAS_QUALITY (85). Keyword arguments of RenderCanvas: name= (the page /c/NAME), codec=, quality=.
+RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md,
+"Remote kernels"). Keyword arguments of RenderCanvas: name= (the page /c/NAME), codec=, quality=.
 
 Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode, max_fps); ``_rc_request_draw``
 asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
@@ -39,6 +40,10 @@ _server_lock = threading.Lock()
 _announce = None  # the runner's function that prints each canvas's URL; None = log it
 
 
+def _list_env(name):
+    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()] or None
+
+
 def get_server():
     """The one rcanvas.Server of this process's canvases (made at the first canvas, from RCANVAS_* env vars)."""
     global _server
@@ -49,6 +54,8 @@ def get_server():
                 port=int(os.environ.get("RCANVAS_PORT", "0")),
                 token=os.environ.get("RCANVAS_TOKEN") or None,
                 base_path=os.environ.get("RCANVAS_BASE_PATH") or None,
+                allowed_hosts=_list_env("RCANVAS_ALLOWED_HOSTS"),
+                allowed_origins=_list_env("RCANVAS_ALLOWED_ORIGINS"),
             )
         return _server
 
@@ -184,7 +191,7 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             self.submit_event(ev)
 
     def _repr_html_(self):
-        return _rc.iframe_html(self.url, self._canvas.get_size())
+        return self._canvas._repr_html_()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self._repr_html_(), "text/plain": f"<RcanvasRenderCanvas {self.url}>"}

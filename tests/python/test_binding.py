@@ -270,3 +270,13 @@ def test_repr_html_is_an_iframe_of_the_tokened_url(server):
     assert f'src="http://127.0.0.1:{server.port}/c/nb?token={server.token}"' in html
     assert 'width="320"' in html and 'height="200"' in html
     assert c._repr_mimebundle_()["text/html"] == html
+
+
+def test_repr_html_behind_a_proxy_uses_a_url_on_the_notebooks_origin():
+    s = rcanvas.Server(base_path="/user/me/proxy/8080")
+    try:
+        c = s.canvas(width=300, height=150)
+        assert f'src="/user/me/proxy/8080/?token={s.token}"' in c._repr_html_()
+        assert c.url.startswith(f"http://127.0.0.1:{s.port}/user/me/proxy/8080/?token=")
+    finally:
+        s.close()
