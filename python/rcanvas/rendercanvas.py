@@ -128,8 +128,9 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             quality=int(quality or os.environ.get("RCANVAS_QUALITY", "85")))
         self._pixel_ratio = 1.0
         self._draw_requested = False
-        self._pending = []  # what the waiter thread could not hand to the loop yet
+        self._pending = []  # events and a granted draw the waiter thread hands to the loop (under _lock)
         self._pending_draw = False
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._waiter = threading.Thread(target=self._wait_loop, name=f"rcanvas-wait-{name or 'default'}",
                                         daemon=True)
@@ -157,17 +158,19 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
                 evs = c.poll_events() if w & _rc.WAKE_EVENTS else []
             except _rc.RcanvasError:
                 break
-            if evs:
+            with self._lock:
                 self._pending.extend(evs)
-            if w & _rc.WAKE_DRAW:
-                self._pending_draw = True
-            if (self._pending or self._pending_draw) and loop._post(self._on_wake):
-                pass
+                if w & _rc.WAKE_DRAW:
+                    self._pending_draw = True
+                due = bool(self._pending) or self._pending_draw
+            if due:
+                loop._post(self._on_wake)  # retried on the next round (≤ 50 ms) while no loop runs yet
 
     def _on_wake(self):
         # In the loop's thread.
-        evs, self._pending = self._pending, []
-        draw, self._pending_draw = self._pending_draw, False
+        with self._lock:
+            evs, self._pending = self._pending, []
+            draw, self._pending_draw = self._pending_draw, False
         if self.get_closed():
             return
         for ev in evs:
