@@ -16,14 +16,14 @@ const skip = haveRC ? false : `rendercanvas is not at ${RC} (../shared/third_par
 const PY = process.env.PYTHON || '/usr/bin/python3';
 
 /** Starts the runner on an example; resolves {proc, url, lines, stop()} once it printed its URL. */
-function runExample(name) {
+function runExample(name, script = path.join(RC, 'examples', name)) {
   const env = {
     ...process.env,
     PYTHONPATH: [path.join(root, 'python'), RC, path.join(root, 'tests', 'python', 'pillow_shim')].join(':'),
     RCANVAS_LIBRARY: process.env.RCANVAS_LIBRARY || path.join(root, 'build', 'librcanvas.so'),
     PYTHONUNBUFFERED: '1',
   };
-  const proc = spawn(PY, ['-m', 'rcanvas.rendercanvas', path.join(RC, 'examples', name)],
+  const proc = spawn(PY, ['-m', 'rcanvas.rendercanvas', script],
                      { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = [];
   let stderr = '', buf = '';
@@ -188,4 +188,24 @@ test('text.py: dark text on a white picture', { skip }, async () => {
     }, 10000, 'text on white');
     assert.ok(p.dark > 500);
   } finally { await page.close(); await ex.stop(); }
+});
+
+test('two canvases in one program: one page each ("/" and "/c/canvas2"), each its own picture and title', { skip }, async () => {
+  const ex = await runExample('two_canvases.py', path.join(root, 'tests', 'python', 'two_canvases.py'));
+  try {
+    const urls = await until(() => {
+      const u = ex.lines.map((l) => l.match(/^rcanvas: open (\S+)/)).filter(Boolean).map((m) => m[1]);
+      return u.length === 2 && u;
+    }, 10000, 'two URLs');
+    assert.match(urls[0], /^http:\/\/127\.0\.0\.1:\d+\/\?token=/);
+    assert.match(urls[1], /^http:\/\/127\.0\.0\.1:\d+\/c\/canvas2\?token=/);
+    for (const [url, rgb, title] of [[urls[0], [255, 0, 0], 'red canvas'], [urls[1], [0, 0, 255], 'blue canvas']]) {
+      const { page } = await open(url);
+      const p = await until(async () => { const q = await picture(page); return near(px(q, 10, 10), rgb) && q; },
+                            10000, `${title} pixels`);
+      assert.ok(p);
+      await until(async () => (await page.title()) === title, 5000, `title ${title}`);
+      await page.close();
+    }
+  } finally { await ex.stop(); }
 });
