@@ -25,9 +25,11 @@ bitmap fallback). The window's size follows the browser's canvas (resize events 
 
 __all__ = ["RcanvasRenderCanvas", "RenderCanvas", "RcanvasLoop", "loop", "get_server"]
 
+import atexit
 import os
 import sys
 import threading
+import weakref
 
 import rendercanvas  # noqa: F401  (the user's installed package)
 from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas, logger
@@ -104,6 +106,15 @@ class RcanvasCanvasGroup(BaseCanvasGroup):
 
 
 _counter = 0
+_live = weakref.WeakSet()  # canvases whose waiter thread may be inside rcanvas
+
+
+@atexit.register
+def _stop_waiters():
+    # Runs before rcanvas' own atexit hook (registered earlier, so run later) frees the server: every waiter
+    # thread leaves rcanvas first, so that none is inside a call on a canvas being freed.
+    for c in list(_live):
+        c._stop_waiter()
 
 
 class RcanvasRenderCanvas(BaseRenderCanvas):
@@ -135,6 +146,7 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         self._waiter = threading.Thread(target=self._wait_loop, name=f"rcanvas-wait-{name or 'default'}",
                                         daemon=True)
         self._final_canvas_init()
+        _live.add(self)
         self._waiter.start()
         url = self._canvas.url
         if _announce is not None:
@@ -236,10 +248,14 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         ph = max(1, round(float(height) * ratio + 0.01))
         self._size_info.set_physical_size(pw, ph, ratio)
 
-    def _rc_close(self):
+    def _stop_waiter(self):
         self._stop.set()
         if self._waiter.is_alive() and self._waiter is not threading.current_thread():
             self._waiter.join()
+        _live.discard(self)
+
+    def _rc_close(self):
+        self._stop_waiter()
         self._canvas.close()
 
     def _rc_set_title(self, title):
@@ -277,6 +293,7 @@ def _run_script(argv):
     try:
         runpy.run_path(script, run_name="__main__")
     finally:
+        mod._stop_waiters()
         if mod._server is not None:
             mod._server.close()
     return 0

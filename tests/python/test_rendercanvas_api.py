@@ -60,3 +60,25 @@ def test_module_names_and_a_canvas():
     finally:
         c.close()
     assert c.get_closed() and c._canvas.closed
+
+
+def test_runner_prints_the_url_and_exits_when_the_script_does(tmp_path):
+    import subprocess
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys\n"
+        "from rendercanvas.auto import RenderCanvas, loop\n"
+        "c = RenderCanvas(title='runner test')\n"
+        "print('backend', type(c).__module__, type(c).__name__)\n"
+        "loop.call_later(0.3, c.close)\n"
+        "loop.run()\n"
+        "print('argv', sys.argv[1:])\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), RENDERCANVAS]))
+    r = subprocess.run([sys.executable, "-m", "rcanvas.rendercanvas", str(script), "--flag"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("rcanvas: open http://127.0.0.1:") and "?token=" in lines[0], r.stdout
+    assert "backend rcanvas.rendercanvas RcanvasRenderCanvas" in lines
+    assert lines[-1] == "argv ['--flag']"
