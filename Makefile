@@ -7,6 +7,9 @@ APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev 
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
                 clang libclang-rt-dev \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools
+# make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
+# of its frame player (bench-x11-player, built when they are there).
+BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
 NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
@@ -23,7 +26,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout test-python bench-rendercanvas clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-vnc test-python bench-rendercanvas clean
 
 all: build
 
@@ -103,7 +106,8 @@ bench-rendercanvas: build tests/browser/node_modules
 #   fuzz_msg     client JSON messages: rc_client_msg_parse (src/transport/wire.c)
 #   fuzz_route   the HTTP routing decision: rc_http_route (src/transport/route.c)
 #   fuzz_header  the wire frame header: rc_frame_header_read (src/transport/wire.c)
-FUZZ_TARGETS := msg route header
+#   fuzz_auth    the access rules: Bearer, cookie, Host check, base path, root prefix, role (src/transport/auth.c)
+FUZZ_TARGETS := msg route header auth
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 20000
 FUZZ_CC ?= clang
@@ -111,6 +115,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 FUZZ_SRC_msg := src/transport/wire.c
 FUZZ_SRC_header := src/transport/wire.c
 FUZZ_SRC_route := src/transport/route.c src/core/util.c
+FUZZ_SRC_auth := src/transport/auth.c
 FUZZ_LIBS := -lcjson -lm
 FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
 
@@ -139,12 +144,14 @@ fuzz: fuzz-build
 	  else tail -40 build-fuzz/fuzz-$$t.log; echo "fuzz_$$t FAILED: the input is in build-fuzz/ (log build-fuzz/fuzz-$$t.log)"; exit 1; fi; \
 	done
 
-# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all.
+# For `make test` (CI): the seeds, then FUZZ_RUNS (default 20000) mutations per target — a few seconds in all. New
+# inputs go to build-fuzz/test-corpus/ (libFuzzer writes into its first corpus folder), never into the repository.
 test-fuzz: fuzz-build
 	@[ -n "$(FUZZ_OK)" ] || exit 0; for t in $(FUZZ_TARGETS); do \
 	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
-	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ tests/fuzz/corpus/$$t \
-	       >build-fuzz/test-fuzz-$$t.log 2>&1; then \
+	  rm -rf build-fuzz/test-corpus/$$t; mkdir -p build-fuzz/test-corpus/$$t; \
+	  if ./build-fuzz/fuzz_$$t $$dict -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build-fuzz/ build-fuzz/test-corpus/$$t \
+	       tests/fuzz/corpus/$$t >build-fuzz/test-fuzz-$$t.log 2>&1; then \
 	    echo "fuzz_$$t: $(FUZZ_RUNS) runs, no crash"; \
 	  else tail -40 build-fuzz/test-fuzz-$$t.log; echo "fuzz_$$t FAILED (build-fuzz/test-fuzz-$$t.log)"; exit 1; fi; \
 	done
@@ -212,6 +219,25 @@ bench-shaped: build tests/browser/node_modules
 # 640x480 demo: fps per viewer, Mbit/s, the server's CPU per viewer-frame (about a minute).
 bench-fanout: build
 	./build/bench-fanout --viewers 1,16,100,200
+
+# The benchmarks' own packages (BENCH_VNC_PACKAGES), installed as deps installs the build's: only those missing.
+bench-deps: deps
+	@missing=""; for p in $(BENCH_VNC_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+# rcanvas against TigerVNC + noVNC, side by side (tests/browser/bench_vnc.mjs): the corpus's 1920x1080 frames at
+# 30 fps, loopback, 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms; fps, Mbit/s, PSNR, click-to-pixels latency.
+# BENCH_VNC_ARGS="--help" lists the options (links, codecs, noVNC's quality/compression pairs, seconds).
+BENCH_VNC_ARGS ?=
+bench-vnc: bench-deps tests/browser/node_modules
+	$(CONFIGURE)
+	cmake --build build -j $(JOBS) --target rcanvas-demo bench-x11-player
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) node bench_vnc.mjs $(BENCH_VNC_ARGS)
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end runs.
 bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e bench-fanout

@@ -125,10 +125,13 @@ typedef struct rcanvas_server_config {
     size_t max_message_bytes;     /* largest client→server message (bytes); larger closes the connection with
                                      1009; default 4096 */
     int max_bad_messages;         /* malformed client messages tolerated per connection before it is closed
-                                     with 1008 (each is dropped with a log line); default 20 */
+                                     with 1008 (each is dropped; logged at most once per 5 s over all
+                                     viewers, the rest counted); default 20 */
     int encode_threads;           /* encoder worker threads; 0 (default) = number of online cores */
     uint32_t max_frame_dim;       /* largest frame width or height accepted (pixels); default 8192 */
-    rcanvas_log_fn log;           /* default NULL = no logging */
+    rcanvas_log_fn log;           /* default NULL = no logging. Lines a peer can repeat at will (refusals, bad
+                                     messages, libwebsockets' own) come at most once per kind per 5 s, then with
+                                     a count of those left out (issue 11) */
     void *log_user;
     rcanvas_log_level log_level;  /* most verbose level passed to log; default RCANVAS_LOG_INFO */
     /* TLS (issue 11): both set = the one port speaks https and wss only (libwebsockets with OpenSSL; TLS 1.2 and

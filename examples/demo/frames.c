@@ -1,6 +1,6 @@
 /*
  * frames.c — loads every *.png of a directory (sorted by name, at most FRAME_SET_MAX_FILES) into memory as
- * tightly packed RGBA8 with libspng (see frames.h).
+ * tightly packed RGBA8 with libspng (see frames.h); and the click marker the frame players draw over them.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -244,3 +244,18 @@ const uint8_t *frame_set_pixels(const frame_set *fs, size_t i, uint32_t *width, 
 }
 
 const char *frame_set_name(const frame_set *fs, size_t i) { return fs && i < fs->count ? fs->frames[i].name : NULL; }
+
+void frame_marker_draw(uint8_t *rgba, uint32_t width, uint32_t height, size_t pitch) {
+    uint32_t x1 = FRAME_MARKER_X + FRAME_MARKER_SIZE, y1 = FRAME_MARKER_Y + FRAME_MARKER_SIZE;
+    if (x1 > width) x1 = width;
+    if (y1 > height) y1 = height;
+    for (uint32_t y = FRAME_MARKER_Y; y < y1; y++) {
+        uint8_t *p = rgba + y * pitch + (size_t)FRAME_MARKER_X * 4;
+        for (uint32_t x = FRAME_MARKER_X; x < x1; x++, p += 4) {
+            p[0] = (FRAME_MARKER_RGB >> 16) & 0xFF;
+            p[1] = (FRAME_MARKER_RGB >> 8) & 0xFF;
+            p[2] = FRAME_MARKER_RGB & 0xFF;
+            p[3] = 255;
+        }
+    }
+}

@@ -24,4 +24,15 @@ const uint8_t *frame_set_pixels(const frame_set *fs, size_t i, uint32_t *width, 
 const char *frame_set_name(const frame_set *fs, size_t i);
 void frame_set_free(frame_set *fs);
 
+/* The click marker of the frame players (rcanvas-demo --frames, bench/x11_player.c): a solid magenta square that
+ * a left click toggles on every frame shown after it, so that a benchmark sees in the page when the click has come
+ * back as pixels (input-to-pixels latency; tests/browser/bench_vnc.mjs looks for exactly this square). */
+#define FRAME_MARKER_X 64      /* left edge, pixels */
+#define FRAME_MARKER_Y 64      /* top edge, pixels */
+#define FRAME_MARKER_SIZE 256  /* side, pixels (clipped to the frame) */
+#define FRAME_MARKER_RGB 0xFF00FFu
+
+/* Draws the marker into an RGBA8 picture of width x height pixels, pitch bytes per row. */
+void frame_marker_draw(uint8_t *rgba, uint32_t width, uint32_t height, size_t pitch);
+
 #endif

@@ -1,7 +1,7 @@
 /*
  * rcanvas-demo — the demo app: a CPU-rendered Mandelbrot/Julia explorer streamed to the browser (drag pans, the
  * wheel zooms, double-click zooms in, keys: p palette, j Julia, a animation, r reset, +/- iterations), or a
- * loop over the PNG files of a directory (--frames DIR), or a fixed test pattern (--scene test, for tests); with
+ * loop over the PNG files of a directory (--frames DIR; a click toggles a marker over them), or a fixed test pattern (--scene test, for tests); with
  * --gpu the fractal is rendered by a Vulkan compute shader and read back through rcanvas_present_vk().
  * It shows the app side of rcanvas: wait for a due draw, drain events, render at the physical size, present.
  */
@@ -56,7 +56,9 @@ static const char USAGE[] =
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
     "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
     "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
-    "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal\n"
+    "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal, one per draw (at most\n"
+    "                       --fps a second); a left click toggles a magenta 256x256 square at 64,64 on them\n"
+    "                       (input-to-pixels latency: make bench-vnc)\n"
     "  --scene mandelbrot|test  the scene (test: a fixed pattern for tests)\n"
     "  --gpu                render the fractal with Vulkan (compute shader) and stream it via GPU readback\n"
     "  --threads N          encoder threads 0-256 (default 0: all cores)\n"
@@ -312,6 +314,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rcanvas-demo: --frames %s: %s\n", frames_dir, err);
             return 1;
         }
+        /* The player shows a new frame at every draw: the library paces it (--fps, and flow control) and
+         * rcanvas_wait() returns when the next one is due. (It used to request a draw from its own 1/fps clock,
+         * looked at only when rcanvas_wait() returned: after a draw that came a few µs before that clock, the
+         * next request waited for the 100 ms timeout, and a run locked at 10 fps instead of 30; issue 10.) */
+        ccfg.update_mode = RCANVAS_UPDATE_CONTINUOUS;
     }
 
     char tls_cert[2200], tls_key[2200];
@@ -396,11 +403,11 @@ int main(int argc, char **argv) {
     uint8_t *pixels = NULL;
     size_t cap = 0;
     size_t frame_index = 0;
-    int dragging = 0, test_ox = 0, test_oy = 0;
+    int dragging = 0, test_ox = 0, test_oy = 0, marker = 0;
     double last_x = 0, last_y = 0;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    double next_frame_t = 0, last_title_t = -1;
+    double last_title_t = -1;
     char title[256] = "";
     int rc = 0;
 
@@ -417,6 +424,7 @@ int main(int argc, char **argv) {
             switch (ev.type) {
             case RCANVAS_EVENT_POINTER_DOWN:
                 if (ev.button == 1) dragging = 1, last_x = ev.x, last_y = ev.y;
+                if (fs && ev.button == 1) marker = !marker; /* shown from the next frame drawn on */
                 break;
             case RCANVAS_EVENT_POINTER_UP: dragging = 0; break;
             case RCANVAS_EVENT_POINTER_MOVE:
@@ -451,12 +459,7 @@ int main(int argc, char **argv) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double t = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
-        if (fs) { /* frames play at --fps whatever the viewer size */
-            if (t >= next_frame_t) {
-                next_frame_t = t + (ccfg.max_fps > 0 ? 1.0 / ccfg.max_fps : 0);
-                changed = 1;
-            }
-        } else if ((sc && scene_changed(sc)) || (gs && gpu_scene_changed(gs))) {
+        if (!fs && ((sc && scene_changed(sc)) || (gs && gpu_scene_changed(gs)))) {
             changed = 1;
         }
         if (changed) rcanvas_request_draw(cv);
@@ -487,6 +490,21 @@ int main(int argc, char **argv) {
             const uint8_t *p = frame_set_pixels(fs, frame_index, &f.width, &f.height);
             f.pixels = p;
             f.pitch = (size_t)f.width * 4;
+            if (marker) { /* the click marker over a copy of the frame */
+                size_t need = f.pitch * f.height;
+                if (need > cap) {
+                    uint8_t *np = realloc(pixels, need);
+                    if (!np) {
+                        fprintf(stderr, "rcanvas-demo: out of memory\n");
+                        rc = 1;
+                        break;
+                    }
+                    pixels = np, cap = need;
+                }
+                memcpy(pixels, p, need);
+                frame_marker_draw(pixels, f.width, f.height, f.pitch);
+                f.pixels = pixels;
+            }
             if (t - last_title_t > 0.25) {
                 snprintf(title, sizeof title, "rcanvas demo: %s", frame_set_name(fs, frame_index));
                 rcanvas_canvas_set_title(cv, title);

@@ -130,6 +130,20 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
     if (queue > qmax) state = 1;
     double bw = rc_link_bw(l);
     l->overuse = state;
+    int blocked = l->blocked;
+    l->blocked = 0;
+    l->blocked_acks = blocked ? l->blocked_acks + 1 : 0;
+    if (state <= 0 && blocked) {
+        /* far above what arrives (growth never takes it past 1.6× the rate), or above it for 3 acks in a row (a
+         * growing target outruns the rate it is measured against for an ack or two): down to the rate; else hold */
+        if (bw > 0 && (l->target_bps > 2 * bw || (l->blocked_acks >= 3 && l->target_bps > 1.2 * bw)) &&
+            now_us - l->last_cut_us >= (int64_t)l->srtt_us + 50000) {
+            l->target_bps = bw;
+            l->last_cut_us = now_us;
+            l->over_bps = bw;
+        }
+        state = -1; /* no growth on this ack */
+    }
     if (state > 0) {
         if (now_us - l->last_cut_us >= (int64_t)l->srtt_us + 50000) { /* one cut per round trip */
             double got = l->rate_ewma < bw || bw <= 0 ? l->rate_ewma : bw; /* what the receiver gets now */

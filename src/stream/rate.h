@@ -18,7 +18,10 @@
  * trend above an adaptive threshold means overuse: the target drops to 0.85 of the rate the receiver actually got
  * (GCC's beta). A trend below minus the threshold (a queue draining) holds the target; otherwise it grows. A
  * standing queue of noise (a loaded machine adds a constant 30 ms) has no trend, so it costs no quality; a queue
- * above RC_LINK_QUEUE_MAX_US counts as overuse whatever its trend.
+ * above RC_LINK_QUEUE_MAX_US counts as overuse whatever its trend. A window that keeps the queue short hides the
+ * delay, so a third signal is the rate: a frame waited for the link (l->blocked: what the viewer holds would take
+ * over 100 ms to cross at the measured rate): the target holds, and if it is over twice what arrives (growth never
+ * takes it past 1.6×), it comes down to the delivery rate.
  * GCC grows by 8 % a second; we grow much faster (RC_LINK_GROWTH) because a viewer's window of frames bounds the
  * queue an overshoot can build, and a link that comes back should give the top quality back within 3 s; near the
  * rate that last built a queue we grow gently (RC_LINK_GROWTH_NEAR), the way CUBIC (RFC 8312) slows near its last
@@ -71,6 +74,8 @@ typedef struct rc_link {
     double gamma_ms;           /* the adaptive threshold */
     double overuse_ms;         /* how long the trend has been above it */
     double rate_ewma;          /* delivery rate, smoothed (bit/s) */
+    int blocked;               /* set by the sender: a frame waited for the link since the last ack */
+    int blocked_acks;          /* acks in a row after which a frame had waited */
     double over_bps;           /* the delivery rate when a queue last built (bit/s); 0 = never */
     int app_limited;           /* the newest sample was application-limited */
 } rc_link;

@@ -227,7 +227,17 @@ rcanvas_canvas *rc_session_canvas(const rc_session *s) { return s->canvas; }
  * stateful codec goes only to a viewer that holds the packet it depends on; one that does not waits for a
  * keyframe, which it asks of its tier (coalesced, and at most one per RC_KEYFRAME_MIN_US). */
 static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wait) {
-    if (!s->visible || c->closing || s->n_inflight >= s->window || s->tier < 0) return NULL;
+    if (!s->visible || c->closing || s->tier < 0) return NULL;
+    /* its window is full, or what it holds in flight takes longer than RC_QUEUE_CAP_US to cross its link at the
+     * measured rate (frames big for the link, 130 kB on 20 Mbit/s: 52 ms each, would otherwise queue a window of
+     * them): nothing now; if a newer frame waits, the link (not the app) limits it, which its estimate learns */
+    double bw = rc_link_bw(&s->link);
+    if (s->n_inflight >= s->window) return NULL;
+    if (s->n_inflight > 0 && bw > 0 && (double)s->inflight_bytes * 8e6 / bw > RC_QUEUE_CAP_US) {
+        const rc_packet *w = c->tiers[s->tier].latest;
+        if (w && w->seq > s->given_seq) s->link.blocked = 1; /* (a full window alone may be the round trip) */
+        return NULL;
+    }
     rc_tier *t = &c->tiers[s->tier];
     rc_packet *l = t->latest;
     /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
@@ -272,6 +282,7 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
         s->inflight[slot].present_us = pk->present_us;
         s->inflight[slot].sent_us = now_us;
         s->inflight[slot].bytes = pk->total_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)pk->total_bytes;
+        s->inflight_bytes += s->inflight[slot].bytes;
         rc_link_on_send(&s->link, now_us, s->n_inflight, &s->inflight[slot].rec);
         s->n_inflight++;
         rc_packet_ref(pk);
@@ -298,6 +309,7 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
         int head = s->if_head;
         s->if_head = (s->if_head + 1) % RC_MAX_INFLIGHT;
         s->n_inflight--;
+        s->inflight_bytes -= s->inflight[head].bytes;
         if (q == seq) {
             found = 1;
             int64_t rtt = now_us - s->inflight[head].present_us;

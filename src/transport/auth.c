@@ -135,11 +135,13 @@ static int host_name(const char *host, char *out, size_t cap) {
     return 1;
 }
 
-/* name (from host_name) equals an allow-list entry, ignoring case, "[…]" around an IPv6 entry optional. */
+/* name (from host_name) equals an allow-list entry, ignoring case, "[…]" around an IPv6 entry optional (only
+ * there: "[localhost]" or "[127.0.0.1]" is no Host a browser sends; fuzz_auth found them accepted). */
 static int name_is(const char *name, const char *entry) {
     if (!strcasecmp(name, entry)) return 1;
     size_t n = strlen(name);
-    return name[0] == '[' && n > 2 && strlen(entry) == n - 2 && !strncasecmp(name + 1, entry, n - 2);
+    return name[0] == '[' && n > 2 && strchr(entry, ':') && strlen(entry) == n - 2 &&
+           !strncasecmp(name + 1, entry, n - 2);
 }
 
 int rc_auth_check_host(const char *host, const char *bind_host, const char *const *allowed, int n_allowed) {

@@ -85,7 +85,7 @@ static int check_host(struct lws *wsi, rc_transport *s) {
     int r = n > 0 && !h ? 403 /* too long to be ours */
                         : rc_auth_check_host(h, s->host, (const char *const *)s->hosts, s->n_hosts);
     if (!r) return 0;
-    rc_log(s->log, RCANVAS_LOG_WARN, "request refused: %s", r == 400 ? "no Host header" : "Host not allowed "
+    rc_log_limited(&s->ratelog, s->log, r == 400 ? "no Host" : "Host refused", RCANVAS_LOG_WARN, "request refused: %s", r == 400 ? "no Host header" : "Host not allowed "
            "(DNS rebinding?); allow a name with --allow-host / allowed_hosts");
     lws_return_http_status(wsi, (unsigned)r, r == 400 ? "Host header required" : "Host not allowed");
     return r;
@@ -125,8 +125,7 @@ static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src,
     int64_t now = rc_now_us();
     *status = 0;
     if (rc_auth_limited(&s->limiter, peer, now)) {
-        if (s->limiter.limited % 100 == 1) /* one line per 100 refusals */
-            rc_log(s->log, RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s (%llu answered 429 so far)",
+        rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s (%llu answered 429 so far)",
                    what, peer, (unsigned long long)s->limiter.limited);
         *status = 429;
         lws_return_http_status(wsi, 429, "too many wrong tokens: wait a second");
@@ -136,7 +135,8 @@ static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src,
     if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     if (r == RC_ROLE_WRONG) rc_auth_failed(&s->limiter, peer, now);
     *status = r == RC_ROLE_NONE ? 401 : 403;
-    rc_log(s->log, r == RC_ROLE_NONE ? RCANVAS_LOG_INFO : RCANVAS_LOG_WARN, "%s refused: %s token from %s", what, r == RC_ROLE_NONE ? "missing" : "wrong",
+    rc_log_limited(&s->ratelog, s->log, r == RC_ROLE_NONE ? "token missing" : "token wrong",
+                   r == RC_ROLE_NONE ? RCANVAS_LOG_INFO : RCANVAS_LOG_WARN, "%s refused: %s token from %s", what, r == RC_ROLE_NONE ? "missing" : "wrong",
            peer);
     return RC_ROLE_NONE;
 }
@@ -384,7 +384,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     rc_route rt;
     route_request(wsi, s, path, 1, r, &rt);
     if (rt.kind != RC_ROUTE_WEBSOCKET) {
-        if (rt.log) rc_log(s->log, RCANVAS_LOG_WARN, "%s", rt.log);
+        if (rt.log) rc_log_limited(&s->ratelog, s->log, rt.log, RCANVAS_LOG_WARN, "%s", rt.log);
         lws_return_http_status(wsi, (unsigned)rt.status, rt.reason);
         free(r);
         return -1;
@@ -413,7 +413,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     if (!full) s->nviewers++; /* reserved; released in CLOSED or if ESTABLISHED fails */
     pthread_mutex_unlock(&s->mu);
     if (full) {
-        rc_log(s->log, RCANVAS_LOG_WARN, "WebSocket refused: %d viewers already", s->max_viewers);
+        rc_log_limited(&s->ratelog, s->log, "503", RCANVAS_LOG_WARN, "WebSocket refused: %d viewers already", s->max_viewers);
         lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "too many viewers");
         return -1;
     }

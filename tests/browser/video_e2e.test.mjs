@@ -123,7 +123,7 @@ test('h264: a viewer stalled for 1 s resumes with a keyframe; the other viewer\'
 });
 
 test('an insecure origin offers no video: it gets JPEG, and the overlay says why', async () => {
-  const demo = await startDemo(['--scene', 'test', '--codec', 'auto']);
+  const demo = await startDemo(['--scene', 'test', '--codec', 'auto', '--allow-host', 'insecure.test']); // Host check
   const insecure = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
     args: [...CHROMIUM_ARGS, '--host-resolver-rules=MAP insecure.test 127.0.0.1'],

@@ -81,7 +81,10 @@ export async function startVideoServer({ token = 'T', onConnection = () => {} } 
       if (t == null) return send(401, 'text/plain', 'token required');
       if (t !== token) return send(403, 'text/plain', 'wrong token');
       const page = fs.readFileSync(path.join(clientDir, 'index.html'), 'utf8')
-        .replace('{{TITLE}}', 'video test').replace('{{CANVAS}}', m[1] || '');
+        .replace('{{TITLE}}', 'video test').replace('{{CANVAS}}', m[1] || '')
+        // as http.c: the way back to the root for the page's relative URLs (rc_auth_root_prefix), no token cookie
+        .replaceAll('{{ROOT}}', '../'.repeat((u.pathname.slice(1).match(/\//g) || []).length) || './')
+        .replace('{{COOKIE}}', '');
       return send(200, TYPES['.html'], page);
     }
     // a page of the same origin without the client and without the CSP: the tests encode their video there

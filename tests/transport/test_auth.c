@@ -97,6 +97,8 @@ static void test_host(void) {
     CHECK_EQ_INT(rc_auth_check_host("evil.example:8080", "127.0.0.1", none, 0), 403);
     CHECK_EQ_INT(rc_auth_check_host("localhost.evil.example", "127.0.0.1", none, 0), 403);
     CHECK_EQ_INT(rc_auth_check_host("127.0.0.1.evil.example", "127.0.0.1", none, 0), 403);
+    CHECK_EQ_INT(rc_auth_check_host("[localhost]:80", "127.0.0.1", none, 0), 403);   /* brackets: IPv6 only (fuzz_auth) */
+    CHECK_EQ_INT(rc_auth_check_host("[127.0.0.1]", "127.0.0.1", none, 0), 403);
     CHECK_EQ_INT(rc_auth_check_host("127.0.0.2", "127.0.0.1", none, 0), 403);
     CHECK_EQ_INT(rc_auth_check_host("localhost:80x", "127.0.0.1", none, 0), 403); /* malformed port */
     CHECK_EQ_INT(rc_auth_check_host("[::1", "127.0.0.1", none, 0), 403);

@@ -1,0 +1,161 @@
+/*
+ * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c, issue 11): the Bearer
+ * and cookie parsers, the Host check, the base path, the page's way back to the root, and roles by token. The
+ * input: a byte of choices (the output buffers' size, the bind address, the allow-list), then lines: an
+ * Authorization value, a Cookie header, a Host value, a path and a base path. Each output goes into a buffer of
+ * exactly the size given, so ASan sees any write past it, and each result is checked against what auth.h promises
+ * (a Bearer token has no blanks around it and re-parses to itself, a cookie value comes from the header, a Host is
+ * accepted only for the names of its rule, a stripped path is a suffix of the path, the root prefix is "./" or
+ * "../" repeated). `make fuzz`, `make test-fuzz`.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/auth.h"
+
+#define REQUIRE(c)         \
+    do {                   \
+        if (!(c)) abort(); \
+    } while (0)
+
+#define I_TOKEN "interactive-token-0123456789"
+#define V_TOKEN "view-only-token-0123456789ab"
+#define COOKIE "rcanvas_token_8080"
+
+static void check_bearer(const char *h, size_t cap) {
+    char *out = malloc(cap);
+    if (!out) return;
+    if (rc_auth_bearer(h, out, cap)) {
+        size_t n = strlen(out);
+        REQUIRE(n > 0 && n < cap);
+        REQUIRE(out[0] != ' ' && out[0] != '\t' && out[n - 1] != ' ' && out[n - 1] != '\t');
+        REQUIRE(strstr(h, out) != NULL);
+        const char *p = h + strspn(h, " \t");
+        REQUIRE(!strncasecmp(p, "bearer", 6) && (p[6] == ' ' || p[6] == '\t'));
+        char again[300], *o2 = malloc(cap);
+        if (o2 && n < 280) { /* what it found, said again plainly, is found again */
+            snprintf(again, sizeof again, "Bearer %s", out);
+            REQUIRE(rc_auth_bearer(again, o2, cap) && !strcmp(o2, out));
+        }
+        free(o2);
+        /* and the role of that token is the one of its plain comparison */
+        rc_role r = rc_auth_role(out, I_TOKEN, V_TOKEN);
+        REQUIRE(r == (!strcmp(out, I_TOKEN) ? RC_ROLE_INTERACTIVE : !strcmp(out, V_TOKEN) ? RC_ROLE_VIEW : RC_ROLE_WRONG));
+    }
+    free(out);
+}
+
+static void check_cookie(const char *h, size_t cap) {
+    char *out = malloc(cap);
+    if (!out) return;
+    if (rc_auth_cookie(h, COOKIE, out, cap)) {
+        size_t n = strlen(out);
+        REQUIRE(n > 0 && n < cap);
+        REQUIRE(!strchr(out, ';'));
+        REQUIRE(strstr(h, out) != NULL);
+        REQUIRE(strstr(h, COOKIE "=") != NULL);
+    } else {
+        /* absent name: never found */
+        if (!strstr(h, COOKIE "=")) REQUIRE(1);
+    }
+    if (!strstr(h, COOKIE)) REQUIRE(!rc_auth_cookie(h, COOKIE, out, cap));
+    free(out);
+}
+
+/* host (not NULL, not empty) starts with name, ignoring case, and then has nothing, "." (not after "]"), or
+ * ":" and digits. */
+static int host_is(const char *host, const char *name) {
+    size_t n = strlen(name);
+    if (strncasecmp(host, name, n)) return 0;
+    const char *r = host + n;
+    if (*r == '.' && name[0] != '[') r++;
+    if (!*r) return 1;
+    if (*r != ':') return 0;
+    for (r++; *r; r++)
+        if (!isdigit((unsigned char)*r)) return 0;
+    return 1;
+}
+
+static void check_host(const char *host, unsigned choice) {
+    static const char *const binds[] = {"127.0.0.1", "::1", "0.0.0.0", "192.0.2.7"};
+    static const char *const allow[] = {"viz.example.org", "*"};
+    const char *bind = binds[choice & 3];
+    int nallow = (choice >> 2) & 1 ? ((choice >> 3) & 1 ? 2 : 1) : 0;
+    int r = rc_auth_check_host(host, bind, allow, nallow);
+    REQUIRE(r == 0 || r == 400 || r == 403);
+    REQUIRE((r == 400) == (host[0] == '\0'));
+    REQUIRE(rc_auth_check_host(NULL, bind, allow, nallow) == 400);
+    if (r == 0 && nallow < 2) { /* without "*": only the names of the rule */
+        int ok = nallow == 1 && host_is(host, "viz.example.org");
+        if (rc_auth_loopback_bind(bind))
+            ok = ok || host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]");
+        else if (!strcmp(bind, "192.0.2.7"))
+            ok = ok || host_is(host, "192.0.2.7");
+        REQUIRE(ok);
+    }
+}
+
+static void check_paths(const char *path, const char *base, size_t cap) {
+    int ok = rc_auth_base_path_ok(base);
+    if (ok && base[0] && strcmp(base, "/")) {
+        REQUIRE(base[0] == '/' && strlen(base) <= 200);
+        REQUIRE(!strstr(base, "//") && !strstr(base, "/./") && !strstr(base, "/../"));
+        size_t bl = strlen(base);
+        REQUIRE(!(bl >= 2 && !strcmp(base + bl - 2, "/.")) && !(bl >= 3 && !strcmp(base + bl - 3, "/..")));
+    }
+    if (ok) {
+        char tmp[4];
+        const char *s = rc_auth_strip_base(path, base, tmp, sizeof tmp);
+        if (s == tmp) {
+            REQUIRE(!strcmp(tmp, "/"));
+        } else {
+            size_t pl = strlen(path), sl = strlen(s);
+            REQUIRE(s >= path && s + sl == path + pl); /* a suffix of path */
+            if (s != path) REQUIRE(s[0] == '/');
+        }
+    }
+    char *out = malloc(cap);
+    if (!out) return;
+    rc_auth_root_prefix(path, out, cap);
+    size_t n = strnlen(out, cap);
+    REQUIRE(n < cap); /* terminated inside the buffer */
+    if (strcmp(out, "./")) {
+        REQUIRE(n % 3 == 0);
+        for (size_t i = 0; i < n; i += 3) REQUIRE(!memcmp(out + i, "../", 3));
+        int depth = 0;
+        for (const char *c = path + (path[0] == '/'); *c; c++) depth += *c == '/';
+        REQUIRE((int)(n / 3) <= depth);
+        if (cap >= 3 * (size_t)depth + 1) REQUIRE((int)(n / 3) == depth);
+    }
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    unsigned choice = data[0];
+    size_t cap = 1 + (choice >> 4) * 5; /* 1 … 76 bytes */
+    char *buf = malloc(size);
+    if (!buf) return 0;
+    memcpy(buf, data + 1, size - 1);
+    buf[size - 1] = '\0';
+    char *field[5] = {buf, "", "", "", ""};
+    char *p = buf;
+    for (int i = 1; i < 5; i++) {
+        char *nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = '\0';
+        field[i] = p = nl + 1;
+    }
+    check_bearer(field[0], cap);
+    check_cookie(field[1], cap);
+    check_host(field[2], choice);
+    check_paths(field[3], field[4], cap);
+    REQUIRE(rc_auth_role(NULL, I_TOKEN, V_TOKEN) == RC_ROLE_NONE);
+    REQUIRE(rc_auth_role(field[0], I_TOKEN, "") != RC_ROLE_VIEW);
+    free(buf);
+    return 0;
+}
