@@ -5,7 +5,8 @@
 APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
                 zlib1g-dev libssl-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
-                clang libclang-rt-dev
+                clang libclang-rt-dev \
+                python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools
 # make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
 # of its frame player (bench-x11-player, built when they are there).
 BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
@@ -25,7 +26,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-vnc clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-vnc test-python bench-rendercanvas clean
 
 all: build
 
@@ -81,6 +82,22 @@ test-cpu-only: build-cpu
 test-browser: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	  node --test --test-concurrency=1 *.test.mjs
+
+# Python (issue 12): the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
+# examples through `python3 -m rcanvas.rendercanvas` in headless Chromium. The rendercanvas tests skip, saying so,
+# when ../shared/third_party/rendercanvas is absent. Debian's python3 only (pip cannot reach PyPI here).
+RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
+test-python: build tests/browser/node_modules
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider .
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  node --test --test-concurrency=1 *.test.mjs
+
+# rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
+# frames/s shown, round trip, Mbit/s, server CPU % (tests/python/bench_rendercanvas.mjs; docs/benchmarks.md).
+bench-rendercanvas: build tests/browser/node_modules
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  node bench_rendercanvas.mjs
 
 # ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
@@ -140,8 +157,8 @@ test-fuzz: fuzz-build
 	done
 
 # All tests: C unit tests (and the installed library), the CPU-only build, the C tests under ASan+UBSan, the fuzz
-# targets for a short fixed number of runs, then the browser tests in headless Chromium.
-test: test-c test-cpu-only test-asan test-fuzz test-browser
+# targets for a short fixed number of runs, then the browser tests in headless Chromium, then the Python tests.
+test: test-c test-cpu-only test-asan test-fuzz test-browser test-python
 
 # Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
 # written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).

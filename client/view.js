@@ -256,6 +256,11 @@ export class RCanvasView {
     container.appendChild(root);
   }
 
+  // Issue 12: the CSS cursor over the canvas, as the app asked (rcanvas_canvas_set_cursor); others are ignored.
+  setCursor(cursor) {
+    if (typeof cursor === 'string' && /^[a-z-]{1,31}$/.test(cursor)) this.canvas.style.cursor = cursor;
+  }
+
   setTitle(title) {
     if (this.options.documentTitle) this.doc.title = title;
     this.canvas.setAttribute('aria-label', title);
@@ -313,6 +318,9 @@ export class RCanvasView {
       case 'title':
         this.viewer.title = String(msg.title ?? '');
         this.setTitle(this.viewer.title);
+        break;
+      case 'cursor':                             // issue 12: the app's cursor (a CSS keyword, [a-z-])
+        this.setCursor(msg.cursor);
         break;
       case 'encoder':                            // the codec changed, or a GPU encoder came or went
         this.viewer.encoder = typeof msg.encoder === 'string' ? msg.encoder : '';

@@ -268,6 +268,13 @@ RCANVAS_API void rcanvas_canvas_free(rcanvas_canvas *canvas);
  * RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas or title). Any thread. */
 RCANVAS_API int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *title);
 
+/* Sets the mouse cursor viewers see over the canvas (issue 12, for rendercanvas' set_cursor): a CSS cursor
+ * keyword such as "default", "pointer", "crosshair", "grab", "ns-resize" or "none" (1–31 bytes of [a-z-]; the
+ * browser shows its default for a keyword it does not know). Viewers are told at once ({"type":"cursor"}), a
+ * viewer that connects later with its hello. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, NULL or empty cursor,
+ * another character or length: nothing changes). Any thread. */
+RCANVAS_API int rcanvas_canvas_set_cursor(rcanvas_canvas *canvas, const char *cursor);
+
 /* Changes the codec and its parameters for the following frames (quality 1–100): the same as setting
  * RCANVAS_OPT_CODEC, _QUALITY and _SUBSAMPLING (rcanvas_canvas_set_option), at once. RCANVAS_OK, or RCANVAS_EINVAL
  * (NULL canvas, a value out of range: nothing changes). Any thread. */

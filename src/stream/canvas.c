@@ -223,6 +223,23 @@ int rcanvas_canvas_set_title(rcanvas_canvas *c, const char *title) {
     return RCANVAS_OK;
 }
 
+/* Issue 12: the cursor viewers see, a CSS keyword; told to viewers like the title. */
+int rcanvas_canvas_set_cursor(rcanvas_canvas *c, const char *cursor) {
+    if (!c || !cursor) return RCANVAS_EINVAL;
+    size_t n = strlen(cursor);
+    if (n == 0 || n >= sizeof c->cursor) return RCANVAS_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!((cursor[i] >= 'a' && cursor[i] <= 'z') || cursor[i] == '-')) return RCANVAS_EINVAL;
+    pthread_mutex_lock(&c->mu);
+    if (strcmp(c->cursor, cursor)) {
+        memcpy(c->cursor, cursor, n + 1);
+        c->cursor_version++;
+        rc_canvas_notify_locked(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
 int rcanvas_canvas_set_codec(rcanvas_canvas *c, rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
     if (!c || check_params(codec, quality, ss)) return RCANVAS_EINVAL;
     pthread_mutex_lock(&c->mu);

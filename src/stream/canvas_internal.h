@@ -145,6 +145,8 @@ struct rcanvas_canvas {
     /* configuration */
     char title[256];
     int title_version;        /* bumped on change; sessions report it */
+    char cursor[32];          /* CSS cursor keyword (rcanvas_canvas_set_cursor); "" = never set */
+    int cursor_version;       /* bumped on change; sessions report it (0 = never set) */
     rcanvas_update_mode mode;
     double max_fps;
     int max_in_flight;

@@ -400,6 +400,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
     out->active = s->active;
     out->closing = c->closing;
     out->title_version = c->title_version;
+    out->cursor_version = c->cursor_version;
     out->rtt_us = s->rtt_us;
     out->srtt_us = s->link.srtt_us;
     out->min_rtt_us = s->link.min_rtt_us;
@@ -428,6 +429,8 @@ void rc_session_get_hello(rc_session *s, rc_session_hello *out) {
     memcpy(out->canvas, c->name, sizeof out->canvas);
     memcpy(out->title, c->title, sizeof out->title);
     out->title_version = c->title_version;
+    memcpy(out->cursor, c->cursor, sizeof out->cursor);
+    out->cursor_version = c->cursor_version;
     out->size = c->size;
     out->codec = s->tier >= 0 && c->tiers[s->tier].codec ? (rcanvas_codec)c->tiers[s->tier].codec->wire_id
                                                           : RCANVAS_CODEC_JPEG;

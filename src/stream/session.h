@@ -70,6 +70,7 @@ typedef struct rc_session_state {
     int active;                  /* this viewer is the active one */
     int closing;                 /* the canvas is going away: close with 1001 */
     int title_version;           /* bumped when the title changes */
+    int cursor_version;          /* bumped when the cursor changes (0 = never set) */
     uint32_t rtt_us;             /* last round trip (present → ack), µs; 0 = none yet */
     /* the link as measured from its acks, and what its encoder does about it (issue 10) */
     uint32_t srtt_us, min_rtt_us;/* smoothed and minimum round trip (send → ack), µs */
@@ -93,6 +94,8 @@ typedef struct rc_session_hello {
     char canvas[RC_NAME_MAX + 1];
     char title[256];
     int title_version;
+    char cursor[32];             /* CSS cursor keyword; "" = never set */
+    int cursor_version;
     rcanvas_size size;
     rcanvas_codec codec;
     int max_in_flight;

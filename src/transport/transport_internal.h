@@ -43,6 +43,7 @@ struct rc_viewer {
     /* what this viewer has been told */
     int told_active;
     int told_title_version;
+    int told_cursor_version;  /* issue 12: 0 until the canvas sets a cursor, then the version told */
     const rc_codec_type *told_encoder;
     char told_link[200];      /* the link fields last sent (link_fields) */
     int64_t told_link_us;     /* when */

@@ -70,6 +70,17 @@ static void link_fields(const rc_session_state *st, char *out, size_t cap) {
 #undef ROUND2
 }
 
+/* Issue 12: {"type":"cursor","cursor":"pointer"} once the canvas has set one (after the hello of a new viewer,
+ * and on every change). The keyword is [a-z-] only (rcanvas_canvas_set_cursor): no escaping needed. */
+static void queue_cursor(rc_viewer *v) {
+    rc_session_hello h;
+    rc_session_get_hello(v->session, &h);
+    char msg[80];
+    snprintf(msg, sizeof msg, "{\"type\":\"cursor\",\"cursor\":\"%s\"}", h.cursor);
+    rc_viewer_queue_text(v, msg);
+    v->told_cursor_version = h.cursor_version;
+}
+
 static void queue_hello(rc_viewer *v) {
     rc_session_hello h;
     rc_session_state st;
@@ -141,6 +152,7 @@ void rc_viewer_service(rc_viewer *v) {
         rc_viewer_queue_text(v, msg);
         v->told_title_version = h.title_version;
     }
+    if (st.cursor_version != v->told_cursor_version) queue_cursor(v);
     if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
         char msg[600], codec[400];
         codec_fields(st.encoder, codec, sizeof codec);

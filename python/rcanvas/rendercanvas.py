@@ -1,0 +1,303 @@
+"""A rendercanvas backend on rcanvas: each canvas is a page of one rcanvas server (the first at "/", others at
+"/c/NAME"), frames go out through rcanvas' encoders (JPEG by default, threaded, in C) with its flow control,
+and browser input comes back as rendercanvas events.
+
+Use it in place of ``rendercanvas.auto``::
+
+    from rcanvas.rendercanvas import RenderCanvas, loop
+
+or run an unmodified rendercanvas program on it::
+
+    python3 -m rcanvas.rendercanvas examples/drag.py      # prints the page's URL; exits when the script does
+
+Configuration by environment (the runner and notebooks): RCANVAS_HOST (127.0.0.1), RCANVAS_PORT (0: a free
+port), RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_CODEC (jpeg),
+RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md,
+"Remote kernels"). Keyword arguments of RenderCanvas: name= (the page /c/NAME), codec=, quality=.
+
+Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode, max_fps); ``_rc_request_draw``
+asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
+flight below max_in_flight), as the http backend does with its own acks. A thread per canvas blocks in
+rcanvas_wait() (GIL released) and hands draws and events to the asyncio loop with call_soon_threadsafe.
+Presenting: bitmaps only ("rgba-u8"; a wgpu canvas context renders to a texture and reads it back, rendercanvas'
+bitmap fallback). The window's size follows the browser's canvas (resize events carry its devicePixelRatio).
+"""
+
+__all__ = ["RcanvasRenderCanvas", "RenderCanvas", "RcanvasLoop", "loop", "get_server"]
+
+import atexit
+import os
+import sys
+import threading
+import weakref
+
+import rendercanvas  # noqa: F401  (the user's installed package)
+from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas, logger
+from rendercanvas.asyncio import AsyncioLoop
+
+import rcanvas as _rc
+
+_server = None
+_server_lock = threading.Lock()
+_announce = None  # the runner's function that prints each canvas's URL; None = log it
+
+
+def _list_env(name):
+    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()] or None
+
+
+def get_server():
+    """The one rcanvas.Server of this process's canvases (made at the first canvas, from RCANVAS_* env vars)."""
+    global _server
+    with _server_lock:
+        if _server is None or _server._h is None:
+            _server = _rc.Server(
+                host=os.environ.get("RCANVAS_HOST", "127.0.0.1"),
+                port=int(os.environ.get("RCANVAS_PORT", "0")),
+                token=os.environ.get("RCANVAS_TOKEN") or None,
+                base_path=os.environ.get("RCANVAS_BASE_PATH") or None,
+                allowed_hosts=_list_env("RCANVAS_ALLOWED_HOSTS"),
+                allowed_origins=_list_env("RCANVAS_ALLOWED_ORIGINS"),
+            )
+        return _server
+
+
+class RcanvasLoop(AsyncioLoop):
+    """rendercanvas' asyncio loop; rcanvas' own threads do the network and encoding beside it."""
+
+    def _rc_init(self):
+        return super()._rc_init()
+
+    def _rc_run(self):
+        return super()._rc_run()
+
+    async def _rc_run_async(self):
+        return await super()._rc_run_async()
+
+    def _rc_stop(self):
+        return super()._rc_stop()
+
+    def _rc_add_task(self, async_func, name):
+        return super()._rc_add_task(async_func, name)
+
+    def _rc_call_later(self, delay, callback):
+        return super()._rc_call_later(delay, callback)
+
+    def _rc_call_soon_threadsafe(self, callback):
+        return super()._rc_call_soon_threadsafe(callback)
+
+    def _post(self, callback):
+        """call_soon_threadsafe into the running asyncio loop; False when none runs (yet) or it has closed."""
+        aloop = self._interactive_loop or self._run_loop
+        if aloop is None:
+            return False
+        try:
+            aloop.call_soon_threadsafe(callback)
+            return True
+        except RuntimeError:  # the loop is closed
+            return False
+
+
+loop = RcanvasLoop()
+
+
+class RcanvasCanvasGroup(BaseCanvasGroup):
+    pass
+
+
+_counter = 0
+_live = weakref.WeakSet()  # canvases whose waiter thread may be inside rcanvas
+
+
+@atexit.register
+def _stop_waiters():
+    # Runs before rcanvas' own atexit hook (registered earlier, so run later) frees the server: every waiter
+    # thread leaves rcanvas first, so that none is inside a call on a canvas being freed.
+    for c in list(_live):
+        c._stop_waiter()
+
+
+class RcanvasRenderCanvas(BaseRenderCanvas):
+    """A rendercanvas canvas shown in web browsers by rcanvas. Extra keyword arguments: name (the page
+    "/c/NAME"; default: "" for the first canvas, "canvas2", "canvas3", … after), codec ("jpeg", "png", "webp",
+    "h264", …; default $RCANVAS_CODEC or "jpeg"), quality (1-100), server (an rcanvas.Server to use)."""
+
+    _rc_canvas_group = RcanvasCanvasGroup(loop)
+
+    def __init__(self, *args, name=None, codec=None, quality=None, server=None, **kwargs):
+        global _counter
+        super().__init__(*args, **kwargs)
+        _counter += 1
+        if name is None:
+            name = "" if _counter == 1 else f"canvas{_counter}"
+        size = kwargs.get("size") or (640, 480)
+        self._server = server or get_server()
+        self._canvas = self._server.canvas(
+            name, title="rcanvas", width=max(1, int(size[0])), height=max(1, int(size[1])),
+            update_mode="ondemand", max_fps=0,  # rendercanvas' scheduler paces; rcanvas grants per flow control
+            codec=codec or os.environ.get("RCANVAS_CODEC", "jpeg"),
+            quality=int(quality or os.environ.get("RCANVAS_QUALITY", "85")))
+        self._pixel_ratio = 1.0
+        self._draw_requested = False
+        self._pending = []  # events and a granted draw the waiter thread hands to the loop (under _lock)
+        self._pending_draw = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._waiter = threading.Thread(target=self._wait_loop, name=f"rcanvas-wait-{name or 'default'}",
+                                        daemon=True)
+        self._final_canvas_init()
+        _live.add(self)
+        self._waiter.start()
+        url = self._canvas.url
+        if _announce is not None:
+            _announce(self, url)
+        else:
+            logger.warning(f"rcanvas: open {url}")
+
+    # %% rcanvas side
+
+    @property
+    def url(self):
+        """The page's URL (with the interactive token)."""
+        return self._canvas.url
+
+    def _wait_loop(self):
+        # One thread per canvas: rcanvas_wait() (GIL released) and hand-over to the loop's thread.
+        c = self._canvas
+        while not self._stop.is_set():
+            try:
+                w = c.wait(0.05)
+                evs = c.poll_events() if w & _rc.WAKE_EVENTS else []
+            except _rc.RcanvasError:
+                break
+            with self._lock:
+                self._pending.extend(evs)
+                if w & _rc.WAKE_DRAW:
+                    self._pending_draw = True
+                due = bool(self._pending) or self._pending_draw
+            if due:
+                loop._post(self._on_wake)  # retried on the next round (≤ 50 ms) while no loop runs yet
+
+    def _on_wake(self):
+        # In the loop's thread.
+        with self._lock:
+            evs, self._pending = self._pending, []
+            draw, self._pending_draw = self._pending_draw, False
+        if self.get_closed():
+            return
+        for ev in evs:
+            self._on_event(ev)
+        if draw and self._draw_requested:
+            self._draw_requested = False
+            self._time_to_draw()
+
+    def _on_event(self, ev):
+        t = ev["event_type"]
+        if t == "resize":
+            ratio = ev["pixel_ratio"] or 1.0
+            self._pixel_ratio = ratio
+            pw = max(1, round(ev["width"] * ratio))
+            ph = max(1, round(ev["height"] * ratio))
+            self._size_info.set_physical_size(pw, ph, ratio)
+        elif t == "close":
+            self.close()
+        else:
+            ev.pop("viewer_id", None)
+            self.submit_event(ev)
+
+    def _repr_html_(self):
+        return self._canvas._repr_html_()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self._repr_html_(), "text/plain": f"<RcanvasRenderCanvas {self.url}>"}
+
+    # %% Methods to implement RenderCanvas
+
+    def _rc_gui_poll(self):
+        pass  # events arrive through the waiter thread
+
+    def _rc_get_present_info(self, present_methods):
+        if "bitmap" in present_methods:
+            return {"method": "bitmap", "formats": ["rgba-u8"]}
+        return None  # rendercanvas raises: no "screen" on a remote canvas
+
+    def _rc_request_draw(self):
+        # rcanvas grants it (WAKE_DRAW in the waiter) once a viewer watches and may take a frame.
+        self._draw_requested = True
+        if self._canvas._h is not None:
+            self._canvas.request_draw()
+
+    def _rc_request_paint(self):
+        loop.call_soon(self._time_to_paint)
+
+    def _rc_force_paint(self):
+        pass  # the bitmap goes out on present
+
+    def _rc_present_bitmap(self, *, data, format, **kwargs):
+        import numpy as np
+
+        a = np.asarray(data)
+        if a.ndim == 2:  # rendercanvas gives rgba-u8 as asked; be lenient with a flat one
+            a = a.reshape(a.shape[0], -1, 4)
+        self._canvas.present(a, "rgba")
+
+    def _rc_set_logical_size(self, width, height):
+        # Until a viewer reports its own size: this size, at the last known pixel ratio.
+        ratio = self._pixel_ratio
+        pw = max(1, round(float(width) * ratio + 0.01))
+        ph = max(1, round(float(height) * ratio + 0.01))
+        self._size_info.set_physical_size(pw, ph, ratio)
+
+    def _stop_waiter(self):
+        self._stop.set()
+        if self._waiter.is_alive() and self._waiter is not threading.current_thread():
+            self._waiter.join()
+        _live.discard(self)
+
+    def _rc_close(self):
+        self._stop_waiter()
+        self._canvas.close()
+
+    def _rc_set_title(self, title):
+        if self._canvas._h is not None:
+            self._canvas.set_title(title)
+
+    def _rc_set_cursor(self, cursor):
+        if self._canvas._h is not None:
+            self._canvas.set_cursor(cursor)
+
+
+RenderCanvas = RcanvasRenderCanvas
+
+
+def _run_script(argv):
+    """python3 -m rcanvas.rendercanvas SCRIPT.py [ARGS…]: runs SCRIPT with this module as rendercanvas.auto."""
+    import runpy
+
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        print("usage: python3 -m rcanvas.rendercanvas SCRIPT.py [ARGS...]")
+        return 0 if argv else 2
+    import rcanvas.rendercanvas as mod  # the module proper (this file runs as __main__)
+
+    def announce(canvas, url):
+        print(f"rcanvas: open {url}", flush=True)
+
+    mod._announce = announce
+    sys.modules["rendercanvas.auto"] = mod
+    import rendercanvas as _pkg
+    _pkg.auto = mod
+    script = argv[0]
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        mod._stop_waiters()
+        if mod._server is not None:
+            mod._server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_run_script(sys.argv[1:]))
