@@ -330,7 +330,9 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
         rung_check_locked(c, s, now_us);
         if (seq > s->acked_seq) {
             s->acked_seq = seq;
-            pthread_cond_broadcast(&c->cv); /* a draw may be due: the app goes at its fastest viewer's pace */
+            /* a draw held back by the windows may be due now (the app goes at its fastest viewer's pace); an app
+             * not held back waits for something else (100 viewers ack 6000 times a second: no wake for those) */
+            if (c->draw_held) pthread_cond_broadcast(&c->cv);
         }
         if (c->active == s && seq > c->active_acked && seq <= c->presented_seq) c->active_acked = seq;
     }
