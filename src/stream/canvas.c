@@ -319,6 +319,8 @@ static void tier_reset(rc_tier *t) {
 
 int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung) {
     int free_slot = -1;
+    for (int i = 0; i < RC_MAX_TIERS; i++) /* first the tier of that codec and rung, if one is watched */
+        if (c->tiers[i].codec == codec && c->tiers[i].rung == rung && c->tiers[i].nsessions) return i;
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
         if (t->codec == codec && (t->rung == rung || !t->nsessions)) {
@@ -544,7 +546,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
     c->encoding = fb;
     c->encoding_tiers = 0;
     c->encoding_ok = 0;
-    int eligible = 0;
+    int eligible = 0, skipped = 0;
     int64_t now = rc_now_us();
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
@@ -554,10 +556,14 @@ static void start_encode_locked(rcanvas_canvas *c) {
         /* Every viewer at its own pace: a tier encodes a frame only if one of its viewers can take it now and its
          * frame-rate cap allows; otherwise it skips the frame (side_check_locked catches up on a scene that
          * stops), so slow viewers cost neither the fast ones' frame rate nor encodes nobody receives. */
-        if (t->nsessions > 0 && (!rc_tier_wants_frame_locked(c, i) || !rc_steer_rate_allows(&t->steer, &t->cap_next_us, now))) continue;
+        if (t->nsessions > 0 && (!rc_tier_wants_frame_locked(c, i) || !rc_steer_rate_allows(&t->steer, &t->cap_next_us, now))) {
+            skipped = 1; /* its catch-up, if the scene stops here, is the tick's */
+            continue;
+        }
         eligible++;
         c->encoding_tiers += start_tier_locked(c, t, fb);
     }
+    if (skipped) rc_canvas_notify_locked(c);
     if (c->encoding_tiers > 0) return;
     c->encoding = NULL;
     if (eligible) { /* every packet allocation failed */

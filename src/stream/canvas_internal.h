@@ -116,6 +116,7 @@ struct rc_session {
     uint32_t last_id;         /* id (in its tier) of the last video packet given: what it can decode after */
     /* what it was given */
     uint32_t given_seq;       /* newest live frame given */
+    uint32_t floor_seq;       /* after a move to another tier: the frame it shows, nothing older is sent */
     uint32_t lossless_seq;    /* its picture is lossless but for the tiles dirty after this frame (damage.h); 0 none */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */

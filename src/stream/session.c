@@ -76,13 +76,19 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg, r);
     if (t < 0) t = 0;
     if (s->tier >= 0 && s->tier == t) return;
-    if (s->tier >= 0) c->tiers[s->tier].nsessions--;
+    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !c->tiers[s->tier].busy) {
+        rc_tier *old = &c->tiers[s->tier]; /* nobody watches it now: no stale packet for its next viewer */
+        rc_packet_unref(old->latest);
+        old->latest = NULL;
+        old->ref_id = 0;
+    }
     s->tier = t;
     c->tiers[t].nsessions++;
     s->need_keyframe = 1;
     s->last_id = 0;
+    s->floor_seq = s->given_seq; /* nothing older than what it shows (a slower tier may hold an older frame) */
     s->given_seq = 0; /* it gets the newest packet of its tier (no new draw: a still scene's keyframe is the last
-                       * frame encoded again, see keyframe_check_locked) */
+                       * frame encoded again, see side_check_locked) */
     rc_tier *tt = &c->tiers[t]; /* a tier without the newest frame: make it (keyframe_check_locked) */
     if (!tt->busy && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
         rc_canvas_request_keyframe_locked(c, tt);
@@ -244,7 +250,7 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
     rc_packet *l = t->latest;
     /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
      * viewer that joined a still scene), which keeps every viewer of the tier on one reference chain */
-    int fresh = l && (l->seq > s->given_seq ||
+    int fresh = l && l->seq >= s->floor_seq && (l->seq > s->given_seq ||
                       (l->id && l->id != s->last_id && l->seq == s->given_seq && (l->flags & RC_PACKET_KEYFRAME)));
     if (fresh) {
         /* a viewer that joins a still scene gets the lossless version straight away */
@@ -328,6 +334,9 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
             fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
         s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
         rung_check_locked(c, s, now_us);
+        /* its tier skipped frames while it was full: the catch-up on `last` is the tick's (side_check_locked) */
+        if (s->tier >= 0 && c->last && (!c->tiers[s->tier].latest || c->tiers[s->tier].latest->seq < c->last->seq))
+            rc_canvas_notify_locked(c);
         if (seq > s->acked_seq) {
             s->acked_seq = seq;
             /* a draw held back by the windows may be due now (the app goes at its fastest viewer's pace); an app

@@ -6,6 +6,7 @@
  * wrong, 429 too many wrong ones from one address; from ?token=, a Bearer header or the cookie a page's ?token= is
  * traded for: auth.c); the canvas and the viewer limit.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,9 +288,25 @@ static int refuse_method(struct lws *wsi, int *ret) {
 static int redirect_to_dir(struct lws *wsi, const char *path) {
     char loc[1024], frag[600];
     int n = snprintf(loc, sizeof loc, "%s/", path);
+    /* lws gives the arguments split at '&' and percent-decoded: encode them again (all but unreserved characters
+     * and the first '='), so nothing a request carries (CR, LF: a header of our own; '&', '#') reaches Location */
+    static const char hex[] = "0123456789ABCDEF";
     for (int i = 0; n > 0 && (size_t)n < sizeof loc &&
-                    lws_hdr_copy_fragment(wsi, frag, sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++)
-        n += snprintf(loc + n, sizeof loc - (size_t)n, "%c%s", i ? '&' : '?', frag); /* lws split them at '&' */
+                    lws_hdr_copy_fragment(wsi, frag, sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++) {
+        loc[n++] = i ? '&' : '?';
+        int eq = 0;
+        for (const unsigned char *c = (const unsigned char *)frag; *c && (size_t)n + 4 < sizeof loc; c++) {
+            if (isalnum(*c) || *c == '-' || *c == '.' || *c == '_' || *c == '~' || (*c == '=' && !eq++)) {
+                loc[n++] = (char)*c;
+            } else {
+                loc[n++] = '%';
+                loc[n++] = hex[*c >> 4];
+                loc[n++] = hex[*c & 15];
+            }
+        }
+        if ((size_t)n + 4 >= sizeof loc) n = (int)sizeof loc; /* too long: not found, below */
+        else loc[n] = '\0';
+    }
     if (n <= 0 || (size_t)n >= sizeof loc) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     uint8_t hb[LWS_PRE + 1400], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
     if (lws_http_redirect(wsi, HTTP_STATUS_MOVED_PERMANENTLY, (const unsigned char *)loc, (int)strlen(loc), &pos,
