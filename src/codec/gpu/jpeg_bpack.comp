@@ -2,7 +2,8 @@
 // invocation, straight into host-visible memory (only the used bytes cross PCIe; dispatched indirectly with the
 // size jpeg_place.comp computed): header bytes, then the bytes of U with a 0x00 after each 0xFF and FF D0+n%8
 // after the last byte of each restart interval but the last, then EOI (FF D9). An output byte finds its word of U
-// by binary search over the word starts 4w + coff[w] (coff: the scanned stuffing and marker bytes before word w).
+// by binary search over the word starts 4w + coff[w] (coff: the scanned stuffing and marker bytes before word w);
+// the masks of its 0xFF bytes and interval ends are in c[w] >> 8.
 #version 450
 layout(local_size_x = 256) in;
 
@@ -11,7 +12,7 @@ layout(std430, binding = 8) readonly buffer Header { uint header[]; };
 layout(std430, binding = 9) writeonly buffer Out { uint outw[]; };
 layout(std430, binding = 11) readonly buffer Sc { uint sc[]; };
 
-layout(push_constant) uniform P { uint n_iv, ioff, misc, coff, meta, header_bytes, out_words; } p;
+layout(push_constant) uniform P { uint n_iv, ioff, misc, coff, cbase, header_bytes, out_words; } p;
 
 uint byte_at(uint pos, uint total, uint uwords) {
     if (pos < p.header_bytes) return (header[pos >> 2] >> (8u * (pos & 3u))) & 255u;
@@ -22,7 +23,7 @@ uint byte_at(uint pos, uint total, uint uwords) {
         uint mid = (lo + hi + 1u) >> 1;
         if (4u * mid + sc[p.coff + mid] <= q) lo = mid; else hi = mid - 1u;
     }
-    uint r = q - (4u * lo + sc[p.coff + lo]), m = sc[p.meta + lo], word = uw[lo];
+    uint r = q - (4u * lo + sc[p.coff + lo]), m = sc[p.cbase + lo] >> 8, word = uw[lo];
     for (uint j = 0u; j < 4u; j++) {
         if (r == 0u) return (word >> (8u * j)) & 255u;
         r--;

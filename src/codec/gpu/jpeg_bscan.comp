@@ -11,7 +11,7 @@ layout(local_size_x = 256) in;
 
 layout(std430, binding = 11) buffer Sc { uint sc[]; };
 
-layout(push_constant) uniform P { uint mode, in_base, out_base, aux_base, n, dyn, misc; } p;
+layout(push_constant) uniform P { uint mode, in_base, out_base, aux_base, n, dyn, misc, mask; } p;  // in & mask
 
 shared uint part[256];
 
@@ -33,7 +33,7 @@ void main() {
     uint v[4];
     uint s = 0u;
     for (uint j = 0u; j < 4u; j++) {
-        v[j] = i0 + j < n ? sc[p.in_base + i0 + j] : 0u;
+        v[j] = i0 + j < n ? sc[p.in_base + i0 + j] & p.mask : 0u;
         s += v[j];
     }
     part[t] = s;

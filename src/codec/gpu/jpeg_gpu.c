@@ -139,7 +139,7 @@ struct rc_gpu_jpeg {
     uint32_t restart_cfg;     /* configured restart interval in MCUs (0: none / automatic) */
     int blocks;               /* the last encode took the block-parallel path */
     /* the block-parallel path's arrays in B_SC (uint offsets) */
-    uint32_t sc_boff, sc_ioff, sc_misc, sc_c, sc_coff, sc_meta, sc_aux1, sc_aux2, sc_aux3;
+    uint32_t sc_boff, sc_ioff, sc_misc, sc_c, sc_coff, sc_aux1, sc_aux2, sc_aux3, cap_words;
     VkDescriptorPool dpool;
     VkDescriptorSet set;
     VkCommandPool cpool;
@@ -430,20 +430,25 @@ static int prepare_blocks(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range, ui
     if (e->path != RC_GPU_JPEG_BLOCKS || !e->have_blocks) return RCANVAS_EFRAME_SIZE;
     uint32_t nb = total * e->bpm, mpi = e->restart_cfg <= 65535 ? e->restart_cfg : 0;
     uint32_t n_iv = mpi ? (total + mpi - 1) / mpi : 1;
-    /* U, the unstuffed stream: at most 1728 bits a block (54 words) + a padding byte an interval */
-    uint64_t maxw = (uint64_t)nb * 54 + n_iv + 1;
+    /* U, the unstuffed stream: at most 1728 bits a block (54 words) + a padding byte an interval. Its arrays
+     * (U, and the per-word counts c and their scan coff in B_SC) take that much where the device's storage
+     * buffer range allows, else as much as fits (lavapipe: 128 MiB, so 4K 4:4:4 gets ≈ 27 words a block, while
+     * real content needs ≤ 10 at q90); a stream past it is caught on the GPU (RCANVAS_ECODEC). */
+    uint64_t maxw = (uint64_t)nb * 54 + n_iv + 1, fixed = (uint64_t)nb + n_iv + 16 + 8;
+    uint64_t room = range / 4 > fixed ? range / 4 - fixed : 0;
+    if (maxw * 2 + maxw / 512 + 16 > room) maxw = room > 64 ? (room - 16) * 512 / 1025 : 0;
+    if (maxw * 4 > range) maxw = range / 4;
+    if (maxw < (uint64_t)nb * 4 + n_iv + 1) return RCANVAS_EFRAME_SIZE; /* under 16 bytes a block: too tight */
     uint64_t maxn = maxw + 1, a1 = (maxn + 1023) / 1024 + 1, a2 = (a1 + 1023) / 1024 + 1;
     uint64_t o = 0, boff = o;
     o += nb + 1;
     uint64_t ioff = o;
     o += n_iv + 1;
     uint64_t misc = o;
-    o += 4;
+    o += 8;
     uint64_t c = o;
     o += maxw + 1;
     uint64_t coff = o;
-    o += maxw + 1;
-    uint64_t meta = o;
     o += maxw + 1;
     uint64_t aux1 = o;
     o += a1;
@@ -462,7 +467,7 @@ static int prepare_blocks(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range, ui
     e->n_intervals = n_iv;
     e->slot_words = 0;
     e->sc_boff = (uint32_t)boff, e->sc_ioff = (uint32_t)ioff, e->sc_misc = (uint32_t)misc, e->sc_c = (uint32_t)c;
-    e->sc_coff = (uint32_t)coff, e->sc_meta = (uint32_t)meta, e->sc_aux1 = (uint32_t)aux1;
+    e->sc_coff = (uint32_t)coff, e->sc_aux1 = (uint32_t)aux1, e->cap_words = (uint32_t)(maxw - 1);
     e->sc_aux2 = (uint32_t)aux2, e->sc_aux3 = (uint32_t)aux3;
     int r = buf_reserve(e, B_SLOT, (VkDeviceSize)nb * 256);
     if (!r) r = buf_reserve(e, B_SC, o * 4);
@@ -540,8 +545,8 @@ static void push(rc_gpu_jpeg *e, VkCommandBuffer cb, int pipe, const uint32_t *p
 /* One jpeg_bscan.comp pass: mode 0 local / 1 add; groups > 0 direct, else indirect at ctl byte `at`. */
 static void bscan_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t in, uint32_t out, uint32_t aux,
                        uint32_t n, uint32_t dyn, uint32_t groups, VkDeviceSize at) {
-    uint32_t pc[7] = {mode, in, out, aux, n, dyn, e->sc_misc};
-    push(e, cb, P_BSCAN, pc, 7);
+    uint32_t pc[8] = {mode, in, out, aux, n, dyn, e->sc_misc, dyn == 1 ? 0xFFu : 0xFFFFFFFFu}; /* c: low byte */
+    push(e, cb, P_BSCAN, pc, 8);
     if (groups) vkCmdDispatch(cb, groups, 1, 1);
     else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -572,7 +577,7 @@ static void scan_dynamic(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t in, uint32
 static void place_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t groups, VkDeviceSize at) {
     uint32_t nb = e->mcus_x * e->mcus_y * e->bpm;
     uint32_t pc[11] = {mode, nb, e->n_intervals, e->mpi ? e->mpi * e->bpm : nb, e->sc_boff, e->sc_ioff,
-                       e->sc_misc, e->sc_c, e->sc_coff, e->sc_meta, e->header_bytes};
+                       e->sc_misc, e->sc_c, e->sc_coff, e->cap_words, e->header_bytes};
     push(e, cb, P_PLACE, pc, 11);
     if (groups) vkCmdDispatch(cb, groups, 1, 1);
     else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
@@ -600,7 +605,7 @@ static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
     place_pass(e, cb, 3, 1, 0);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 5);
 
-    uint32_t pc_pack[7] = {e->n_intervals, e->sc_ioff, e->sc_misc, e->sc_coff, e->sc_meta, e->header_bytes,
+    uint32_t pc_pack[7] = {e->n_intervals, e->sc_ioff, e->sc_misc, e->sc_coff, e->sc_c, e->header_bytes,
                            (uint32_t)(e->bufs[B_OUT].cap / 4)};
     push(e, cb, P_BPACK, pc_pack, 7);
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);

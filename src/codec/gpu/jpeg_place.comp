@@ -6,8 +6,11 @@
 //     length) and the indirect dispatch sizes of mode 2 and of the stuffing scan's levels.
 //   2 (one invocation per word of U, + 1): gathers the word's 4 bytes bit-aligned from the block slots (a word
 //     spans several blocks on smooth content, where a block can be 4 bits), pads each interval's last byte with
-//     1-bits, and writes per word: c = 0xFF bytes (each gets a stuffed 0x00) + 2 × interval ends (each gets an
-//     RSTn marker), and meta = the 0xFF byte mask | the interval-end mask << 4. c[words] = 0.
+//     1-bits, and writes per word c = the count of 0xFF bytes (each gets a stuffed 0x00) + 2 × interval ends
+//     (each gets an RSTn marker), | (the 0xFF byte mask | the interval-end mask << 4) << 8. c[words] = 0.
+//     U holds at most cap_words words (fitted to the device's storage buffer range): a larger stream (not seen on
+//     real content) makes mode 1 flag misc+4 and empty U, and mode 3 write size 0 (the host then reports
+//     RCANVAS_ECODEC and the caller uses the CPU encoder).
 //   3 (one invocation): after c was scanned (coff): the file size (header + U + stuffing + markers + EOI) into
 //     ctl[0] and misc+3, and the packer's indirect dispatch size.
 // Indirect arguments live in ctl (host-visible): [0] file size, [1..3] pack, [4..6] mode 2, [8..10] and
@@ -21,7 +24,7 @@ layout(std430, binding = 10) readonly buffer Slots { uint slot[]; };
 layout(std430, binding = 11) buffer Sc { uint sc[]; };
 
 layout(push_constant) uniform P {
-    uint mode, n_blocks, n_iv, blocks_per_iv, boff, ioff, misc, cbase, coff, meta, header_bytes;
+    uint mode, n_blocks, n_iv, blocks_per_iv, boff, ioff, misc, cbase, coff, cap_words, header_bytes;
 } p;
 
 void dispatch_at(uint at, uint groups) {   // 2-D past 32768 groups
@@ -50,6 +53,8 @@ void main() {
     if (p.mode == 1u) {
         if (id != 0u) return;
         uint ubytes = sc[p.ioff + p.n_iv], uwords = (ubytes + 3u) >> 2;
+        sc[p.misc + 4u] = uwords > p.cap_words ? 1u : 0u;
+        if (uwords > p.cap_words) { ubytes = 0u; uwords = 0u; }
         sc[p.misc] = uwords + 1u;
         sc[p.misc + 1u] = ubytes;
         sc[p.misc + 2u] = uwords;
@@ -62,7 +67,7 @@ void main() {
     if (p.mode == 3u) {
         if (id != 0u) return;
         uint uwords = sc[p.misc + 2u];
-        uint total = p.header_bytes + sc[p.misc + 1u] + sc[p.coff + uwords] + 2u;
+        uint total = sc[p.misc + 4u] != 0u ? 0u : p.header_bytes + sc[p.misc + 1u] + sc[p.coff + uwords] + 2u;
         sc[p.misc + 3u] = total;
         ctl[0] = total;
         dispatch_at(1u, ((total + 3u) / 4u + 255u) / 256u);
@@ -108,6 +113,5 @@ void main() {
         if (iv + 1u < p.n_iv && k + 1u == sc[p.ioff + iv + 1u]) endm |= 1u << j;
     }
     uw[id] = word;
-    sc[p.cbase + id] = bitCount(ffm) + 2u * bitCount(endm);
-    sc[p.meta + id] = ffm | (endm << 4);
+    sc[p.cbase + id] = bitCount(ffm) + 2u * bitCount(endm) | (ffm | (endm << 4)) << 8;
 }
