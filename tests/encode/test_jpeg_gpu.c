@@ -343,6 +343,32 @@ static void compare_frame(const tf_frame *f, void *user) {
     compare_with_tj(f->name, f->px, f->w, f->h, 90, RCANVAS_SUBSAMP_444);
 }
 
+/* A smooth synthetic frame (a rendered scene's soft gradient with a few flat-shaded shapes with soft edges), where
+ * the payload is small and any per-interval overhead shows: the size test at q75/q90, 4:2:0/4:4:4. */
+static void test_smooth_frame(uint32_t w, uint32_t h) {
+    uint8_t *px = malloc((size_t)w * h * 4);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double fx = (double)x / w, fy = (double)y / h;
+            double r = 40 + 150 * fx + 30 * fy, g = 60 + 90 * fy, b = 180 - 100 * fx * fy;
+            double d1 = hypot(fx - 0.3, (fy - 0.4) * h / w * 1.0), s1 = 1 / (1 + exp((d1 - 0.12) * 400));
+            r += s1 * (230 - r), g += s1 * (120 - g), b += s1 * (40 - b);               /* a disc */
+            double s2 = 1 / (1 + exp((fabs(fx - 0.7) - 0.1) * 600)) / (1 + exp((fabs(fy - 0.6) - 0.15) * 600));
+            r += s2 * (50 - r), g += s2 * (200 - g), b += s2 * (120 - b);               /* a box */
+            double s3 = 1 / (1 + exp((fabs(fy - 0.2 - 0.3 * fx) - 0.01) * 800));
+            r += s3 * (255 - r), g += s3 * (255 - g), b += s3 * (255 - b);             /* a thin line */
+            uint8_t *q = px + ((size_t)y * w + x) * 4;
+            q[0] = (uint8_t)(r + 0.5), q[1] = (uint8_t)(g + 0.5), q[2] = (uint8_t)(b + 0.5), q[3] = 255;
+        }
+    char name[48];
+    snprintf(name, sizeof name, "smooth-%ux%u", w, h);
+    for (int q = 75; q <= 90; q += 15) {
+        compare_with_tj(name, px, w, h, q, RCANVAS_SUBSAMP_420);
+        compare_with_tj(name, px, w, h, q, RCANVAS_SUBSAMP_444);
+    }
+    free(px);
+}
+
 static void log_stderr(void *u, rcanvas_log_level l, const char *m) {
     (void)u;
     if (l <= RCANVAS_LOG_WARN) fprintf(stderr, "%s\n", m);
@@ -427,6 +453,11 @@ int main(void) {
         compare_with_tj(name, px, w, h, 90, RCANVAS_SUBSAMP_444);
         free(px);
     }
+#ifndef RCANVAS_SANITIZE
+    test_smooth_frame(3840, 2160);
+#else
+    test_smooth_frame(1920, 1080);
+#endif
     int n = tf_each_generated(max_px, compare_frame, NULL);
     CHECK_EQ_INT(n, TF_KINDS * (max_px ? tf_nsizes - 1 : tf_nsizes));
     int load_errors = 0;
