@@ -1,6 +1,7 @@
 /*
  * bench-jpeg-gpu — the Vulkan compute JPEG encoder, VkImage → complete JPEG bytes in host memory: per stage
- * (Vulkan timestamp queries: input copy, DCT+quantization, Huffman, prefix sum, pack) and the whole path (wall
+ * (Vulkan timestamp queries: input copy, DCT+quantization, Huffman, prefix sum, place (block path: bit-aligned
+ * gather + stuffing scan), pack), the path (blocks/intervals) and restart interval, and the whole path (wall
  * clock, call to return), medians over N frames after 20 warm-up frames, at q75/q90 and 4:2:0/4:4:4, beside
  * one single-threaded libturbojpeg call on the same pixels.
  *   bench-jpeg-gpu [--frames N] DIR    (DIR: *-1920x1080.png and *-3840x2160.png frames)
@@ -75,12 +76,15 @@ int main(int argc, char **argv) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(rcanvas_vk_physical_device(vk), &props);
     printf("# device: %s\n", props.deviceName);
-    printf("| frame | q | subsampling | copy | DCT+quant | Huffman | scan | pack | GPU total ms | whole path ms (wall) | bytes | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("# path: RCANVAS_GPU_JPEG_PATH=%s, RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL=%s\n",
+           getenv("RCANVAS_GPU_JPEG_PATH") ? getenv("RCANVAS_GPU_JPEG_PATH") : "(blocks)",
+           getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL") ? getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL") : "(none)");
+    printf("| frame | q | subsampling | path, RST MCUs | copy | DCT+quant | Huffman | scan | place | pack | GPU total ms | whole path ms (wall) | bytes | size vs tj | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     struct dirent *de;
     double *wall = malloc(sizeof(double) * (size_t)frames), *gpu = malloc(sizeof(double) * (size_t)frames),
-           *st[5];
-    for (int i = 0; i < 5; i++) st[i] = malloc(sizeof(double) * (size_t)frames);
+           *st[6];
+    for (int i = 0; i < 6; i++) st[i] = malloc(sizeof(double) * (size_t)frames);
     tjhandle tj = tjInitCompress();
     char *names[64];
     int nn = 0;
@@ -99,7 +103,8 @@ int main(int argc, char **argv) {
             for (int ss = 0; ss < 2; ss++) {
                 const uint8_t *jpeg = NULL;
                 size_t len = 0;
-                int bad = 0;
+                int bad = 0, path_blocks = 0;
+                unsigned rst = 0;
                 for (int i = 0; i < 20 + frames && !bad; i++) {
                     rc_gpu_jpeg_times t;
                     if (rc_gpu_jpeg_encode_image(enc, img, VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, w, h,
@@ -110,7 +115,8 @@ int main(int argc, char **argv) {
                     if (i < 20) continue;
                     wall[i - 20] = t.wall_ms;
                     gpu[i - 20] = t.gpu_ms;
-                    for (int k = 0; k < 5; k++) st[k][i - 20] = t.stage_ms[k];
+                    for (int k = 0; k < 6; k++) st[k][i - 20] = t.stage_ms[k];
+                    path_blocks = t.blocks, rst = t.restart_mcus;
                 }
                 if (bad) {
                     printf("| %s | %d | %s | encode failed |\n", names[f], qs[qi], ss ? "4:4:4" : "4:2:0");
@@ -133,10 +139,18 @@ int main(int argc, char **argv) {
                     tjms[i] = (double)(rc_now_us() - t0) / 1000.0;
                 }
                 tjFree(tjo);
-                printf("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.2f | %.2f | %lu |\n",
-                       names[f], qs[qi], ss ? "4:4:4" : "4:2:0", median(st[0], frames), median(st[1], frames),
-                       median(st[2], frames), median(st[3], frames), median(st[4], frames), median(gpu, frames),
-                       median(wall, frames), len, psnr, median(tjms, 21), tl);
+                /* the size reference: libjpeg-turbo's default (accurate integer DCT), as the tests' 1.03× bound */
+                unsigned char *tjd = NULL;
+                unsigned long tdl = 0;
+                tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &tjd, &tdl, ss ? TJSAMP_444 : TJSAMP_420,
+                            qs[qi], 0);
+                tjFree(tjd);
+                printf("| %s | %d | %s | %s %u | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.3f× | "
+                       "%.2f | %.2f | %lu |\n",
+                       names[f], qs[qi], ss ? "4:4:4" : "4:2:0", path_blocks ? "blocks" : "intervals", rst,
+                       median(st[0], frames), median(st[1], frames), median(st[2], frames), median(st[3], frames),
+                       median(st[4], frames), median(st[5], frames), median(gpu, frames), median(wall, frames), len,
+                       (double)len / (double)tdl, psnr, median(tjms, 21), tl);
                 fflush(stdout);
             }
         VkDevice dev = rcanvas_vk_device(vk);

@@ -29,6 +29,18 @@ static const uint32_t k_scan[] =
 static const uint32_t k_pack[] =
 #include "jpeg_pack.comp.inc"
     ;
+static const uint32_t k_blk[] =
+#include "jpeg_blk.comp.inc"
+    ;
+static const uint32_t k_bscan[] =
+#include "jpeg_bscan.comp.inc"
+    ;
+static const uint32_t k_place[] =
+#include "jpeg_place.comp.inc"
+    ;
+static const uint32_t k_bpack[] =
+#include "jpeg_bpack.comp.inc"
+    ;
 
 /* ---- tables (ITU-T T.81 Annex K) ---- */
 
@@ -98,7 +110,11 @@ void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]) 
 
 /* ---- Vulkan objects ---- */
 
-enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_STAGE, NBUF };
+/* B_SLOT and B_SC serve the block-parallel path only: the blocks' bit slots, and one uint buffer holding its
+ * prefix-summed arrays (see sc_layout); B_SCRATCH holds the unstuffed bit stream there. */
+enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_SLOT, B_SC, B_STAGE, NBUF };
+#define NBIND 12 /* bindings 0..11: the buffers above up to B_SC, in order */
+enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, NPIPE };
 
 typedef struct buf {
     VkBuffer b;
@@ -117,7 +133,13 @@ struct rc_gpu_jpeg {
     VkQueue queue;
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
-    VkPipeline pipe[4];
+    VkPipeline pipe[NPIPE];
+    int have_blocks;          /* the block-parallel pipelines were made (else only the interval path) */
+    rc_gpu_jpeg_path path;    /* configured: RC_GPU_JPEG_BLOCKS (default) or RC_GPU_JPEG_INTERVALS */
+    uint32_t restart_cfg;     /* configured restart interval in MCUs (0: none / automatic) */
+    int blocks;               /* the last encode took the block-parallel path */
+    /* the block-parallel path's arrays in B_SC (uint offsets) */
+    uint32_t sc_boff, sc_ioff, sc_misc, sc_c, sc_coff, sc_aux1, sc_aux2, sc_aux3, cap_words;
     VkDescriptorPool dpool;
     VkDescriptorSet set;
     VkCommandPool cpool;
@@ -220,12 +242,12 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->base.type = &rc_codec_jpeg_gpu;
     e->log = log ? log : &quiet;
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue;
-    VkDescriptorSetLayoutBinding b[10];
-    for (int i = 0; i < 10; i++)
+    VkDescriptorSetLayoutBinding b[NBIND];
+    for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                           .bindingCount = 10, .pBindings = b};
+                                           .bindingCount = NBIND, .pBindings = b};
     VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 64};
     VkResult r = vkCreateDescriptorSetLayout(dev, &dli, NULL, &e->dsl);
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
@@ -235,7 +257,21 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (r == VK_SUCCESS) r = make_pipe(e, k_huff, sizeof k_huff, &e->pipe[1]);
     if (r == VK_SUCCESS) r = make_pipe(e, k_scan, sizeof k_scan, &e->pipe[2]);
     if (r == VK_SUCCESS) r = make_pipe(e, k_pack, sizeof k_pack, &e->pipe[3]);
-    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 10};
+    /* The block-parallel path: where its pipelines cannot be made, encodes keep to the interval path. */
+    if (r == VK_SUCCESS) {
+        e->have_blocks = make_pipe(e, k_blk, sizeof k_blk, &e->pipe[P_BLK]) == VK_SUCCESS &&
+                         make_pipe(e, k_bscan, sizeof k_bscan, &e->pipe[P_BSCAN]) == VK_SUCCESS &&
+                         make_pipe(e, k_place, sizeof k_place, &e->pipe[P_PLACE]) == VK_SUCCESS &&
+                         make_pipe(e, k_bpack, sizeof k_bpack, &e->pipe[P_BPACK]) == VK_SUCCESS;
+        if (!e->have_blocks) rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: block-parallel pipelines unavailable; "
+                                                              "coding one restart interval per invocation");
+    }
+    e->path = RC_GPU_JPEG_BLOCKS;
+    const char *envp = getenv("RCANVAS_GPU_JPEG_PATH"); /* benchmarks: "intervals" for the previous path */
+    if (envp && !strcmp(envp, "intervals")) e->path = RC_GPU_JPEG_INTERVALS;
+    const char *force = getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL"); /* benchmarks: other interval sizes */
+    if (force && atoi(force) >= 1 && atoi(force) <= 65535) e->restart_cfg = (uint32_t)atoi(force);
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
                                       .poolSizeCount = 1, .pPoolSizes = &ps};
     if (r == VK_SUCCESS) r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
@@ -254,13 +290,13 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     vkGetPhysicalDeviceProperties(phys, &props);
     e->ts_ns = props.limits.timestampPeriod;
     VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                 .queryCount = 6};
+                                 .queryCount = 7};
     if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
     /* small fixed buffers */
     int rr = r == VK_SUCCESS ? RCANVAS_OK : vkfail(e, r, "pipeline setup");
     if (!rr) rr = buf_reserve(e, B_DIV, 128 * sizeof(float));
     if (!rr) rr = buf_reserve(e, B_TAB, (2 * 12 + 2 * 256) * sizeof(uint32_t));
-    if (!rr) rr = buf_reserve(e, B_CTL, 16);
+    if (!rr) rr = buf_reserve(e, B_CTL, 64);
     if (!rr) rr = buf_reserve(e, B_HDR, 1024);
     if (rr) {
         rc_gpu_jpeg_free(e);
@@ -287,7 +323,7 @@ void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
     if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
     if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NPIPE; i++)
         if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
     if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
     if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
@@ -336,9 +372,11 @@ static size_t make_header(const rc_gpu_jpeg *e, uint8_t *p) {
             memcpy(p + o, bits, 16), o += 16;
             memcpy(p + o, vals, (size_t)n), o += (size_t)n;
         }
-    p[o++] = 0xFF, p[o++] = 0xDD;                                                     /* DRI */
-    o = put16(p, o, 4);
-    o = put16(p, o, e->mpi);
+    if (e->mpi) {                                                                     /* DRI */
+        p[o++] = 0xFF, p[o++] = 0xDD;
+        o = put16(p, o, 4);
+        o = put16(p, o, e->mpi);
+    }
     static const uint8_t sos[] = {0xFF, 0xDA, 0, 12, 3, 1, 0x00, 2, 0x11, 3, 0x11, 0, 63, 0}; /* SOS */
     memcpy(p + o, sos, sizeof sos), o += sizeof sos;
     return o;
@@ -351,6 +389,95 @@ static size_t make_header(const rc_gpu_jpeg *e, uint8_t *p) {
 static const float k_aan[8] = {1.0f, 1.387039845f, 1.306562965f, 1.175875602f,
                                1.0f, 0.785694958f, 0.541196100f, 0.275899379f};
 
+/* The interval path (jpeg_huff/scan/pack.comp): one restart interval per invocation. Sets mpi, n_intervals,
+ * slot_words and its buffers; RCANVAS_EFRAME_SIZE if the frame is too big for the device's storage buffers. */
+static int prepare_intervals(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range) {
+    /* Restart interval: the Huffman stage codes one interval per invocation, so its time grows with the MCUs of
+     * an interval (H200, 4K lines q75 4:2:0: 0.14 / 0.25 / 0.49 / 0.96 ms at 1 / 2 / 4 / 8 MCUs) while every
+     * interval costs ≈ 3.5 bytes (RSTn marker, padding bits, fresh DC prediction). Aim at ≈ 16384 intervals,
+     * with at least 24 blocks each (4 MCUs of 4:2:0, 8 of 4:4:4: 1080p 4:2:0 then has 2040 intervals, ≈ 7 kB,
+     * and surface-1080p q75 stays 1.09× the size of libjpeg-turbo's file; 12 blocks made it 1.19×) and at most
+     * RC_GPU_JPEG_MAX_MPI MCUs, so one invocation stays short (llvmpipe, Mesa's CPU driver, cut off 64-MCU 4:4:4
+     * intervals before their end — a loop-iteration guard — while 32 passed bit-exact). */
+    uint32_t mpi = (total + 16383) / 16384, min_mpi = 24 / e->bpm;
+    mpi = mpi < min_mpi ? min_mpi : mpi > RC_GPU_JPEG_MAX_MPI ? RC_GPU_JPEG_MAX_MPI : mpi;
+    if (e->restart_cfg >= 1 && e->restart_cfg <= RC_GPU_JPEG_MAX_MPI) mpi = e->restart_cfg;
+    e->blocks = 0;
+    e->mpi = mpi;
+    e->n_intervals = (total + e->mpi - 1) / e->mpi;
+    /* Slot of an interval: 256 bytes a block. A block's code is at most ≈ 208 bytes before 0xFF stuffing (DC 22
+     * bits, 63 AC of ≤ 26 bits); real content stays far below (≈ 10–40 bytes at q90). An interval that would
+     * outgrow its slot is detected on the GPU and the encode returns RCANVAS_ECODEC (callers fall back to the
+     * CPU encoder). */
+    e->slot_words = e->mpi * e->bpm * 256 / 4 + 4;
+    VkDeviceSize biggest = (VkDeviceSize)e->n_intervals * e->slot_words * 4 + 1024 + (VkDeviceSize)e->n_intervals * 2;
+    if (biggest > range || (VkDeviceSize)total * e->bpm * 256 > range)
+        return RCANVAS_EFRAME_SIZE; /* too big for this device's storage buffers: use the CPU encoder */
+    int r = buf_reserve(e, B_SCRATCH, (VkDeviceSize)e->n_intervals * e->slot_words * 4);
+    if (!r) r = buf_reserve(e, B_LEN, (VkDeviceSize)e->n_intervals * 4);
+    if (!r) r = buf_reserve(e, B_OFF, (VkDeviceSize)e->n_intervals * 4);
+    if (!r) r = buf_reserve(e, B_OUT, 1024 + (VkDeviceSize)e->n_intervals * (e->slot_words * 4 + 2) + 4);
+    if (!r) r = buf_reserve(e, B_SLOT, 16); /* bound, unused */
+    if (!r) r = buf_reserve(e, B_SC, 16);
+    return r;
+}
+
+/* The block-parallel path (jpeg_blk/bscan/place/bpack.comp): every block coded at once, restart intervals only
+ * where configured (default none). Sets mpi (0: none), n_intervals, the B_SC layout and the buffers.
+ * RCANVAS_EFRAME_SIZE when the path is off, unavailable, or the frame too big for it (the caller then tries the
+ * interval path). */
+static int prepare_blocks(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range, uint32_t max_groups) {
+    if (e->path != RC_GPU_JPEG_BLOCKS || !e->have_blocks) return RCANVAS_EFRAME_SIZE;
+    uint32_t nb = total * e->bpm, mpi = e->restart_cfg <= 65535 ? e->restart_cfg : 0;
+    uint32_t n_iv = mpi ? (total + mpi - 1) / mpi : 1;
+    /* U, the unstuffed stream: at most 1728 bits a block (54 words) + a padding byte an interval. Its arrays
+     * (U, and the per-word counts c and their scan coff in B_SC) take that much where the device's storage
+     * buffer range allows, else as much as fits (lavapipe: 128 MiB, so 4K 4:4:4 gets ≈ 27 words a block, while
+     * real content needs ≤ 10 at q90); a stream past it is caught on the GPU (RCANVAS_ECODEC). */
+    uint64_t maxw = (uint64_t)nb * 54 + n_iv + 1, fixed = (uint64_t)nb + n_iv + 16 + 8;
+    uint64_t room = range / 4 > fixed ? range / 4 - fixed : 0;
+    if (maxw * 2 + maxw / 512 + 16 > room) maxw = room > 64 ? (room - 16) * 512 / 1025 : 0;
+    if (maxw * 4 > range) maxw = range / 4;
+    if (maxw < (uint64_t)nb * 4 + n_iv + 1) return RCANVAS_EFRAME_SIZE; /* under 16 bytes a block: too tight */
+    uint64_t maxn = maxw + 1, a1 = (maxn + 1023) / 1024 + 1, a2 = (a1 + 1023) / 1024 + 1;
+    uint64_t o = 0, boff = o;
+    o += nb + 1;
+    uint64_t ioff = o;
+    o += n_iv + 1;
+    uint64_t misc = o;
+    o += 8;
+    uint64_t c = o;
+    o += maxw + 1;
+    uint64_t coff = o;
+    o += maxw + 1;
+    uint64_t aux1 = o;
+    o += a1;
+    uint64_t aux2 = o;
+    o += a2;
+    uint64_t aux3 = o;
+    o += 2;
+    /* the output: 256 bytes a block (as the interval path) + markers; a file past it (0xFF-stuffing of noise at
+     * q100 could, in theory) is detected and returns RCANVAS_ECODEC */
+    uint64_t out = 1024 + (uint64_t)nb * 256 + (uint64_t)n_iv * 2 + 4;
+    if (o * 4 > range || (uint64_t)nb * 256 > range || maxw * 4 > range || out > range || a2 > 1024 + 1 ||
+        (nb + 63) / 64 > max_groups || (n_iv + 256) / 256 > max_groups || o > UINT32_MAX)
+        return RCANVAS_EFRAME_SIZE;
+    e->blocks = 1;
+    e->mpi = mpi;
+    e->n_intervals = n_iv;
+    e->slot_words = 0;
+    e->sc_boff = (uint32_t)boff, e->sc_ioff = (uint32_t)ioff, e->sc_misc = (uint32_t)misc, e->sc_c = (uint32_t)c;
+    e->sc_coff = (uint32_t)coff, e->sc_aux1 = (uint32_t)aux1, e->cap_words = (uint32_t)(maxw - 1);
+    e->sc_aux2 = (uint32_t)aux2, e->sc_aux3 = (uint32_t)aux3;
+    int r = buf_reserve(e, B_SLOT, (VkDeviceSize)nb * 256);
+    if (!r) r = buf_reserve(e, B_SC, o * 4);
+    if (!r) r = buf_reserve(e, B_SCRATCH, maxw * 4);
+    if (!r) r = buf_reserve(e, B_OUT, out);
+    if (!r) r = buf_reserve(e, B_LEN, 16); /* bound, unused */
+    if (!r) r = buf_reserve(e, B_OFF, 16);
+    return r;
+}
+
 /* Sizes buffers and tables for w×h at quality/ss; rewrites the header when they change. */
 static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss) {
     if (w == 0 || h == 0 || w > 65535 || h > 65535 || quality < 1 || quality > 100) return RCANVAS_EINVAL;
@@ -361,36 +488,16 @@ static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_
     e->mcus_y = (h + mcu - 1) / mcu;
     e->bpm = ss == RCANVAS_SUBSAMP_420 ? 6 : 3;
     uint32_t total = e->mcus_x * e->mcus_y;
-    /* Restart interval: the Huffman stage codes one interval per invocation, so its time grows with the MCUs of
-     * an interval (H200, 4K lines q75 4:2:0: 0.14 / 0.25 / 0.49 / 0.96 ms at 1 / 2 / 4 / 8 MCUs) while every
-     * interval costs ≈ 3.5 bytes (RSTn marker, padding bits, fresh DC prediction). Aim at ≈ 16384 intervals,
-     * with at least 24 blocks each (4 MCUs of 4:2:0, 8 of 4:4:4: 1080p 4:2:0 then has 2040 intervals, ≈ 7 kB,
-     * and surface-1080p q75 stays 1.09× the size of libjpeg-turbo's file; 12 blocks made it 1.19×) and at most
-     * RC_GPU_JPEG_MAX_MPI MCUs, so one invocation
-     * stays short (llvmpipe, Mesa's CPU driver, cut off 64-MCU 4:4:4 intervals before their end — a
-     * loop-iteration guard — while 32 passed bit-exact). */
-    uint32_t mpi = (total + 16383) / 16384, min_mpi = 24 / e->bpm;
-    mpi = mpi < min_mpi ? min_mpi : mpi > RC_GPU_JPEG_MAX_MPI ? RC_GPU_JPEG_MAX_MPI : mpi;
-    const char *force = getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL"); /* benchmarks: try other interval sizes */
-    if (force && atoi(force) >= 1 && atoi(force) <= RC_GPU_JPEG_MAX_MPI) mpi = (uint32_t)atoi(force);
-    e->mpi = mpi;
-    e->n_intervals = (total + e->mpi - 1) / e->mpi;
-    /* Slot of an interval: 256 bytes a block. A block's code is at most ≈ 208 bytes before 0xFF stuffing (DC 22
-     * bits, 63 AC of ≤ 26 bits); real content stays far below (≈ 10–40 bytes at q90). An interval that would
-     * outgrow its slot is detected on the GPU and the encode returns RCANVAS_ECODEC (callers fall back to the
-     * CPU encoder). */
-    e->slot_words = e->mpi * e->bpm * 256 / 4 + 4;
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(e->phys, &props);
-    VkDeviceSize biggest = (VkDeviceSize)e->n_intervals * e->slot_words * 4 + 1024 + (VkDeviceSize)e->n_intervals * 2;
-    if (biggest > props.limits.maxStorageBufferRange || (VkDeviceSize)total * e->bpm * 256 > props.limits.maxStorageBufferRange)
-        return RCANVAS_EFRAME_SIZE; /* too big for this device's storage buffers: use the CPU encoder */
-    int r = buf_reserve(e, B_PX, (VkDeviceSize)w * h * 4);
+    VkDeviceSize range = props.limits.maxStorageBufferRange;
+    uint32_t old_mpi = e->mpi;
+    int r = prepare_blocks(e, total, range, props.limits.maxComputeWorkGroupCount[0]);
+    if (r == RCANVAS_EFRAME_SIZE) r = prepare_intervals(e, total, range);
+    if (r) return r;
+    r = buf_reserve(e, B_PX, (VkDeviceSize)w * h * 4);
     if (!r) r = buf_reserve(e, B_COEF, (VkDeviceSize)total * e->bpm * 64 * 4);
-    if (!r) r = buf_reserve(e, B_SCRATCH, (VkDeviceSize)e->n_intervals * e->slot_words * 4);
-    if (!r) r = buf_reserve(e, B_LEN, (VkDeviceSize)e->n_intervals * 4);
-    if (!r) r = buf_reserve(e, B_OFF, (VkDeviceSize)e->n_intervals * 4);
-    if (!r) r = buf_reserve(e, B_OUT, 1024 + (VkDeviceSize)e->n_intervals * (e->slot_words * 4 + 2) + 4);
+    changed |= old_mpi != e->mpi; /* the header's DRI */
     if (r) return r;
     if (changed || e->dirty_set) {
         float *div = e->bufs[B_DIV].map;
@@ -404,16 +511,15 @@ static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_
         memcpy(e->bufs[B_HDR].map, hdr, e->header_bytes);
     }
     if (e->dirty_set) {
-        static const int bind_of[10] = {B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT};
-        VkDescriptorBufferInfo bi[10];
-        VkWriteDescriptorSet wr[10];
-        for (int i = 0; i < 10; i++) {
-            bi[i] = (VkDescriptorBufferInfo){.buffer = e->bufs[bind_of[i]].b, .offset = 0, .range = VK_WHOLE_SIZE};
+        VkDescriptorBufferInfo bi[NBIND];
+        VkWriteDescriptorSet wr[NBIND];
+        for (int i = 0; i < NBIND; i++) { /* binding i is buffer i */
+            bi[i] = (VkDescriptorBufferInfo){.buffer = e->bufs[i].b, .offset = 0, .range = VK_WHOLE_SIZE};
             wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = e->set,
                                            .dstBinding = (uint32_t)i, .descriptorCount = 1,
                                            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &bi[i]};
         }
-        vkUpdateDescriptorSets(e->dev, 10, wr, 0, NULL);
+        vkUpdateDescriptorSets(e->dev, NBIND, wr, 0, NULL);
         e->dirty_set = 0;
     }
     return RCANVAS_OK;
@@ -429,8 +535,86 @@ static void compute_barrier(VkCommandBuffer cb, VkAccessFlags dst) {
                          0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-/* Records the four stages, reading the pixels from B_PX (written just before, in the same command buffer).
- * With ts, timestamps 1..5 go after the input copy and after each stage. */
+/* ---- the block-parallel path's recording ---- */
+
+static void push(rc_gpu_jpeg *e, VkCommandBuffer cb, int pipe, const uint32_t *pc, uint32_t n) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[pipe]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, n * 4, pc);
+}
+
+/* One jpeg_bscan.comp pass: mode 0 local / 1 add; groups > 0 direct, else indirect at ctl byte `at`. */
+static void bscan_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t in, uint32_t out, uint32_t aux,
+                       uint32_t n, uint32_t dyn, uint32_t groups, VkDeviceSize at) {
+    uint32_t pc[8] = {mode, in, out, aux, n, dyn, e->sc_misc, dyn == 1 ? 0xFFu : 0xFFFFFFFFu}; /* c: low byte */
+    push(e, cb, P_BSCAN, pc, 8);
+    if (groups) vkCmdDispatch(cb, groups, 1, 1);
+    else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+/* Exclusive prefix sum of n values (n known here) at sc[in] into sc[out]: levels of 1024, only as many as needed. */
+static void scan_static(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t in, uint32_t out, uint32_t n) {
+    uint32_t g0 = (n + 1023) / 1024, g1 = (g0 + 1023) / 1024;
+    bscan_pass(e, cb, 0, in, out, e->sc_aux1, n, 0, g0, 0);
+    if (g0 == 1) return;
+    bscan_pass(e, cb, 0, e->sc_aux1, e->sc_aux1, e->sc_aux2, g0, 0, g1, 0);
+    if (g1 > 1) {
+        bscan_pass(e, cb, 0, e->sc_aux2, e->sc_aux2, e->sc_aux3, g1, 0, 1, 0);
+        bscan_pass(e, cb, 1, 0, e->sc_aux1, e->sc_aux2, g0, 0, g1, 0);
+    }
+    bscan_pass(e, cb, 1, 0, out, e->sc_aux1, n, 0, g0, 0);
+}
+
+/* The same for the stuffing counts, whose number the GPU wrote to sc[misc]: all three levels, indirect. */
+static void scan_dynamic(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t in, uint32_t out) {
+    bscan_pass(e, cb, 0, in, out, e->sc_aux1, 0, 1, 0, 32);
+    bscan_pass(e, cb, 0, e->sc_aux1, e->sc_aux1, e->sc_aux2, 0, 2, 0, 48);
+    bscan_pass(e, cb, 0, e->sc_aux2, e->sc_aux2, e->sc_aux3, 0, 3, 1, 0);
+    bscan_pass(e, cb, 1, 0, e->sc_aux1, e->sc_aux2, 0, 2, 0, 48);
+    bscan_pass(e, cb, 1, 0, out, e->sc_aux1, 0, 1, 0, 32);
+}
+
+static void place_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t groups, VkDeviceSize at) {
+    uint32_t nb = e->mcus_x * e->mcus_y * e->bpm;
+    uint32_t pc[11] = {mode, nb, e->n_intervals, e->mpi ? e->mpi * e->bpm : nb, e->sc_boff, e->sc_ioff,
+                       e->sc_misc, e->sc_c, e->sc_coff, e->cap_words, e->header_bytes};
+    push(e, cb, P_PLACE, pc, 11);
+    if (groups) vkCmdDispatch(cb, groups, 1, 1);
+    else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+}
+
+/* After the DCT: code the blocks (bit counts to boff), scan them, size the intervals and scan those, gather the
+ * unstuffed stream U word by word (stuffing and marker counts), scan the counts, pack. Timestamps 3..6. */
+static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
+    uint32_t nb = e->mcus_x * e->mcus_y * e->bpm;
+    uint32_t pc_blk[4] = {nb, e->bpm, e->mpi, e->sc_boff};
+    push(e, cb, P_BLK, pc_blk, 4);
+    vkCmdDispatch(cb, (nb + 63) / 64, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
+
+    scan_static(e, cb, e->sc_boff, e->sc_boff, nb + 1); /* sc[boff + nb] is 0 before: the total after */
+    place_pass(e, cb, 0, (e->n_intervals + 1 + 255) / 256, 0);
+    scan_static(e, cb, e->sc_ioff, e->sc_ioff, e->n_intervals + 1);
+    place_pass(e, cb, 1, 1, 0);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
+
+    place_pass(e, cb, 2, 0, 16);
+    scan_dynamic(e, cb, e->sc_c, e->sc_coff);
+    place_pass(e, cb, 3, 1, 0);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 5);
+
+    uint32_t pc_pack[7] = {e->n_intervals, e->sc_ioff, e->sc_misc, e->sc_coff, e->sc_c, e->header_bytes,
+                           (uint32_t)(e->bufs[B_OUT].cap / 4)};
+    push(e, cb, P_BPACK, pc_pack, 7);
+    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
+    compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 6);
+}
+
+/* Records the stages, reading the pixels from B_PX (written just before, in the same command buffer).
+ * With ts, timestamps 1..6 go after the input copy and after each stage. */
 static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) {
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
@@ -442,6 +626,10 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) 
     vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
+    if (e->blocks) {
+        record_blocks(e, cb, ts);
+        return;
+    }
 
     uint32_t pc_huff[5] = {total, e->mpi, e->bpm, e->slot_words, e->n_intervals};
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[1]);
@@ -456,13 +644,14 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) 
     vkCmdDispatch(cb, 1, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 5); /* no place stage */
 
     uint32_t pc_pack[3] = {e->n_intervals, e->header_bytes, e->slot_words};
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[3]);
     vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_pack, pc_pack);
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
     compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
-    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 5);
+    if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 6);
 }
 
 void rc_gpu_jpeg_finish(rc_gpu_jpeg *e) {
@@ -491,7 +680,7 @@ static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_g
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
     if (e->have_ts) {
-        vkCmdResetQueryPool(cb, e->queries, 0, 6);
+        vkCmdResetQueryPool(cb, e->queries, 0, 7);
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, e->queries, 0);
     }
     record_input(e, cb, arg);
@@ -506,12 +695,14 @@ static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_g
     if (r) return r;
     if (times) {
         memset(times, 0, sizeof(*times));
-        uint64_t ts[6];
-        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, 6, sizeof ts, ts, sizeof ts[0],
+        uint64_t ts[7];
+        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, 7, sizeof ts, ts, sizeof ts[0],
                                                 VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
-            for (int i = 0; i < 5; i++) times->stage_ms[i] = (double)(ts[i + 1] - ts[i]) * e->ts_ns / 1e6;
-            times->gpu_ms = (double)(ts[5] - ts[0]) * e->ts_ns / 1e6;
+            for (int i = 0; i < 6; i++) times->stage_ms[i] = (double)(ts[i + 1] - ts[i]) * e->ts_ns / 1e6;
+            times->gpu_ms = (double)(ts[6] - ts[0]) * e->ts_ns / 1e6;
         }
+        times->blocks = e->blocks;
+        times->restart_mcus = e->mpi;
         times->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;
@@ -646,3 +837,12 @@ static void gpu_destroy(rc_codec *c) { rc_gpu_jpeg_free((rc_gpu_jpeg *)c); }
 const rc_codec_type rc_codec_jpeg_gpu = {
     .name = "jpeg-gpu", .wire_id = RCANVAS_CODEC_JPEG, .flags = RC_CODEC_INTRA | RC_CODEC_GPU,
     .create = gpu_create, .encode = gpu_encode, .request_keyframe = NULL, .destroy = gpu_destroy};
+
+int rc_gpu_jpeg_configure(rc_gpu_jpeg *e, rc_gpu_jpeg_path path, uint32_t restart_mcus) {
+    if (!e || (path != RC_GPU_JPEG_BLOCKS && path != RC_GPU_JPEG_INTERVALS) ||
+        restart_mcus > (path == RC_GPU_JPEG_BLOCKS ? 65535u : RC_GPU_JPEG_MAX_MPI))
+        return RCANVAS_EINVAL;
+    e->path = path;
+    e->restart_cfg = restart_mcus;
+    return RCANVAS_OK;
+}

@@ -23,7 +23,11 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, 
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e);
 
 typedef struct rc_gpu_jpeg_times {
-    double stage_ms[5];  /* GPU time (timestamp queries): input copy, DCT+quant, Huffman, scan, pack */
+    /* GPU time (timestamp queries): input copy, DCT+quant, Huffman, scan (of the bit or interval sizes), place
+     * (bit-aligned gather and stuffing scan: block-parallel path only, else 0), pack */
+    double stage_ms[6];
+    int blocks;            /* 1: the block-parallel path coded this frame; 0: one restart interval per invocation */
+    uint32_t restart_mcus; /* the file's restart interval in MCUs, 0 for none */
     double gpu_ms;       /* first to last timestamp */
     double wall_ms;      /* call to return, CPU clock */
 } rc_gpu_jpeg_times;
@@ -48,12 +52,24 @@ void rc_gpu_jpeg_finish(rc_gpu_jpeg *e);
 /* The file of the last encode: RCANVAS_OK, or RCANVAS_ECODEC (an interval outgrew its slot: CPU fallback). */
 int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len);
 
+/* Entropy-coding path, for the encodes that follow:
+ *  RC_GPU_JPEG_BLOCKS (the default): every 8×8 block is Huffman-coded in parallel, bit lengths prefix-summed,
+ *    bits packed bit-aligned with 0xFF stuffing; restart_mcus 0 (the default: no restart intervals, the smallest
+ *    file) or 1–65535 MCUs per interval. Falls back to the interval path where the device lacks what it needs.
+ *  RC_GPU_JPEG_INTERVALS: the earlier path, one restart interval per invocation; restart_mcus 0 (automatic,
+ *    ≈ 16384 intervals) or 1–32.
+ * The environment can set the same for tools: RCANVAS_GPU_JPEG_PATH=intervals, RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL.
+ * RCANVAS_EINVAL for other values. Not while an encode is in flight (one thread at a time). */
+typedef enum rc_gpu_jpeg_path { RC_GPU_JPEG_BLOCKS = 0, RC_GPU_JPEG_INTERVALS = 1 } rc_gpu_jpeg_path;
+int rc_gpu_jpeg_configure(rc_gpu_jpeg *e, rc_gpu_jpeg_path path, uint32_t restart_mcus);
+
 /* Same for a CPU bitmap (uploaded first). */
 int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rcanvas_subsampling ss,
                            const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times);
 
 /* Test hooks, valid after an encode: the quantized coefficients ([block][64], zigzag, blocks in MCU order:
- * Y0..Y3 Cb Cr for 4:2:0, Y Cb Cr for 4:4:4), and the geometry. Copies into malloc'd memory. */
+ * Y0..Y3 Cb Cr for 4:2:0, Y Cb Cr for 4:4:4), and the geometry (*mcus_per_interval 0: no restart intervals).
+ * Copies into malloc'd memory. */
 int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, uint32_t *mcus_per_interval);
 /* The quantization table (natural order) used for component class t (0 luma, 1 chroma) at a quality. */
 void rc_jpeg_quant_table(int quality, int t, uint16_t out[64]);

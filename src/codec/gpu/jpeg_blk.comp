@@ -1,0 +1,66 @@
+// jpeg_blk.comp — GPU JPEG, block-parallel path, stage 2: Huffman coding (T.81 F.1.2, Annex K tables) of one
+// 8×8 block per invocation, independent of restart intervals: the DC difference is taken from the previous block
+// of the same component in scan order (0 at the start of a restart interval, when there are intervals). The
+// block's bits go MSB-first, unstuffed, into its own 64-word slot (a block codes to at most 1728 bits: DC 11+11,
+// 63 AC of 16+11), and its bit count to boff[block] (the next stage prefix-sums them in place).
+#version 450
+layout(local_size_x = 64) in;
+
+layout(std430, binding = 1) readonly buffer Coefs { int coef[]; };
+layout(std430, binding = 3) readonly buffer Tables { uint dc_code[2][12]; uint ac_code[2][256]; }; // code | len << 24
+layout(std430, binding = 10) writeonly buffer Slots { uint slot[]; };
+layout(std430, binding = 11) buffer Sc { uint sc[]; };
+
+layout(push_constant) uniform P {
+    uint n_blocks, blocks_per_mcu, mcus_per_interval; // mcus_per_interval 0: no restart intervals
+    uint boff;                                        // base of the bit counts in sc
+} p;
+
+uint cw, fb, wi, base;   // current word, its filled bits, words written, slot base
+
+void put_bits(uint code, uint n) {   // n ≤ 16
+    if (n == 0u) return;
+    code &= (1u << n) - 1u;
+    if (fb + n < 32u) { cw |= code << (32u - fb - n); fb += n; return; }
+    uint n1 = 32u - fb, n2 = n - n1;          // n1 ≥ 1 bits fill the word, n2 go to the next
+    cw |= code >> n2;
+    slot[base + wi] = cw; wi++;
+    cw = n2 == 0u ? 0u : code << (32u - n2);
+    fb = n2;
+}
+
+void put_code(uint c) { put_bits(c & 0xFFFFu, c >> 24); }
+
+uint bitlen(uint v) { return v == 0u ? 0u : uint(findMSB(v)) + 1u; }
+
+void main() {
+    uint b = gl_GlobalInvocationID.x;
+    if (b == 0u) sc[p.boff + p.n_blocks] = 0u;   // the scan's extra element: the total after it
+    if (b >= p.n_blocks) return;
+    uint bpm = p.blocks_per_mcu, m = b / bpm, bi = b % bpm;
+    uint comp = bpm == 6u ? (bi < 4u ? 0u : bi - 3u) : bi;
+    uint t = comp == 0u ? 0u : 1u;
+    uint start = p.mcus_per_interval == 0u ? 0u : (m / p.mcus_per_interval) * p.mcus_per_interval;
+    int pred = 0;
+    if (bpm == 6u && bi >= 1u && bi <= 3u) pred = coef[(b - 1u) * 64u];
+    else if (m > start) pred = coef[(b - (bpm == 6u && bi == 0u ? 3u : bpm)) * 64u];
+    cw = 0u; fb = 0u; wi = 0u; base = b * 64u;
+    uint cb = b * 64u;
+    int diff = coef[cb] - pred;
+    uint s = bitlen(uint(abs(diff)));
+    put_code(dc_code[t][s]);
+    put_bits(diff < 0 ? uint(diff - 1) : uint(diff), s);
+    uint run = 0u;
+    for (uint k = 1u; k < 64u; k++) {
+        int v = coef[cb + k];
+        if (v == 0) { run++; continue; }
+        while (run > 15u) { put_code(ac_code[t][0xF0u]); run -= 16u; }
+        uint sz = bitlen(uint(abs(v)));
+        put_code(ac_code[t][(run << 4) | sz]);
+        put_bits(v < 0 ? uint(v - 1) : uint(v), sz);
+        run = 0u;
+    }
+    if (run > 0u) put_code(ac_code[t][0u]); // EOB
+    if (fb > 0u) slot[base + wi] = cw;
+    sc[p.boff + b] = wi * 32u + fb;
+}

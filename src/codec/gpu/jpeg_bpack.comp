@@ -1,0 +1,54 @@
+// jpeg_bpack.comp — GPU JPEG, block-parallel path, last stage: writes the complete JPEG file, one 32-bit word per
+// invocation, straight into host-visible memory (only the used bytes cross PCIe; dispatched indirectly with the
+// size jpeg_place.comp computed): header bytes, then the bytes of U with a 0x00 after each 0xFF and FF D0+n%8
+// after the last byte of each restart interval but the last, then EOI (FF D9). An output byte finds its word of U
+// by binary search over the word starts 4w + coff[w] (coff: the scanned stuffing and marker bytes before word w);
+// the masks of its 0xFF bytes and interval ends are in c[w] >> 8.
+#version 450
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 4) readonly buffer U { uint uw[]; };
+layout(std430, binding = 8) readonly buffer Header { uint header[]; };
+layout(std430, binding = 9) writeonly buffer Out { uint outw[]; };
+layout(std430, binding = 11) readonly buffer Sc { uint sc[]; };
+
+layout(push_constant) uniform P { uint n_iv, ioff, misc, coff, cbase, header_bytes, out_words; } p;
+
+uint byte_at(uint pos, uint total, uint uwords) {
+    if (pos < p.header_bytes) return (header[pos >> 2] >> (8u * (pos & 3u))) & 255u;
+    if (pos + 2u >= total) return pos + 2u == total ? 0xFFu : 0xD9u;   // EOI
+    uint q = pos - p.header_bytes;
+    uint lo = 0u, hi = uwords - 1u;   // the last word of U starting at or before q
+    while (lo < hi) {
+        uint mid = (lo + hi + 1u) >> 1;
+        if (4u * mid + sc[p.coff + mid] <= q) lo = mid; else hi = mid - 1u;
+    }
+    uint r = q - (4u * lo + sc[p.coff + lo]), m = sc[p.cbase + lo] >> 8, word = uw[lo];
+    for (uint j = 0u; j < 4u; j++) {
+        if (r == 0u) return (word >> (8u * j)) & 255u;
+        r--;
+        if ((m & (1u << j)) != 0u) { if (r == 0u) return 0u; r--; }
+        if ((m & (16u << j)) != 0u) {
+            if (r == 0u) return 0xFFu;
+            uint k = 4u * lo + j, l = 0u, h = p.n_iv - 1u;   // the interval ending at byte k: RST number
+            while (l < h) {
+                uint mid = (l + h + 1u) >> 1;
+                if (sc[p.ioff + mid] <= k) l = mid; else h = mid - 1u;
+            }
+            if (r == 1u) return 0xD0u + (l & 7u);
+            r -= 2u;
+        }
+    }
+    return 0u;   // not reached
+}
+
+void main() {
+    uint w = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationID.x;
+    uint total = sc[p.misc + 3u], uwords = sc[p.misc + 2u];
+    uint pos = w * 4u;
+    if (pos >= total || w >= p.out_words) return;   // a file past the buffer: the host sees it by its size
+    uint v = 0u;
+    for (uint i = 0u; i < 4u; i++)
+        if (pos + i < total) v |= byte_at(pos + i, total, uwords) << (8u * i);
+    outw[w] = v;
+}

@@ -1,0 +1,53 @@
+// jpeg_bscan.comp — GPU JPEG, block-parallel path: one level of a multi-level exclusive prefix sum over uints in
+// the sc buffer (reduce-then-scan, no inter-workgroup waiting, so it runs on any device, lavapipe included):
+//   mode 0 (local): workgroup g scans in[g·1024 ..] (256 invocations × 4 values) into out[] and writes its total
+//                   to aux[g];
+//   mode 1 (add):   out[g·1024 + i] += aux[g] (aux scanned by the level above).
+// Three levels cover 2^30 values. n is a push constant, or (dyn ≥ 1) read on the GPU from sc[misc] and divided by
+// 1024^(dyn−1) (rounded up) — the stuffing scan, whose length the GPU learns. Workgroups may come as x·y (2-D
+// indirect dispatches past 65535 groups).
+#version 450
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 11) buffer Sc { uint sc[]; };
+
+layout(push_constant) uniform P { uint mode, in_base, out_base, aux_base, n, dyn, misc, mask; } p;  // in & mask
+
+shared uint part[256];
+
+void main() {
+    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint n = p.n;
+    if (p.dyn != 0u) {
+        n = sc[p.misc];
+        for (uint l = 1u; l < p.dyn; l++) n = (n + 1023u) >> 10;
+    }
+    if (g > 0u && g * 1024u >= n) return;   // a spare group of a 2-D dispatch (uniform in the workgroup)
+    uint i0 = g * 1024u + t * 4u;
+    if (p.mode == 1u) {
+        uint a = sc[p.aux_base + g];
+        for (uint j = 0u; j < 4u; j++)
+            if (i0 + j < n) sc[p.out_base + i0 + j] += a;
+        return;
+    }
+    uint v[4];
+    uint s = 0u;
+    for (uint j = 0u; j < 4u; j++) {
+        v[j] = i0 + j < n ? sc[p.in_base + i0 + j] & p.mask : 0u;
+        s += v[j];
+    }
+    part[t] = s;
+    barrier();
+    for (uint d = 1u; d < 256u; d <<= 1) {   // Hillis–Steele inclusive scan of the 256 partial sums
+        uint x = t >= d ? part[t - d] : 0u;
+        barrier();
+        part[t] += x;
+        barrier();
+    }
+    uint o = part[t] - s;
+    for (uint j = 0u; j < 4u; j++) {
+        if (i0 + j < n) sc[p.out_base + i0 + j] = o;
+        o += v[j];
+    }
+    if (t == 255u) sc[p.aux_base + g] = part[255];
+}
