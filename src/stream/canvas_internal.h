@@ -22,10 +22,6 @@
 #define RC_RUNG_FLOORS {16e6, 5e6, 1.6e6, 0.0}
 #define RC_RUNG_HYSTERESIS 1.3   /* a viewer leaves its rung only this far past its bounds */
 #define RC_RUNG_MOVE_US 2000000  /* and at most this often */
-/* A viewer gets no further packet while those it holds would take longer than this to cross its link at the
- * measured delivery rate (the window in frames alone let 4 frames of 130 kB queue on 20 Mbit/s: 290 ms of click
- * latency in bench-vnc). The first packet always goes. */
-#define RC_QUEUE_CAP_US 100000.0
 #define RC_MAX_PREFS 8
 /* A stateful encoder asked for a keyframe again within this time waits for it: one slow or stalling viewer
  * cannot turn every frame of the others into a keyframe. A joining viewer waits at most this long. */

@@ -21,6 +21,12 @@ void rc_link_on_send(rc_link *l, int64_t now_us, int in_flight, rc_link_send *re
     rec->app_limited = in_flight == 0;
 }
 
+int rc_link_full(const rc_link *l, int n_inflight, uint64_t inflight_bytes) {
+    double bw = rc_link_bw(l);
+    return n_inflight > 0 && bw > 0 && (double)inflight_bytes * 8e6 / bw > RC_LINK_INFLIGHT_CAP_US &&
+           l->srtt_us > l->min_rtt_us + RC_LINK_QUEUE_MIN_US;
+}
+
 int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames) {
     int w = min_frames;
     if (l->min_rtt_us && fps > 0) {

@@ -50,6 +50,7 @@
 #define RC_LINK_BETA 0.85              /* on overuse: target = beta × delivery rate (GCC) */
 #define RC_LINK_QUEUE_MIN_US 25000     /* a queue (smoothed above minimum round trip) below this is noise */
 #define RC_LINK_QUEUE_MAX_US 150000    /* a standing queue longer than this (or than the round trip) is cut */
+#define RC_LINK_INFLIGHT_CAP_US 100000.0 /* rc_link_full */
 #define RC_TREND_N 20                  /* trendline window, frames (WebRTC's default) */
 #define RC_TREND_MIN 8                 /* ... and the fewest it decides on */
 
@@ -99,6 +100,12 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
                     uint32_t hold_us, int timed);
 /* The bottleneck rate estimate, bit/s (0 = none yet). */
 double rc_link_bw(const rc_link *l);
+/* 1 if what a viewer holds in flight (n_inflight packets of inflight_bytes) would take longer than
+ * RC_LINK_INFLIGHT_CAP_US to cross its link at the measured rate, with a queue to show for it (at an
+ * application-limited rate the bytes only look slow): it should get no further packet now. The first packet
+ * always goes. Frames big for the link (130 kB on 20 Mbit/s: 52 ms each) would otherwise queue a whole window of
+ * them (bench-vnc: 290 ms of click latency). */
+int rc_link_full(const rc_link *l, int n_inflight, uint64_t inflight_bytes);
 /* Frames this viewer should be allowed in flight to cover its round trip at fps frames a second: at least
  * min_frames, at most max_frames. */
 int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames);

@@ -234,14 +234,10 @@ rcanvas_canvas *rc_session_canvas(const rc_session *s) { return s->canvas; }
  * keyframe, which it asks of its tier (coalesced, and at most one per RC_KEYFRAME_MIN_US). */
 static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wait) {
     if (!s->visible || c->closing || s->tier < 0) return NULL;
-    /* its window is full, or what it holds in flight takes longer than RC_QUEUE_CAP_US to cross its link at the
-     * measured rate (frames big for the link, 130 kB on 20 Mbit/s: 52 ms each, would otherwise queue a window of
-     * them): nothing now; if a newer frame waits, the link (not the app) limits it, which its estimate learns */
-    double bw = rc_link_bw(&s->link);
+    /* its window is full, or its link holds enough (rc_link_full): nothing now; if a newer frame waits for the
+     * link (not for the round trip, as a full window may), its estimate learns that the link limits it */
     if (s->n_inflight >= s->window) return NULL;
-    /* (only with a queue to show for it: at an application-limited rate the bytes look slow, the link is not) */
-    if (s->n_inflight > 0 && bw > 0 && (double)s->inflight_bytes * 8e6 / bw > RC_QUEUE_CAP_US &&
-        s->link.srtt_us > s->link.min_rtt_us + RC_LINK_QUEUE_MIN_US) {
+    if (rc_link_full(&s->link, s->n_inflight, s->inflight_bytes)) {
         const rc_packet *w = c->tiers[s->tier].latest;
         if (w && w->seq > s->given_seq) s->link.blocked = 1; /* (a full window alone may be the round trip) */
         return NULL;

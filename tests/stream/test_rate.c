@@ -93,11 +93,10 @@ static int64_t run(sim *s, int64_t t0, int64_t dur_us, double per_px) {
                    s->steer.quality, s->steer.scale_div, s->steer.fps_cap, s->n, s->window);
         if (now < next_frame) continue;
         next_frame += frame_every;
-        double inb = 0; /* session.c's window and queue cap (RC_QUEUE_CAP_US, 100 ms) */
+        uint64_t inb = 0; /* session.c's window and in-flight cap */
         for (int k = 0; k < s->n; k++) inb += s->fl[(s->head + k) % MAX_INFLIGHT].bytes;
         if (s->n >= s->window) continue; /* the tier skips it */
-        if (s->n > 0 && rc_link_bw(&s->link) > 0 && inb * 8e6 / rc_link_bw(&s->link) > 100000 &&
-            s->link.srtt_us > s->link.min_rtt_us + RC_LINK_QUEUE_MIN_US) {
+        if (rc_link_full(&s->link, s->n, inb)) {
             s->link.blocked = 1; /* a frame waited for the link */
             continue;
         }
