@@ -127,16 +127,19 @@ void rc_viewer_service(rc_viewer *v) {
         return;
     }
     char link[200];
-    link_fields(&st, link, sizeof link);
     int64_t now = rc_now_us();
-    if (st.active != v->told_active) {
+    int role_changed = st.active != v->told_active;
+    /* formatted only when it could go out (a role change, or RC_LINK_NOTICE_US since the last): not on every ack */
+    int due = role_changed || (now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0);
+    if (due) link_fields(&st, link, sizeof link);
+    if (role_changed) {
         char msg[300];
         snprintf(msg, sizeof msg, "{\"type\":\"role\",\"active\":%s,\"link\":{%s}}", st.active ? "true" : "false", link);
         rc_viewer_queue_text(v, msg);
         v->told_active = st.active;
         memcpy(v->told_link, link, sizeof link);
         v->told_link_us = now;
-    } else if (strcmp(link, v->told_link) && now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0) {
+    } else if (due && strcmp(link, v->told_link)) {
         char msg[300]; /* at most every RC_LINK_NOTICE_US, and never ahead of other notices */
         snprintf(msg, sizeof msg, "{\"type\":\"link\",%s}", link);
         rc_viewer_queue_text(v, msg);
