@@ -136,14 +136,9 @@ int main(void) {
 
     int pfd[2];
     CHECK_EQ_INT(pipe(pfd), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        close(pfd[0]);
-        hammer(port, 2500, pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
-    /* this process (the server's) out of descriptors */
+    /* this process (the server's) out of descriptors, before the hammering starts: were the child forked first,
+     * its first connections could be accepted while descriptors are still free (seen on a many-core CI machine:
+     * no accept ever failed, and the child waited on those idle connections instead) */
     int eaten[256], neaten = 0;
     while (neaten < 256) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -151,6 +146,14 @@ int main(void) {
         eaten[neaten++] = fd;
     }
     CHECK(neaten > 0 && neaten < 256);
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < neaten; i++) close(eaten[i]); /* the child's own room for its sockets */
+        close(pfd[0]);
+        hammer(port, 2500, pfd[1]);
+        _exit(0);
+    }
+    close(pfd[1]);
     int lines0 = atomic_load(&g_lines);
     uint64_t f0 = frames_of(w);
     usleep(3000000); /* the hammering, and half a second after */
