@@ -187,16 +187,17 @@ bench-vk: bench-frames
 bench-vk-damage: bench-frames
 	./build/bench-vk --damage --frames 100 $(BENCH_FRAMES)
 
-# The kit for the GPU machine (../shared/GPU.md) in .gl/ (ignored): bench-vk, bench-jpeg-gpu, test_vk_readback, the
-# Debian packages they need, the two heatmap frames. Then one run there, carrying .gl:
-#   eval "$$(bash .gl/unpack-runtime.sh .gl)"; .gl/test_vk_readback; .gl/bench-vk --damage --frames 300 .gl/frames
+# The kit for the GPU machine (../shared/GPU.md) in .gl/ (ignored): bench-vk, bench-jpeg-gpu, test_vk_readback,
+# test_jpeg_gpu, bench/nvjpeg.py, the Debian packages they need, the corpus frames. Then one run there, carrying .gl:
+#   eval "$$(bash .gl/unpack-runtime.sh .gl)"; cd .gl; ./test_vk_readback; ./test_jpeg_gpu;
+#   ./bench-jpeg-gpu --frames 300 --tj 3 frames; python3 nvjpeg.py frames; ./bench-vk --damage --frames 300 frames
 gpu-kit: bench-frames
 	@[ -f ../shared/gpu/pack-runtime.sh ] || { echo "gpu-kit: needs ../shared/gpu/pack-runtime.sh"; exit 1; }
 	mkdir -p .gl/frames
 	cp ../shared/gpu/pack-runtime.sh ../shared/gpu/unpack-runtime.sh build/bench-vk build/bench-jpeg-gpu \
-	  build/test_vk_readback .gl/
-	cp $(BENCH_FRAMES)/heatmap-1920x1080.png $(BENCH_FRAMES)/heatmap-3840x2160.png .gl/frames/
-	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback
+	  build/test_vk_readback build/test_jpeg_gpu bench/nvjpeg.py .gl/
+	cp $(BENCH_FRAMES)/*.png .gl/frames/
+	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback .gl/test_jpeg_gpu
 
 # The Vulkan compute JPEG encoder per stage, beside libturbojpeg (few frames: on lavapipe each takes 0.1-0.5 s;
 # the H200 figures in docs/benchmarks.md use --frames 300).

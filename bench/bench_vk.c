@@ -254,7 +254,8 @@ static int damage_row(const uint8_t *px, uint32_t w, uint32_t h, int scene, int 
             k.whole = k.n = 0;
         }
         rcanvas_vk_frame f = {.image = img[scene == 0 ? i & 1 : 0], .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w,
-                              .height = h, .layout = VK_IMAGE_LAYOUT_GENERAL};
+                              .height = h, .layout = VK_IMAGE_LAYOUT_GENERAL,
+                              .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
         int r;
         if (scene == 1) { /* the app draws, then presents (same queue: the readback's first barrier orders it) */
             VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
@@ -429,7 +430,8 @@ int main(int argc, char **argv) {
                 VkDeviceMemory mem;
                 VkImage img = upload_image(vk, px, w, h, &mem);
                 rcanvas_vk_frame f = {.image = img, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
-                                      .layout = VK_IMAGE_LAYOUT_GENERAL};
+                                      .layout = VK_IMAGE_LAYOUT_GENERAL,
+                                      .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
                 int warm = 20, total = warm + frames;
                 int64_t t0 = 0;
                 for (int i = 0; i < total; i++) {

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -406,4 +407,24 @@ int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *use
     if (*left) printf("%s: corpus frames above %llu pixels left to the plain (non-sanitizer) run:%s\n", what,
                       (unsigned long long)max_pixels, left);
     return n;
+}
+
+/* A rendered scene's soft gradient with a few flat-shaded shapes with soft edges (libm: not pinned by a checksum). */
+uint8_t *tf_smooth_new(uint32_t w, uint32_t h) {
+    uint8_t *px = malloc((size_t)w * h * 4);
+    if (!px) return NULL;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double fx = (double)x / w, fy = (double)y / h;
+            double r = 40 + 150 * fx + 30 * fy, g = 60 + 90 * fy, b = 180 - 100 * fx * fy;
+            double d1 = hypot(fx - 0.3, (fy - 0.4) * h / w * 1.0), s1 = 1 / (1 + exp((d1 - 0.12) * 400));
+            r += s1 * (230 - r), g += s1 * (120 - g), b += s1 * (40 - b);               /* a disc */
+            double s2 = 1 / (1 + exp((fabs(fx - 0.7) - 0.1) * 600)) / (1 + exp((fabs(fy - 0.6) - 0.15) * 600));
+            r += s2 * (50 - r), g += s2 * (200 - g), b += s2 * (120 - b);               /* a box */
+            double s3 = 1 / (1 + exp((fabs(fy - 0.2 - 0.3 * fx) - 0.01) * 800));
+            r += s3 * (255 - r), g += s3 * (255 - g), b += s3 * (255 - b);             /* a thin line */
+            uint8_t *q = px + ((size_t)y * w + x) * 4;
+            q[0] = (uint8_t)(r + 0.5), q[1] = (uint8_t)(g + 0.5), q[2] = (uint8_t)(b + 0.5), q[3] = 255;
+        }
+    return px;
 }

@@ -52,4 +52,9 @@ int tf_each_generated(uint64_t max_pixels, tf_visit fn, void *user);
  * (not an error). A file that exists but does not load is reported through *load_errors. */
 int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *user, int *load_errors);
 
+/* A smooth synthetic frame, as a rendered scene: a soft gradient with a disc, a box and a thin line with soft
+ * edges (the GPU JPEG's size test and benchmark: small payloads, where any per-interval overhead shows). RGBA8,
+ * pitch w × 4, malloc'd; NULL if out of memory. Drawn with libm (exp, hypot): not pinned by a checksum. */
+uint8_t *tf_smooth_new(uint32_t w, uint32_t h);
+
 #endif

@@ -67,7 +67,8 @@ static int create_image(gpu_scene *g, uint32_t w, uint32_t h) {
     VkImageCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D,
                              .format = VK_FORMAT_R8G8B8A8_UNORM, .extent = {w, h, 1}, .mipLevels = 1, .arrayLayers = 1,
                              .samples = VK_SAMPLE_COUNT_1_BIT, .tiling = VK_IMAGE_TILING_OPTIMAL,
-                             .usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT};
+                             .usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
+                                      VK_IMAGE_USAGE_SAMPLED_BIT}; /* SAMPLED: the GPU JPEG reads it, no copy */
     if (!vk_ok(vkCreateImage(g->dev, &ici, NULL, &g->image), "vkCreateImage")) return -1;
     VkMemoryRequirements req;
     vkGetImageMemoryRequirements(g->dev, g->image, &req);
@@ -204,7 +205,9 @@ int gpu_scene_render_present(gpu_scene *g, uint32_t w, uint32_t h, double t) {
     if (!vk_ok(vkQueueSubmit(g->queue, 1, &si, g->fence), "vkQueueSubmit")) return RCANVAS_EVULKAN;
     rcanvas_vk_frame f = {.image = g->image, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
                           .layout = VK_IMAGE_LAYOUT_GENERAL, .wait_semaphore = g->rendered,
-                          .wait_stage = VK_PIPELINE_STAGE_TRANSFER_BIT};
+                          .wait_stage = VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                          .usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
+                                   VK_IMAGE_USAGE_SAMPLED_BIT};
     int r = rcanvas_present_vk(g->vk, &f);
     if (r == RCANVAS_EBUSY) { /* not taken: consume the semaphore so it can be signalled again */
         VkPipelineStageFlags st = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;

@@ -220,8 +220,8 @@ static void start_over(rc_vk_damage *d) {
     for (int i = 0; i < d->nslots; i++) d->slots[i].frame = 0;
 }
 
-int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer staging, VkImage image, uint32_t w,
-                        uint32_t h, size_t pitch, int format_id) {
+int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer staging, VkImage image,
+                        VkImageLayout layout, uint32_t w, uint32_t h, size_t pitch, int format_id) {
     if (slot < 0 || slot >= d->nslots) return RCANVAS_EINVAL;
     if (mirror_bytes(w, h) > d->max_range || rc_vk_damage_staging_size(w, h, pitch) > d->max_range ||
         rc_vk_damage_needs_grow(d, w, h))
@@ -259,11 +259,11 @@ int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer 
 
     VkBufferImageCopy to_mirror = {.bufferRowLength = w, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                    .imageExtent = {w, h, 1}};
-    vkCmdCopyImageToBuffer(cb, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, d->mirror, 1, &to_mirror);
+    vkCmdCopyImageToBuffer(cb, image, layout, d->mirror, 1, &to_mirror);
     if (whole) { /* the copy engine, as without damage; the passes below then only hash and write the flags */
         VkBufferImageCopy to_staging = {.bufferRowLength = (uint32_t)(pitch / 4),
                                         .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {w, h, 1}};
-        vkCmdCopyImageToBuffer(cb, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, staging, 1, &to_staging);
+        vkCmdCopyImageToBuffer(cb, image, layout, staging, 1, &to_staging);
     }
     /* the mirror copy, and the previous frame's passes over the state, before the hash pass reads and writes */
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,

@@ -61,15 +61,15 @@ int rc_vk_damage_needs_grow(const rc_vk_damage *d, uint32_t w, uint32_t h);
  * frames take the plain copy until a grow succeeds). */
 int rc_vk_damage_grow(rc_vk_damage *d, uint32_t w, uint32_t h);
 
-/* Records, into cb (recording; image in VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL after a barrier that makes the app's
- * writes visible to the transfer stage), the readback of frame w×h (format_id: any value that differs between
+/* Records, into cb (recording; image in `layout`, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL or GENERAL, after a barrier
+ * that makes the app's writes visible to the transfer stage), the readback of frame w×h (format_id: any value that differs between
  * pixel formats) into `staging` (slot `slot`, row pitch `pitch` bytes, at least rc_vk_damage_staging_size bytes,
  * usage STORAGE_BUFFER | TRANSFER_DST): the damage passes and the copy. The caller adds a barrier from the transfer
  * and compute stages to the host before the fence. RCANVAS_OK: recorded. Else nothing was recorded and the caller
  * records the plain copy and calls rc_vk_damage_skip: RCANVAS_EFRAME_SIZE (beyond the storage buffer range, or the
  * mirror could not grow). */
-int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer staging, VkImage image, uint32_t w,
-                        uint32_t h, size_t pitch, int format_id);
+int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer staging, VkImage image,
+                        VkImageLayout layout, uint32_t w, uint32_t h, size_t pitch, int format_id);
 /* The frame in `slot` took the plain copy: no damage known for it; the next frame starts over (all dirty). */
 void rc_vk_damage_skip(rc_vk_damage *d, int slot);
 

@@ -39,6 +39,7 @@ typedef struct slot {
     rcanvas_pixel_format format;
     int64_t submit_us;
     int gpu_encoded;          /* this copy also ran the GPU JPEG encoder */
+    int gpu_read_image;       /* ... reading the image in its DCT pass (no input copy) */
 } slot;
 
 struct rcanvas_vk {
@@ -512,6 +513,16 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     s->format = pf;
 
     VkImageLayout final = f->final_layout ? f->final_layout : f->layout;
+    /* JPEG on the GPU too, when the canvas streams JPEG and the encoder is free (EBUSY while the previous GPU
+     * encode is in flight: this frame is encoded on the CPU): only the compressed bytes are then encoded-and-sent;
+     * the staged pixels serve the lossless refinement (and the CPU fallback). An image the encoder can sample is
+     * read in GENERAL layout, by the copy and by the DCT pass alike, so neither waits for a layout change. */
+    rc_encode_params ep = {0};
+    if (vk->gj && vk->canvas) rc_canvas_get_params(vk->canvas, &ep);
+    int gpu_jpeg = vk->gj && vk->canvas && ep.codec == RCANVAS_CODEC_JPEG;
+    VkImageLayout work = gpu_jpeg && rc_gpu_jpeg_reads_image(vk->gj, f->format, f->usage)
+                             ? VK_IMAGE_LAYOUT_GENERAL
+                             : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(s->cmd, 0);
@@ -522,49 +533,43 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
         vkCmdResetQueryPool(s->cmd, vk->queries, 2 * (uint32_t)idx, 2);
         vkCmdWriteTimestamp(s->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk->queries, 2 * (uint32_t)idx);
     }
-    if (f->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
+    /* the app's writes (and the layout change) before the copies, and before the DCT pass when it reads too */
+    VkPipelineStageFlags readers = VK_PIPELINE_STAGE_TRANSFER_BIT |
+                                   (work == VK_IMAGE_LAYOUT_GENERAL ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : 0);
+    VkAccessFlags reads = VK_ACCESS_TRANSFER_READ_BIT | (work == VK_IMAGE_LAYOUT_GENERAL ? VK_ACCESS_SHADER_READ_BIT : 0);
+    if (f->layout != work) {
         VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
-                                  .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT, .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
-                                  .oldLayout = f->layout, .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                  .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT, .dstAccessMask = reads,
+                                  .oldLayout = f->layout, .newLayout = work,
                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
                                   .image = f->image, .subresourceRange = range};
-        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0,
-                             NULL, 1, &b);
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, readers, 0, 0, NULL, 0, NULL, 1, &b);
     } else {
         VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                             .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
-        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
-                             NULL, 0, NULL);
+                             .dstAccessMask = reads};
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, readers, 0, 1, &b, 0, NULL, 0, NULL);
     }
     /* damage: the changed tiles the slot lacks (or the whole frame) plus the dirty map; else the plain copy */
-    if (!vk->dmg || rc_vk_damage_record(vk->dmg, s->cmd, idx, s->buf, f->image, f->width, f->height, pitch,
+    if (!vk->dmg || rc_vk_damage_record(vk->dmg, s->cmd, idx, s->buf, f->image, work, f->width, f->height, pitch,
                                         (int)f->format) != RCANVAS_OK) {
         VkBufferImageCopy region = {.bufferOffset = 0, .bufferRowLength = (uint32_t)(pitch / 4), .bufferImageHeight = 0,
                                     .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                     .imageExtent = {f->width, f->height, 1}};
-        vkCmdCopyImageToBuffer(s->cmd, f->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s->buf, 1, &region);
+        vkCmdCopyImageToBuffer(s->cmd, f->image, work, s->buf, 1, &region);
         if (vk->dmg) rc_vk_damage_skip(vk->dmg, idx);
     }
-    /* JPEG on the GPU too, when the canvas streams JPEG and the encoder is free: only the compressed bytes are
-     * then encoded-and-sent; the staged pixels serve the lossless refinement (and the CPU fallback). */
-    s->gpu_encoded = 0;
-    if (vk->gj && vk->canvas) {
-        rc_encode_params ep;
-        rc_canvas_get_params(vk->canvas, &ep);
-        /* EBUSY while the previous GPU encode is in flight: this frame is encoded on the CPU */
-        s->gpu_encoded = ep.codec == RCANVAS_CODEC_JPEG &&
-                         rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->width, f->height, ep.quality,
-                                            ep.subsampling) == RCANVAS_OK;
-    }
-    if (final != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
+    s->gpu_encoded = gpu_jpeg && rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->usage, work, f->width,
+                                                    f->height, ep.quality, ep.subsampling) == RCANVAS_OK;
+    s->gpu_read_image = s->gpu_encoded && rc_gpu_jpeg_read_directly(vk->gj);
+    if (final != work) { /* after the copies and the DCT pass's reads */
         VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
-                                  .srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                  .srcAccessMask = 0,
                                   .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
-                                  .oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, .newLayout = final,
+                                  .oldLayout = work, .newLayout = final,
                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
                                   .image = f->image, .subresourceRange = range};
-        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0,
-                             NULL, 1, &b);
+        vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL, 1, &b);
     }
     VkBufferMemoryBarrier hb = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
                                 .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
@@ -712,6 +717,7 @@ static void *readback_main(void *arg) {
             s->gpu_encoded = 0;
             pthread_mutex_lock(&vk->mu);
             vk->stats.gpu_encoded += jpeg != NULL;
+            vk->stats.gpu_read_image += jpeg != NULL && s->gpu_read_image;
             uint64_t n = vk->stats.gpu_encoded;
             pthread_mutex_unlock(&vk->mu);
             if (n == 1) rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: first frame encoded on the GPU (jpeg-gpu)");

@@ -26,6 +26,7 @@
 #include "test.h"
 #include "testframes.h"
 #include "vk_icd.h"
+#include "vk_util.h"
 
 static rc_gpu_jpeg *g_enc;
 
@@ -346,26 +347,87 @@ static void compare_frame(const tf_frame *f, void *user) {
 /* A smooth synthetic frame (a rendered scene's soft gradient with a few flat-shaded shapes with soft edges), where
  * the payload is small and any per-interval overhead shows: the size test at q75/q90, 4:2:0/4:4:4. */
 static void test_smooth_frame(uint32_t w, uint32_t h) {
-    uint8_t *px = malloc((size_t)w * h * 4);
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x < w; x++) {
-            double fx = (double)x / w, fy = (double)y / h;
-            double r = 40 + 150 * fx + 30 * fy, g = 60 + 90 * fy, b = 180 - 100 * fx * fy;
-            double d1 = hypot(fx - 0.3, (fy - 0.4) * h / w * 1.0), s1 = 1 / (1 + exp((d1 - 0.12) * 400));
-            r += s1 * (230 - r), g += s1 * (120 - g), b += s1 * (40 - b);               /* a disc */
-            double s2 = 1 / (1 + exp((fabs(fx - 0.7) - 0.1) * 600)) / (1 + exp((fabs(fy - 0.6) - 0.15) * 600));
-            r += s2 * (50 - r), g += s2 * (200 - g), b += s2 * (120 - b);               /* a box */
-            double s3 = 1 / (1 + exp((fabs(fy - 0.2 - 0.3 * fx) - 0.01) * 800));
-            r += s3 * (255 - r), g += s3 * (255 - g), b += s3 * (255 - b);             /* a thin line */
-            uint8_t *q = px + ((size_t)y * w + x) * 4;
-            q[0] = (uint8_t)(r + 0.5), q[1] = (uint8_t)(g + 0.5), q[2] = (uint8_t)(b + 0.5), q[3] = 255;
-        }
+    uint8_t *px = tf_smooth_new(w, h);
+    CHECK(px != NULL);
+    if (!px) return;
     char name[48];
     snprintf(name, sizeof name, "smooth-%ux%u", w, h);
     for (int q = 75; q <= 90; q += 15) {
         compare_with_tj(name, px, w, h, q, RCANVAS_SUBSAMP_420);
         compare_with_tj(name, px, w, h, q, RCANVAS_SUBSAMP_444);
     }
+    free(px);
+}
+
+/* Point 1 of issue 13, the input read in the DCT pass: an image created with SAMPLED usage is read through a view
+ * (times.direct 1: no input copy), in each of the four formats (the _SRGB ones are decoded by the fetch and encoded
+ * back by the shader) and from three layouts (one changed around the DCT pass and back: the validation layer
+ * checks the layouts at each submission). Each file must equal, byte for byte, the file made from the same bytes
+ * uploaded as a CPU bitmap; likewise when the image is copied first (usage without SAMPLED). Every channel takes
+ * all 256 values, so an sRGB round trip that missed one value would show. One submission per encode. */
+static void test_image_input(rcanvas_vk *vk) {
+    const uint32_t w = 203, h = 117; /* partial MCUs at both edges */
+    uint8_t *px = malloc((size_t)w * h * 4);
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *q = px + ((size_t)y * w + x) * 4;
+            q[0] = (uint8_t)(x + 3 * y), q[1] = (uint8_t)(7 * x + y), q[2] = (uint8_t)((x ^ y) * 5), q[3] = 255;
+        }
+    static const VkFormat formats[4] = {VK_FORMAT_R8G8B8A8_UNORM, VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_SRGB,
+                                        VK_FORMAT_B8G8R8A8_SRGB};
+    static const VkImageLayout layouts[3] = {VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                             VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
+    static const struct { int q; rcanvas_subsampling ss; } settings[2] = {{75, RCANVAS_SUBSAMP_420},
+                                                                          {90, RCANVAS_SUBSAMP_444}};
+    VkDevice dev = rcanvas_vk_device(vk);
+    int direct_seen = 0;
+    for (int f = 0; f < 4; f++) {
+        int bgra = formats[f] == VK_FORMAT_B8G8R8A8_UNORM || formats[f] == VK_FORMAT_B8G8R8A8_SRGB;
+        VkDeviceMemory mem;
+        VkImage img = upload_image_as(vk, px, w, h, formats[f],
+                                      VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT, &mem);
+        CHECK_MSG(img != VK_NULL_HANDLE, "format %d: no image", (int)formats[f]);
+        if (!img) continue;
+        int can = rc_gpu_jpeg_reads_image(g_enc, formats[f], VK_IMAGE_USAGE_SAMPLED_BIT);
+        direct_seen += can;
+        VkImageLayout now = VK_IMAGE_LAYOUT_GENERAL;
+        for (int s = 0; s < 2; s++) {
+            rc_image cpu = {px, w, h, (size_t)w * 4, bgra ? RCANVAS_FORMAT_BGRA8 : RCANVAS_FORMAT_RGBA8};
+            const uint8_t *j;
+            size_t jl = 0;
+            CHECK_EQ_INT(rc_gpu_jpeg_encode_cpu(g_enc, &cpu, settings[s].q, settings[s].ss, &j, &jl, NULL), RCANVAS_OK);
+            uint8_t *ref = malloc(jl);
+            memcpy(ref, j, jl);
+            size_t rl = jl;
+            for (int l = 0; l < 3; l++)
+                for (int sampled = 1; sampled >= 0; sampled--) {
+                    if (now != layouts[l]) {
+                        CHECK_EQ_INT(set_image_layout(vk, img, now, layouts[l]), 0);
+                        now = layouts[l];
+                    }
+                    VkImageUsageFlags usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | (sampled ? VK_IMAGE_USAGE_SAMPLED_BIT : 0);
+                    rc_gpu_jpeg_times t;
+                    int r = rc_gpu_jpeg_encode_image(g_enc, img, formats[f], usage, layouts[l], w, h, settings[s].q,
+                                                     settings[s].ss, &j, &jl, &t);
+                    CHECK_MSG(r == RCANVAS_OK, "format %d layout %d sampled %d: %s", (int)formats[f], (int)layouts[l],
+                              sampled, rcanvas_strerror(r));
+                    if (r) continue;
+                    CHECK_EQ_INT(t.direct, sampled && can);
+                    CHECK_EQ_INT(t.submits, 1);
+                    CHECK_MSG(jl == rl && !memcmp(j, ref, rl),
+                              "format %d layout %d %s, q%d %s: %zu bytes, the CPU bitmap's file %zu (first difference "
+                              "at %zu)", (int)formats[f], (int)layouts[l], sampled && can ? "read directly" : "copied",
+                              settings[s].q, settings[s].ss == RCANVAS_SUBSAMP_420 ? "4:2:0" : "4:4:4", jl, rl,
+                              (size_t)({ size_t k = 0; while (k < jl && k < rl && j[k] == ref[k]) k++; k; }));
+                }
+            free(ref);
+        }
+        vkDestroyImage(dev, img, NULL);
+        vkFreeMemory(dev, mem, NULL);
+    }
+    printf("image input: %d of 4 formats read in the DCT pass, each equal to its copied and CPU-uploaded file\n",
+           direct_seen);
+    CHECK_MSG(direct_seen == 4, "the DCT pass reads only %d of the 4 formats on this device", direct_seen);
     free(px);
 }
 
@@ -377,6 +439,7 @@ static void log_stderr(void *u, rcanvas_log_level l, const char *m) {
 int main(void) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
+    setenv("RCANVAS_GPU_JPEG_INPUT", "image", 1); /* read sampled images in the DCT pass on lavapipe too */
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
     vc.validation = 1;
@@ -390,6 +453,24 @@ int main(void) {
     if (r) TEST_MAIN_END();
 
     test_dqt_matches_libjpeg();
+    test_image_input(vk);
+    {   /* point 4: the prefix sums with subgroup arithmetic where the device has it (the rest of this test), and
+         * the shared-memory scan every device has: bit-exact both ways */
+        printf("prefix sums: subgroup size %u (0: shared memory)\n", rc_gpu_jpeg_subgroup_size(g_enc));
+        setenv("RCANVAS_GPU_JPEG_SUBGROUPS", "0", 1);
+        rc_gpu_jpeg *sg = g_enc, *plain = NULL;
+        CHECK_EQ_INT(rc_gpu_jpeg_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk),
+                                     rcanvas_vk_queue_family(vk), rcanvas_vk_queue(vk), NULL, &plain), RCANVAS_OK);
+        unsetenv("RCANVAS_GPU_JPEG_SUBGROUPS");
+        if (plain) {
+            CHECK_EQ_INT((int)rc_gpu_jpeg_subgroup_size(plain), 0);
+            g_enc = plain;
+            test_stages_gen(TF_NOISE, 1001, 777, RCANVAS_SUBSAMP_420, 90);
+            test_stages_gen(TF_GRADIENT, 333, 197, RCANVAS_SUBSAMP_444, 75);
+            g_enc = sg;
+            rc_gpu_jpeg_free(plain);
+        }
+    }
     /* Restart intervals on the block-parallel path (a size choice there): RSTn numbering, fresh DC predictions
      * and byte padding at every boundary, bit-exact against the CPU coder per interval; an interval count that
      * is no multiple of 8, and 1-MCU intervals (the most markers). Then the interval path, the fallback. */

@@ -140,6 +140,27 @@ static VkCommandBuffer upload(gpu_image *g, VkEvent gate, VkSemaphore signal) {
     return cb;
 }
 
+/* Moves the image between layouts (after everything before on the queue; waits). 0 or -1. */
+static int set_layout(gpu_image *g, VkImageLayout from, VkImageLayout to) {
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = g_pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    if (vkAllocateCommandBuffers(g_dev, &cai, &cb) != VK_SUCCESS) return -1;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vkBeginCommandBuffer(cb, &bi);
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT, .oldLayout = from, .newLayout = to,
+                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .image = g->image, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL,
+                         1, &b);
+    vkEndCommandBuffer(cb);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    int r = vkQueueSubmit(g_q, 1, &si, VK_NULL_HANDLE) == VK_SUCCESS && vkQueueWaitIdle(g_q) == VK_SUCCESS ? 0 : -1;
+    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    return r;
+}
+
 static uint32_t presented_seq(rcanvas_canvas *c) {
     rc_canvas_debug d;
     rc_canvas_get_debug(c, &d);
@@ -442,6 +463,33 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     CHECK_MSG(ref != NULL, "no lossless refinement of the GPU-encoded frame");
     rc_packet_unref(ref);
     check_frame_refined(c, g.up_ptr, w);
+    /* The same pixels again, the image now said to be sampled (issue 13: read in the DCT pass, no input copy; the
+     * ring keeps it in GENERAL, here from SHADER_READ_ONLY_OPTIMAL and back): the very same JPEG bytes. */
+    rc_packet *copied = rc_canvas_latest_packet(c, 0);
+    CHECK(copied != NULL);
+    rc_vk_get_stats(vk2, &st);
+    CHECK_EQ_INT((int)st.gpu_read_image, 0);
+    vkQueueWaitIdle(g_q); /* this thread is the queue's only submitter */
+    CHECK_EQ_INT(set_layout(&g, VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL), 0);
+    rcanvas_vk_frame f2 = {.image = g.image, .format = VK_FORMAT_B8G8R8A8_UNORM, .width = w, .height = h,
+                           .layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+                           .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
+    uint64_t seq0 = latest_seq(c);
+    CHECK_EQ_INT(rcanvas_present_vk(vk2, &f2), RCANVAS_OK);
+    for (int i = 0; i < 5000 && latest_seq(c) <= seq0; i++) usleep(1000);
+    rc_vk_get_stats(vk2, &st);
+    CHECK_EQ_INT((int)st.gpu_encoded, 2);
+    CHECK_EQ_INT((int)st.gpu_read_image, 1);
+    rc_packet *direct = rc_canvas_latest_packet(c, 0);
+    CHECK(direct && direct != copied && direct->codec == &rc_codec_jpeg_gpu);
+    if (direct && copied)
+        CHECK_MSG(direct->tiles[0].data.len == copied->tiles[0].data.len &&
+                      !memcmp(rc_buf_data(&direct->tiles[0].data), rc_buf_data(&copied->tiles[0].data),
+                              copied->tiles[0].data.len),
+                  "read in the DCT pass: %zu bytes; copied first: %zu bytes, or different bytes",
+                  direct->tiles[0].data.len, copied->tiles[0].data.len);
+    if (direct) rc_packet_unref(direct);
+    if (copied) rc_packet_unref(copied);
     rc_session_close(sess);
     rcanvas_vk_free(vk2);
     vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
@@ -732,6 +780,7 @@ static void test_damage_canvas(rcanvas_canvas *c) {
 
 int main(void) {
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
+    setenv("RCANVAS_GPU_JPEG_INPUT", "image", 1); /* the GPU JPEG reads sampled images on lavapipe too */
     rcanvas_server_config sc;
     rcanvas_server_config_init(&sc);
     sc.port = 0;

@@ -2,8 +2,9 @@
 // invocation, straight into host-visible memory (only the used bytes cross PCIe; dispatched indirectly with the
 // size jpeg_place.comp computed): header bytes, then the bytes of U with a 0x00 after each 0xFF and FF D0+n%8
 // after the last byte of each restart interval but the last, then EOI (FF D9). An output byte finds its word of U
-// by binary search over the word starts 4w + coff[w] (coff: the scanned stuffing and marker bytes before word w);
-// the masks of its 0xFF bytes and interval ends are in c[w] >> 8.
+// by binary search over the word starts 4w + coff[w] (coff: the scanned stuffing and marker bytes before word w),
+// once per output word (its next bytes follow in that U word or the next); the masks of its 0xFF bytes and
+// interval ends are in c[w] >> 8.
 #version 450
 layout(local_size_x = 256) in;
 
@@ -14,16 +15,12 @@ layout(std430, binding = 11) readonly buffer Sc { uint sc[]; };
 
 layout(push_constant) uniform P { uint n_iv, ioff, misc, coff, cbase, header_bytes, out_words; } p;
 
-uint byte_at(uint pos, uint total, uint uwords) {
-    if (pos < p.header_bytes) return (header[pos >> 2] >> (8u * (pos & 3u))) & 255u;
-    if (pos + 2u >= total) return pos + 2u == total ? 0xFFu : 0xD9u;   // EOI
-    uint q = pos - p.header_bytes;
-    uint lo = 0u, hi = uwords - 1u;   // the last word of U starting at or before q
-    while (lo < hi) {
-        uint mid = (lo + hi + 1u) >> 1;
-        if (4u * mid + sc[p.coff + mid] <= q) lo = mid; else hi = mid - 1u;
-    }
-    uint r = q - (4u * lo + sc[p.coff + lo]), m = sc[p.cbase + lo] >> 8, word = uw[lo];
+uint word_start(uint lo) { return 4u * lo + sc[p.coff + lo]; }   // first stream byte of U word lo
+
+// Byte r (0 ≤ r < 4 + its stuffing and marker bytes) of U word lo as written: its bytes, a 0x00 after each 0xFF,
+// FF D0+n after the last byte of interval n.
+uint expanded(uint lo, uint r) {
+    uint m = sc[p.cbase + lo] >> 8, word = uw[lo];
     for (uint j = 0u; j < 4u; j++) {
         if (r == 0u) return (word >> (8u * j)) & 255u;
         r--;
@@ -47,8 +44,27 @@ void main() {
     uint total = sc[p.misc + 3u], uwords = sc[p.misc + 2u];
     uint pos = w * 4u;
     if (pos >= total || w >= p.out_words) return;   // a file past the buffer: the host sees it by its size
-    uint v = 0u;
-    for (uint i = 0u; i < 4u; i++)
-        if (pos + i < total) v |= byte_at(pos + i, total, uwords) << (8u * i);
+    uint v = 0u, lo = 0xFFFFFFFFu, r = 0u;
+    for (uint i = 0u; i < 4u; i++) {
+        uint at = pos + i, b;
+        if (at >= total) break;
+        if (at < p.header_bytes) b = (header[at >> 2] >> (8u * (at & 3u))) & 255u;
+        else if (at + 2u >= total) b = at + 2u == total ? 0xFFu : 0xD9u;   // EOI
+        else {
+            if (lo == 0xFFFFFFFFu) {   // once per output word: the last U word starting at or before this byte
+                uint q = at - p.header_bytes, l = 0u, h = uwords - 1u;
+                while (l < h) {
+                    uint mid = (l + h + 1u) >> 1;
+                    if (word_start(mid) <= q) l = mid; else h = mid - 1u;
+                }
+                lo = l;
+                r = q - word_start(lo);
+            }
+            b = expanded(lo, r);
+            r++;   // the next byte: further in this word, or the first of the next
+            if (r == 4u + sc[p.coff + lo + 1u] - sc[p.coff + lo]) { lo++; r = 0u; }
+        }
+        v |= b << (8u * i);
+    }
     outw[w] = v;
 }

@@ -6,7 +6,13 @@
 // Three levels cover 2^30 values. n is a push constant, or (dyn ≥ 1) read on the GPU from sc[misc] and divided by
 // 1024^(dyn−1) (rounded up) — the stuffing scan, whose length the GPU learns. Workgroups may come as x·y (2-D
 // indirect dispatches past 65535 groups).
+// Within a workgroup: built with RC_SUBGROUP (jpeg_bscan_sg, for devices with subgroup arithmetic in compute
+// shaders), each subgroup scans its values with subgroupInclusiveAdd and adds the totals of the subgroups before
+// it; else a Hillis–Steele scan of the 256 partial sums in shared memory (8 rounds, 16 barriers).
 #version 450
+#ifdef RC_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 11) buffer Sc { uint sc[]; };
@@ -16,7 +22,12 @@ layout(push_constant) uniform P { uint mode, in_base, out_base, aux_base, n, dyn
 shared uint part[256];
 
 void main() {
-    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#ifdef RC_SUBGROUP   // the invocation's place in scan order follows the subgroups, however the device forms them
+    uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+    uint t = gl_LocalInvocationID.x;
+#endif
     uint n = p.n;
     if (p.dyn != 0u) {
         n = sc[p.misc];
@@ -36,6 +47,12 @@ void main() {
         v[j] = i0 + j < n ? sc[p.in_base + i0 + j] & p.mask : 0u;
         s += v[j];
     }
+#ifdef RC_SUBGROUP
+    uint incl = subgroupInclusiveAdd(s);   // full subgroups (the host checks the size divides 256)
+    if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) part[gl_SubgroupID] = incl;
+    barrier();
+    for (uint k = 0u; k < gl_SubgroupID; k++) incl += part[k];   // ≤ 7 on 32-wide subgroups
+#else
     part[t] = s;
     barrier();
     for (uint d = 1u; d < 256u; d <<= 1) {   // Hillis–Steele inclusive scan of the 256 partial sums
@@ -44,10 +61,12 @@ void main() {
         part[t] += x;
         barrier();
     }
-    uint o = part[t] - s;
+    uint incl = part[t];
+#endif
+    uint o = incl - s;
     for (uint j = 0u; j < 4u; j++) {
         if (i0 + j < n) sc[p.out_base + i0 + j] = o;
         o += v[j];
     }
-    if (t == 255u) sc[p.aux_base + g] = part[255];
+    if (t == 255u) sc[p.aux_base + g] = incl;
 }

@@ -2,10 +2,19 @@
 // forward DCT of 8×8 blocks with the AAN algorithm (Arai–Agui–Nakajima 1988, the float factorization of libjpeg's
 // jfdctflt.c), and quantization with the AAN scale folded into the divisors (computed on the CPU), written in
 // zigzag order. One workgroup = 8 blocks; invocation (block, row) does that row's 1-D DCT, then the column's.
+// Two builds of this file: the pixels from a buffer (the input copied there first), or, with RC_IMAGE_INPUT
+// (jpeg_dct_img), straight from the app's image through a sampled-image descriptor and texelFetch (no sampler:
+// GL_EXT_samplerless_texture_functions), so no input copy remains.
 #version 450
+#ifdef RC_IMAGE_INPUT
+#extension GL_EXT_samplerless_texture_functions : require
+#endif
 layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Pixels { uint px[]; };         // RGBA8, row pitch = pitch_px
+#ifdef RC_IMAGE_INPUT
+layout(binding = 12) uniform texture2D img;   // the app's image through a view of its own format
+#endif
 layout(std430, binding = 1) writeonly buffer Coefs { int coef[]; };       // [block][64] zigzag order
 layout(std430, binding = 2) readonly buffer Divisors { float div[]; };    // [2][64] natural order: 1/(q·s_u·s_v·8)
 
@@ -13,7 +22,7 @@ layout(push_constant) uniform P {
     uint width, height, pitch_px;
     uint mcus_x, mcus_y;
     uint subsamp420;      // 1: MCU 16×16 with Y0..Y3 Cb Cr; 0: MCU 8×8 with Y Cb Cr
-    uint bgra;            // 1: bytes B,G,R,A
+    uint bgra;            // 1: bytes B,G,R,A (buffer input); image input: 1 = the view is _SRGB (decoded on fetch)
     uint total_blocks;
 } p;
 
@@ -29,9 +38,16 @@ const uint zz_of[64] = uint[64](
 vec3 rgb_at(int x, int y) {
     x = clamp(x, 0, int(p.width) - 1);   // edge replication, as libjpeg pads partial MCUs
     y = clamp(y, 0, int(p.height) - 1);
+#ifdef RC_IMAGE_INPUT
+    vec3 t = texelFetch(img, ivec2(x, y), 0).rgb;   // the view orders the channels: no swizzle for BGRA
+    if (p.bgra != 0u)   // _SRGB: the fetch decoded to linear; encode back (IEC 61966-2-1) to the stored bytes
+        t = mix(12.92 * t, 1.055 * pow(t, vec3(1.0 / 2.4)) - 0.055, greaterThan(t, vec3(0.0031308)));
+    return floor(t * 255.0 + 0.5);   // the stored 8-bit values exactly (UNORM: v/255 on fetch)
+#else
     uint v = px[uint(y) * p.pitch_px + uint(x)];
     vec3 c = vec3(float(v & 255u), float((v >> 8) & 255u), float((v >> 16) & 255u));
     return p.bgra != 0u ? c.bgr : c;
+#endif
 }
 
 float sample_at(uint comp, int x, int y, bool sub) {

@@ -20,6 +20,9 @@
 static const uint32_t k_dct[] =
 #include "jpeg_dct.comp.inc"
     ;
+static const uint32_t k_dct_img[] =
+#include "jpeg_dct_img.comp.inc"
+    ;
 static const uint32_t k_huff[] =
 #include "jpeg_huff.comp.inc"
     ;
@@ -34,6 +37,9 @@ static const uint32_t k_blk[] =
     ;
 static const uint32_t k_bscan[] =
 #include "jpeg_bscan.comp.inc"
+    ;
+static const uint32_t k_bscan_sg[] =
+#include "jpeg_bscan_sg.comp.inc"
     ;
 static const uint32_t k_place[] =
 #include "jpeg_place.comp.inc"
@@ -114,7 +120,8 @@ void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]) 
  * prefix-summed arrays (see sc_layout); B_SCRATCH holds the unstuffed bit stream there. */
 enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_SLOT, B_SC, B_STAGE, NBUF };
 #define NBIND 12 /* bindings 0..11: the buffers above up to B_SC, in order */
-enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, NPIPE };
+#define BIND_IMAGE 12 /* binding 12: the app's image (sampled image), read by P_DCT_IMG only */
+enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, P_DCT_IMG, NPIPE };
 
 typedef struct buf {
     VkBuffer b;
@@ -135,6 +142,12 @@ struct rc_gpu_jpeg {
     VkPipelineLayout layout;
     VkPipeline pipe[NPIPE];
     int have_blocks;          /* the block-parallel pipelines were made (else only the interval path) */
+    int have_image_input;     /* P_DCT_IMG was made: images with VK_IMAGE_USAGE_SAMPLED_BIT are read directly */
+    uint32_t subgroup_size;   /* P_BSCAN is the subgroup build (jpeg_bscan_sg) for this subgroup size; 0: not */
+    int input_copy;           /* copy the image first even when it can be sampled (see rc_gpu_jpeg_new) */
+    VkImageView view;         /* the view of the image of the encode in flight or last done (destroyed at the next) */
+    int direct;               /* the last encode read its image directly (no input copy) */
+    uint64_t submits;         /* vkQueueSubmit calls of the synchronous paths, for rc_gpu_jpeg_times */
     rc_gpu_jpeg_path path;    /* configured: RC_GPU_JPEG_BLOCKS (default) or RC_GPU_JPEG_INTERVALS */
     uint32_t restart_cfg;     /* configured restart interval in MCUs (0: none / automatic) */
     int blocks;               /* the last encode took the block-parallel path */
@@ -233,6 +246,25 @@ static VkResult make_pipe(rc_gpu_jpeg *e, const uint32_t *code, size_t size, VkP
     return r;
 }
 
+/* The subgroup size when the prefix sums can use subgroup arithmetic (Vulkan 1.1 VkPhysicalDeviceSubgroupProperties:
+ * ARITHMETIC in compute shaders, a size that divides the 256-invocation workgroup), else 0 (the shared-memory scan).
+ * RCANVAS_GPU_JPEG_SUBGROUPS=0 turns it off, for benchmarks. */
+static uint32_t subgroup_scan_size(VkPhysicalDevice phys) {
+    const char *env = getenv("RCANVAS_GPU_JPEG_SUBGROUPS");
+    if (env && !strcmp(env, "0")) return 0;
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(phys, &props);
+    if (props.apiVersion < VK_API_VERSION_1_1) return 0;
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+    vkGetPhysicalDeviceProperties2(phys, &p2);
+    if (!(sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+        !(sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) || sg.subgroupSize == 0 ||
+        256 % sg.subgroupSize != 0)
+        return 0;
+    return sg.subgroupSize;
+}
+
 int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueue queue, const rc_logger *log,
                     rc_gpu_jpeg **out) {
     static const rc_logger quiet = {0};
@@ -242,12 +274,14 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->base.type = &rc_codec_jpeg_gpu;
     e->log = log ? log : &quiet;
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue;
-    VkDescriptorSetLayoutBinding b[NBIND];
+    VkDescriptorSetLayoutBinding b[NBIND + 1];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    b[NBIND] = (VkDescriptorSetLayoutBinding){.binding = BIND_IMAGE, .descriptorType = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE,
+                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                           .bindingCount = NBIND, .pBindings = b};
+                                           .bindingCount = NBIND + 1, .pBindings = b};
     VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 64};
     VkResult r = vkCreateDescriptorSetLayout(dev, &dli, NULL, &e->dsl);
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
@@ -259,21 +293,37 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (r == VK_SUCCESS) r = make_pipe(e, k_pack, sizeof k_pack, &e->pipe[3]);
     /* The block-parallel path: where its pipelines cannot be made, encodes keep to the interval path. */
     if (r == VK_SUCCESS) {
+        e->subgroup_size = subgroup_scan_size(phys);
+        if (e->subgroup_size && make_pipe(e, k_bscan_sg, sizeof k_bscan_sg, &e->pipe[P_BSCAN]) != VK_SUCCESS)
+            e->subgroup_size = 0, e->pipe[P_BSCAN] = VK_NULL_HANDLE;
         e->have_blocks = make_pipe(e, k_blk, sizeof k_blk, &e->pipe[P_BLK]) == VK_SUCCESS &&
-                         make_pipe(e, k_bscan, sizeof k_bscan, &e->pipe[P_BSCAN]) == VK_SUCCESS &&
+                         (e->pipe[P_BSCAN] || make_pipe(e, k_bscan, sizeof k_bscan, &e->pipe[P_BSCAN]) == VK_SUCCESS) &&
                          make_pipe(e, k_place, sizeof k_place, &e->pipe[P_PLACE]) == VK_SUCCESS &&
                          make_pipe(e, k_bpack, sizeof k_bpack, &e->pipe[P_BPACK]) == VK_SUCCESS;
         if (!e->have_blocks) rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: block-parallel pipelines unavailable; "
                                                               "coding one restart interval per invocation");
+        /* reading the app's image in the DCT pass: where this cannot be made, the image is copied first */
+        e->have_image_input = make_pipe(e, k_dct_img, sizeof k_dct_img, &e->pipe[P_DCT_IMG]) == VK_SUCCESS;
     }
+    /* The input: read in the DCT pass where the image can be sampled, on a GPU. On a CPU device (Mesa lavapipe)
+     * the copy is a memcpy and texel fetches are emulated: 1920×1080 text q75 4:2:0 took 39 ms in the DCT pass
+     * reading the image against 0.6 + 25 ms copying first, so there it copies. RCANVAS_GPU_JPEG_INPUT=copy or
+     * =image overrides this (benchmarks; the tests read images on lavapipe too). */
+    VkPhysicalDeviceProperties dprops;
+    vkGetPhysicalDeviceProperties(phys, &dprops);
+    const char *envi = getenv("RCANVAS_GPU_JPEG_INPUT");
+    e->input_copy = envi && !strcmp(envi, "copy")    ? 1
+                    : envi && !strcmp(envi, "image") ? 0
+                                                     : dprops.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     e->path = RC_GPU_JPEG_BLOCKS;
     const char *envp = getenv("RCANVAS_GPU_JPEG_PATH"); /* benchmarks: "intervals" for the previous path */
     if (envp && !strcmp(envp, "intervals")) e->path = RC_GPU_JPEG_INTERVALS;
     const char *force = getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL"); /* benchmarks: other interval sizes */
     if (force && atoi(force) >= 1 && atoi(force) <= 65535) e->restart_cfg = (uint32_t)atoi(force);
-    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = NBIND};
+    VkDescriptorPoolSize ps[2] = {{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = NBIND},
+                                  {.type = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, .descriptorCount = 1}};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
-                                      .poolSizeCount = 1, .pPoolSizes = &ps};
+                                      .poolSizeCount = 2, .pPoolSizes = ps};
     if (r == VK_SUCCESS) r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
     VkDescriptorSetAllocateInfo dai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = e->dpool,
                                        .descriptorSetCount = 1, .pSetLayouts = &e->dsl};
@@ -318,6 +368,7 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (!e) return;
     vkDeviceWaitIdle(e->dev);
+    if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
     for (int i = 0; i < NBUF; i++) buf_free(e, &e->bufs[i]);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
     if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
@@ -595,8 +646,10 @@ static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
 
     scan_static(e, cb, e->sc_boff, e->sc_boff, nb + 1); /* sc[boff + nb] is 0 before: the total after */
-    place_pass(e, cb, 0, (e->n_intervals + 1 + 255) / 256, 0);
-    scan_static(e, cb, e->sc_ioff, e->sc_ioff, e->n_intervals + 1);
+    if (e->n_intervals > 1) { /* interval sizes and their offsets; without intervals mode 1 sets the one */
+        place_pass(e, cb, 0, (e->n_intervals + 1 + 255) / 256, 0);
+        scan_static(e, cb, e->sc_ioff, e->sc_ioff, e->n_intervals + 1);
+    }
     place_pass(e, cb, 1, 1, 0);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
 
@@ -613,17 +666,124 @@ static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 6);
 }
 
-/* Records the stages, reading the pixels from B_PX (written just before, in the same command buffer).
- * With ts, timestamps 1..6 go after the input copy and after each stage. */
-static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, int bgra, int ts) {
-    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
+/* ---- the input: the app's image read in the DCT pass, or copied into B_PX first ---- */
+
+/* Where the pixels come from, for record_stages. */
+typedef struct input {
+    VkImage image;          /* the app's image; VK_NULL_HANDLE: B_PX was filled (CPU bitmap) */
+    VkImageLayout layout;   /* its layout before and after the encode */
+    int direct;             /* read through e->view in the DCT pass; else copied into B_PX */
+    int srgb;               /* direct: the view is _SRGB (the shader encodes the fetched linear values back) */
+    int bgra;               /* B_PX: bytes B,G,R,A */
+    VkImageLayout read_as;  /* direct: the layout the DCT pass reads it in (GENERAL or SHADER_READ_ONLY_OPTIMAL) */
+} input;
+
+static int is_srgb(VkFormat f) { return f == VK_FORMAT_R8G8B8A8_SRGB || f == VK_FORMAT_B8G8R8A8_SRGB; }
+static int is_bgra(VkFormat f) { return f == VK_FORMAT_B8G8R8A8_UNORM || f == VK_FORMAT_B8G8R8A8_SRGB; }
+
+/* Whether an image of this format and usage can be read in the DCT pass: VK_IMAGE_USAGE_SAMPLED_BIT, a format
+ * that optimal tiling can sample (all four are required to), the pipeline made, not turned off for a benchmark. */
+static int can_read_direct(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags usage) {
+    if (!e->have_image_input || e->input_copy || !(usage & VK_IMAGE_USAGE_SAMPLED_BIT)) return 0;
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(e->phys, format, &fp);
+    return (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT) != 0;
+}
+
+int rc_gpu_jpeg_reads_image(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags usage) {
+    return e && can_read_direct(e, format, usage);
+}
+
+int rc_gpu_jpeg_read_directly(const rc_gpu_jpeg *e) { return e && e->direct; }
+uint32_t rc_gpu_jpeg_subgroup_size(const rc_gpu_jpeg *e) { return e ? e->subgroup_size : 0; }
+
+/* Makes the view of `image` and points binding 12 at it (read in `read_as`). The previous view is destroyed here:
+ * its encode is done (one at a time). Not while the descriptor set is in use. */
+static int bind_view(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout read_as) {
+    if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
+    e->view = VK_NULL_HANDLE;
+    VkImageViewCreateInfo vi = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = image,
+                                .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = format,
+                                .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    VkResult r = vkCreateImageView(e->dev, &vi, NULL, &e->view);
+    if (r != VK_SUCCESS) {
+        e->view = VK_NULL_HANDLE;
+        return vkfail(e, r, "vkCreateImageView");
+    }
+    VkDescriptorImageInfo ii = {.imageView = e->view, .imageLayout = read_as};
+    VkWriteDescriptorSet wr = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = e->set, .dstBinding = BIND_IMAGE,
+                               .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, .pImageInfo = &ii};
+    vkUpdateDescriptorSets(e->dev, 1, &wr, 0, NULL);
+    return RCANVAS_OK;
+}
+
+/* Chooses how `image` is read and prepares it: RCANVAS_OK and *in. A layout that the DCT pass cannot read in is
+ * changed to SHADER_READ_ONLY_OPTIMAL around that pass; the copy reads in TRANSFER_SRC_OPTIMAL or GENERAL. */
+static int input_of(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageUsageFlags usage, VkImageLayout layout,
+                    input *in) {
+    memset(in, 0, sizeof(*in));
+    in->image = image;
+    in->layout = layout;
+    in->bgra = is_bgra(format);
+    e->direct = 0;
+    if (!can_read_direct(e, format, usage)) return RCANVAS_OK;
+    in->read_as = layout == VK_IMAGE_LAYOUT_GENERAL ? VK_IMAGE_LAYOUT_GENERAL : VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
+    if (bind_view(e, image, format, in->read_as)) return RCANVAS_OK; /* logged: the copy, this once */
+    in->direct = 1;
+    in->srgb = is_srgb(format);
+    e->direct = 1;
+    return RCANVAS_OK;
+}
+
+static void image_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
+                          VkAccessFlags dst, VkPipelineStageFlags src_stage, VkPipelineStageFlags dst_stage) {
+    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst,
+                              .oldLayout = from, .newLayout = to, .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                              .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = image,
+                              .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, NULL, 0, NULL, 1, &b);
+}
+
+/* The copy into B_PX (in->direct 0), with the layout changes around it: the image must be readable by a copy. */
+static void record_copy(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in) {
+    int move = in->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL && in->layout != VK_IMAGE_LAYOUT_GENERAL;
+    VkImageLayout at = move ? VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL : in->layout;
+    if (move)
+        image_barrier(cb, in->image, in->layout, at, VK_ACCESS_MEMORY_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT,
+                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {e->w, e->h, 1}};
+    vkCmdCopyImageToBuffer(cb, in->image, at, e->bufs[B_PX].b, 1, &region);
+    if (move)
+        image_barrier(cb, in->image, at, in->layout, VK_ACCESS_TRANSFER_READ_BIT,
+                      VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+}
+
+/* Records the stages. The pixels: B_PX (written just before, in the same command buffer), or the image itself
+ * (in->direct). With ts, timestamps 1..6 go after the input copy (none: right after 0) and after each stage. */
+static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, int ts) {
+    int move = in->direct && in->read_as != in->layout;
+    if (move) /* the app's (or the copy's) writes before, the layout the DCT pass reads in */
+        image_barrier(cb, in->image, in->layout, in->read_as, VK_ACCESS_MEMORY_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT,
+                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    else if (in->direct) { /* the app's writes before the DCT pass's reads */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
+    } else
+        compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
     uint32_t total = e->mcus_x * e->mcus_y, blocks = total * e->bpm;
-    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420, (uint32_t)bgra, blocks};
+    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420,
+                          (uint32_t)(in->direct ? in->srgb : in->bgra), blocks};
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[0]);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[in->direct ? P_DCT_IMG : P_DCT]);
     vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
     vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
+    if (move) /* back to the app's layout once the DCT pass has read it */
+        image_barrier(cb, in->image, in->read_as, in->layout, 0, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
+                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
     if (e->blocks) {
@@ -670,9 +830,10 @@ int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len) {
     return RCANVAS_OK;
 }
 
-/* Records the input, the stages, submits, waits, returns the file. */
-static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times, int64_t t0,
-               void (*record_input)(rc_gpu_jpeg *, VkCommandBuffer, void *), void *arg) {
+/* Records the input (a copy into B_PX, unless the DCT pass reads the image), the stages, submits once, waits,
+ * returns the file. */
+static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times,
+               int64_t t0) {
     VkCommandBuffer cb = e->cmd;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -683,12 +844,17 @@ static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_g
         vkCmdResetQueryPool(cb, e->queries, 0, 7);
         vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, e->queries, 0);
     }
-    record_input(e, cb, arg);
-    record_stages(e, cb, bgra, e->have_ts);
+    if (in->image && !in->direct) record_copy(e, cb, in);
+    if (!in->image) { /* a CPU bitmap, in B_STAGE */
+        VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
+        vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_PX].b, 1, &c);
+    }
+    record_stages(e, cb, in, e->have_ts);
     vr = vkEndCommandBuffer(cb);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-    if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
+    uint64_t submits0 = e->submits;
+    if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence), e->submits++;
     if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
     if (vr != VK_SUCCESS) return vkfail(e, vr == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : vr, "encode submit/wait");
     int r = rc_gpu_jpeg_result(e, jpeg, len);
@@ -703,74 +869,41 @@ static int run(rc_gpu_jpeg *e, int bgra, const uint8_t **jpeg, size_t *len, rc_g
         }
         times->blocks = e->blocks;
         times->restart_mcus = e->mpi;
+        times->direct = e->direct;
+        times->subgroup_size = e->subgroup_size;
+        times->submits = (int)(e->submits - submits0);
         times->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;
 }
 
-typedef struct image_in {
-    VkImage image;
-    VkImageLayout layout;
-} image_in;
-
-static void record_image(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
-    image_in *in = arg;
-    VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT, .oldLayout = in->layout,
-                              .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-                              .image = in->image, .subresourceRange = range};
-    if (in->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
-        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL,
-                             1, &b);
-    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {e->w, e->h, 1}};
-    vkCmdCopyImageToBuffer(cb, in->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, e->bufs[B_PX].b, 1, &region);
-    if (in->layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL) {
-        b.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-        b.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-        b.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
-        b.newLayout = in->layout;
-        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL,
-                             1, &b);
-    }
-}
-
-int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
-                       int quality, rcanvas_subsampling ss) {
-    int bgra = format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB;
+int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, VkImageUsageFlags usage,
+                       VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&e->in_flight, &expected, 1)) return RCANVAS_EBUSY;
+    input in;
     int r = prepare(e, w, h, quality, ss);
+    if (!r) r = input_of(e, image, format, usage, layout, &in);
     if (r) {
         atomic_store(&e->in_flight, 0);
         return r;
     }
-    VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {w, h, 1}};
-    vkCmdCopyImageToBuffer(cb, image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, e->bufs[B_PX].b, 1, &region);
-    record_stages(e, cb, bgra, 0);
+    if (!in.direct) record_copy(e, cb, &in);
+    record_stages(e, cb, &in, 0);
     return RCANVAS_OK;
 }
 
-int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
-                             uint32_t h, int quality, rcanvas_subsampling ss, const uint8_t **jpeg, size_t *len,
-                             rc_gpu_jpeg_times *times) {
+int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageUsageFlags usage,
+                             VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss,
+                             const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times) {
     if (!e || !image || !jpeg || !len) return RCANVAS_EINVAL;
-    int bgra;
-    if (format == VK_FORMAT_R8G8B8A8_UNORM || format == VK_FORMAT_R8G8B8A8_SRGB) bgra = 0;
-    else if (format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB) bgra = 1;
-    else return RCANVAS_EINVAL;
+    if (format != VK_FORMAT_R8G8B8A8_UNORM && format != VK_FORMAT_R8G8B8A8_SRGB && !is_bgra(format))
+        return RCANVAS_EINVAL;
     int64_t t0 = rc_now_us();
+    input in;
     int r = prepare(e, w, h, quality, ss);
-    if (r) return r;
-    image_in in = {image, layout};
-    return run(e, bgra, jpeg, len, times, t0, record_image, &in);
-}
-
-static void record_upload(rc_gpu_jpeg *e, VkCommandBuffer cb, void *arg) {
-    (void)arg;
-    VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
-    vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_PX].b, 1, &c);
+    if (!r) r = input_of(e, image, format, usage, layout, &in);
+    return r ? r : run(e, &in, jpeg, len, times, t0);
 }
 
 int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rcanvas_subsampling ss,
@@ -785,7 +918,9 @@ int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rca
     uint8_t *dst = e->bufs[B_STAGE].map;
     for (uint32_t y = 0; y < img->height; y++)
         memcpy(dst + (size_t)y * img->width * 4, img->pixels + y * img->pitch, (size_t)img->width * 4);
-    return run(e, img->format == RCANVAS_FORMAT_BGRA8, jpeg, len, times, t0, record_upload, NULL);
+    input in = {.bgra = img->format == RCANVAS_FORMAT_BGRA8};
+    e->direct = 0;
+    return run(e, &in, jpeg, len, times, t0);
 }
 
 int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, uint32_t *mcus_per_interval) {

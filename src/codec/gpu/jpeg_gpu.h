@@ -1,10 +1,12 @@
 /*
  * jpeg_gpu.h — a baseline JPEG encoder (ITU-T T.81, JFIF) in Vulkan compute shaders. In: a VkImage on the GPU (or
  * a CPU bitmap, uploaded, for tests and tools). Out: the complete JPEG file in host memory. Stages: colour
- * conversion + AAN DCT + quantization (jpeg_dct.comp) → Huffman coding per restart interval (jpeg_huff.comp) →
- * prefix sum of interval sizes (jpeg_scan.comp) → packing header, intervals, RSTn markers and EOI straight into
- * host-visible memory (jpeg_pack.comp). Headers are made on the CPU once per quality/size. Buffers, pipelines
- * and descriptor sets live across frames and grow only when the frame does. An rc_gpu_jpeg is also the codec
+ * conversion + AAN DCT + quantization (jpeg_dct.comp; it reads an image created with VK_IMAGE_USAGE_SAMPLED_BIT
+ * itself, else a copy of it) → Huffman coding of every 8×8 block in parallel (jpeg_blk.comp) → prefix sums of the
+ * bit lengths (jpeg_bscan.comp) → bit-aligned gather with 0xFF stuffing (jpeg_place.comp) → packing header,
+ * stream, RSTn markers and EOI straight into host-visible memory (jpeg_bpack.comp); or the earlier path of one
+ * restart interval per invocation (jpeg_huff/scan/pack.comp). Headers are made on the CPU once per quality/size.
+ * Buffers, pipelines and descriptor sets live across frames and grow only when the frame does. An rc_gpu_jpeg is also the codec
  * "jpeg-gpu" of the codec table (it starts with rc_codec; rc_codec_jpeg_gpu).
  */
 #ifndef RC_JPEG_GPU_H
@@ -27,26 +29,43 @@ typedef struct rc_gpu_jpeg_times {
      * (bit-aligned gather and stuffing scan: block-parallel path only, else 0), pack */
     double stage_ms[6];
     int blocks;            /* 1: the block-parallel path coded this frame; 0: one restart interval per invocation */
+    int direct;            /* 1: the DCT pass read the image itself (no input copy: stage_ms[0] ≈ 0) */
+    int submits;           /* queue submissions of this encode (1: input, stages and pack in one command buffer) */
+    uint32_t subgroup_size; /* the prefix sums used subgroup arithmetic with this subgroup size; 0: shared memory */
     uint32_t restart_mcus; /* the file's restart interval in MCUs, 0 for none */
     double gpu_ms;       /* first to last timestamp */
     double wall_ms;      /* call to return, CPU clock */
 } rc_gpu_jpeg_times;
 
-/* Encodes a w×h region of `image` (RGBA8/BGRA8, in `layout`, left in `layout`), quality 1–100 with the Annex K
- * tables scaled as libjpeg does. Waits for the GPU (fence) and returns the file in *jpeg (*len bytes), valid
- * until the next call. times may be NULL. One thread at a time; the queue rule of rcanvas_present_vk applies. */
-int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
-                             uint32_t h, int quality, rcanvas_subsampling ss, const uint8_t **jpeg, size_t *len,
-                             rc_gpu_jpeg_times *times);
+/* Encodes a w×h region of `image` (R8G8B8A8/B8G8R8A8 _UNORM or _SRGB, the stored bytes encoded as they are;
+ * optimal tiling; in `layout`, left in `layout`), quality 1–100 with the Annex K tables scaled as libjpeg does.
+ * `usage`: the flags the image was created with. With VK_IMAGE_USAGE_SAMPLED_BIT the DCT pass reads the image
+ * through a view (layout GENERAL or SHADER_READ_ONLY_OPTIMAL as it is, any other changed to SHADER_READ_ONLY_OPTIMAL
+ * for that pass and back): no input copy. Else it needs VK_IMAGE_USAGE_TRANSFER_SRC_BIT and is copied into a
+ * buffer first (w × h × 4 bytes of device memory traffic, 0.36 ms at 3840×2160 on an H200). One submission; waits
+ * for the GPU (fence) and returns the file in *jpeg (*len bytes), valid until the next call. times may be NULL.
+ * RCANVAS_EINVAL (bad format or argument), RCANVAS_EFRAME_SIZE, RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST,
+ * RCANVAS_ECODEC (the stream outgrew its buffer: encode this frame on the CPU). One thread at a time; the queue
+ * rule of rcanvas_present_vk applies. */
+int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageUsageFlags usage,
+                             VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss,
+                             const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times);
 
-/* Asynchronous use inside another command buffer (the readback ring's): records, into cb (recording), the copy
- * of `image` — which must be in VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL — into the encoder's input buffer and the
- * four stages. The caller submits; once its fence has signalled, rc_gpu_jpeg_result() gives the file (valid
+/* Asynchronous use inside another command buffer (the readback ring's): records, into cb (recording), the
+ * stages, reading `image` as rc_gpu_jpeg_encode_image does (usage, layout: there; the readback ring passes
+ * GENERAL when the image can be sampled, so that its own copy and the DCT pass read it without a layout change
+ * between them, else TRANSFER_SRC_OPTIMAL). The caller submits; once its fence has signalled, rc_gpu_jpeg_result() gives the file (valid
  * until the next record/encode), and rc_gpu_jpeg_finish() ends the encode — also when the submission failed.
  * One encode in flight at a time: RCANVAS_EBUSY while one is (use the CPU encoder for this frame; nothing was
  * recorded). RCANVAS_EFRAME_SIZE if the device's storage buffers are too small for this frame (likewise). */
-int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, uint32_t w, uint32_t h,
-                       int quality, rcanvas_subsampling ss);
+int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, VkImageUsageFlags usage,
+                       VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss);
+/* Whether an image of this format and usage would be read directly by the DCT pass (no input copy). */
+int rc_gpu_jpeg_reads_image(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags usage);
+/* The subgroup size the prefix sums use subgroup arithmetic with (jpeg_bscan_sg); 0: the shared-memory scan. */
+uint32_t rc_gpu_jpeg_subgroup_size(const rc_gpu_jpeg *e);
+/* Whether the last recorded (or synchronous) encode reads its image in the DCT pass (1) or copied it first (0). */
+int rc_gpu_jpeg_read_directly(const rc_gpu_jpeg *e);
 /* Ends the asynchronous encode started by rc_gpu_jpeg_record (its result is no longer needed). Any thread. */
 void rc_gpu_jpeg_finish(rc_gpu_jpeg *e);
 /* The file of the last encode: RCANVAS_OK, or RCANVAS_ECODEC (an interval outgrew its slot: CPU fallback). */

@@ -2,7 +2,8 @@
 //   0 (one invocation per restart interval, + 1): after the bit counts were prefix-summed (boff[b]: the bit
 //     offset of block b, boff[n_blocks] the total), the byte size of each interval (its bits padded to a byte)
 //     into ioff[i], 0 into ioff[n_iv]; the next scan makes them byte offsets in the unstuffed stream U.
-//   1 (one invocation): the size of U (misc+1 bytes, misc+2 words; misc+0 = words + 1, the stuffing scan's
+//   1 (one invocation): (without restart intervals, in place of mode 0 and its scan: ioff[0] = 0, ioff[1] = the
+//     stream's bytes) the size of U (misc+1 bytes, misc+2 words; misc+0 = words + 1, the stuffing scan's
 //     length) and the indirect dispatch sizes of mode 2 and of the stuffing scan's levels.
 //   2 (one invocation per word of U, + 1): gathers the word's 4 bytes bit-aligned from the block slots (a word
 //     spans several blocks on smooth content, where a block can be 4 bits), pads each interval's last byte with
@@ -52,6 +53,10 @@ void main() {
     }
     if (p.mode == 1u) {
         if (id != 0u) return;
+        if (p.n_iv == 1u) {   // no restart intervals (mode 0 and its scan were left out): one interval, all bits
+            sc[p.ioff] = 0u;
+            sc[p.ioff + 1u] = (sc[p.boff + p.n_blocks] + 7u) >> 3;
+        }
         uint ubytes = sc[p.ioff + p.n_iv], uwords = (ubytes + 3u) >> 2;
         sc[p.misc + 4u] = uwords > p.cap_words ? 1u : 0u;
         if (uwords > p.cap_words) { ubytes = 0u; uwords = 0u; }
