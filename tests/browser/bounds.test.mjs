@@ -40,14 +40,17 @@ test('a giant resize is clamped to max_canvas_pixels, the app is told, and memor
     while (Date.now() - t0 < 3000) { peak = Math.max(peak, await rssMiB(demo.proc.pid)); await sleep(50); }
     c.text(resize(640, 480, 1));
     await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=640')), 10000, 'the resize back');
-    await sleep(1500);
-    const after = await rssMiB(demo.proc.pid);
+    // the big frames still in flight (encodes, the damage history, packets a viewer holds) go as small ones
+    // replace them: on a loaded machine that takes longer, so wait up to 6 s for the bound before judging
+    const bound = rss0 + (peak - rss0) / 2;
+    let after = await rssMiB(demo.proc.pid);
+    for (const t1 = Date.now(); after >= bound && Date.now() - t1 < 6000; after = await rssMiB(demo.proc.pid)) await sleep(200);
     console.log(`RSS: ${rss0.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB peak at 10 Mpx, ${after.toFixed(1)} MiB after resizing back`);
     stop();
     // 4 Mpx = 16 MB a frame: 5 frame slots, the encoder's copies and packets fit well under 200 MiB (unclamped,
     // 8192 × 8192 frames would have taken 1.3 GB); after resizing back, most of it is given back
     assert.ok(peak - rss0 < 200, `peak ${peak} MiB from ${rss0} MiB`);
-    assert.ok(after < rss0 + (peak - rss0) / 2, `after ${after} MiB, peak ${peak}, before ${rss0}`);
+    assert.ok(after < bound, `after ${after} MiB, peak ${peak}, before ${rss0}`);
   } finally {
     await demo.stop();
   }

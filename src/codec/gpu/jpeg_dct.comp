@@ -1,7 +1,10 @@
 // jpeg_dct.comp — GPU JPEG stage 1 (ITU-T T.81 baseline): RGBA8 → YCbCr (JFIF full-range BT.601), 4:2:0 or 4:4:4,
 // forward DCT of 8×8 blocks with the AAN algorithm (Arai–Agui–Nakajima 1988, the float factorization of libjpeg's
 // jfdctflt.c), and quantization with the AAN scale folded into the divisors (computed on the CPU), written in
-// zigzag order. One workgroup = 8 blocks; invocation (block, row) does that row's 1-D DCT, then the column's.
+// zigzag order. One workgroup = 6 blocks (one 4:2:0 MCU or two 4:4:4 MCUs): its 64 invocations fetch each texel
+// once and colour-convert it into shared memory, then invocation (block, row) does that row's 1-D DCT, then the
+// column's (a per-block fetch read each texel three times, and 4:2:0 chroma 32 texels an invocation: 0.133 ms at
+// 3840×2160 on an H200 from the image, against 0.079 from a buffer).
 // Two builds of this file: the pixels from a buffer (the input copied there first), or, with RC_IMAGE_INPUT
 // (jpeg_dct_img), straight from the app's image through a sampled-image descriptor and texelFetch (no sampler:
 // GL_EXT_samplerless_texture_functions), so no input copy remains.
@@ -26,7 +29,7 @@ layout(push_constant) uniform P {
     uint total_blocks;
 } p;
 
-shared float rows[8][8][9]; // [block][row][col], padded
+shared float rows[6][8][9]; // [block][row][col], padded
 
 // position in zigzag order of natural index k (T.81 Figure A.6), as a table
 const uint zz_of[64] = uint[64](
@@ -48,15 +51,6 @@ vec3 rgb_at(int x, int y) {
     vec3 c = vec3(float(v & 255u), float((v >> 8) & 255u), float((v >> 16) & 255u));
     return p.bgra != 0u ? c.bgr : c;
 #endif
-}
-
-float sample_at(uint comp, int x, int y, bool sub) {
-    vec3 c;
-    if (sub) c = 0.25 * (rgb_at(2 * x, 2 * y) + rgb_at(2 * x + 1, 2 * y) + rgb_at(2 * x, 2 * y + 1) + rgb_at(2 * x + 1, 2 * y + 1));
-    else c = rgb_at(x, y);
-    if (comp == 0u) return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b - 128.0;
-    if (comp == 1u) return -0.168735892 * c.r - 0.331264108 * c.g + 0.5 * c.b;
-    return 0.5 * c.r - 0.418687589 * c.g - 0.081312411 * c.b;
 }
 
 void aan(inout float d[8]) {
@@ -82,33 +76,61 @@ void aan(inout float d[8]) {
     d[7] = z11 - z4;
 }
 
+// The texels of one workgroup's six blocks, fetched once each: 4:2:0 one MCU (16×16 px: Y0..Y3, Cb, Cr), 4:4:4
+// two MCUs (8×8 px each: Y Cb Cr, Y Cb Cr), in the file's block order, so the group writes blocks 6g..6g+5.
+shared float samples[6][8][9];
+
+vec3 to_ycc(vec3 c) {
+    return vec3(0.299 * c.r + 0.587 * c.g + 0.114 * c.b - 128.0,
+                -0.168735892 * c.r - 0.331264108 * c.g + 0.5 * c.b,
+                0.5 * c.r - 0.418687589 * c.g - 0.081312411 * c.b);
+}
+
 void main() {
-    uint lb = gl_LocalInvocationID.x >> 3, r = gl_LocalInvocationID.x & 7u;
-    uint block = gl_WorkGroupID.x * 8u + lb;
-    bool live = block < p.total_blocks;
-    uint bpm = p.subsamp420 != 0u ? 6u : 3u;
-    uint mcu = live ? block / bpm : 0u, bi = block % bpm;
-    uint mx = mcu % p.mcus_x, my = mcu / p.mcus_x;
-    uint comp = p.subsamp420 != 0u ? (bi < 4u ? 0u : bi - 3u) : bi;
-    bool sub = p.subsamp420 != 0u && comp != 0u;
-    int x0, y0;
-    if (p.subsamp420 != 0u) {
-        if (comp == 0u) { x0 = int(mx * 16u + (bi & 1u) * 8u); y0 = int(my * 16u + (bi >> 1) * 8u); }
-        else { x0 = int(mx * 8u); y0 = int(my * 8u); }  // in subsampled coordinates
-    } else { x0 = int(mx * 8u); y0 = int(my * 8u); }
-    float d[8];
-    for (int i = 0; i < 8; i++) d[i] = live ? sample_at(comp, x0 + i, y0 + int(r), sub) : 0.0;
-    aan(d);
-    for (int i = 0; i < 8; i++) rows[lb][r][i] = d[i];
+    uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    if (g * 6u >= p.total_blocks) return;   // a spare group of a 2-D dispatch (uniform in the workgroup)
+    // 1. fetch: every texel once, colour-converted into samples[]
+    if (p.subsamp420 != 0u) {   // invocation t: the 2×2 quad (qx, qy) of the MCU
+        uint mx = g % p.mcus_x, my = g / p.mcus_x, qx = t & 7u, qy = t >> 3;
+        int x = int(mx * 16u + 2u * qx), y = int(my * 16u + 2u * qy);
+        vec3 a = rgb_at(x, y), b = rgb_at(x + 1, y), c = rgb_at(x, y + 1), d = rgb_at(x + 1, y + 1);
+        uint bi = (qy >> 2) * 2u + (qx >> 2), r = (2u * qy) & 7u, k = (2u * qx) & 7u;
+        samples[bi][r][k] = to_ycc(a).x;
+        samples[bi][r][k + 1u] = to_ycc(b).x;
+        samples[bi][r + 1u][k] = to_ycc(c).x;
+        samples[bi][r + 1u][k + 1u] = to_ycc(d).x;
+        vec3 m = to_ycc(0.25 * (a + b + c + d));   // chroma of the averaged RGB (libjpeg's h2v2 downsampling order)
+        samples[4][qy][qx] = m.y;
+        samples[5][qy][qx] = m.z;
+    } else {   // invocations 32h..32h+31: MCU 2g+h, two texels each
+        uint h = t >> 5, u = t & 31u, m = min(2u * g + h, p.mcus_x * p.mcus_y - 1u);
+        uint mx = m % p.mcus_x, my = m / p.mcus_x, r = u >> 2, k = (u & 3u) * 2u;
+        for (uint j = 0u; j < 2u; j++) {
+            vec3 v = to_ycc(rgb_at(int(mx * 8u + k + j), int(my * 8u + r)));
+            samples[3u * h][r][k + j] = v.x;
+            samples[3u * h + 1u][r][k + j] = v.y;
+            samples[3u * h + 2u][r][k + j] = v.z;
+        }
+    }
     barrier();
-    // column r
-    for (int i = 0; i < 8; i++) d[i] = rows[lb][i][r];
+    // 2. 1-D DCT of each row (invocations 0..47: block t/8, row t%8), then of each column
+    uint lb = t >> 3, r = t & 7u;
+    float d[8];
+    if (t < 48u) {
+        for (uint i = 0u; i < 8u; i++) d[i] = samples[lb][r][i];
+        aan(d);
+        for (uint i = 0u; i < 8u; i++) rows[lb][r][i] = d[i];
+    }
+    barrier();
+    uint block = g * 6u + lb;
+    if (t >= 48u || block >= p.total_blocks) return;
+    for (uint i = 0u; i < 8u; i++) d[i] = rows[lb][i][r];   // column r
     aan(d);
-    if (!live) return;
-    uint t = comp == 0u ? 0u : 1u;
+    uint comp = p.subsamp420 != 0u ? (lb < 4u ? 0u : lb - 3u) : lb % 3u;
+    uint tq = comp == 0u ? 0u : 1u;
     for (uint v = 0u; v < 8u; v++) {
         uint k = v * 8u + r;                      // natural index: row v, column r
-        float q = d[v] * div[t * 64u + k];
+        float q = d[v] * div[tq * 64u + k];
         coef[block * 64u + zz_of[k]] = int(floor(q + 0.5)); // round half up, as libjpeg's (int)(x+16384.5)-16384
     }
 }

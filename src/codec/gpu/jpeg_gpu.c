@@ -48,6 +48,8 @@ static const uint32_t k_bpack[] =
 #include "jpeg_bpack.comp.inc"
     ;
 
+#define RC_GPU_JPEG_SPIN_US 2000 /* fence polling before a sleeping wait (wait_fence), µs */
+
 /* ---- tables (ITU-T T.81 Annex K) ---- */
 
 static const uint8_t k_std_q[2][64] = {
@@ -148,6 +150,7 @@ struct rc_gpu_jpeg {
     VkImageView view;         /* the view of the image of the encode in flight or last done (destroyed at the next) */
     int direct;               /* the last encode read its image directly (no input copy) */
     uint64_t submits;         /* vkQueueSubmit calls of the synchronous paths, for rc_gpu_jpeg_times */
+    int64_t spin_us;          /* the synchronous paths poll their fence this long before sleeping on it */
     rc_gpu_jpeg_path path;    /* configured: RC_GPU_JPEG_BLOCKS (default) or RC_GPU_JPEG_INTERVALS */
     uint32_t restart_cfg;     /* configured restart interval in MCUs (0: none / automatic) */
     int blocks;               /* the last encode took the block-parallel path */
@@ -311,6 +314,9 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
      * =image overrides this (benchmarks; the tests read images on lavapipe too). */
     VkPhysicalDeviceProperties dprops;
     vkGetPhysicalDeviceProperties(phys, &dprops);
+    /* RCANVAS_GPU_JPEG_SPIN_US (0–100000, benchmarks): how long the synchronous paths poll their fence */
+    const char *spin = getenv("RCANVAS_GPU_JPEG_SPIN_US");
+    e->spin_us = spin && atoi(spin) >= 0 && atoi(spin) <= 100000 ? atoi(spin) : RC_GPU_JPEG_SPIN_US;
     const char *envi = getenv("RCANVAS_GPU_JPEG_INPUT");
     e->input_copy = envi && !strcmp(envi, "copy")    ? 1
                     : envi && !strcmp(envi, "image") ? 0
@@ -780,7 +786,8 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, i
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[in->direct ? P_DCT_IMG : P_DCT]);
     vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
-    vkCmdDispatch(cb, (blocks + 7) / 8, 1, 1);
+    uint32_t groups = (blocks + 5) / 6; /* 6 blocks a group; 2-D past 32768 groups */
+    vkCmdDispatch(cb, groups < 32768 ? groups : 32768, (groups + 32767) / 32768, 1);
     if (move) /* back to the app's layout once the DCT pass has read it */
         image_barrier(cb, in->image, in->read_as, in->layout, 0, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
@@ -830,6 +837,21 @@ int rc_gpu_jpeg_result(rc_gpu_jpeg *e, const uint8_t **jpeg, size_t *len) {
     return RCANVAS_OK;
 }
 
+/* Waits for the encode's fence: polled (vkGetFenceStatus) for up to spin_us, then a sleeping vkWaitForFences (10 s,
+ * then the device counts as lost). The GPU's part takes 0.1–1 ms on a GPU, and a sleeping wait costs the wake-up
+ * on top (see docs/benchmarks.md); on a CPU device (lavapipe: 10–1000 ms) the spin is a small share. */
+static VkResult wait_fence(rc_gpu_jpeg *e) {
+    int64_t until = rc_now_us() + e->spin_us;
+    for (;;) {
+        VkResult r = vkGetFenceStatus(e->dev, e->fence);
+        if (r != VK_NOT_READY || rc_now_us() >= until) {
+            if (r != VK_NOT_READY) return r;
+            break;
+        }
+    }
+    return vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+}
+
 /* Records the input (a copy into B_PX, unless the DCT pass reads the image), the stages, submits once, waits,
  * returns the file. */
 static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *len, rc_gpu_jpeg_times *times,
@@ -855,7 +877,7 @@ static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *le
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
     uint64_t submits0 = e->submits;
     if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence), e->submits++;
-    if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+    if (vr == VK_SUCCESS) vr = wait_fence(e);
     if (vr != VK_SUCCESS) return vkfail(e, vr == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : vr, "encode submit/wait");
     int r = rc_gpu_jpeg_result(e, jpeg, len);
     if (r) return r;
