@@ -10,6 +10,7 @@ layout(std430, binding = 1) readonly buffer Coefs { int coef[]; };
 layout(std430, binding = 3) readonly buffer Tables { uint dc_code[2][12]; uint ac_code[2][256]; }; // code | len << 24
 layout(std430, binding = 10) writeonly buffer Slots { uint slot[]; };
 layout(std430, binding = 11) buffer Sc { uint sc[]; };
+layout(std430, binding = 12) readonly buffer Masks { uvec2 nzmask[]; };   // per block: bit k = coef k (zigzag) ≠ 0
 
 layout(push_constant) uniform P {
     uint n_blocks, blocks_per_mcu, mcus_per_interval; // mcus_per_interval 0: no restart intervals
@@ -33,19 +34,8 @@ void put_code(uint c) { put_bits(c & 0xFFFFu, c >> 24); }
 
 uint bitlen(uint v) { return v == 0u ? 0u : uint(findMSB(v)) + 1u; }
 
-// The workgroup's 64 blocks of coefficients, loaded together (consecutive invocations read consecutive words) and
-// padded to 65 words a block so that invocation i reading its own block hits another bank than i+1: each
-// invocation reading its block straight from memory touched 32 cache lines per load instruction of a warp.
-shared int blkc[64 * 65];
-
 void main() {
-    uint b = gl_GlobalInvocationID.x, li = gl_LocalInvocationID.x, b0 = gl_WorkGroupID.x * 64u;
-    uint nb = min(64u, p.n_blocks - b0);
-    for (uint i = 0u; i < 64u; i++) {
-        uint l = i * 64u + li;   // word l of the group's blocks
-        if ((l >> 6) < nb) blkc[(l >> 6) * 65u + (l & 63u)] = coef[b0 * 64u + l];
-    }
-    barrier();
+    uint b = gl_GlobalInvocationID.x;
     if (b == 0u) sc[p.boff + p.n_blocks] = 0u;   // the scan's extra element: the total after it
     if (b >= p.n_blocks) return;
     uint bpm = p.blocks_per_mcu, m = b / bpm, bi = b % bpm;
@@ -56,22 +46,29 @@ void main() {
     if (bpm == 6u && bi >= 1u && bi <= 3u) pred = coef[(b - 1u) * 64u];
     else if (m > start) pred = coef[(b - (bpm == 6u && bi == 0u ? 3u : bpm)) * 64u];
     cw = 0u; fb = 0u; wi = 0u; base = b * 64u;
-    uint cb = li * 65u;
-    int diff = blkc[cb] - pred;
+    uint cb = b * 64u;
+    int diff = coef[cb] - pred;
     uint s = bitlen(uint(abs(diff)));
     put_code(dc_code[t][s]);
     put_bits(diff < 0 ? uint(diff - 1) : uint(diff), s);
-    uint run = 0u;
-    for (uint k = 1u; k < 64u; k++) {
-        int v = blkc[cb + k];
-        if (v == 0) { run++; continue; }
-        while (run > 15u) { put_code(ac_code[t][0xF0u]); run -= 16u; }
-        uint sz = bitlen(uint(abs(v)));
-        put_code(ac_code[t][(run << 4) | sz]);
-        put_bits(v < 0 ? uint(v - 1) : uint(v), sz);
-        run = 0u;
+    // the nonzero AC coefficients only, in zigzag order, from the DCT pass's mask (smooth content: a few a block)
+    uvec2 mk = nzmask[b];
+    uint last = 0u;
+    for (uint h = 0u; h < 2u; h++) {
+        uint m = h == 0u ? mk.x & ~1u : mk.y;
+        while (m != 0u) {
+            uint k = uint(findLSB(m)) + 32u * h;
+            m &= m - 1u;
+            int v = coef[cb + k];
+            uint run = k - last - 1u;
+            while (run > 15u) { put_code(ac_code[t][0xF0u]); run -= 16u; }
+            uint sz = bitlen(uint(abs(v)));
+            put_code(ac_code[t][(run << 4) | sz]);
+            put_bits(v < 0 ? uint(v - 1) : uint(v), sz);
+            last = k;
+        }
     }
-    if (run > 0u) put_code(ac_code[t][0u]); // EOB
+    if (last < 63u) put_code(ac_code[t][0u]); // EOB
     if (fb > 0u) slot[base + wi] = cw;
     sc[p.boff + b] = wi * 32u + fb;
 }

@@ -16,10 +16,11 @@ layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Pixels { uint px[]; };         // RGBA8, row pitch = pitch_px
 #ifdef RC_IMAGE_INPUT
-layout(binding = 12) uniform texture2D img;   // the app's image through a view of its own format
+layout(binding = 13) uniform texture2D img;   // the app's image through a view of its own format
 #endif
 layout(std430, binding = 1) writeonly buffer Coefs { int coef[]; };       // [block][64] zigzag order
 layout(std430, binding = 2) readonly buffer Divisors { float div[]; };    // [2][64] natural order: 1/(q·s_u·s_v·8)
+layout(std430, binding = 12) writeonly buffer Masks { uvec2 nzmask[]; };  // per block: bit k = coef k (zigzag) ≠ 0
 
 layout(push_constant) uniform P {
     uint width, height, pitch_px;
@@ -79,6 +80,7 @@ void aan(inout float d[8]) {
 // The texels of one workgroup's six blocks, fetched once each: 4:2:0 one MCU (16×16 px: Y0..Y3, Cb, Cr), 4:4:4
 // two MCUs (8×8 px each: Y Cb Cr, Y Cb Cr), in the file's block order, so the group writes blocks 6g..6g+5.
 shared float samples[6][8][9];
+shared uint nz[6][2];   // the blocks' nonzero masks, gathered from their 8 column invocations
 
 vec3 to_ycc(vec3 c) {
     return vec3(0.299 * c.r + 0.587 * c.g + 0.114 * c.b - 128.0,
@@ -89,6 +91,7 @@ vec3 to_ycc(vec3 c) {
 void main() {
     uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     if (g * 6u >= p.total_blocks) return;   // a spare group of a 2-D dispatch (uniform in the workgroup)
+    if (t < 12u) nz[t >> 1][t & 1u] = 0u;
     // 1. fetch: every texel once, colour-converted into samples[]
     if (p.subsamp420 != 0u) {   // invocation t: the 2×2 quad (qx, qy) of the MCU
         uint mx = g % p.mcus_x, my = g / p.mcus_x, qx = t & 7u, qy = t >> 3;
@@ -123,14 +126,23 @@ void main() {
     }
     barrier();
     uint block = g * 6u + lb;
-    if (t >= 48u || block >= p.total_blocks) return;
-    for (uint i = 0u; i < 8u; i++) d[i] = rows[lb][i][r];   // column r
-    aan(d);
-    uint comp = p.subsamp420 != 0u ? (lb < 4u ? 0u : lb - 3u) : lb % 3u;
-    uint tq = comp == 0u ? 0u : 1u;
-    for (uint v = 0u; v < 8u; v++) {
-        uint k = v * 8u + r;                      // natural index: row v, column r
-        float q = d[v] * div[tq * 64u + k];
-        coef[block * 64u + zz_of[k]] = int(floor(q + 0.5)); // round half up, as libjpeg's (int)(x+16384.5)-16384
+    bool live = t < 48u && block < p.total_blocks;
+    if (live) {
+        for (uint i = 0u; i < 8u; i++) d[i] = rows[lb][i][r];   // column r
+        aan(d);
+        uint comp = p.subsamp420 != 0u ? (lb < 4u ? 0u : lb - 3u) : lb % 3u;
+        uint tq = comp == 0u ? 0u : 1u;
+        uvec2 m = uvec2(0u);
+        for (uint v = 0u; v < 8u; v++) {
+            uint k = v * 8u + r, z = zz_of[k];   // natural index: row v, column r
+            float q = d[v] * div[tq * 64u + k];
+            int c = int(floor(q + 0.5));   // round half up, as libjpeg's (int)(x+16384.5)-16384
+            coef[block * 64u + z] = c;
+            if (c != 0) { if (z < 32u) m.x |= 1u << z; else m.y |= 1u << (z - 32u); }
+        }
+        atomicOr(nz[lb][0], m.x);
+        atomicOr(nz[lb][1], m.y);
     }
+    barrier();
+    if (live && r == 0u) nzmask[block] = uvec2(nz[lb][0], nz[lb][1]);
 }

@@ -120,9 +120,11 @@ void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]) 
 
 /* B_SLOT and B_SC serve the block-parallel path only: the blocks' bit slots, and one uint buffer holding its
  * prefix-summed arrays (see sc_layout); B_SCRATCH holds the unstuffed bit stream there. */
-enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_SLOT, B_SC, B_STAGE, NBUF };
-#define NBIND 12 /* bindings 0..11: the buffers above up to B_SC, in order */
-#define BIND_IMAGE 12 /* binding 12: the app's image (sampled image), read by P_DCT_IMG only */
+/* B_MASK: per block, the 64-bit mask of its nonzero coefficients (zigzag order), written by the DCT pass, read by
+ * the block coder so that it visits only those. */
+enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_SLOT, B_SC, B_MASK, B_STAGE, NBUF };
+#define NBIND 13 /* bindings 0..12: the buffers above up to B_MASK, in order */
+#define BIND_IMAGE 13 /* binding 13: the app's image (sampled image), read by P_DCT_IMG only */
 enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, P_DCT_IMG, NPIPE };
 
 typedef struct buf {
@@ -554,6 +556,7 @@ static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_
     if (r) return r;
     r = buf_reserve(e, B_PX, (VkDeviceSize)w * h * 4);
     if (!r) r = buf_reserve(e, B_COEF, (VkDeviceSize)total * e->bpm * 64 * 4);
+    if (!r) r = buf_reserve(e, B_MASK, (VkDeviceSize)total * e->bpm * 8);
     changed |= old_mpi != e->mpi; /* the header's DRI */
     if (r) return r;
     if (changed || e->dirty_set) {
