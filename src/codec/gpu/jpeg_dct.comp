@@ -80,7 +80,7 @@ void aan(inout float d[8]) {
 // The texels of one workgroup's six blocks, fetched once each: 4:2:0 one MCU (16×16 px: Y0..Y3, Cb, Cr), 4:4:4
 // two MCUs (8×8 px each: Y Cb Cr, Y Cb Cr), in the file's block order, so the group writes blocks 6g..6g+5.
 shared float samples[6][8][9];
-shared uint nz[6][2];   // the blocks' nonzero masks, gathered from their 8 column invocations
+shared uvec2 nz[6][8];  // per block and column: the column's nonzero coefficients (zigzag bits), OR-ed at the end
 
 vec3 to_ycc(vec3 c) {
     return vec3(0.299 * c.r + 0.587 * c.g + 0.114 * c.b - 128.0,
@@ -91,7 +91,6 @@ vec3 to_ycc(vec3 c) {
 void main() {
     uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     if (g * 6u >= p.total_blocks) return;   // a spare group of a 2-D dispatch (uniform in the workgroup)
-    if (t < 12u) nz[t >> 1][t & 1u] = 0u;
     // 1. fetch: every texel once, colour-converted into samples[]
     if (p.subsamp420 != 0u) {   // invocation t: the 2×2 quad (qx, qy) of the MCU
         uint mx = g % p.mcus_x, my = g / p.mcus_x, qx = t & 7u, qy = t >> 3;
@@ -140,9 +139,12 @@ void main() {
             coef[block * 64u + z] = c;
             if (c != 0) { if (z < 32u) m.x |= 1u << z; else m.y |= 1u << (z - 32u); }
         }
-        atomicOr(nz[lb][0], m.x);
-        atomicOr(nz[lb][1], m.y);
+        nz[lb][r] = m;
     }
     barrier();
-    if (live && r == 0u) nzmask[block] = uvec2(nz[lb][0], nz[lb][1]);
+    if (live && r == 0u) {
+        uvec2 m = nz[lb][0];
+        for (uint i = 1u; i < 8u; i++) m |= nz[lb][i];
+        nzmask[block] = m;
+    }
 }
