@@ -31,6 +31,7 @@
 #include "stream/canvas.h"
 #include "stream/session.h"
 #include "test.h"
+#include "vk_util.h"
 #include "test_wire.h"
 #include "vk_icd.h"
 
@@ -138,27 +139,6 @@ static VkCommandBuffer upload(gpu_image *g, VkEvent gate, VkSemaphore signal) {
     vkQueueSubmit(g_q, 1, &si, VK_NULL_HANDLE);
     if (!gate) vkQueueWaitIdle(g_q);
     return cb;
-}
-
-/* Moves the image between layouts (after everything before on the queue; waits). 0 or -1. */
-static int set_layout(gpu_image *g, VkImageLayout from, VkImageLayout to) {
-    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = g_pool,
-                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
-    VkCommandBuffer cb;
-    if (vkAllocateCommandBuffers(g_dev, &cai, &cb) != VK_SUCCESS) return -1;
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vkBeginCommandBuffer(cb, &bi);
-    VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT, .oldLayout = from, .newLayout = to,
-                              .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-                              .image = g->image, .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, NULL, 0, NULL,
-                         1, &b);
-    vkEndCommandBuffer(cb);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-    int r = vkQueueSubmit(g_q, 1, &si, VK_NULL_HANDLE) == VK_SUCCESS && vkQueueWaitIdle(g_q) == VK_SUCCESS ? 0 : -1;
-    vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
-    return r;
 }
 
 static uint32_t presented_seq(rcanvas_canvas *c) {
@@ -470,7 +450,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     rc_vk_get_stats(vk2, &st);
     CHECK_EQ_INT((int)st.gpu_read_image, 0);
     vkQueueWaitIdle(g_q); /* this thread is the queue's only submitter */
-    CHECK_EQ_INT(set_layout(&g, VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL), 0);
+    CHECK_EQ_INT(set_image_layout(g_vk, g.image, VK_IMAGE_LAYOUT_GENERAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL), 0);
     rcanvas_vk_frame f2 = {.image = g.image, .format = VK_FORMAT_B8G8R8A8_UNORM, .width = w, .height = h,
                            .layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
                            .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
