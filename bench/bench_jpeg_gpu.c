@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
     printf("# path: RCANVAS_GPU_JPEG_PATH=%s, RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL=%s\n",
            getenv("RCANVAS_GPU_JPEG_PATH") ? getenv("RCANVAS_GPU_JPEG_PATH") : "(blocks)",
            getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL") ? getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL") : "(none)");
-    printf("| frame | q | subsampling | path, RST MCUs | input, submits | copy | DCT+quant | Huffman | scan | place | pack | GPU total ms | whole path ms (wall) | bytes | size vs tj | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
+    printf("| frame | q | subsampling | path, RST MCUs | input | copy | DCT+quant | Huffman | scan | place | pack | GPU total ms | whole path ms (wall) | bytes | size vs tj | PSNR dB | libturbojpeg 1 thread ms | tj bytes |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     struct dirent *de;
     double *wall = malloc(sizeof(double) * (size_t)frames), *gpu = malloc(sizeof(double) * (size_t)frames),
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
                 VkImageUsageFlags usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | (via_copy ? 0 : VK_IMAGE_USAGE_SAMPLED_BIT);
                 const uint8_t *jpeg = NULL;
                 size_t len = 0;
-                int bad = 0, path_blocks = 0, direct = 0, submits = 0;
+                int bad = 0, path_blocks = 0, direct = 0;
                 unsigned rst = 0;
                 for (int i = 0; i < 20 + frames && !bad; i++) {
                     rc_gpu_jpeg_times t;
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
                     wall[i - 20] = t.wall_ms;
                     gpu[i - 20] = t.gpu_ms;
                     for (int k = 0; k < 6; k++) st[k][i - 20] = t.stage_ms[k];
-                    path_blocks = t.blocks, rst = t.restart_mcus, direct = t.direct, submits = t.submits;
+                    path_blocks = t.blocks, rst = t.restart_mcus, direct = t.direct;
                 }
                 if (bad) {
                     printf("| %s | %d | %s | encode failed |\n", names[f], qs[qi], ss ? "4:4:4" : "4:2:0");
@@ -162,10 +162,10 @@ int main(int argc, char **argv) {
                 tjCompress2(tj, px, (int)w, (int)w * 4, (int)h, TJPF_RGBA, &tjd, &tdl, ss ? TJSAMP_444 : TJSAMP_420,
                             qs[qi], 0);
                 tjFree(tjd);
-                printf("| %s | %d | %s | %s %u | %s %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.3f× | "
+                printf("| %s | %d | %s | %s %u | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.3f× | "
                        "%.2f | %.2f | %lu |\n",
                        names[f], qs[qi], ss ? "4:4:4" : "4:2:0", path_blocks ? "blocks" : "intervals", rst,
-                       direct ? "image" : "copy", submits, median(st[0], frames), median(st[1], frames), median(st[2], frames), median(st[3], frames),
+                       direct ? "image" : "copy", median(st[0], frames), median(st[1], frames), median(st[2], frames), median(st[3], frames),
                        median(st[4], frames), median(st[5], frames), median(gpu, frames), median(wall, frames), len,
                        (double)len / (double)tdl, psnr, tj_runs ? median(tjms, tj_runs) : 0.0, tl);
                 fflush(stdout);

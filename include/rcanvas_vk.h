@@ -81,10 +81,13 @@ typedef struct rcanvas_vk_frame {
     VkSemaphore signal_semaphore;/* optional: signalled when the copy (and the layout change) is done */
     int64_t timestamp_us;        /* the app's time, optional */
     VkImageUsageFlags usage;     /* the flags the image was created with; 0 = only TRANSFER_SRC known. With
-                                    VK_IMAGE_USAGE_SAMPLED_BIT (and optimal tiling) the GPU JPEG encoder reads the
-                                    image in its DCT pass instead of copying it first (w × h × 4 bytes less device
-                                    memory traffic: 0.36 ms at 3840×2160 on an H200), and the image is kept in
-                                    VK_IMAGE_LAYOUT_GENERAL while rcanvas reads it. */
+                                    VK_IMAGE_USAGE_SAMPLED_BIT (and optimal tiling), while the canvas streams JPEG and
+                                    the GPU encoder can sample the format, the encoder reads the image in its DCT
+                                    pass (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT) instead of copying it first (w × h × 4
+                                    bytes less device memory traffic: 0.36 ms at 3840×2160 on an H200); the image is
+                                    then in VK_IMAGE_LAYOUT_GENERAL while rcanvas reads it, and that read is ordered
+                                    before the transfer stage, so an app that orders its next writes after rcanvas's
+                                    copy (a barrier from TRANSFER, or signal_semaphore) needs nothing more. */
 } rcanvas_vk_frame;
 
 /* Records the copy of f->image into a free staging buffer (with the layout transitions around it), submits it on

@@ -364,7 +364,7 @@ static void test_smooth_frame(uint32_t w, uint32_t h) {
  * back by the shader) and from three layouts (one changed around the DCT pass and back: the validation layer
  * checks the layouts at each submission). Each file must equal, byte for byte, the file made from the same bytes
  * uploaded as a CPU bitmap; likewise when the image is copied first (usage without SAMPLED). Every channel takes
- * all 256 values, so an sRGB round trip that missed one value would show. One submission per encode. */
+ * all 256 values, so an sRGB round trip that missed one value would show. */
 static void test_image_input(rcanvas_vk *vk) {
     const uint32_t w = 203, h = 117; /* partial MCUs at both edges */
     uint8_t *px = malloc((size_t)w * h * 4);
@@ -412,8 +412,7 @@ static void test_image_input(rcanvas_vk *vk) {
                     CHECK_MSG(r == RCANVAS_OK, "format %d layout %d sampled %d: %s", (int)formats[f], (int)layouts[l],
                               sampled, rcanvas_strerror(r));
                     if (r) continue;
-                    CHECK_EQ_INT(t.direct, sampled && can);
-                    CHECK_EQ_INT(t.submits, 1);
+                    CHECK_EQ_INT(t.direct, sampled); /* RCANVAS_GPU_JPEG_INPUT=image: every format, if sampled */
                     CHECK_MSG(jl == rl && !memcmp(j, ref, rl),
                               "format %d layout %d %s, q%d %s: %zu bytes, the CPU bitmap's file %zu (first difference "
                               "at %zu)", (int)formats[f], (int)layouts[l], sampled && can ? "read directly" : "copied",
@@ -440,6 +439,9 @@ int main(void) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     setenv("RCANVAS_GPU_JPEG_INPUT", "image", 1); /* read sampled images in the DCT pass on lavapipe too */
+    /* the validation layer's synchronization checks too (hazards within a command buffer: barriers around the
+     * DCT pass's image read, the copies, the stages) */
+    setenv("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT", 0);
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
     vc.validation = 1;

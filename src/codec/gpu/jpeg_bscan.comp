@@ -7,8 +7,9 @@
 // 1024^(dyn−1) (rounded up) — the stuffing scan, whose length the GPU learns. Workgroups may come as x·y (2-D
 // indirect dispatches past 65535 groups).
 // Within a workgroup: built with RC_SUBGROUP (jpeg_bscan_sg, for devices with subgroup arithmetic in compute
-// shaders), each subgroup scans its values with subgroupInclusiveAdd and adds the totals of the subgroups before
-// it; else a Hillis–Steele scan of the 256 partial sums in shared memory (8 rounds, 16 barriers).
+// shaders) and where the workgroup's subgroups are full, each subgroup scans its values with subgroupInclusiveAdd
+// and adds the totals of the subgroups before it; else a Hillis–Steele scan of the 256 partial sums in shared
+// memory (8 rounds, 16 barriers).
 #version 450
 #ifdef RC_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -23,8 +24,13 @@ shared uint part[256];
 
 void main() {
     uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-#ifdef RC_SUBGROUP   // the invocation's place in scan order follows the subgroups, however the device forms them
-    uint t = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#ifdef RC_SUBGROUP
+    // Subgroups may be partial in Vulkan 1.1 compute (without REQUIRE_FULL_SUBGROUPS: some devices run fewer lanes
+    // than gl_SubgroupSize says); the subgroup scan needs them full, so a workgroup that finds them otherwise
+    // (uniform: the same for all its invocations) takes the shared-memory scan. Where they are full, the
+    // invocation's place in scan order follows the subgroups, however the device forms them.
+    bool full = gl_NumSubgroups * gl_SubgroupSize == 256u;
+    uint t = full ? gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID : gl_LocalInvocationID.x;
 #else
     uint t = gl_LocalInvocationID.x;
 #endif
@@ -47,22 +53,26 @@ void main() {
         v[j] = i0 + j < n ? sc[p.in_base + i0 + j] & p.mask : 0u;
         s += v[j];
     }
+    uint incl;
 #ifdef RC_SUBGROUP
-    uint incl = subgroupInclusiveAdd(s);   // full subgroups (the host checks the size divides 256)
-    if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) part[gl_SubgroupID] = incl;
-    barrier();
-    for (uint k = 0u; k < gl_SubgroupID; k++) incl += part[k];   // ≤ 7 on 32-wide subgroups
-#else
-    part[t] = s;
-    barrier();
-    for (uint d = 1u; d < 256u; d <<= 1) {   // Hillis–Steele inclusive scan of the 256 partial sums
-        uint x = t >= d ? part[t - d] : 0u;
+    if (full) {
+        incl = subgroupInclusiveAdd(s);
+        if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) part[gl_SubgroupID] = incl;
         barrier();
-        part[t] += x;
-        barrier();
-    }
-    uint incl = part[t];
+        for (uint k = 0u; k < gl_SubgroupID; k++) incl += part[k];   // ≤ 7 on 32-wide subgroups
+    } else
 #endif
+    {
+        part[t] = s;
+        barrier();
+        for (uint d = 1u; d < 256u; d <<= 1) {   // Hillis–Steele inclusive scan of the 256 partial sums
+            uint x = t >= d ? part[t - d] : 0u;
+            barrier();
+            part[t] += x;
+            barrier();
+        }
+        incl = part[t];
+    }
     uint o = incl - s;
     for (uint j = 0u; j < 4u; j++) {
         if (i0 + j < n) sc[p.out_base + i0 + j] = o;

@@ -151,7 +151,6 @@ struct rc_gpu_jpeg {
     int input_copy;           /* copy the image first even when it can be sampled (see rc_gpu_jpeg_new) */
     VkImageView view;         /* the view of the image of the encode in flight or last done (destroyed at the next) */
     int direct;               /* the last encode read its image directly (no input copy) */
-    uint64_t submits;         /* vkQueueSubmit calls of the synchronous paths, for rc_gpu_jpeg_times */
     int64_t spin_us;          /* the synchronous paths poll their fence this long before sleeping on it */
     rc_gpu_jpeg_path path;    /* configured: RC_GPU_JPEG_BLOCKS (default) or RC_GPU_JPEG_INTERVALS */
     uint32_t restart_cfg;     /* configured restart interval in MCUs (0: none / automatic) */
@@ -537,8 +536,9 @@ static int prepare_blocks(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range, ui
     return r;
 }
 
-/* Sizes buffers and tables for w×h at quality/ss; rewrites the header when they change. */
-static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss) {
+/* Sizes buffers and tables for w×h at quality/ss (px_bytes: the input copy's buffer, 0 when the DCT pass reads the
+ * image itself); rewrites the header when they change. */
+static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss, VkDeviceSize px_bytes) {
     if (w == 0 || h == 0 || w > 65535 || h > 65535 || quality < 1 || quality > 100) return RCANVAS_EINVAL;
     int changed = w != e->w || h != e->h || quality != e->quality || ss != e->ss;
     e->w = w, e->h = h, e->quality = quality, e->ss = ss;
@@ -554,7 +554,7 @@ static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_
     int r = prepare_blocks(e, total, range, props.limits.maxComputeWorkGroupCount[0]);
     if (r == RCANVAS_EFRAME_SIZE) r = prepare_intervals(e, total, range);
     if (r) return r;
-    r = buf_reserve(e, B_PX, (VkDeviceSize)w * h * 4);
+    r = buf_reserve(e, B_PX, px_bytes > 16 ? px_bytes : 16); /* the input copy's buffer: bound, tiny when unused */
     if (!r) r = buf_reserve(e, B_COEF, (VkDeviceSize)total * e->bpm * 64 * 4);
     if (!r) r = buf_reserve(e, B_MASK, (VkDeviceSize)total * e->bpm * 8);
     changed |= old_mpi != e->mpi; /* the header's DRI */
@@ -683,6 +683,8 @@ typedef struct input {
     VkImageLayout layout;   /* its layout before and after the encode */
     int direct;             /* read through e->view in the DCT pass; else copied into B_PX */
     int srgb;               /* direct: the view is _SRGB (the shader encodes the fetched linear values back) */
+    int ring;               /* recorded into the readback ring's command buffer, whose first barrier already made
+                               the app's writes visible to the copies and the DCT pass (both read in parallel) */
     int bgra;               /* B_PX: bytes B,G,R,A */
     VkImageLayout read_as;  /* direct: the layout the DCT pass reads it in (GENERAL or SHADER_READ_ONLY_OPTIMAL) */
 } input;
@@ -706,7 +708,7 @@ int rc_gpu_jpeg_reads_image(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags u
 int rc_gpu_jpeg_read_directly(const rc_gpu_jpeg *e) { return e && e->direct; }
 uint32_t rc_gpu_jpeg_subgroup_size(const rc_gpu_jpeg *e) { return e ? e->subgroup_size : 0; }
 
-/* Makes the view of `image` and points binding 12 at it (read in `read_as`). The previous view is destroyed here:
+/* Makes the view of `image` and points binding 13 (BIND_IMAGE) at it (read in `read_as`). The previous view is destroyed here:
  * its encode is done (one at a time). Not while the descriptor set is in use. */
 static int bind_view(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageLayout read_as) {
     if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
@@ -737,7 +739,8 @@ static int input_of(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkImageUsage
     e->direct = 0;
     if (!can_read_direct(e, format, usage)) return RCANVAS_OK;
     in->read_as = layout == VK_IMAGE_LAYOUT_GENERAL ? VK_IMAGE_LAYOUT_GENERAL : VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
-    if (bind_view(e, image, format, in->read_as)) return RCANVAS_OK; /* logged: the copy, this once */
+    int r = bind_view(e, image, format, in->read_as); /* logged; the caller sized B_PX for the direct read */
+    if (r) return r;
     in->direct = 1;
     in->srgb = is_srgb(format);
     e->direct = 1;
@@ -760,6 +763,12 @@ static void record_copy(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in) {
     if (move)
         image_barrier(cb, in->image, in->layout, at, VK_ACCESS_MEMORY_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT,
                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
+    else if (!in->ring) { /* earlier submissions' writes to the image before the copy reads it */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL,
+                             0, NULL);
+    }
     VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1}, .imageExtent = {e->w, e->h, 1}};
     vkCmdCopyImageToBuffer(cb, in->image, at, e->bufs[B_PX].b, 1, &region);
     if (move)
@@ -775,7 +784,7 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, i
     if (move) /* the app's (or the copy's) writes before, the layout the DCT pass reads in */
         image_barrier(cb, in->image, in->layout, in->read_as, VK_ACCESS_MEMORY_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT,
                       VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-    else if (in->direct) { /* the app's writes before the DCT pass's reads */
+    else if (in->direct && !in->ring) { /* the app's writes before the DCT pass's reads */
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
                               .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
         vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
@@ -794,6 +803,10 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, i
     if (move) /* back to the app's layout once the DCT pass has read it */
         image_barrier(cb, in->image, in->read_as, in->layout, 0, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+    else if (in->direct) /* the DCT pass's reads before the transfer stage: an app that orders its next writes to the
+                          * image after rcanvas's copy (a barrier from TRANSFER) orders them after this read too */
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0,
+                             NULL, 0, NULL);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 2);
     if (e->blocks) {
@@ -878,8 +891,7 @@ static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *le
     vr = vkEndCommandBuffer(cb);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-    uint64_t submits0 = e->submits;
-    if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence), e->submits++;
+    if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
     if (vr == VK_SUCCESS) vr = wait_fence(e);
     if (vr != VK_SUCCESS) return vkfail(e, vr == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : vr, "encode submit/wait");
     int r = rc_gpu_jpeg_result(e, jpeg, len);
@@ -896,7 +908,6 @@ static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *le
         times->restart_mcus = e->mpi;
         times->direct = e->direct;
         times->subgroup_size = e->subgroup_size;
-        times->submits = (int)(e->submits - submits0);
         times->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;
@@ -907,12 +918,14 @@ int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkForm
     int expected = 0;
     if (!atomic_compare_exchange_strong(&e->in_flight, &expected, 1)) return RCANVAS_EBUSY;
     input in;
-    int r = prepare(e, w, h, quality, ss);
+    int direct = can_read_direct(e, format, usage);
+    int r = prepare(e, w, h, quality, ss, direct ? 0 : (VkDeviceSize)w * h * 4);
     if (!r) r = input_of(e, image, format, usage, layout, &in);
     if (r) {
         atomic_store(&e->in_flight, 0);
         return r;
     }
+    in.ring = 1;
     if (!in.direct) record_copy(e, cb, &in);
     record_stages(e, cb, &in, 0);
     return RCANVAS_OK;
@@ -926,7 +939,8 @@ int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkI
         return RCANVAS_EINVAL;
     int64_t t0 = rc_now_us();
     input in;
-    int r = prepare(e, w, h, quality, ss);
+    int direct = can_read_direct(e, format, usage);
+    int r = prepare(e, w, h, quality, ss, direct ? 0 : (VkDeviceSize)w * h * 4);
     if (!r) r = input_of(e, image, format, usage, layout, &in);
     return r ? r : run(e, &in, jpeg, len, times, t0);
 }
@@ -936,9 +950,10 @@ int rc_gpu_jpeg_encode_cpu(rc_gpu_jpeg *e, const rc_image *img, int quality, rca
     if (!e || !img || !img->pixels || !jpeg || !len || !rc_format_bpp(img->format) || img->pitch < (size_t)img->width * 4)
         return RCANVAS_EINVAL;
     int64_t t0 = rc_now_us();
-    int r = prepare(e, img->width, img->height, quality, ss);
-    if (!r) r = buf_reserve(e, B_STAGE, (VkDeviceSize)img->width * img->height * 4);
-    if (!r && e->dirty_set) r = prepare(e, img->width, img->height, quality, ss); /* rebind after a new buffer */
+    VkDeviceSize bytes = (VkDeviceSize)img->width * img->height * 4;
+    int r = prepare(e, img->width, img->height, quality, ss, bytes);
+    if (!r) r = buf_reserve(e, B_STAGE, bytes);
+    if (!r && e->dirty_set) r = prepare(e, img->width, img->height, quality, ss, bytes); /* rebind a new buffer */
     if (r) return r;
     uint8_t *dst = e->bufs[B_STAGE].map;
     for (uint32_t y = 0; y < img->height; y++)

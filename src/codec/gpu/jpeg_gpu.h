@@ -30,7 +30,6 @@ typedef struct rc_gpu_jpeg_times {
     double stage_ms[6];
     int blocks;            /* 1: the block-parallel path coded this frame; 0: one restart interval per invocation */
     int direct;            /* 1: the DCT pass read the image itself (no input copy: stage_ms[0] ≈ 0) */
-    int submits;           /* queue submissions of this encode (1: input, stages and pack in one command buffer) */
     uint32_t subgroup_size; /* the prefix sums used subgroup arithmetic with this subgroup size; 0: shared memory */
     uint32_t restart_mcus; /* the file's restart interval in MCUs, 0 for none */
     double gpu_ms;       /* first to last timestamp */
@@ -42,8 +41,11 @@ typedef struct rc_gpu_jpeg_times {
  * `usage`: the flags the image was created with. With VK_IMAGE_USAGE_SAMPLED_BIT the DCT pass reads the image
  * through a view (layout GENERAL or SHADER_READ_ONLY_OPTIMAL as it is, any other changed to SHADER_READ_ONLY_OPTIMAL
  * for that pass and back): no input copy. Else it needs VK_IMAGE_USAGE_TRANSFER_SRC_BIT and is copied into a
- * buffer first (w × h × 4 bytes of device memory traffic, 0.36 ms at 3840×2160 on an H200). One submission; waits
- * for the GPU (fence) and returns the file in *jpeg (*len bytes), valid until the next call. times may be NULL.
+ * buffer first (w × h × 4 bytes of device memory traffic, 0.36 ms at 3840×2160 on an H200). Earlier submissions'
+ * writes to the image are waited for (a barrier from all commands). One command buffer, one submission; the fence
+ * is polled for up to RCANVAS_GPU_JPEG_SPIN_US (default 2000 µs) before a sleeping wait; returns the file in *jpeg
+ * (*len bytes), valid until the next call. times may be NULL. The device needs Vulkan 1.1 (the shaders are SPIR-V
+ * 1.3), and so does the app's instance where the device is the app's (subgroup properties are queried).
  * RCANVAS_EINVAL (bad format or argument), RCANVAS_EFRAME_SIZE, RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST,
  * RCANVAS_ECODEC (the stream outgrew its buffer: encode this frame on the CPU). One thread at a time; the queue
  * rule of rcanvas_present_vk applies. */
