@@ -17,6 +17,7 @@ typedef struct rc_vk_stats {
     uint64_t submitted, delivered, failed, busy; /* frames; busy = presents refused with RCANVAS_EBUSY */
     uint64_t gpu_encoded;      /* frames whose JPEG was made by the GPU encoder */
     uint64_t gpu_read_image;   /* of those, frames whose image the encoder's DCT pass read (no input copy) */
+    uint64_t gpu_jpeg_unused_damage; /* GPU JPEGs left unused: few tiles changed, the canvas sent those instead */
     double copy_ms;            /* last frame: GPU time of the copy (timestamp queries), ms */
     double fence_wait_ms;      /* last frame: time the readback thread waited on its fence, ms */
     double submit_to_ready_ms; /* last frame: vkQueueSubmit → fence signalled (as the CPU saw it), ms */

@@ -477,6 +477,108 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     rcanvas_canvas_free(c);
 }
 
+/* A JPEG canvas with damage on the GPU: a frame where few tiles changed goes as those tiles (the CPU encodes
+ * them) and not as the GPU's whole-frame JPEG; one where most changed goes whole from the GPU. Each picture is
+ * checked by decoding its tiles over the previous one (PSNR against the source). */
+static void test_gpu_jpeg_damage(rcanvas_server *srv) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "gpujpegdamage";
+    cc.codec = RCANVAS_CODEC_JPEG;
+    cc.quality = 90;
+    cc.subsampling = RCANVAS_SUBSAMP_444;
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    cc.refine_ms = 0;
+    rcanvas_canvas *c;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.instance = rcanvas_vk_instance(g_vk);
+    vc.physical_device = rcanvas_vk_physical_device(g_vk);
+    vc.device = g_dev;
+    vc.queue_family = rcanvas_vk_queue_family(g_vk);
+    vc.queue = g_q;
+    vc.damage = 1;
+    rcanvas_vk *vk3 = NULL;
+    CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk3), RCANVAS_OK);
+    rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_JPEG, .protocol = 2};
+    rc_session *sess = NULL; /* a viewer: damage is relative to the frame it acked */
+    CHECK_EQ_INT(rc_session_open(c, &caps, &sess), RCANVAS_OK);
+    const uint32_t w = 640, h = 480; /* 10 × 8 tiles of 64 px */
+    gpu_image g;
+    CHECK(image_new(&g, w, h, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+    uint8_t *shown = calloc((size_t)w * h * 4, 1); /* what a viewer that applied every packet shows */
+    struct { int what; uint32_t x0, y0; } steps[4] = {{0, 0, 0}, {1, 200, 130}, {1, 10, 400}, {2, 0, 0}};
+    for (int i = 0; i < 4; i++) {
+        if (steps[i].what == 1) /* a 20×20 square: at most 4 of the 80 tiles */
+            for (uint32_t y = steps[i].y0; y < steps[i].y0 + 20; y++)
+                for (uint32_t x = steps[i].x0; x < steps[i].x0 + 20; x++) {
+                    uint8_t *p = g.up_ptr + ((size_t)y * w + x) * 4;
+                    p[0] = 250, p[1] = (uint8_t)(40 * i), p[2] = 30;
+                }
+        else
+            fill(g.up_ptr, w, h, 31 + (unsigned)i); /* every pixel */
+        VkCommandBuffer cb = upload(&g, VK_NULL_HANDLE, VK_NULL_HANDLE);
+        rcanvas_vk_frame f = {.image = g.image, .format = g.format, .width = w, .height = h,
+                              .layout = VK_IMAGE_LAYOUT_GENERAL,
+                              .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_SAMPLED_BIT};
+        rc_vk_stats st0, st;
+        rc_vk_get_stats(vk3, &st0);
+        uint32_t seq = presented_seq(c) + 1;
+        CHECK_EQ_INT(rcanvas_present_vk(vk3, &f), RCANVAS_OK);
+        /* the viewer takes what it is sent (the packets carry only what changed since the frame it acked) */
+        rc_packet *pk = NULL;
+        for (int k = 0; k < 5000 && !pk; k++) {
+            rc_packet *got = NULL;
+            if (rc_session_next(sess, rc_now_us(), &got, NULL)) {
+                CHECK_EQ_INT(rc_session_ack(sess, got->seq, 0, rc_now_us()), RCANVAS_OK);
+                if (got->seq == seq) pk = got;
+                else rc_packet_unref(got);
+            } else
+                usleep(1000);
+        }
+        rc_vk_get_stats(vk3, &st);
+        CHECK_MSG(pk != NULL, "step %d: frame %u never reached the viewer", i, seq);
+        if (pk) {
+            uint64_t area = 0;
+            for (int t = 0; t < pk->ntiles; t++) {
+                const rc_tile *tl = &pk->tiles[t];
+                area += (uint64_t)tl->w * tl->h;
+                uint8_t *px;
+                uint32_t dw, dh;
+                int d = rc_decode_jpeg(rc_buf_data(&tl->data), tl->data.len, &px, &dw, &dh);
+                CHECK_MSG(d == 0 && dw == tl->w && dh == tl->h, "step %d tile %d does not decode", i, t);
+                if (d) continue;
+                for (uint32_t y = 0; y < dh; y++)
+                    memcpy(shown + ((size_t)(tl->y + y) * w + tl->x) * 4, px + (size_t)y * dw * 4, (size_t)dw * 4);
+                free(px);
+            }
+            double psnr = rc_psnr_rgb(shown, (size_t)w * 4, g.up_ptr, (size_t)w * 4, w, h);
+            CHECK_MSG(psnr > 30.0, "step %d: the picture after its packet: PSNR %.2f dB", i, psnr);
+            if (steps[i].what == 1) {
+                CHECK_MSG(pk->codec != &rc_codec_jpeg_gpu && area <= (uint64_t)4 * 64 * 64,
+                          "step %d: a 20x20 change went as %d tiles, %llu px, codec %s", i, pk->ntiles,
+                          (unsigned long long)area, pk->codec ? pk->codec->name : "?");
+                CHECK_EQ_INT((int)(st.gpu_jpeg_unused_damage - st0.gpu_jpeg_unused_damage), 1);
+                CHECK_EQ_INT((int)(st.gpu_encoded - st0.gpu_encoded), 0);
+            } else {
+                CHECK_MSG(pk->codec == &rc_codec_jpeg_gpu && pk->ntiles == 1 && area == (uint64_t)w * h,
+                          "step %d: a whole change went as %d tiles, codec %s", i, pk->ntiles,
+                          pk->codec ? pk->codec->name : "?");
+                CHECK_EQ_INT((int)(st.gpu_encoded - st0.gpu_encoded), 1);
+            }
+            rc_packet_unref(pk);
+        }
+        vkQueueWaitIdle(g_q);
+        vkFreeCommandBuffers(g_dev, g_pool, 1, &cb);
+    }
+    free(shown);
+    rc_session_close(sess);
+    rcanvas_vk_free(vk3);
+    image_free(&g);
+    rcanvas_canvas_free(c);
+}
+
 /* ---- damage on the GPU ---- */
 
 /* A sink that keeps a copy of each delivered frame and its dirty map, and holds up to `hold` frames (as the
@@ -798,6 +900,7 @@ int main(void) {
     test_refusals(c);
     test_busy(srv);
     test_gpu_jpeg(srv);
+    test_gpu_jpeg_damage(srv);
     test_damage_sink();
     test_damage_canvas(c);
 
