@@ -555,6 +555,9 @@ static void test_gpu_jpeg_damage(rcanvas_server *srv) {
             }
             double psnr = rc_psnr_rgb(shown, (size_t)w * 4, g.up_ptr, (size_t)w * 4, w, h);
             CHECK_MSG(psnr > 30.0, "step %d: the picture after its packet: PSNR %.2f dB", i, psnr);
+            printf("gpu jpeg + damage, step %d (%s): %d tile(s), %llu px, %zu bytes, %s, PSNR %.2f dB\n", i,
+                   steps[i].what == 1 ? "a 20x20 square" : "every pixel", pk->ntiles, (unsigned long long)area,
+                   pk->total_bytes, pk->codec ? pk->codec->name : "?", psnr);
             if (steps[i].what == 1) {
                 CHECK_MSG(pk->codec != &rc_codec_jpeg_gpu && area <= (uint64_t)4 * 64 * 64,
                           "step %d: a 20x20 change went as %d tiles, %llu px, codec %s", i, pk->ntiles,
