@@ -398,6 +398,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     vc.device = g_dev;
     vc.queue_family = rcanvas_vk_queue_family(g_vk);
     vc.queue = g_q;
+    vc.damage = -1; /* every frame through the GPU encoder, also the repeated one below (damage would skip it) */
     rcanvas_vk *vk2 = NULL;
     CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk2), RCANVAS_OK);
     gpu_image g;
