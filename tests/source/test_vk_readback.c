@@ -378,6 +378,16 @@ static void test_busy(rcanvas_server *srv) {
     rcanvas_canvas_free(c);
 }
 
+/* The readback thread counts a GPU-encoded frame just after the canvas has published it: waits (≤ 5 s) until the
+ * count reaches n, then *st holds the statistics. */
+static void wait_gpu_encoded(rcanvas_vk *vk, uint64_t n, rc_vk_stats *st) {
+    for (int i = 0; i < 5000; i++) {
+        rc_vk_get_stats(vk, st);
+        if (st->gpu_encoded >= n) return;
+        usleep(1000);
+    }
+}
+
 static void test_gpu_jpeg(rcanvas_server *srv) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
@@ -411,7 +421,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     CHECK_EQ_INT(rcanvas_present_vk(vk2, &f), RCANVAS_OK);
     for (int i = 0; i < 5000 && latest_seq(c) < 1; i++) usleep(1000);
     rc_vk_stats st;
-    rc_vk_get_stats(vk2, &st);
+    wait_gpu_encoded(vk2, 1, &st);
     CHECK_EQ_INT(st.gpu_encoded, 1);
     rc_packet *pk = rc_canvas_latest_packet(c, 0);
     CHECK(pk && pk->ntiles == 1 && pk->codec == &rc_codec_jpeg_gpu && !(pk->flags & RC_PACKET_LOSSLESS));
@@ -458,7 +468,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     uint64_t seq0 = latest_seq(c);
     CHECK_EQ_INT(rcanvas_present_vk(vk2, &f2), RCANVAS_OK);
     for (int i = 0; i < 5000 && latest_seq(c) <= seq0; i++) usleep(1000);
-    rc_vk_get_stats(vk2, &st);
+    wait_gpu_encoded(vk2, 2, &st);
     CHECK_EQ_INT((int)st.gpu_encoded, 2);
     CHECK_EQ_INT((int)st.gpu_read_image, 1);
     rc_packet *direct = rc_canvas_latest_packet(c, 0);
@@ -538,7 +548,12 @@ static void test_gpu_jpeg_damage(rcanvas_server *srv) {
             } else
                 usleep(1000);
         }
-        rc_vk_get_stats(vk3, &st);
+        /* the readback thread counts the frame after the canvas has published it: wait for that */
+        for (int k = 0; k < 5000; k++) {
+            rc_vk_get_stats(vk3, &st);
+            if (st.gpu_encoded + st.gpu_jpeg_unused_damage > st0.gpu_encoded + st0.gpu_jpeg_unused_damage) break;
+            usleep(1000);
+        }
         CHECK_MSG(pk != NULL, "step %d: frame %u never reached the viewer", i, seq);
         if (pk) {
             uint64_t area = 0;
