@@ -101,7 +101,8 @@ void main() {
         samples[bi][r][k + 1u] = to_ycc(b).x;
         samples[bi][r + 1u][k] = to_ycc(c).x;
         samples[bi][r + 1u][k + 1u] = to_ycc(d).x;
-        vec3 m = to_ycc(0.25 * (a + b + c + d));   // chroma of the averaged RGB (libjpeg's h2v2 downsampling order)
+        vec3 m = to_ycc(0.25 * (a + b + c + d));   // chroma of the averaged RGB (the conversion is linear: as
+                                                   // averaging the converted values, up to rounding)
         samples[4][qy][qx] = m.y;
         samples[5][qy][qx] = m.z;
     } else {   // invocations 32h..32h+31: MCU 2g+h, two texels each
