@@ -388,19 +388,19 @@ static void wait_gpu_encoded(rcanvas_vk *vk, uint64_t n, rc_vk_stats *st) {
     }
 }
 
-static void test_gpu_jpeg(rcanvas_server *srv) {
+/* A JPEG canvas (q90 4:4:4, manual updates) and a readback ring of its own on the test's device, damage as given
+ * (rcanvas_vk_config.damage). */
+static void jpeg_canvas_ring(rcanvas_server *srv, const char *name, int refine_ms, int damage, rcanvas_canvas **c,
+                             rcanvas_vk **vk) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
-    cc.name = "gpujpeg";
+    cc.name = name;
     cc.codec = RCANVAS_CODEC_JPEG;
     cc.quality = 90;
     cc.subsampling = RCANVAS_SUBSAMP_444;
     cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    cc.refine_ms = 50;
-    rcanvas_canvas *c;
-    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
-    rc_session *sess = NULL; /* refinement happens only while someone watches */
-    CHECK_EQ_INT(rc_session_open(c, NULL, &sess), RCANVAS_OK);
+    cc.refine_ms = refine_ms;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, c), RCANVAS_OK);
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
     vc.instance = rcanvas_vk_instance(g_vk);
@@ -408,9 +408,17 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     vc.device = g_dev;
     vc.queue_family = rcanvas_vk_queue_family(g_vk);
     vc.queue = g_q;
-    vc.damage = -1; /* every frame through the GPU encoder, also the repeated one below (damage would skip it) */
+    vc.damage = damage;
+    CHECK_EQ_INT(rcanvas_vk_new(*c, &vc, vk), RCANVAS_OK);
+}
+
+static void test_gpu_jpeg(rcanvas_server *srv) {
+    rcanvas_canvas *c;
     rcanvas_vk *vk2 = NULL;
-    CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk2), RCANVAS_OK);
+    /* damage off: every frame through the GPU encoder, also the repeated one below (damage would skip it) */
+    jpeg_canvas_ring(srv, "gpujpeg", 50, -1, &c, &vk2);
+    rc_session *sess = NULL; /* refinement happens only while someone watches */
+    CHECK_EQ_INT(rc_session_open(c, NULL, &sess), RCANVAS_OK);
     gpu_image g;
     uint32_t w = 200, h = 120;
     CHECK(image_new(&g, w, h, VK_FORMAT_B8G8R8A8_UNORM) == 0);
@@ -492,26 +500,9 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
  * them) and not as the GPU's whole-frame JPEG; one where most changed goes whole from the GPU. Each picture is
  * checked by decoding its tiles over the previous one (PSNR against the source). */
 static void test_gpu_jpeg_damage(rcanvas_server *srv) {
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.name = "gpujpegdamage";
-    cc.codec = RCANVAS_CODEC_JPEG;
-    cc.quality = 90;
-    cc.subsampling = RCANVAS_SUBSAMP_444;
-    cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    cc.refine_ms = 0;
     rcanvas_canvas *c;
-    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &c), RCANVAS_OK);
-    rcanvas_vk_config vc;
-    rcanvas_vk_config_init(&vc);
-    vc.instance = rcanvas_vk_instance(g_vk);
-    vc.physical_device = rcanvas_vk_physical_device(g_vk);
-    vc.device = g_dev;
-    vc.queue_family = rcanvas_vk_queue_family(g_vk);
-    vc.queue = g_q;
-    vc.damage = 1;
     rcanvas_vk *vk3 = NULL;
-    CHECK_EQ_INT(rcanvas_vk_new(c, &vc, &vk3), RCANVAS_OK);
+    jpeg_canvas_ring(srv, "gpujpegdamage", 0, 1, &c, &vk3);
     rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_JPEG, .protocol = 2};
     rc_session *sess = NULL; /* a viewer: damage is relative to the frame it acked */
     CHECK_EQ_INT(rc_session_open(c, &caps, &sess), RCANVAS_OK);

@@ -149,6 +149,7 @@ struct rc_gpu_jpeg {
     int have_image_input;     /* P_DCT_IMG was made: images with VK_IMAGE_USAGE_SAMPLED_BIT are read directly */
     uint32_t subgroup_size;   /* P_BSCAN is the subgroup build (jpeg_bscan_sg) for this subgroup size; 0: not */
     int input_copy;           /* copy the image first even when it can be sampled (see rc_gpu_jpeg_new) */
+    uint8_t sampled_ok[4];    /* optimal tiling can sample the format: RGBA8, BGRA8 UNORM, RGBA8, BGRA8 SRGB (once) */
     VkImageView view;         /* the view of the image of the encode in flight or last done (destroyed at the next) */
     int direct;               /* the last encode read its image directly (no input copy) */
     int64_t spin_us;          /* the synchronous paths poll their fence this long before sleeping on it */
@@ -322,6 +323,13 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->input_copy = envi && !strcmp(envi, "copy")    ? 1
                     : envi && !strcmp(envi, "image") ? 0
                                                      : dprops.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    static const VkFormat inputs[4] = {VK_FORMAT_R8G8B8A8_UNORM, VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_SRGB,
+                                       VK_FORMAT_B8G8R8A8_SRGB};
+    for (int i = 0; i < 4; i++) { /* asked once here, not per frame */
+        VkFormatProperties fp;
+        vkGetPhysicalDeviceFormatProperties(phys, inputs[i], &fp);
+        e->sampled_ok[i] = (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT) != 0;
+    }
     e->path = RC_GPU_JPEG_BLOCKS;
     const char *envp = getenv("RCANVAS_GPU_JPEG_PATH"); /* benchmarks: "intervals" for the previous path */
     if (envp && !strcmp(envp, "intervals")) e->path = RC_GPU_JPEG_INTERVALS;
@@ -696,9 +704,12 @@ static int is_bgra(VkFormat f) { return f == VK_FORMAT_B8G8R8A8_UNORM || f == VK
  * that optimal tiling can sample (all four are required to), the pipeline made, not turned off for a benchmark. */
 static int can_read_direct(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags usage) {
     if (!e->have_image_input || e->input_copy || !(usage & VK_IMAGE_USAGE_SAMPLED_BIT)) return 0;
-    VkFormatProperties fp;
-    vkGetPhysicalDeviceFormatProperties(e->phys, format, &fp);
-    return (fp.optimalTilingFeatures & VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT) != 0;
+    int i = format == VK_FORMAT_R8G8B8A8_UNORM   ? 0
+            : format == VK_FORMAT_B8G8R8A8_UNORM ? 1
+            : format == VK_FORMAT_R8G8B8A8_SRGB  ? 2
+            : format == VK_FORMAT_B8G8R8A8_SRGB  ? 3
+                                                 : -1;
+    return i >= 0 && e->sampled_ok[i];
 }
 
 int rc_gpu_jpeg_reads_image(rc_gpu_jpeg *e, VkFormat format, VkImageUsageFlags usage) {
