@@ -3,7 +3,7 @@
 # without Vulkan).
 
 APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
-                zlib1g-dev libssl-dev chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
+                zlib1g-dev libssl-dev curl openssl chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
                 clang libclang-rt-dev \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools

@@ -249,9 +249,12 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
 }
 
 /* With TLS, a plain-HTTP request on the port (let through by ALLOW_NON_SSL_ON_SSL_PORT, server.c) gets 400 and
- * nothing else: 1 when wsi is such a request (answered), else 0 (issue 11). */
+ * nothing else: 1 when wsi is such a request (answered), else 0 (issue 11). TLS is asked of the network
+ * connection, not of wsi: a stream multiplexed on a connection (HTTP/2) is a wsi of its own that lws_is_ssl()
+ * answers 0 for whatever carries it (issue 19). */
 static int refuse_plain(struct lws *wsi, rc_transport *s) {
-    if (!s->tls || lws_is_ssl(wsi)) return 0;
+    struct lws *net = lws_get_network_wsi(wsi);
+    if (!s->tls || lws_is_ssl(net ? net : wsi)) return 0;
     lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "this server speaks https: open the https:// URL");
     return 1;
 }
@@ -381,6 +384,21 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
     p->body = NULL;
     if (w < (int)p->body_len) return -1;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+/* lws 4.1.6 (built with HTTP/2, as Debian's is) switches a connection to HTTP/2 on "Upgrade: h2c" (RFC 7540 §3.2)
+ * after this callback says 0 (lib/roles/http/server/server.c, lws_handshake_server → upgrade_h2c), before any
+ * request reaches rc_http_serve: the streams on it then skipped the TLS check (the stream's wsi is not the TLS
+ * one) and each RFC 8441 extended CONNECT that rc_http_filter_upgrade refused leaked 240 bytes inside lws, with no
+ * token needed (issue 19; tests/transport/test_h2c.c). This server speaks HTTP/1.1 only (server.c: ALPN
+ * "http/1.1"): every upgrade but websocket is answered 400 here and the connection closed, a plain request on the
+ * TLS port the https refusal first. lws answers other Upgrade values 403 before asking. */
+int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *s, const char *upgrade) {
+    if (upgrade && !strcasecmp(upgrade, "websocket")) return 0;
+    if (!refuse_plain(wsi, s))
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
+                               "this server speaks HTTP/1.1 only: no upgrade to h2c");
+    return -1; /* hang up after the answer: nothing else is read from this connection */
 }
 
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {

@@ -201,6 +201,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             p->body = NULL;
         }
         return 0;
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: return rc_http_confirm_upgrade(wsi, t, (const char *)in);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: return rc_http_filter_upgrade(wsi, t, p);
     case LWS_CALLBACK_ESTABLISHED: return rc_viewer_established(wsi, t, p);
     case LWS_CALLBACK_TIMER:

@@ -126,6 +126,9 @@ int rc_http_serve(struct lws *wsi, rc_transport *t, rc_pss *p, const char *path)
 int rc_http_writable(struct lws *wsi, rc_pss *p);
 /* Checks an upgrade request (path, token, Origin, canvas, viewer limit): 0 and p->canvas set and a viewer slot
  * reserved, or -1 after answering it with an HTTP error. */
+/* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: 0 for "websocket"; any other upgrade (h2c) is answered 400 and -1 returned
+ * (lws hangs up). upgrade: the Upgrade header's value, NUL-terminated. Network thread. */
+int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *t, const char *upgrade);
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *t, rc_pss *p);
 void rc_transport_release_slot(rc_transport *t);
 
