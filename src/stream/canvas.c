@@ -22,11 +22,7 @@
  * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
 #define RC_CATCHUP_US 50000
 
-static void set_prefs_locked(rcanvas_canvas *c);
-static void codec_changed_locked(rcanvas_canvas *c);
 static void set_tier0_locked(rcanvas_canvas *c);
-static void apply_codec_change_locked(rcanvas_canvas *c);
-static int tiers_busy_locked(const rcanvas_canvas *c);
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
     if (!cfg) return;
@@ -95,7 +91,7 @@ void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double rat
 }
 
 /* A live codec must be built in (rc_codec_for), or AUTO. */
-static int check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
+int rc_canvas_check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
     if (codec != RCANVAS_CODEC_AUTO && !rc_codec_for(codec)) return RCANVAS_EINVAL;
     if (quality < 1 || quality > 100) return RCANVAS_EINVAL;
     if (ss != RCANVAS_SUBSAMP_420 && ss != RCANVAS_SUBSAMP_444) return RCANVAS_EINVAL;
@@ -111,7 +107,7 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
     if (!(cfg->max_fps >= 0 && cfg->max_fps <= 1000) || cfg->max_in_flight < 1 ||
         cfg->max_in_flight > RC_MAX_INFLIGHT)
         return RCANVAS_EINVAL;
-    if (check_params(cfg->codec, cfg->quality, cfg->subsampling)) return RCANVAS_EINVAL;
+    if (rc_canvas_check_params(cfg->codec, cfg->quality, cfg->subsampling)) return RCANVAS_EINVAL;
     if (cfg->refine_ms < 0 || cfg->width < 1 || cfg->height < 1 || cfg->width > 32768 || cfg->height > 32768 ||
         !(cfg->pixel_ratio > 0 && cfg->pixel_ratio <= 16))
         return RCANVAS_EINVAL;
@@ -131,7 +127,7 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
     c->max_in_flight = cfg->max_in_flight;
     c->params = (rc_encode_params){.codec = cfg->codec, .quality = cfg->quality, .subsampling = cfg->subsampling,
                                    .bitrate_kbps = RC_DEFAULT_BITRATE_KBPS};
-    set_prefs_locked(c);
+    rc_canvas_set_prefs_locked(c);
     c->tiers[0].codec = c->prefs[0];
     c->refine_ms = cfg->refine_ms;
     c->rate_adapt = 1;
@@ -169,7 +165,7 @@ void rc_canvas_set_source_codec(rcanvas_canvas *c, const rc_codec_type *codec) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static void frame_release_locked(rc_frame_buf *fb) {
+void rc_frame_release_locked(rc_frame_buf *fb) {
     if (!fb || fb->refs == 0) return;
     if (--fb->refs == 0 && fb->ext_release) {
         void (*release)(void *) = fb->ext_release;
@@ -183,7 +179,7 @@ void rc_canvas_close(rcanvas_canvas *c) {
     c->closing = 1;
     pthread_cond_broadcast(&c->cv);
     rc_canvas_notify_locked(c); /* sessions see `closing`: the transport closes them */
-    while (c->encoding || c->refine_running || tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
+    while (c->encoding || c->refine_running || rc_canvas_tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -241,12 +237,12 @@ int rcanvas_canvas_set_cursor(rcanvas_canvas *c, const char *cursor) {
 }
 
 int rcanvas_canvas_set_codec(rcanvas_canvas *c, rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
-    if (!c || check_params(codec, quality, ss)) return RCANVAS_EINVAL;
+    if (!c || rc_canvas_check_params(codec, quality, ss)) return RCANVAS_EINVAL;
     pthread_mutex_lock(&c->mu);
     c->params.codec = codec;
     c->params.quality = quality;
     c->params.subsampling = ss;
-    codec_changed_locked(c);
+    rc_canvas_codec_changed_locked(c);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
 }
@@ -270,7 +266,7 @@ int rcanvas_canvas_viewer_count(rcanvas_canvas *c) {
 
 /* The canvas's codec preference: one codec (then JPEG, which every viewer decodes), or RCANVAS_CODEC_AUTO:
  * H.264, VP9, VP8 (those built in), then JPEG. mu held. */
-static void set_prefs_locked(rcanvas_canvas *c) {
+void rc_canvas_set_prefs_locked(rcanvas_canvas *c) {
     c->nprefs = 0;
     if (c->params.codec == RCANVAS_CODEC_AUTO) {
         static const rcanvas_codec order[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_VP9, RCANVAS_CODEC_VP8};
@@ -286,10 +282,10 @@ static void set_prefs_locked(rcanvas_canvas *c) {
 /* The canvas's codec changed: new preferences; every session moves to its best tier (with a keyframe). */
 /* The codec preferences changed (an option, or a codec that failed): every session moves to its best tier, with a
  * keyframe. While a tier encodes, tiers cannot be rebuilt: the change waits for the encode to finish
- * (apply_codec_change_locked from tier_done_locked), and sessions stay where they are meanwhile. mu held. */
-static void apply_codec_change_locked(rcanvas_canvas *c) {
+ * (rc_canvas_apply_codec_change_locked from tier_done_locked), and sessions stay where they are meanwhile. mu held. */
+void rc_canvas_apply_codec_change_locked(rcanvas_canvas *c) {
     c->codec_change_pending = 0;
-    set_prefs_locked(c);
+    rc_canvas_set_prefs_locked(c);
     for (rc_session *s = c->sessions; s; s = s->next) { /* off their tiers, then each to its best one */
         if (s->tier >= 0) c->tiers[s->tier].nsessions--;
         s->tier = -1;
@@ -301,9 +297,9 @@ static void apply_codec_change_locked(rcanvas_canvas *c) {
     rc_canvas_notify_locked(c);
 }
 
-static void codec_changed_locked(rcanvas_canvas *c) {
-    if (tiers_busy_locked(c)) c->codec_change_pending = 1;
-    else apply_codec_change_locked(c);
+void rc_canvas_codec_changed_locked(rcanvas_canvas *c) {
+    if (rc_canvas_tiers_busy_locked(c)) c->codec_change_pending = 1;
+    else rc_canvas_apply_codec_change_locked(c);
 }
 
 /* Clears tier t for reuse, keeping its scaled-frame buffer. mu held; t not busy. */
@@ -361,7 +357,7 @@ void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
 
 /* Encodes frame fb with an intra, stripe-parallel codec into pk on the pool; done(task) runs when it is finished.
  * mu held; the pool takes its own lock only. */
-static void submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
+void rc_canvas_submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
                            const rc_codec_type *codec, const rc_encode_params *params, rc_encode_done_fn done,
                            rc_packet *pk) {
     task->img = *img;
@@ -377,7 +373,7 @@ static void submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf
 }
 
 /* 1 while some tier encodes (a frame, or a keyframe of `last`). mu held. */
-static int tiers_busy_locked(const rcanvas_canvas *c) {
+int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c) {
     for (int i = 0; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].busy) return 1;
     return 0;
@@ -422,7 +418,7 @@ static void stream_job_run(rc_job *job, rc_worker *w) {
 
 /* The frame rate the app draws at when no viewer holds it back (smoothed), at most max_fps: what a tier's budget is
  * spread over. mu held. */
-static double fps_goal_locked(const rcanvas_canvas *c) {
+double rc_canvas_fps_goal_locked(const rcanvas_canvas *c) {
     double cap = c->max_fps > 0 ? c->max_fps : 60;
     return c->present_fps > 0 && c->present_fps < cap ? c->present_fps : cap;
 }
@@ -431,13 +427,13 @@ static double fps_goal_locked(const rcanvas_canvas *c) {
  * image codecs their quality from the previous frame (tier_done_locked). Returns the image to encode (fb's, or fb's
  * shrunk into the tier's buffer); sets the tier's frame-rate bookkeeping. mu held (the shrink runs under it too:
  * ~1 ms at 1080p with libyuv, and only on links too slow for the full size). */
-static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
+rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
                                   rc_encode_params *params) {
     int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
     double top_bps = (double)c->params.bitrate_kbps * 1000;
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
-    double goal = fps_goal_locked(c);
+    double goal = rc_canvas_fps_goal_locked(c);
     if (t->last_encode_us && now > t->last_encode_us) { /* the rate this tier actually encodes at */
         double f = 1e6 / (double)(now - t->last_encode_us);
         t->enc_fps = t->enc_fps > 0 ? t->enc_fps + (f - t->enc_fps) / 8 : f;
@@ -477,7 +473,7 @@ static void count_encode_locked(rcanvas_canvas *c, rc_tier *t) {
 }
 
 /* Starts tier t on frame fb. Returns 1 if it was started. mu held. */
-static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
+int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) return 0;
     int64_t now = rc_now_us();
@@ -488,7 +484,7 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
     params.codec = (rcanvas_codec)t->codec->wire_id;
     if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
-    rc_image img = steer_tier_locked(c, t, fb, now, &params);
+    rc_image img = rc_canvas_steer_tier_locked(c, t, fb, now, &params);
     int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
     int requested = 0;      /* a viewer asked for a whole frame (intra codecs: its picture does not fit a partial one) */
     if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
@@ -524,21 +520,21 @@ static int start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
         rc_damage_plan_live_locked(c, t, fb, requested || scaled || t->coded_scaled, pk, &t->task);
         t->coded_scaled = scaled;
         if (scaled) pk->flags |= RC_PACKET_SCALED;
-        submit_stripes(c, &t->task, fb, &img, t->codec, &params, live_done, pk);
+        rc_canvas_submit_stripes(c, &t->task, fb, &img, t->codec, &params, live_done, pk);
     }
     return 1;
 }
 
 /* Moves `pending` into the encoders: every tier in use (and tier 0) that wants it encodes it. mu held; the pool
  * takes its own lock only. */
-static void start_encode_locked(rcanvas_canvas *c) {
-    if (c->codec_change_pending) apply_codec_change_locked(c); /* no tier is busy here */
+void rc_canvas_start_encode_locked(rcanvas_canvas *c) {
+    if (c->codec_change_pending) rc_canvas_apply_codec_change_locked(c); /* no tier is busy here */
     rc_frame_buf *fb = c->pending;
     c->pending = NULL;
     if (rc_damage_resolve_locked(c, fb)) { /* identical to `last`: no packet for any codec */
         c->counters.unchanged++;
         rc_damage_skip_locked(c, fb);
-        frame_release_locked(fb);
+        rc_frame_release_locked(fb);
         pthread_cond_broadcast(&c->cv); /* it counts as delivered: a draw may be due */
         rc_canvas_notify_locked(c);     /* the tick: refinement, keyframes of `last` */
         return;
@@ -561,7 +557,7 @@ static void start_encode_locked(rcanvas_canvas *c) {
             continue;
         }
         eligible++;
-        c->encoding_tiers += start_tier_locked(c, t, fb);
+        c->encoding_tiers += rc_canvas_start_tier_locked(c, t, fb);
     }
     if (skipped) rc_canvas_notify_locked(c);
     if (c->encoding_tiers > 0) return;
@@ -570,10 +566,10 @@ static void start_encode_locked(rcanvas_canvas *c) {
         rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': out of memory for frame %u", c->name, fb->seq);
         c->counters.dropped++;
         if (fb->seq > c->failed_seq) c->failed_seq = fb->seq;
-        frame_release_locked(fb);
+        rc_frame_release_locked(fb);
     } else { /* nobody to encode for: the frame waits as `last` for a viewer's tier */
         rc_damage_commit_locked(c, fb, 0);
-        frame_release_locked(c->last);
+        rc_frame_release_locked(c->last);
         c->last = fb;
     }
 }
@@ -597,7 +593,7 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
             if (px)
                 rc_steer_image(&t->steer, (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
-                               t->budget_bps, fps_goal_locked(c), px, pk->total_bytes);
+                               t->budget_bps, rc_canvas_fps_goal_locked(c), px, pk->total_bytes);
         }
     } else {
         if (t->failures++ % 100 == 0)
@@ -611,7 +607,7 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': %s fails at %ux%u; its viewers fall back", c->name,
                    t->codec->name, pk->width, pk->height);
             c->codecs_disabled |= 1u << t->codec->wire_id;
-            codec_changed_locked(c);
+            rc_canvas_codec_changed_locked(c);
         }
     }
     if (t != &c->tiers[0] && t->nsessions == 0) { /* nobody watches it: keep no stale packet */
@@ -623,10 +619,10 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     rc_frame_buf *fb = c->encoding;
     if (t->side_frame) { /* `last` on this tier alone (side_check_locked), not part of a frame's encode */
         if (status == RCANVAS_OK && t->side_frame->seq > c->latest_seq) c->latest_seq = t->side_frame->seq;
-        frame_release_locked(t->side_frame);
+        rc_frame_release_locked(t->side_frame);
         t->side_frame = NULL;
-        if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
-        if (!c->encoding && c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
+        if (c->codec_change_pending && !rc_canvas_tiers_busy_locked(c)) rc_canvas_apply_codec_change_locked(c);
+        if (!c->encoding && c->pending && !c->closing && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
         return;
     }
     if (status == RCANVAS_OK) c->encoding_ok++;
@@ -636,19 +632,19 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     if (c->encoding_ok == 0 && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
     if (c->encoding_ok > 0) c->counters.encoded++;
     else c->counters.dropped++;
-    if (c->codec_change_pending && !tiers_busy_locked(c)) apply_codec_change_locked(c);
+    if (c->codec_change_pending && !rc_canvas_tiers_busy_locked(c)) rc_canvas_apply_codec_change_locked(c);
     if (c->encoding_ok > 0 && fb->seq > c->latest_seq) {
         rc_packet *old_refined = c->refined;
         c->latest_seq = fb->seq;
         c->refined = NULL;
         rc_packet_unref(old_refined);
         rc_damage_commit_locked(c, fb, 0);
-        frame_release_locked(c->last);
+        rc_frame_release_locked(c->last);
         c->last = fb; /* the encoding slot's reference moves to `last` */
     } else {
-        frame_release_locked(fb);
+        rc_frame_release_locked(fb);
     }
-    if (c->pending && !c->closing && !tiers_busy_locked(c)) start_encode_locked(c);
+    if (c->pending && !c->closing && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
 }
 
 static void live_done(rc_encode_task *task, int status) {
@@ -690,8 +686,8 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
         if (!t->keyframe_requested) rc_steer_rate_allows(&t->steer, &t->cap_next_us, now_us); /* counts for the cap */
         c->last->refs++; /* held while the tier reads it; tier_done_locked lets go */
         t->side_frame = c->last;
-        if (!start_tier_locked(c, t, c->last)) {
-            frame_release_locked(t->side_frame);
+        if (!rc_canvas_start_tier_locked(c, t, c->last)) {
+            rc_frame_release_locked(t->side_frame);
             t->side_frame = NULL;
         }
     }
@@ -703,7 +699,7 @@ static void refine_done(rc_encode_task *t, int status) {
     rc_packet *drop = t->packet, *old = NULL;
     pthread_mutex_lock(&c->mu);
     c->refine_running = 0;
-    frame_release_locked(c->refine_src);
+    rc_frame_release_locked(c->refine_src);
     c->refine_src = NULL;
     if (status == RCANVAS_OK && c->latest_seq == t->seq && !c->closing) {
         old = c->refined;
@@ -732,7 +728,7 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
      * those changed after `base` (0: all). One made already (or failed) for that base or an older one: done. */
     long base = rc_damage_refine_base_locked(c, codec);
     if (base < 0 || (c->damage.refine_seq == fb->seq && c->damage.refine_base <= (uint32_t)base)) goto out;
-    if (c->pending || c->encoding || tiers_busy_locked(c)) goto out; /* its completion re-arms */
+    if (c->pending || c->encoding || rc_canvas_tiers_busy_locked(c)) goto out; /* its completion re-arms */
     /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
      * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
@@ -757,7 +753,7 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     c->damage.refine_base = pk->base_seq;
     rc_encode_params params = {.codec = (rcanvas_codec)codec->wire_id, .quality = 100,
                                .subsampling = RCANVAS_SUBSAMP_444};
-    submit_stripes(c, t, fb, &fb->img, codec, &params, refine_done, pk);
+    rc_canvas_submit_stripes(c, t, fb, &fb->img, codec, &params, refine_done, pk);
 out:
     return ret;
 }
@@ -792,16 +788,16 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
         c->present_h = fb->img.height;
         if (c->codecs_disabled) { /* a new size: the codecs that failed at the old one get another chance */
             c->codecs_disabled = 0;
-            codec_changed_locked(c);
+            rc_canvas_codec_changed_locked(c);
         }
     }
     c->counters.presented++;
     if (c->pending) {
         c->counters.dropped++; /* replaced before it was encoded */
-        frame_release_locked(c->pending);
+        rc_frame_release_locked(c->pending);
     }
     c->pending = fb;
-    if (!c->encoding && !tiers_busy_locked(c)) start_encode_locked(c);
+    if (!c->encoding && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
 }
 
 /* A slot that once held a much larger frame lets go of its memory when a smaller one comes (after a resize back
@@ -865,7 +861,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         if (!p) {
             pthread_mutex_lock(&c->mu);
             fb->refs = 0;
-            frame_release_locked(prev);
+            rc_frame_release_locked(prev);
             pthread_mutex_unlock(&c->mu);
             return RCANVAS_ENOMEM;
         }
@@ -881,7 +877,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     rc_damage_compute(fb, prev, NULL, 0, 0); /* the tiles that differ from the frame before, outside the lock */
 
     pthread_mutex_lock(&c->mu);
-    frame_release_locked(prev);
+    rc_frame_release_locked(prev);
     if (c->closing) {
         fb->refs = 0;
         pthread_mutex_unlock(&c->mu);
@@ -923,9 +919,9 @@ static int present_external(rcanvas_canvas *c, const rc_image *img, void (*relea
     pthread_mutex_unlock(&c->mu);
     rc_damage_compute(fb, prev, dirty, tiles_x, tiles_y);
     pthread_mutex_lock(&c->mu);
-    frame_release_locked(prev);
+    rc_frame_release_locked(prev);
     if (c->closing) {
-        frame_release_locked(fb); /* releases the pixels */
+        rc_frame_release_locked(fb); /* releases the pixels */
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_ECLOSED;
     }
@@ -948,19 +944,19 @@ int rc_canvas_present_external_damage(rcanvas_canvas *c, const rc_image *img, vo
 void rc_canvas_release_external(rcanvas_canvas *c) {
     pthread_mutex_lock(&c->mu);
     if (c->pending && c->pending->ext_release) {
-        frame_release_locked(c->pending);
+        rc_frame_release_locked(c->pending);
         c->pending = NULL;
     }
     /* a running encode may start the next pending frame: wait until the pipeline is empty of external frames */
-    while (c->encoding || c->refine_running || tiers_busy_locked(c) || (c->pending && c->pending->ext_release)) {
+    while (c->encoding || c->refine_running || rc_canvas_tiers_busy_locked(c) || (c->pending && c->pending->ext_release)) {
         if (c->pending && c->pending->ext_release) {
-            frame_release_locked(c->pending);
+            rc_frame_release_locked(c->pending);
             c->pending = NULL;
         }
-        if (c->encoding || c->refine_running || tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
+        if (c->encoding || c->refine_running || rc_canvas_tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
     }
     if (c->last && c->last->ext_release) {
-        frame_release_locked(c->last);
+        rc_frame_release_locked(c->last);
         c->last = NULL;
     }
     pthread_mutex_unlock(&c->mu);
@@ -974,7 +970,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     /* ... and whose encoder runs at the top (the GPU encoder has one quality, full size, every frame) */
     const rc_steer *st = &c->tiers[0].steer;
     int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-               !tiers_busy_locked(c) &&
+               !rc_canvas_tiers_busy_locked(c) &&
                (!st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= c->params.quality));
     for (int i = 1; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].nsessions) only = 0;
@@ -1001,7 +997,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     rc_packet *old_latest = NULL, *old_refined = NULL;
     pthread_mutex_lock(&c->mu);
     only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-           !tiers_busy_locked(c) && !c->codec_change_pending;
+           !rc_canvas_tiers_busy_locked(c) && !c->codec_change_pending;
     for (int i = 1; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].nsessions) only = 0;
     if (!only) { /* a viewer or a codec change came in between: the CPU pipeline after all */
@@ -1027,7 +1023,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->counters.encoded++; /* encoded by its source (GPU JPEG) */
     if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
         c->counters.dropped++;
-        frame_release_locked(c->pending);
+        rc_frame_release_locked(c->pending);
         c->pending = NULL;
     }
     old_latest = c->tiers[0].latest;
@@ -1038,7 +1034,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     c->refined = NULL;
     fb->dmg_base = 0;
     rc_damage_commit_locked(c, fb, 1); /* sent whole */
-    frame_release_locked(c->last);
+    rc_frame_release_locked(c->last);
     c->last = fb; /* source of the lossless refinement */
     rc_packet_unref(old_latest);
     rc_packet_unref(old_refined);
@@ -1190,10 +1186,10 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
     pthread_mutex_lock(&c->mu);
     switch (opt) {
     case RCANVAS_OPT_CODEC:
-        if (check_params((rcanvas_codec)value, c->params.quality, c->params.subsampling)) r = RCANVAS_EINVAL;
+        if (rc_canvas_check_params((rcanvas_codec)value, c->params.quality, c->params.subsampling)) r = RCANVAS_EINVAL;
         else {
             c->params.codec = (rcanvas_codec)value;
-            codec_changed_locked(c);
+            rc_canvas_codec_changed_locked(c);
         }
         break;
     case RCANVAS_OPT_BITRATE_KBPS:
@@ -1233,7 +1229,7 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         else {
             c->max_in_flight = value;
             for (rc_session *s = c->sessions; s; s = s->next)
-                s->window = rc_link_window(&s->link, fps_goal_locked(c), value, RC_MAX_INFLIGHT);
+                s->window = rc_link_window(&s->link, rc_canvas_fps_goal_locked(c), value, RC_MAX_INFLIGHT);
         }
         break;
     case RCANVAS_OPT_UPDATE_MODE:
