@@ -1,14 +1,11 @@
 /*
- * canvas.c — the stream stage: rcanvas_present() copies the app's frame into a pooled frame buffer and feeds the
- * canvas's encode pipeline (one frame encoding, one pending; a newer present replaces the pending one); encoded
- * packets become `latest`, and the canvas notifies the runtime so the transports ask their sessions for it.
- * rcanvas_wait() decides when a draw is due (update mode, max_fps, and flow control on the active viewer's
- * unacked frames). Events from viewers queue here, merged as rendercanvas does. Idle canvases get their last
- * frame re-encoded losslessly (refinement). Sessions (the viewers' side) are in session.c.
+ * canvas.c — the canvas's lifecycle and core: configuration defaults, name and size checks, create, close and
+ * destroy, the title and cursor, and what the runtime and tests read of a canvas (accessors, introspection). The
+ * canvas's other jobs are in canvas_*.c (one each, named in its first line); sessions (the viewers' side) are in
+ * session.c, and canvas_internal.h holds what they share.
  */
 #include "stream/canvas_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /*
- * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by canvas.c (frames,
- * encode pipeline, scheduling, events), session.c (viewers: flow control, roles, keyframes) and registry.c.
- * Everything in them is guarded by the canvas's mutex `mu`.
+ * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by the canvas's files
+ * (canvas.c: lifecycle and core; canvas_tiers.c: tiers and steering; canvas_encode.c: the encode pipeline;
+ * canvas_refine.c: refinement and catch-up; canvas_present.c: frames in; canvas_schedule.c: when the app draws;
+ * canvas_events.c: the event queue; canvas_options.c: options), session.c (viewers: flow control, roles,
+ * keyframes), damage.c and registry.c. Everything in them is guarded by the canvas's mutex `mu`.
  */
 #ifndef RC_CANVAS_INTERNAL_H
 #define RC_CANVAS_INTERNAL_H
