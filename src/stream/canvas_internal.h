@@ -1,7 +1,9 @@
 /*
- * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by canvas.c (frames,
- * encode pipeline, scheduling, events), session.c (viewers: flow control, roles, keyframes) and registry.c.
- * Everything in them is guarded by the canvas's mutex `mu`.
+ * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by the canvas's files
+ * (canvas.c: lifecycle and core; canvas_tiers.c: tiers and steering; canvas_encode.c: the encode pipeline;
+ * canvas_refine.c: refinement and catch-up; canvas_present.c: frames in; canvas_schedule.c: when the app draws;
+ * canvas_events.c: the event queue; canvas_options.c: options), session.c (viewers: flow control, roles,
+ * keyframes), damage.c and registry.c. Everything in them is guarded by the canvas's mutex `mu`.
  */
 #ifndef RC_CANVAS_INTERNAL_H
 #define RC_CANVAS_INTERNAL_H
@@ -208,15 +210,38 @@ struct rcanvas_canvas {
     rc_canvas_counters counters; /* for /metrics (session.h; issue 11) */
 };
 
-/* canvas.c, for session.c (mu held) */
+/* canvas.c and canvas_events.c, for session.c and the other canvas files (mu held) */
 void rc_canvas_notify_locked(rcanvas_canvas *c);
 void rc_canvas_queue_event_locked(rcanvas_canvas *c, const rcanvas_event *ev);
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio);
-/* canvas.c, for session.c (mu held): the tier of a codec and rung (made if needed; a tier without viewers takes
- * the rung; -1 if all are taken), and the keyframe a session asked for. */
+/* canvas_tiers.c, for session.c (mu held): the tier of a codec and rung (made if needed; a tier without viewers
+ * takes the rung; -1 if all are taken), and the keyframe a session asked for. */
 int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung);
 void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
-/* session.c, for canvas.c (mu held): hands the active role on from a stalled viewer; µs to the next check. */
+
+/* ---- between the canvas's own files (mu held unless said) ---- */
+/* canvas.c: one slot lets go of frame fb (NULL or free: nothing); the last one runs its ext_release. */
+void rc_frame_release_locked(rc_frame_buf *fb);
+/* canvas.c: RCANVAS_OK if a live codec, quality and subsampling are valid (no lock needed). */
+int rc_canvas_check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss);
+/* canvas_tiers.c: the codec preferences from params.codec; a change of them (now, or when no tier is busy); 1
+ * while some tier encodes; the app's frame rate a tier's budget is spread over; a tier's encode settings. */
+void rc_canvas_set_prefs_locked(rcanvas_canvas *c);
+void rc_canvas_apply_codec_change_locked(rcanvas_canvas *c);
+void rc_canvas_codec_changed_locked(rcanvas_canvas *c);
+int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c);
+double rc_canvas_fps_goal_locked(const rcanvas_canvas *c);
+rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
+                                     rc_encode_params *params);
+/* canvas_encode.c: a frame's stripes onto the pool; tier t started on frame fb (1 if it was); `pending` into the
+ * encoders. */
+void rc_canvas_submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
+                              const rc_codec_type *codec, const rc_encode_params *params, rc_encode_done_fn done,
+                              rc_packet *pk);
+int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb);
+void rc_canvas_start_encode_locked(rcanvas_canvas *c);
+
+/* session.c, for canvas_refine.c (mu held): hands the active role on from a stalled viewer; µs to the next check. */
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);

@@ -7,8 +7,8 @@
  * tiles_y = ceil(height / RC_DAMAGE_TILE), nonzero = the tile changed; or `all` (every tile: a first frame, a new
  * size or pixel format, a history that no longer reaches back far enough).
  *
- * How the canvas uses it (canvas.c calls the rc_damage_*_locked functions at a few points; all under its mutex
- * unless said otherwise):
+ * How the canvas uses it (its files, canvas*.c, call the rc_damage_*_locked functions at a few points; all under
+ * its mutex unless said otherwise):
  *  - Each presented frame gets its damage against the frame presented before it (rc_damage_present_begin takes
  *    a reference on that one under the lock, rc_damage_compute compares outside it; a GPU source may hand in a
  *    bitmap of its own instead). A pending frame that a newer one replaces folds its damage into the newer one.
@@ -102,7 +102,7 @@ typedef struct rc_damage_state {
 
 void rc_damage_state_free(rc_damage_state *d);
 
-/* ---- the canvas's hooks (canvas.c, session.c) ---- */
+/* ---- the canvas's hooks (canvas*.c, session.c) ---- */
 typedef struct rcanvas_canvas rcanvas_canvas;
 typedef struct rc_session rc_session;
 struct rc_frame_buf;

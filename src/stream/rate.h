@@ -5,7 +5,7 @@
  * for its frames; rc_steer turns a target into encoder settings, preferring, in this order, to lower the quality
  * (JPEG/WebP quality, or the video bitrate), then the frame rate, then the resolution, and to climb back in the
  * opposite order. Pure computation on caller-owned structs, no locks, no clock: the session (session.c) and the
- * tier (canvas.c) call them under the canvas lock with the time they read.
+ * tier (canvas_tiers.c) call them under the canvas lock with the time they read.
  *
  * Sources. The delivery-rate sample is BBR's (Cardwell et al., "BBR: Congestion-Based Congestion Control",
  * ACM Queue 14(5), 2016; draft-cheng-iccrg-delivery-rate-estimation): bytes acked between a packet's send and its

@@ -88,7 +88,7 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     s->last_id = 0;
     s->floor_seq = s->given_seq; /* nothing older than what it shows (a slower tier may hold an older frame) */
     s->given_seq = 0; /* it gets the newest packet of its tier (no new draw: a still scene's keyframe is the last
-                       * frame encoded again, see side_check_locked) */
+                       * frame encoded again, see side_check_locked in canvas_refine.c) */
     rc_tier *tt = &c->tiers[t]; /* a tier without the newest frame: make it (keyframe_check_locked) */
     if (!tt->busy && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
         rc_canvas_request_keyframe_locked(c, tt);
@@ -330,7 +330,8 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
             fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
         s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
         rung_check_locked(c, s, now_us);
-        /* its tier skipped frames while it was full: the catch-up on `last` is the tick's (side_check_locked) */
+        /* its tier skipped frames while it was full: the catch-up on `last` is the tick's (side_check_locked,
+         * canvas_refine.c) */
         if (s->tier >= 0 && c->last && (!c->tiers[s->tier].latest || c->tiers[s->tier].latest->seq < c->last->seq))
             rc_canvas_notify_locked(c);
         if (seq > s->acked_seq) {

@@ -106,7 +106,7 @@ static void r1_codec_change_while_busy(void) {
     }
     printf("R1: codec changed while tier 0 was busy: %s\n", hit ? "yes" : "no (not reproduced)");
     uint32_t seq = dbg(c).presented_seq;
-    CHECK_EQ_INT(present(c, 100), RCANVAS_OK); /* start_encode_locked -> set_tier0_locked: tier 0 becomes H.264 */
+    CHECK_EQ_INT(present(c, 100), RCANVAS_OK); /* rc_canvas_start_encode_locked -> set_tier0_locked: tier 0 becomes H.264 */
     wait_latest(c, seq + 1);
     got g;
     int n = next(j, &g);

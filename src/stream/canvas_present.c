@@ -1,0 +1,285 @@
+/*
+ * canvas_present.c — frames in: rcanvas_present() copies the app's frame into a free frame slot (the slots,
+ * RC_FRAME_BUFS, and the shrink of an oversized one), external frames (a source's mapped buffer, with or without
+ * its own damage bitmap, or already encoded by the source), and the publish that makes a frame `pending` and
+ * starts the encode pipeline (a newer present replaces the pending one).
+ */
+#include "stream/canvas_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* fb (refs = 1, img set) becomes the newest frame: the pending one it replaces is never encoded. */
+static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    int64_t now = rc_now_us();
+    rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
+    fb->seq = ++c->presented_seq;
+    fb->present_us = now;
+    /* the app's own frame rate: intervals in which no viewer held it back */
+    if (c->last_present_us && now > c->last_present_us && c->draw_held_us < c->last_present_us) {
+        double f = 1e6 / (double)(now - c->last_present_us);
+        c->present_fps = c->present_fps > 0 ? c->present_fps + (f - c->present_fps) / 8 : f;
+    }
+    c->prev_present_us = c->last_present_us;
+    c->last_present_us = now;
+    if (fb->img.width != c->present_w || fb->img.height != c->present_h) {
+        c->present_w = fb->img.width;
+        c->present_h = fb->img.height;
+        if (c->codecs_disabled) { /* a new size: the codecs that failed at the old one get another chance */
+            c->codecs_disabled = 0;
+            rc_canvas_codec_changed_locked(c);
+        }
+    }
+    c->counters.presented++;
+    if (c->pending) {
+        c->counters.dropped++; /* replaced before it was encoded */
+        rc_frame_release_locked(c->pending);
+    }
+    c->pending = fb;
+    if (!c->encoding && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
+}
+
+/* A slot that once held a much larger frame lets go of its memory when a smaller one comes (after a resize back
+ * from a large size): free, not realloc, so that the big block (mmap'd by malloc) goes back to the system at once
+ * instead of staying in the heap. The next copy allocates what it needs. Slot reserved (refs = 1), lock not held. */
+#define RC_SHRINK_MIN_BYTES (4u << 20)
+static void frame_buf_shrink(rc_frame_buf *fb, size_t need) {
+    if (fb->cap <= RC_SHRINK_MIN_BYTES || fb->cap / 2 < need) return;
+    free(fb->pixels);
+    fb->pixels = NULL;
+    fb->cap = 0;
+}
+
+/* What the canvas's live codec can encode (issue 11: a frame it cannot was accepted, then dropped with a log line).
+ * Limits of the libraries: libjpeg-turbo 65500 a side, WebP 16383 (WEBP_MAX_DIMENSION), VP8 16383 (14 bits),
+ * openh264 36864 macroblocks a frame (MAX_MBS_PER_FRAME: 4096 × 2304). AUTO falls back to JPEG per viewer, so
+ * JPEG's limit holds there. 1 if w × h fits. Lock held (params). */
+static int codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h) {
+    switch (c->params.codec) {
+    case RCANVAS_CODEC_WEBP:
+    case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
+    case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
+    case RCANVAS_CODEC_PNG:
+    case RCANVAS_CODEC_VP9:
+    case RCANVAS_CODEC_AV1: return 1; /* max_frame_dim (≤ 65535) is within their limits */
+    default: return w <= 65500 && h <= 65500; /* JPEG, and AUTO's fallback */
+    }
+}
+
+int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
+    if (!c || !f) return RCANVAS_EINVAL;
+    if (!f->pixels) return RCANVAS_ENULL;
+    unsigned bpp = rc_format_bpp(f->format);
+    if (!bpp) return RCANVAS_EFORMAT;
+    uint32_t maxd = c->env.max_frame_dim;
+    if (f->width == 0 || f->height == 0 || f->width > maxd || f->height > maxd) return RCANVAS_EFRAME_SIZE;
+    size_t row = (size_t)f->width * bpp;
+    if (f->pitch < row) return RCANVAS_EPITCH;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_ECLOSED;
+    }
+    if (!codec_fits_locked(c, f->width, f->height)) {
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_EFRAME_SIZE;
+    }
+    rc_frame_buf *fb = NULL;
+    for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
+        if (c->frames[i].refs == 0) fb = &c->frames[i];
+    if (fb) fb->refs = 1; /* reserved for this present; no other slot points at it */
+    rc_frame_buf *prev = fb ? rc_damage_present_begin(c) : NULL; /* held while we diff against it */
+    pthread_mutex_unlock(&c->mu);
+    if (!fb) return RCANVAS_EBUSY; /* only if several threads present on one canvas at once */
+
+    size_t need = row * f->height;
+    frame_buf_shrink(fb, need);
+    if (fb->cap < need) {
+        uint8_t *p = realloc(fb->pixels, need);
+        if (!p) {
+            pthread_mutex_lock(&c->mu);
+            fb->refs = 0;
+            rc_frame_release_locked(prev);
+            pthread_mutex_unlock(&c->mu);
+            return RCANVAS_ENOMEM;
+        }
+        fb->pixels = p;
+        fb->cap = need;
+    }
+    const uint8_t *src = f->pixels;
+    if (f->pitch == row) memcpy(fb->pixels, src, need);
+    else
+        for (uint32_t y = 0; y < f->height; y++) memcpy(fb->pixels + y * row, src + y * f->pitch, row);
+    fb->img = (rc_image){.pixels = fb->pixels, .width = f->width, .height = f->height, .pitch = row,
+                         .format = f->format};
+    rc_damage_compute(fb, prev, NULL, 0, 0); /* the tiles that differ from the frame before, outside the lock */
+
+    pthread_mutex_lock(&c->mu);
+    rc_frame_release_locked(prev);
+    if (c->closing) {
+        fb->refs = 0;
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_ECLOSED;
+    }
+    publish_locked(c, fb);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
+/* A free frame slot holding the external pixels (refs = 1), or NULL (closing, or all slots taken: then the
+ * caller unlocks and releases). */
+static rc_frame_buf *take_external_locked(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+    rc_frame_buf *fb = NULL;
+    for (int i = 0; i < RC_FRAME_BUFS && !fb && !c->closing; i++)
+        if (c->frames[i].refs == 0) fb = &c->frames[i];
+    if (!fb) return NULL;
+    fb->refs = 1;
+    fb->img = *img;
+    fb->ext_release = release;
+    fb->ext_arg = arg;
+    return fb;
+}
+
+/* An external frame, with a source's damage bitmap (dirty) or without (NULL: the CPU diff). The diff runs outside
+ * the lock, against a reference to the frame presented before. */
+static int present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                            const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y) {
+    pthread_mutex_lock(&c->mu);
+    rc_frame_buf *fb = take_external_locked(c, img, release, arg);
+    if (!fb) {
+        int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+        if (dirty) rc_damage_carry_locked(c, img, dirty, tiles_x, tiles_y); /* the next frame's bitmap needs it */
+        pthread_mutex_unlock(&c->mu);
+        release(arg);
+        return r;
+    }
+    rc_frame_buf *prev = dirty ? NULL : rc_damage_present_begin(c);
+    pthread_mutex_unlock(&c->mu);
+    rc_damage_compute(fb, prev, dirty, tiles_x, tiles_y);
+    pthread_mutex_lock(&c->mu);
+    rc_frame_release_locked(prev);
+    if (c->closing) {
+        rc_frame_release_locked(fb); /* releases the pixels */
+        pthread_mutex_unlock(&c->mu);
+        return RCANVAS_ECLOSED;
+    }
+    publish_locked(c, fb);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
+int rc_canvas_present_external(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg) {
+    return present_external(c, img, release, arg, NULL, 0, 0);
+}
+
+int rc_canvas_present_external_damage(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                      const uint8_t *dirty, uint32_t tiles_x, uint32_t tiles_y) {
+    if (dirty && (tiles_x != rc_damage_tiles(img->width) || tiles_y != rc_damage_tiles(img->height)))
+        dirty = NULL; /* not this frame's grid: the CPU diff */
+    return present_external(c, img, release, arg, dirty, tiles_x, tiles_y);
+}
+
+void rc_canvas_release_external(rcanvas_canvas *c) {
+    pthread_mutex_lock(&c->mu);
+    if (c->pending && c->pending->ext_release) {
+        rc_frame_release_locked(c->pending);
+        c->pending = NULL;
+    }
+    /* a running encode may start the next pending frame: wait until the pipeline is empty of external frames */
+    while (c->encoding || c->refine_running || rc_canvas_tiers_busy_locked(c) ||
+           (c->pending && c->pending->ext_release)) {
+        if (c->pending && c->pending->ext_release) {
+            rc_frame_release_locked(c->pending);
+            c->pending = NULL;
+        }
+        if (c->encoding || c->refine_running || rc_canvas_tiers_busy_locked(c)) pthread_cond_wait(&c->cv, &c->mu);
+    }
+    if (c->last && c->last->ext_release) {
+        rc_frame_release_locked(c->last);
+        c->last = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                       const rc_codec_type *codec, const uint8_t *data, size_t len) {
+    /* The bytes serve only a canvas whose one tier in use is that codec's (a JPEG canvas whose viewers all decode
+     * JPEG); otherwise the frame goes through the CPU pipeline, which encodes every tier. */
+    pthread_mutex_lock(&c->mu);
+    /* ... and whose encoder runs at the top (the GPU encoder has one quality, full size, every frame) */
+    const rc_steer *st = &c->tiers[0].steer;
+    int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
+               !rc_canvas_tiers_busy_locked(c) &&
+               (!st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= c->params.quality));
+    for (int i = 1; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].nsessions) only = 0;
+    pthread_mutex_unlock(&c->mu);
+    if (!only) return rc_canvas_present_external(c, img, release, arg);
+    /* the packet is filled outside the lock: one tile, the whole frame */
+    rc_packet *pk = len <= UINT32_MAX ? rc_packet_get(c->packets) : NULL;
+    if (!pk || rc_buf_reserve(&pk->tiles[0].data, len)) {
+        rc_packet_unref(pk);
+        release(arg);
+        return RCANVAS_ENOMEM;
+    }
+    memcpy(rc_buf_data(&pk->tiles[0].data), data, len);
+    pk->tiles[0].data.len = len;
+    pk->tiles[0].x = pk->tiles[0].y = 0;
+    pk->tiles[0].w = img->width;
+    pk->tiles[0].h = img->height;
+    pk->ntiles = 1;
+    pk->total_bytes = len;
+    pk->codec = codec;
+    pk->flags = RC_PACKET_KEYFRAME | ((codec->flags & RC_CODEC_LOSSLESS) ? RC_PACKET_LOSSLESS : 0);
+    pk->width = img->width;
+    pk->height = img->height;
+    rc_packet *old_latest = NULL, *old_refined = NULL;
+    pthread_mutex_lock(&c->mu);
+    only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
+           !rc_canvas_tiers_busy_locked(c) && !c->codec_change_pending;
+    for (int i = 1; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].nsessions) only = 0;
+    if (!only) { /* a viewer or a codec change came in between: the CPU pipeline after all */
+        pthread_mutex_unlock(&c->mu);
+        rc_packet_unref(pk);
+        return rc_canvas_present_external(c, img, release, arg);
+    }
+    rc_frame_buf *fb = take_external_locked(c, img, release, arg);
+    if (!fb) {
+        int r = c->closing ? RCANVAS_ECLOSED : RCANVAS_EBUSY;
+        pthread_mutex_unlock(&c->mu);
+        rc_packet_unref(pk);
+        release(arg);
+        return r;
+    }
+    int64_t now = rc_now_us();
+    fb->seq = ++c->presented_seq;
+    fb->present_us = now;
+    c->last_present_us = now;
+    pk->seq = fb->seq;
+    pk->present_us = now;
+    c->counters.presented++;
+    c->counters.encoded++; /* encoded by its source (GPU JPEG) */
+    if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
+        c->counters.dropped++;
+        rc_frame_release_locked(c->pending);
+        c->pending = NULL;
+    }
+    old_latest = c->tiers[0].latest;
+    old_refined = c->refined;
+    c->tiers[0].latest = pk;
+    c->tiers[0].keyframe_requested = 0; /* it has the newest frame, decodable alone */
+    c->latest_seq = pk->seq;
+    c->refined = NULL;
+    fb->dmg_base = 0;
+    rc_damage_commit_locked(c, fb, 1); /* sent whole */
+    rc_frame_release_locked(c->last);
+    c->last = fb; /* source of the lossless refinement */
+    rc_packet_unref(old_latest);
+    rc_packet_unref(old_refined);
+    rc_canvas_notify_locked(c);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}

@@ -1,0 +1,119 @@
+/*
+ * canvas_refine.c — what the canvas does between frames, on its tick: the lossless refinement of a still scene
+ * (its last frame re-encoded losslessly once no frame came for refine_ms), and `last` encoded on one tier alone
+ * (a keyframe for a viewer that joined a still scene, the catch-up of a tier that skipped the newest frame).
+ */
+#include "stream/canvas_internal.h"
+
+/* A tier that skipped the newest frame (its viewers' windows were full) encodes it once no newer one has come for
+ * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
+#define RC_CATCHUP_US 50000
+
+/* Between frames, `last` encoded on one tier alone: as a keyframe for a tier whose viewers lack a reference (a
+ * viewer joined a still scene), or as its newest frame for a tier that skipped it (its viewers' windows were full,
+ * or its frame-rate cap) once no newer frame has come for RC_CATCHUP_US. Returns µs until one may start, or -1.
+ * mu held. */
+static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
+    int64_t next = -1;
+    if (c->closing || c->pending || c->encoding || !c->last) return -1;
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        rc_tier *t = &c->tiers[i];
+        if (!t->codec || t->busy || !t->nsessions) continue;
+        int64_t wait;
+        if (t->keyframe_requested) {
+            wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
+        } else if ((!t->latest || t->latest->seq < c->last->seq) && rc_tier_wants_frame_locked(c, i)) {
+            wait = c->last_present_us + RC_CATCHUP_US - now_us;
+            int64_t w2 = (t->steer.fps_cap > 0 ? t->cap_next_us - 2000 : t->last_encode_us + RC_CATCHUP_US) - now_us;
+            if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
+        } else {
+            continue;
+        }
+        if (wait > 0) {
+            if (next < 0 || wait < next) next = wait;
+            continue;
+        }
+        if (!t->keyframe_requested) rc_steer_rate_allows(&t->steer, &t->cap_next_us, now_us); /* counts for the cap */
+        c->last->refs++; /* held while the tier reads it; tier_done_locked (canvas_encode.c) lets go */
+        t->side_frame = c->last;
+        if (!rc_canvas_start_tier_locked(c, t, c->last)) {
+            rc_frame_release_locked(t->side_frame);
+            t->side_frame = NULL;
+        }
+    }
+    return next;
+}
+
+static void refine_done(rc_encode_task *t, int status) {
+    rcanvas_canvas *c = t->user;
+    rc_packet *drop = t->packet, *old = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->refine_running = 0;
+    rc_frame_release_locked(c->refine_src);
+    c->refine_src = NULL;
+    if (status == RCANVAS_OK && c->latest_seq == t->seq && !c->closing) {
+        old = c->refined;
+        c->refined = drop;
+        drop = NULL;
+    } else if (status != RCANVAS_OK) {
+        rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': lossless refinement of frame %u failed: %s",
+               c->name, t->seq, t->error);
+    }
+    rc_packet_unref(drop);
+    rc_packet_unref(old);
+    rc_canvas_notify_locked(c); /* with mu held, as in live_done (canvas_encode.c) */
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Starts the lossless refinement of `last` if one is due (no new frame for refine_ms, latest lossy). Returns the
+ * µs until it would be due, or -1 if none is pending. */
+static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
+    int64_t ret = -1;
+    rc_frame_buf *fb = c->last;
+    if (c->closing || c->refine_ms <= 0 || !c->latest_seq || !fb || c->nsessions == 0) goto out;
+    if (fb->seq != c->latest_seq) goto out;
+    const rc_codec_type *codec = c->refine_codec ? c->refine_codec : &rc_codec_png;
+    /* damage: some viewer will hold `last` lossy; the refinement covers the tiles not lossless in any of them,
+     * those changed after `base` (0: all). One made already (or failed) for that base or an older one: done. */
+    long base = rc_damage_refine_base_locked(c, codec);
+    if (base < 0 || (c->damage.refine_seq == fb->seq && c->damage.refine_base <= (uint32_t)base)) goto out;
+    if (c->pending || c->encoding || rc_canvas_tiers_busy_locked(c)) goto out; /* its completion re-arms */
+    /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
+     * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
+     * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
+     * stopped for good (issue 7). refine_done() wakes the network thread, whose check starts the newer one. */
+    if (c->refine_running || c->draw_held) goto out; /* frames keep coming: the release of the hold re-arms */
+    int64_t due = c->last_present_us + (int64_t)c->refine_ms * 1000;
+    if (c->draw_held_us + (int64_t)c->refine_ms * 1000 > due) due = c->draw_held_us + (int64_t)c->refine_ms * 1000;
+    if (now_us < due) {
+        ret = due - now_us;
+        goto out;
+    }
+    rc_packet *pk = rc_packet_get(c->packets);
+    if (!pk) goto out;
+    pk->flags = RC_PACKET_REFINE;
+    c->refine_done_seq = fb->seq;
+    c->refine_running = 1;
+    fb->refs++;
+    c->refine_src = fb;
+    rc_encode_task *t = &c->refine_task;
+    rc_damage_plan_refine_locked(c, (uint32_t)base, pk, t); /* its rectangles, or the whole frame */
+    c->damage.refine_seq = fb->seq;
+    c->damage.refine_base = pk->base_seq;
+    rc_encode_params params = {.codec = (rcanvas_codec)codec->wire_id, .quality = 100,
+                               .subsampling = RCANVAS_SUBSAMP_444};
+    rc_canvas_submit_stripes(c, t, fb, &fb->img, codec, &params, refine_done, pk);
+out:
+    return ret;
+}
+
+int64_t rc_canvas_tick(rcanvas_canvas *c, int64_t now_us) {
+    pthread_mutex_lock(&c->mu);
+    int64_t a = refine_check_locked(c, now_us);
+    int64_t b = rc_session_check_stall_locked(c, now_us);
+    int64_t k = side_check_locked(c, now_us);
+    pthread_mutex_unlock(&c->mu);
+    int64_t m = a < 0 ? b : b < 0 ? a : a < b ? a : b;
+    return m < 0 ? k : k < 0 ? m : m < k ? m : k;
+}

@@ -1,0 +1,148 @@
+/*
+ * canvas_tiers.c — the canvas's encoder tiers and their steering: the codec preferences and a change of them,
+ * which tier (a codec × a rate rung, RC_RUNGS) a viewer's codec and rung get, keyframe requests, and a tier's
+ * encode settings for its viewers' link (rc_steer, rate.h). The encodes themselves are canvas_encode.c's.
+ */
+#include "stream/canvas_internal.h"
+
+#include "codec/scale.h"
+
+#include <string.h>
+
+static void set_tier0_locked(rcanvas_canvas *c);
+
+/* The canvas's codec preference: one codec (then JPEG, which every viewer decodes), or RCANVAS_CODEC_AUTO:
+ * H.264, VP9, VP8 (those built in), then JPEG. mu held. */
+void rc_canvas_set_prefs_locked(rcanvas_canvas *c) {
+    c->nprefs = 0;
+    if (c->params.codec == RCANVAS_CODEC_AUTO) {
+        static const rcanvas_codec order[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_VP9, RCANVAS_CODEC_VP8};
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+            if (rc_codec_for(order[i]) && !(c->codecs_disabled & (1u << order[i])))
+                c->prefs[c->nprefs++] = rc_codec_for(order[i]);
+    } else if (!(c->codecs_disabled & (1u << c->params.codec))) {
+        c->prefs[c->nprefs++] = rc_codec_for(c->params.codec);
+    }
+    if (c->nprefs == 0 || c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
+}
+
+/* The canvas's codec changed: new preferences; every session moves to its best tier (with a keyframe). */
+/* The codec preferences changed (an option, or a codec that failed): every session moves to its best tier, with a
+ * keyframe. While a tier encodes, tiers cannot be rebuilt: the change waits for the encode to finish (this, from
+ * tier_done_locked in canvas_encode.c), and sessions stay where they are meanwhile. mu held. */
+void rc_canvas_apply_codec_change_locked(rcanvas_canvas *c) {
+    c->codec_change_pending = 0;
+    rc_canvas_set_prefs_locked(c);
+    for (rc_session *s = c->sessions; s; s = s->next) { /* off their tiers, then each to its best one */
+        if (s->tier >= 0) c->tiers[s->tier].nsessions--;
+        s->tier = -1;
+    }
+    set_tier0_locked(c);
+    for (rc_session *s = c->sessions; s; s = s->next) rc_session_place_locked(c, s);
+    c->draw_requested = 1;
+    pthread_cond_broadcast(&c->cv);
+    rc_canvas_notify_locked(c);
+}
+
+void rc_canvas_codec_changed_locked(rcanvas_canvas *c) {
+    if (rc_canvas_tiers_busy_locked(c)) c->codec_change_pending = 1;
+    else rc_canvas_apply_codec_change_locked(c);
+}
+
+/* Clears tier t for reuse, keeping its scaled-frame buffer. mu held; t not busy. */
+static void tier_reset(rc_tier *t) {
+    uint8_t *scaled = t->scaled;
+    size_t cap = t->scaled_cap;
+    rc_packet_unref(t->latest);
+    rc_codec_free(t->inst);
+    memset(t, 0, sizeof(*t));
+    t->scaled = scaled;
+    t->scaled_cap = cap;
+}
+
+int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung) {
+    int free_slot = -1;
+    for (int i = 0; i < RC_MAX_TIERS; i++) /* first the tier of that codec and rung, if one is watched */
+        if (c->tiers[i].codec == codec && c->tiers[i].rung == rung && c->tiers[i].nsessions) return i;
+    for (int i = 0; i < RC_MAX_TIERS; i++) {
+        rc_tier *t = &c->tiers[i];
+        if (t->codec == codec && (t->rung == rung || !t->nsessions)) {
+            t->rung = rung; /* a tier nobody watches takes the rung of its first viewer */
+            return i;
+        }
+        if (free_slot < 0 && !t->codec && i > 0) free_slot = i;
+    }
+    if (free_slot < 0) { /* reuse a tier nobody watches (not 0) */
+        for (int i = 1; i < RC_MAX_TIERS && free_slot < 0; i++)
+            if (!c->tiers[i].nsessions && !c->tiers[i].busy) free_slot = i;
+        if (free_slot < 0) return -1;
+        tier_reset(&c->tiers[free_slot]);
+    }
+    c->tiers[free_slot].codec = codec;
+    c->tiers[free_slot].rung = rung;
+    return free_slot;
+}
+
+/* Tier 0 follows the first preference. mu held; only while tier 0 is not encoding. */
+static void set_tier0_locked(rcanvas_canvas *c) {
+    rc_tier *t = &c->tiers[0];
+    if (t->codec == c->prefs[0]) return;
+    int n = t->nsessions;
+    tier_reset(t);
+    t->codec = c->prefs[0];
+    t->nsessions = n;
+}
+
+void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
+    if (t->keyframe_requested) return;
+    t->keyframe_requested = 1;
+    pthread_cond_broadcast(&c->cv);
+    rc_canvas_notify_locked(c); /* the tick re-encodes the last frame as a keyframe if the scene is still */
+}
+/* 1 while some tier encodes (a frame, or a keyframe of `last`). mu held. */
+int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c) {
+    for (int i = 0; i < RC_MAX_TIERS; i++)
+        if (c->tiers[i].busy) return 1;
+    return 0;
+}
+
+/* The frame rate the app draws at when no viewer holds it back (smoothed), at most max_fps: what a tier's budget is
+ * spread over. mu held. */
+double rc_canvas_fps_goal_locked(const rcanvas_canvas *c) {
+    double cap = c->max_fps > 0 ? c->max_fps : 60;
+    return c->present_fps > 0 && c->present_fps < cap ? c->present_fps : cap;
+}
+
+/* A tier's encode settings for its viewers' link (rate.h): video gets its bitrate, frame-rate cap and scale here;
+ * image codecs their quality from the previous frame (tier_done_locked, canvas_encode.c). Returns the image to
+ * encode (fb's, or fb's shrunk into the tier's buffer); sets the tier's frame-rate bookkeeping. mu held (the shrink
+ * runs under it too: ~1 ms at 1080p with libyuv, and only on links too slow for the full size). */
+rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
+                                     rc_encode_params *params) {
+    int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
+    double top_bps = (double)c->params.bitrate_kbps * 1000;
+    if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
+    t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
+    double goal = rc_canvas_fps_goal_locked(c);
+    if (t->last_encode_us && now > t->last_encode_us) { /* the rate this tier actually encodes at */
+        double f = 1e6 / (double)(now - t->last_encode_us);
+        t->enc_fps = t->enc_fps > 0 ? t->enc_fps + (f - t->enc_fps) / 8 : f;
+    }
+    t->last_encode_us = now;
+    uint64_t px = (uint64_t)fb->img.width * fb->img.height;
+    if (stateful) {
+        rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
+        /* the encoder gives each frame bitrate / params->fps; frames come at the rate its viewers take them */
+        double eff = t->enc_fps > 0 && t->enc_fps < params->fps ? t->enc_fps : params->fps;
+        double kbps = t->steer.bitrate_bps / 1000 * (params->fps / eff);
+        params->bitrate_kbps = kbps < 100 ? 100 : kbps > 200000 ? 200000 : (int)kbps;
+    } else if (!(t->codec->flags & RC_CODEC_LOSSLESS)) {
+        if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
+        params->quality = t->steer.quality;
+    }
+    rc_image img = fb->img;
+    if (t->steer.scale_div > 1 &&
+        rc_image_downscale(&fb->img, t->steer.scale_div, &t->scaled, &t->scaled_cap, &img) != RCANVAS_OK)
+        img = fb->img;
+    return img;
+}
