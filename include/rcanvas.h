@@ -233,8 +233,11 @@ typedef enum rcanvas_codec {
 } rcanvas_codec;
 
 typedef enum rcanvas_subsampling {
-    RCANVAS_SUBSAMP_420 = 0, /* chroma halved both ways (smallest, default) */
-    RCANVAS_SUBSAMP_444 = 1, /* full chroma (sharp colored text and lines) */
+    RCANVAS_SUBSAMP_420 = 0,  /* chroma halved both ways (smallest) */
+    RCANVAS_SUBSAMP_444 = 1,  /* full chroma (sharp colored text and lines; about 1.4x the bytes of a plot) */
+    RCANVAS_SUBSAMP_AUTO = 2, /* default: per stripe or tile, from its pixels: 4:4:4 where 4:2:0 would blur
+                                 colour detail (thin coloured lines, coloured text), else 4:2:0 (src/codec/jpeg.c,
+                                 chroma_needs_444). The GPU JPEG encoder takes AUTO as 4:2:0. */
 } rcanvas_subsampling;
 
 typedef struct rcanvas_canvas_config {
@@ -248,7 +251,7 @@ typedef struct rcanvas_canvas_config {
     int max_in_flight;         /* frames sent to the active viewer and not yet acked before no draw is due; 2 */
     rcanvas_codec codec;       /* codec of live frames; default RCANVAS_CODEC_JPEG */
     int quality;               /* JPEG quality 1–100; default 85 */
-    rcanvas_subsampling subsampling; /* JPEG chroma subsampling; default RCANVAS_SUBSAMP_420 */
+    rcanvas_subsampling subsampling; /* JPEG chroma subsampling; default RCANVAS_SUBSAMP_AUTO */
     int refine_ms;             /* after this many ms without a new frame, the last frame is sent again as PNG to
                                   each viewer that has only its lossy version; 0 = never; default 300 */
 } rcanvas_canvas_config;

@@ -54,7 +54,8 @@ static const char USAGE[] =
     "  --refine-codec png|webp  codec of the lossless refinement (default png; webp: half the bytes, more CPU)\n"
     "  --video-threads N    threads of each video encoder, 1-64 (default: --threads; VP8: 1)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
-    "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
+    "  --subsampling auto|420|444  JPEG chroma subsampling (default auto: 4:4:4 for the stripes or tiles\n"
+    "                       whose thin coloured detail 4:2:0 would blur, else 4:2:0)\n"
     "  --fps F              frame rate cap, 0-1000 (default 60; 0 = no cap)\n"
     "  --frames DIR         play the PNG files of DIR in a loop instead of the fractal, one per draw (at most\n"
     "                       --fps a second); a left click toggles a magenta 256x256 square at 64,64 on them\n"
@@ -113,7 +114,7 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
     static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
                                               RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
                                               RCANVAS_CODEC_WEBP, RCANVAS_CODEC_AV1};
-    static const char *const subs[] = {"420", "444", NULL},
+    static const char *const subs[] = {"420", "444", "auto", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;
     for (int i = 1; i < argc; i++) {
@@ -196,7 +197,7 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
-            ccfg->subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
+            ccfg->subsampling = k == 2 ? RCANVAS_SUBSAMP_AUTO : k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
         } else if (!strcmp(a, "--tls-cert") || !strcmp(a, "--tls-key") || !strcmp(a, "--tls-dir")) {
             int kind = a[6] == 'c' ? 0 : a[6] == 'k' ? 1 : 2;
             if (!(v = cli_value(argc, argv, &i)) || !*v)

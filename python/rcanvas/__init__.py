@@ -57,7 +57,7 @@ WAKE_EVENTS = 2
 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
 CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7}
-SUBSAMPLING = {"420": 0, "444": 1}
+SUBSAMPLING = {"420": 0, "444": 1, "auto": 2}
 # rcanvas_option (include/rcanvas.h): names for Canvas.set_option/get_option.
 OPTIONS = {"codec": 1, "quality": 2, "subsampling": 3, "refine_ms": 4, "max_in_flight": 5, "update_mode": 6,
            "max_fps": 7, "bitrate_kbps": 8, "keyframe_interval": 9, "encoder_threads": 10, "refine_codec": 11,
@@ -223,12 +223,12 @@ class Canvas:
     title; width/height: the initial logical size (CSS pixels) until a viewer reports its own; pixel_ratio;
     update_mode: "manual", "ondemand" (default), "continuous" or "fastest"; max_fps (0 = no cap);
     max_in_flight; codec: "jpeg" (default), "png", "webp", "h264", "vp8", "vp9", "av1", "auto"; quality 1-100;
-    subsampling "420"/"444"; refine_ms. Raises RcanvasError (RCANVAS_EEXIST, RCANVAS_ENAME, RCANVAS_EINVAL).
+    subsampling "auto" (default: 4:4:4 where 4:2:0 would blur thin coloured detail), "420" or "444"; refine_ms. Raises RcanvasError (RCANVAS_EEXIST, RCANVAS_ENAME, RCANVAS_EINVAL).
     """
 
     def __init__(self, server, name="", *, title="rcanvas", width=640, height=480, pixel_ratio=1.0,
                  update_mode="ondemand", max_fps=60.0, max_in_flight=2, codec="jpeg", quality=85,
-                 subsampling="420", refine_ms=300):
+                 subsampling="auto", refine_ms=300):
         if update_mode not in UPDATE_MODES:
             raise ValueError(f"update_mode must be one of {sorted(UPDATE_MODES)}, not {update_mode!r}")
         if codec not in CODECS:
@@ -280,7 +280,7 @@ class Canvas:
             raise TypeError(f"cursor must be a str, not {type(cursor).__name__}")
         _check(lib().rcanvas_canvas_set_cursor(self.handle, cursor.encode()), f"set_cursor({cursor!r})")
 
-    def set_codec(self, codec, quality=85, subsampling="420"):
+    def set_codec(self, codec, quality=85, subsampling="auto"):
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
         _check(lib().rcanvas_canvas_set_codec(self.handle, CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]),

@@ -34,12 +34,16 @@ typedef struct rc_image {
 typedef struct rc_encode_params {
     rcanvas_codec codec;
     int quality;                     /* JPEG, WebP 1–100 */
-    rcanvas_subsampling subsampling; /* JPEG */
+    rcanvas_subsampling subsampling; /* JPEG (AUTO: per image, rc_jpeg_auto_subsampling) */
     int bitrate_kbps;                /* video: target bitrate, kbit/s */
     int keyframe_interval;           /* video: frames between periodic keyframes, 0 = none */
     int threads;                     /* video: encoder threads (≥ 1) */
     double fps;                      /* video: expected frame rate (rate control), > 0 */
 } rc_encode_params;
+
+/* RCANVAS_SUBSAMP_AUTO's choice for img: RCANVAS_SUBSAMP_444 where 4:2:0 would lose colour detail, else _420
+ * (src/codec/jpeg.c explains the measure). Reads the pixels once at most; any thread. */
+int rc_jpeg_auto_subsampling(const rc_image *img);
 
 /* rc_codec_type.flags */
 #define RC_CODEC_INTRA 0x1u    /* every packet is a keyframe: it depends on no other packet */

@@ -26,7 +26,7 @@ void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
     cfg->max_in_flight = 2;
     cfg->codec = RCANVAS_CODEC_JPEG;
     cfg->quality = 85;
-    cfg->subsampling = RCANVAS_SUBSAMP_420;
+    cfg->subsampling = RCANVAS_SUBSAMP_AUTO;
     cfg->refine_ms = 300;
 }
 
@@ -83,7 +83,7 @@ void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double rat
 int rc_canvas_check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
     if (codec != RCANVAS_CODEC_AUTO && !rc_codec_for(codec)) return RCANVAS_EINVAL;
     if (quality < 1 || quality > 100) return RCANVAS_EINVAL;
-    if (ss != RCANVAS_SUBSAMP_420 && ss != RCANVAS_SUBSAMP_444) return RCANVAS_EINVAL;
+    if (ss != RCANVAS_SUBSAMP_420 && ss != RCANVAS_SUBSAMP_444 && ss != RCANVAS_SUBSAMP_AUTO) return RCANVAS_EINVAL;
     return RCANVAS_OK;
 }
 

@@ -53,7 +53,8 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         else c->params.quality = value;
         break;
     case RCANVAS_OPT_SUBSAMPLING:
-        if (value != RCANVAS_SUBSAMP_420 && value != RCANVAS_SUBSAMP_444) r = RCANVAS_EINVAL;
+        if (value != RCANVAS_SUBSAMP_420 && value != RCANVAS_SUBSAMP_444 && value != RCANVAS_SUBSAMP_AUTO)
+            r = RCANVAS_EINVAL;
         else c->params.subsampling = (rcanvas_subsampling)value;
         break;
     case RCANVAS_OPT_REFINE_MS:

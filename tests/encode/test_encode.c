@@ -6,7 +6,11 @@
  *    0.3 dB, and above an absolute floor per content kind;
  *  - PNG round trip pixel-exact on the same frames and for BGRA/RGBX input with a padded row pitch;
  *  - odd sizes 1×1, 7×5, 1001×777 for both codecs, tile rectangles covering the frame exactly once;
- *  - bad input (quality 0, NULL pixels, short pitch) returns RCANVAS_EINVAL.
+ *  - bad input (quality 0, NULL pixels, short pitch) returns RCANVAS_EINVAL;
+ *  - chroma (issue 17): 1-px red, green and blue lines on white keep their colour (decoded pixel values) at 4:4:4
+ *    and with RCANVAS_SUBSAMP_AUTO, and lose it at 4:2:0 at any quality; AUTO picks 4:2:0 (the same bytes as
+ *    forced 4:2:0) for grey text-like strokes and a smooth colour gradient, 4:4:4 (read back from the JPEG
+ *    header) for the lines, and decides per stripe.
  */
 #include <string.h>
 #include <turbojpeg.h>
@@ -271,6 +275,112 @@ static void test_stripe_plan(void) {
     CHECK(rc_encode_plan_stripes(3840, 2160, 1000) <= RC_MAX_TILES);
 }
 
+/* White with 1-px lines: red rows at y = 40 + 64k, green columns at x = 33 + 64k, blue rows at y = 72 + 64k
+ * (odd and even positions, so 4:2:0 blocks pair them with white either way); in rows [y0, y1) only. */
+static void draw_lines(uint8_t *px, uint32_t w, uint32_t h, uint32_t y0, uint32_t y1) {
+    memset(px, 255, (size_t)w * h * 4);
+    for (uint32_t y = y0; y < y1; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            uint8_t *p = px + ((size_t)y * w + x) * 4;
+            if (y % 64 == 40) p[0] = 230, p[1] = 20, p[2] = 30;
+            else if (y % 64 == 9) p[0] = 20, p[1] = 40, p[2] = 220;
+            else if (x % 64 == 33) p[0] = 10, p[1] = 200, p[2] = 20;
+        }
+}
+
+/* The mean over the line pixels of the distance (max over R,G,B) between the decoded and the drawn colour. */
+static double line_colour_error(const uint8_t *src, const uint8_t *dec, uint32_t w, uint32_t h) {
+    double sum = 0;
+    long n = 0;
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+        const uint8_t *a = src + 4 * i, *b = dec + 4 * i;
+        if (a[0] == 255 && a[1] == 255 && a[2] == 255) continue;
+        int e = 0;
+        for (int c = 0; c < 3; c++) e = abs(a[c] - b[c]) > e ? abs(a[c] - b[c]) : e;
+        sum += e;
+        n++;
+    }
+    return n ? sum / (double)n : 0;
+}
+
+/* The subsampling in a JPEG's header (TJSAMP_*), -1 if unreadable. */
+static int jpeg_samp(const rc_packet *pk, int i) {
+    tjhandle tj = tjInitDecompress();
+    int w = 0, h = 0, ss = -1, cs = 0;
+    if (tjDecompressHeader3(tj, (unsigned char *)rc_buf_data(&pk->tiles[i].data), pk->tiles[i].data.len, &w, &h,
+                            &ss, &cs))
+        ss = -1;
+    tjDestroy(tj);
+    return ss;
+}
+
+static void test_chroma(void) {
+    const uint32_t w = 640, h = 384;
+    uint8_t *px = malloc((size_t)w * h * 4);
+    draw_lines(px, w, h, 0, h);
+    rc_image img = {.pixels = px, .width = w, .height = h, .pitch = (size_t)w * 4, .format = RCANVAS_FORMAT_RGBA8};
+    struct { rcanvas_subsampling ss; int q; double max_err, min_err; } cases[] = {
+        {RCANVAS_SUBSAMP_444, 85, 40, 0}, {RCANVAS_SUBSAMP_AUTO, 85, 40, 0},
+        {RCANVAS_SUBSAMP_420, 85, 1e9, 60}, {RCANVAS_SUBSAMP_420, 100, 1e9, 60}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t bytes = 0;
+        int nt = 0;
+        rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = cases[k].q, .subsampling = cases[k].ss};
+        uint8_t *dec = encode_decode(&img, p, &bytes, &nt);
+        if (!dec) continue;
+        double err = line_colour_error(px, dec, w, h);
+        printf("chroma: 1-px lines, subsampling %d q%d: mean colour error on the lines %.1f, %zu bytes\n",
+               (int)cases[k].ss, cases[k].q, err, bytes);
+        CHECK_MSG(err <= cases[k].max_err && err >= cases[k].min_err, "ss %d q%d: line colour error %.1f",
+                  (int)cases[k].ss, cases[k].q, err);
+        free(dec);
+    }
+    /* AUTO's choice, read from the header */
+    rc_encode_params pa = {.codec = RCANVAS_CODEC_JPEG, .quality = 85, .subsampling = RCANVAS_SUBSAMP_AUTO};
+    rc_packet *pk = rc_packet_get(g_pp);
+    rc_encode_task t = {.img = img, .params = pa, .packet = pk, .stripes = 1};
+    CHECK_EQ_INT(rc_encode_sync(g_pool, &t), RCANVAS_OK);
+    CHECK_EQ_INT(jpeg_samp(pk, 0), TJSAMP_444);
+    rc_packet_unref(pk);
+    /* grey strokes (text-like) and a smooth colour gradient: 4:2:0, byte for byte the forced 4:2:0 file */
+    for (int kind = 0; kind < 2; kind++) {
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                uint8_t *q = px + ((size_t)y * w + x) * 4;
+                if (kind == 0) {
+                    uint8_t v = ((x / 3 + y / 5) % 7 == 0 || (x * 7 + y * 3) % 23 == 0) ? 20 : 250;
+                    q[0] = q[1] = q[2] = v;
+                } else {
+                    q[0] = (uint8_t)(x * 255 / w), q[1] = (uint8_t)(y * 255 / h), q[2] = (uint8_t)(255 - x * 200 / w);
+                }
+            }
+        CHECK_EQ_INT(rc_jpeg_auto_subsampling(&img), RCANVAS_SUBSAMP_420);
+        size_t b_auto = 0, b_420 = 0;
+        int nt = 0;
+        rc_encode_params p = pa;
+        free(encode_decode(&img, p, &b_auto, &nt));
+        p.subsampling = RCANVAS_SUBSAMP_420;
+        free(encode_decode(&img, p, &b_420, &nt));
+        CHECK_MSG(b_auto == b_420 && b_auto > 0, "kind %d: AUTO %zu bytes, 4:2:0 %zu", kind, b_auto, b_420);
+    }
+    /* per stripe: lines only in the top half, grey below; two stripes get 4:4:4 then 4:2:0 */
+    draw_lines(px, w, h, 0, h / 2);
+    pk = rc_packet_get(g_pp);
+    rc_encode_task t2 = {.img = img, .params = pa, .packet = pk, .stripes = 2};
+    CHECK_EQ_INT(rc_encode_sync(g_pool, &t2), RCANVAS_OK);
+    CHECK_EQ_INT(pk->ntiles, 2);
+    if (pk->ntiles == 2) {
+        CHECK_EQ_INT(jpeg_samp(pk, 0), TJSAMP_444);
+        CHECK_EQ_INT(jpeg_samp(pk, 1), TJSAMP_420);
+    }
+    rc_packet_unref(pk);
+    /* BGRA reads its red from byte 2: the same lines as BGRA are found too */
+    draw_lines(px, w, h, 0, h);
+    img.format = RCANVAS_FORMAT_BGRA8;
+    CHECK_EQ_INT(rc_jpeg_auto_subsampling(&img), RCANVAS_SUBSAMP_444);
+    free(px);
+}
+
 int main(void) {
     if (rc_pool_new(rc_cpu_count() < 2 ? 2 : rc_cpu_count(), &g_pool) || !(g_pp = rc_packet_pool_new())) return 1;
     test_stripe_plan();
@@ -278,6 +388,7 @@ int main(void) {
     test_formats();
     test_odd_sizes();
     test_frames();
+    test_chroma();
     rc_packet_pool_free(g_pp);
     rc_pool_free(g_pool);
     TEST_MAIN_END();

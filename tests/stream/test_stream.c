@@ -679,7 +679,8 @@ static void test_server(rcanvas_server *s) {
     CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_CODEC, &v), RCANVAS_OK);
     CHECK_EQ_INT(v, RCANVAS_CODEC_PNG);
     CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_CODEC, 77), RCANVAS_EINVAL);
-    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_SUBSAMPLING, 2), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_SUBSAMPLING, 3), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_SUBSAMPLING, RCANVAS_SUBSAMP_AUTO), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_MAX_IN_FLIGHT, 17), RCANVAS_EINVAL);
     CHECK_EQ_INT(rcanvas_canvas_set_option(c3, RCANVAS_OPT_MAX_FPS, 30), RCANVAS_OK);
     CHECK_EQ_INT(rcanvas_canvas_get_option(c3, RCANVAS_OPT_MAX_FPS, &v), RCANVAS_OK);

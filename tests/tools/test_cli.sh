@@ -50,7 +50,7 @@ dd "$D: --bogus: unknown option" --bogus
 dd "$D: stray: unexpected argument (the demo takes options only)" stray
 dd "$D: --codec gif: must be one of: jpeg, png, auto, h264, vp8, vp9, webp, av1" --codec gif
 dd "$D: --scene foo: must be one of: mandelbrot, test" --scene foo
-dd "$D: --subsampling 411: must be one of: 420, 444" --subsampling 411
+dd "$D: --subsampling 411: must be one of: 420, 444, auto" --subsampling 411
 dd "$D: --port abc: must be an integer from 0 to 65535" --port abc
 dd "$D: --port 12x: must be an integer from 0 to 65535" --port 12x
 dd "$D: --port '': must be an integer from 0 to 65535" --port ""

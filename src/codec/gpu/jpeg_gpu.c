@@ -548,6 +548,7 @@ static int prepare_blocks(rc_gpu_jpeg *e, uint32_t total, VkDeviceSize range, ui
  * image itself); rewrites the header when they change. */
 static int prepare(rc_gpu_jpeg *e, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss, VkDeviceSize px_bytes) {
     if (w == 0 || h == 0 || w > 65535 || h > 65535 || quality < 1 || quality > 100) return RCANVAS_EINVAL;
+    if (ss != RCANVAS_SUBSAMP_444) ss = RCANVAS_SUBSAMP_420; /* AUTO: the choice from content is the CPU path's */
     int changed = w != e->w || h != e->h || quality != e->quality || ss != e->ss;
     e->w = w, e->h = h, e->quality = quality, e->ss = ss;
     uint32_t mcu = ss == RCANVAS_SUBSAMP_420 ? 16 : 8;
