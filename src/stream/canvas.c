@@ -17,7 +17,16 @@
 #include <time.h>
 
 #define NEVER INT64_MAX
-#define RC_DEFAULT_BITRATE_KBPS 8000 /* 1080p at 30–60 fps: the top; each tier's encoder follows its viewers' link */
+/* The video bitrate's top, a user maximum (RCANVAS_OPT_BITRATE_KBPS, --bitrate): each tier's encoder follows its
+ * viewers' link up to it. Generous (issue 17: a fixed 8 Mbit/s left 15 of 20 Mbit/s unused and 25.6 dB on
+ * loopback); the largest the option takes is RC_MAX_BITRATE_KBPS. */
+#define RC_DEFAULT_BITRATE_KBPS 50000
+#define RC_MAX_BITRATE_KBPS 200000
+/* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
+ * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
+#define RC_VIDEO_SETTLE_FRAMES 4
+/* A P-frame this far over the size its encoder was asked for shows the encoder at its floor for the content. */
+#define RC_VIDEO_OVER 1.15
 /* A tier that skipped the newest frame (its viewers' windows were full) encodes it once no newer one has come for
  * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
 #define RC_CATCHUP_US 50000
@@ -445,11 +454,19 @@ static rc_image steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *f
     t->last_encode_us = now;
     uint64_t px = (uint64_t)fb->img.width * fb->img.height;
     if (stateful) {
+        /* issue 17: the encoder spends bitrate / params->fps on a frame, so params->fps is the rate frames are meant
+         * to come at — the app's measured rate (fps_goal_locked) or the steering's cap —, never the rate the viewers
+         * happened to take them at (that gave each frame bitrate / 2 fps on a slow link: bigger frames, fewer taken,
+         * bigger frames, and 2 fps at 127 kB a frame), nor max_fps when the app draws slower. */
         rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
-        /* the encoder gives each frame bitrate / params->fps; frames come at the rate its viewers take them */
-        double eff = t->enc_fps > 0 && t->enc_fps < params->fps ? t->enc_fps : params->fps;
-        double kbps = t->steer.bitrate_bps / 1000 * (params->fps / eff);
-        params->bitrate_kbps = kbps < 100 ? 100 : kbps > 200000 ? 200000 : (int)kbps;
+        double fps = round(t->steer.fps_cap > 0 && t->steer.fps_cap < goal ? t->steer.fps_cap : goal);
+        if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */
+        double kbps = t->steer.bitrate_bps / 1000;
+        params->fps = fps;
+        params->bitrate_kbps = kbps < 100 ? 100 : kbps > RC_MAX_BITRATE_KBPS ? RC_MAX_BITRATE_KBPS : (int)kbps;
+        double target = params->bitrate_kbps * 1000.0 / 8 / fps; /* bytes a frame */
+        t->video_since_cut = target < 0.95 * t->video_target_bytes ? 0 : t->video_since_cut + 1;
+        t->video_target_bytes = target;
     } else if (!(t->codec->flags & RC_CODEC_LOSSLESS)) {
         if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
         params->quality = t->steer.quality;
@@ -592,6 +609,15 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             t->latest = pk;
         }
         t->failures = 0;
+        if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
+            if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
+            else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
+                /* over its target though the target did not drop lately (openh264 takes a few frames to follow a
+                 * cut): the encoder is at its coarsest quantizer (openh264 reports no frame QP to check) */
+                rc_steer_video_frame(&t->steer, pk->total_bytes,
+                                     t->video_since_cut > RC_VIDEO_SETTLE_FRAMES &&
+                                         (double)pk->total_bytes > RC_VIDEO_OVER * t->video_target_bytes);
+        }
         if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
             uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
             for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;

@@ -91,6 +91,9 @@ struct rc_tier {
     int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
     double enc_fps;               /* frames it encodes a second (smoothed) */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
+    double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
+    int video_since_cut;          /* stateful: frames since that size was last lowered */
+    int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;
