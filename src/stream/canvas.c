@@ -25,8 +25,6 @@
 /* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
  * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
 #define RC_VIDEO_SETTLE_FRAMES 4
-/* A P-frame this far over the size its encoder was asked for shows the encoder at its floor for the content. */
-#define RC_VIDEO_OVER 1.15
 /* A tier that skipped the newest frame (its viewers' windows were full) encodes it once no newer one has come for
  * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
 #define RC_CATCHUP_US 50000
@@ -612,11 +610,10 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
             if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
             else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
-                /* over its target though the target did not drop lately (openh264 takes a few frames to follow a
-                 * cut): the encoder is at its coarsest quantizer (openh264 reports no frame QP to check) */
-                rc_steer_video_frame(&t->steer, pk->total_bytes,
-                                     t->video_since_cut > RC_VIDEO_SETTLE_FRAMES &&
-                                         (double)pk->total_bytes > RC_VIDEO_OVER * t->video_target_bytes);
+                /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no
+                 * frame QP to tell its ceiling by) */
+                if (t->video_since_cut > RC_VIDEO_SETTLE_FRAMES)
+                    rc_steer_video_frame(&t->steer, pk->total_bytes, t->video_target_bytes);
         }
         if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
             uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */

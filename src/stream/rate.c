@@ -263,10 +263,14 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
     s->scale_div = d;
 }
 
-void rc_steer_video_frame(rc_steer *s, uint64_t bytes, int at_ceiling) {
+void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     int d = s->scale_div > 0 ? s->scale_div : 1;
-    if (!bytes) return;
-    double full = (double)bytes * 8 * d;
-    if (at_ceiling) s->video_bits = s->video_bits > 0 ? s->video_bits + (full - s->video_bits) / 4 : full;
-    else s->video_bits *= 0.99;
+    if (!bytes || !(target_bytes > 0)) return;
+    /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
+     * one frame may be well over it */
+    double full = (double)bytes * 8 * d, want = target_bytes * 8 * d;
+    s->video_avg_bits = s->video_avg_bits > 0 ? s->video_avg_bits + (full - s->video_avg_bits) / 8 : full;
+    s->video_avg_target = s->video_avg_target > 0 ? s->video_avg_target + (want - s->video_avg_target) / 8 : want;
+    if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;
+    else s->video_bits *= 0.98; /* meets its target: forget the floor within a second or two */
 }

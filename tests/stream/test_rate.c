@@ -220,9 +220,9 @@ static void check_video_floor(void) {
     rc_steer_init(&st, 0, 50e6);
     rc_steer_video(&st, 50e6, 2.7e6, 30, px);
     CHECK(st.scale_div == 1 && !(st.fps_cap > 0)); /* 0.03 bit a pixel fits: no cap before a frame is seen */
-    rc_steer_video_frame(&st, 0, 1);                /* nothing to learn from an empty frame */
+    rc_steer_video_frame(&st, 0, 11250);            /* nothing to learn from an empty frame */
     CHECK(st.video_bits == 0);
-    for (int i = 0; i < 20; i++) rc_steer_video_frame(&st, 24000, 1);
+    for (int i = 0; i < 20; i++) rc_steer_video_frame(&st, 24000, 11250);
     rc_steer_video(&st, 50e6, 2.7e6, 30, px);
     /* 24 kB frames on 2.7 Mbit/s: 14 fps at full size (above the 12 fps floor), not the 30 fps that overshoots */
     CHECK_MSG(st.scale_div == 1 && st.fps_cap > 12 && st.fps_cap < 15, "1/%d, cap %.1f", st.scale_div, st.fps_cap);
@@ -235,7 +235,7 @@ static void check_video_floor(void) {
     rc_steer_video(&st, 50e6, 80e6, 30, px);
     CHECK(st.scale_div == 1 && !(st.fps_cap > 0) && st.bitrate_bps == 50e6);
     /* off the floor for a few seconds of frames: forgotten */
-    for (int i = 0; i < 300; i++) rc_steer_video_frame(&st, 9000, 0);
+    for (int i = 0; i < 300; i++) rc_steer_video_frame(&st, 9000, 11250);
     rc_steer_video(&st, 50e6, 2.7e6, 30, px);
     CHECK_MSG(st.scale_div == 1 && !(st.fps_cap > 0), "after easy frames: 1/%d, cap %.1f", st.scale_div, st.fps_cap);
 }
