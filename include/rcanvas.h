@@ -294,7 +294,8 @@ typedef enum rcanvas_option {
     RCANVAS_OPT_MAX_IN_FLIGHT = 5, /* 1–16 frames */
     RCANVAS_OPT_UPDATE_MODE = 6,   /* rcanvas_update_mode */
     RCANVAS_OPT_MAX_FPS = 7,       /* frames/s, 0–1000 (0 = no cap); get rounds a fractional config value */
-    RCANVAS_OPT_BITRATE_KBPS = 8,  /* video target bitrate, kbit/s, 100–200000 */
+    RCANVAS_OPT_BITRATE_KBPS = 8,  /* the video bitrate's top, kbit/s, 100–200000 (default 50000): each tier's
+                                      encoder aims at its viewers' link up to it */
     RCANVAS_OPT_KEYFRAME_INTERVAL = 9, /* video: a keyframe every N frames, 0 (default) = only when a viewer needs one */
     RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads (VP8: 1) */
     RCANVAS_OPT_REFINE_CODEC = 11, /* the lossless refinement: RCANVAS_CODEC_PNG (default; libspng, fast) or

@@ -428,3 +428,90 @@ uint8_t *tf_smooth_new(uint32_t w, uint32_t h) {
         }
     return px;
 }
+
+/* ---- motion sequences ---- */
+
+static const char *const k_motion_names[TF_MOTIONS] = {"pan"};
+
+const char *tf_motion_name(tf_motion m) { return m >= 0 && m < TF_MOTIONS ? k_motion_names[m] : "?"; }
+
+int tf_motion_parse(const char *name, tf_motion *m) {
+    for (int i = 0; i < TF_MOTIONS; i++)
+        if (!strcmp(name, k_motion_names[i])) {
+            *m = (tf_motion)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Periodic value noise in [-1, 1] along u (world pixels): knots every 8 px, period `period` px (a multiple of 8),
+ * smoothstep between them. */
+static double motion_noise(uint64_t seed, double u, int64_t period) {
+    int64_t knots = period / 8;
+    double k = floor(u / 8);
+    double f = u / 8 - k;
+    int64_t k0 = ((int64_t)k % knots + knots) % knots, k1 = (k0 + 1) % knots;
+    double a = (double)(hash3(seed, (uint64_t)k0, 7) >> 11) / 4503599627370496.0 - 1;
+    double b = (double)(hash3(seed, (uint64_t)k1, 7) >> 11) / 4503599627370496.0 - 1;
+    double s = f * f * (3 - 2 * f);
+    return a + (b - a) * s;
+}
+
+/* The pan: a dense plot of many coloured signals in stacked panels, with a grid, seen through a camera that moves
+ * 40 px right and 20 px down a frame (the issue's 40,20) and zooms in and out by ±20 % over the sequence. The world
+ * repeats every 40 n × 20 n px and the zoom every n frames, so frame n is frame 0 again: the sequence loops. */
+static void draw_pan(canvas *c, uint32_t i, uint32_t n) {
+    static const uint8_t cols[8][3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44}, {214, 39, 40},
+                                       {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207}};
+    fill(c, k_white);
+    int w = c->w, h = c->h;
+    const double pi = 3.14159265358979323846;
+    int64_t pu = 40 * (int64_t)n, pv = 20 * (int64_t)n; /* world period */
+    double ph = (double)pv / 4;                        /* four panels per period */
+    double z = 1 + 0.2 * sin(2 * pi * i / n);
+    double ou = 40.0 * i, ov = 20.0 * i;
+    /* screen (x, y) ↔ world (ou + (x − w/2)/z, ov + (y − h/2)/z) */
+#define WU(x) (ou + ((x) - w / 2.0) / z)
+#define SY(v) ((((v) - ov) * z) + h / 2.0)
+    /* grid: every 80 world px, and darker panel borders */
+    for (double u = floor(WU(0) / 80) * 80; u <= WU(w); u += 80) {
+        int x = (int)lround((u - ou) * z + w / 2.0);
+        vline(c, x, 0, h - 1, k_grid);
+    }
+    double v0 = ov - h / 2.0 / z, v1 = ov + h / 2.0 / z;
+    for (double v = floor(v0 / 80) * 80; v <= v1; v += 80) hline(c, 0, w - 1, (int)lround(SY(v)), k_grid);
+    for (double v = floor(v0 / ph) * ph; v <= v1; v += ph) hline(c, 0, w - 1, (int)lround(SY(v)), k_frame);
+    /* 8 signals per panel, each a sum of two periodic sines and periodic noise, 1.5 px wide */
+    for (double pv0 = floor(v0 / ph) * ph; pv0 <= v1; pv0 += ph) {
+        int64_t panel = ((int64_t)llround(pv0 / ph) % 4 + 4) % 4; /* the same 4 panels every period */
+        for (int s = 0; s < 8; s++) {
+            uint64_t seed = (uint64_t)(panel * 8 + s + 1);
+            double base = pv0 + ph * (s + 1) / 9.0, amp = ph / 9.0;
+            int m1 = 1 + (int)(hash3(seed, 1, 2) % 5), m2 = 7 + (int)(hash3(seed, 3, 4) % 11);
+            int64_t prev_x = -1, prev_y = 0;
+            for (int x = 0; x <= w + 2; x += 2) {
+                double u = WU(x);
+                double v = base + amp * (0.5 * sin(2 * pi * m1 * u / pu + s) + 0.25 * sin(2 * pi * m2 * u / pu) +
+                                         0.6 * motion_noise(seed, u, pu));
+                double y = SY(v);
+                int64_t fx = (int64_t)x * 256, fy = (int64_t)llround(y * 256);
+                if (prev_x >= 0 && fy >= 0 && prev_y >= 0 && fy < (int64_t)h * 256 && prev_y < (int64_t)h * 256) {
+                    aa_line(c, prev_x, prev_y, fx, fy, cols[s]);
+                    aa_line(c, prev_x, prev_y + 128, fx, fy + 128, cols[s]);
+                }
+                prev_x = fx, prev_y = fy;
+            }
+        }
+    }
+#undef WU
+#undef SY
+}
+
+void tf_motion_draw(tf_motion m, uint32_t i, uint32_t n, uint32_t w, uint32_t h, uint8_t *rgba, size_t pitch) {
+    if (!rgba || w < 1 || h < 1 || n < 1 || pitch < (size_t)w * 4) return;
+    canvas c = {rgba, (int)w, (int)h, pitch};
+    switch (m) {
+    case TF_MOTION_PAN: draw_pan(&c, i % n, n); break;
+    default: fill(&c, k_white); break;
+    }
+}

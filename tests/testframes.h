@@ -57,4 +57,17 @@ int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *use
  * pitch w × 4, malloc'd; NULL if out of memory. Drawn with libm (exp, hypot): not pinned by a checksum. */
 uint8_t *tf_smooth_new(uint32_t w, uint32_t h);
 
+/* Motion sequences, for video through shaped links (issue 17) and the benchmarks: frame i of a loop of n frames.
+ *   pan   a dense plot of 32 coloured signals in stacked panels with a grid, the camera moving 40 px right and
+ *         20 px down a frame and zooming ±20 % over the loop (frame n is frame 0 again). Drawn with libm: not
+ *         pinned by a checksum.
+ * rcanvas-testframes OUTDIR --motion pan-1920x1080 64 writes such a loop as PNG files (the demo's --frames). */
+typedef enum tf_motion { TF_MOTION_PAN, TF_MOTIONS } tf_motion;
+const char *tf_motion_name(tf_motion m);
+/* Motion by name; -1 if unknown. */
+int tf_motion_parse(const char *name, tf_motion *m);
+/* Draws frame i (taken modulo n) of the n-frame loop m at w × h into RGBA8 pixels, pitch ≥ w × 4; alpha 255.
+ * Nothing is drawn for w, h or n of 0, a NULL buffer or a short pitch. */
+void tf_motion_draw(tf_motion m, uint32_t i, uint32_t n, uint32_t w, uint32_t h, uint8_t *rgba, size_t pitch);
+
 #endif

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#define RC_DEFAULT_BITRATE_KBPS 8000 /* 1080p at 30–60 fps: the top; each tier's encoder follows its viewers' link */
+/* The video bitrate's top, a user maximum (RCANVAS_OPT_BITRATE_KBPS, --bitrate): each tier's encoder follows its
+ * viewers' link up to it. Generous (issue 17: a fixed 8 Mbit/s left 15 of 20 Mbit/s unused and 25.6 dB on
+ * loopback); the largest the option takes is RC_MAX_BITRATE_KBPS (canvas_internal.h). */
+#define RC_DEFAULT_BITRATE_KBPS 50000
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
     if (!cfg) return;

@@ -192,6 +192,14 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             t->latest = pk;
         }
         t->failures = 0;
+        if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
+            if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
+            else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
+                /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no
+                 * frame QP to tell its ceiling by) */
+                if (t->video_since_cut > RC_VIDEO_SETTLE_FRAMES)
+                    rc_steer_video_frame(&t->steer, pk->total_bytes, t->video_target_bytes);
+        }
         if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
             uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
             for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;

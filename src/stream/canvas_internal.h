@@ -8,6 +8,12 @@
 #ifndef RC_CANVAS_INTERNAL_H
 #define RC_CANVAS_INTERNAL_H
 
+/* The largest video bitrate the encoder is given, kbit/s (RCANVAS_OPT_BITRATE_KBPS's range). */
+#define RC_MAX_BITRATE_KBPS 200000
+/* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
+ * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
+#define RC_VIDEO_SETTLE_FRAMES 4
+
 #include <pthread.h>
 
 #include "codec/frame_encode.h"
@@ -93,6 +99,9 @@ struct rc_tier {
     int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
     double enc_fps;               /* frames it encodes a second (smoothed) */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
+    double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
+    int video_since_cut;          /* stateful: frames since that size was last lowered */
+    int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;

@@ -7,6 +7,7 @@
 
 #include "codec/scale.h"
 
+#include <math.h>
 #include <string.h>
 
 static void set_tier0_locked(rcanvas_canvas *c);
@@ -131,11 +132,19 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     t->last_encode_us = now;
     uint64_t px = (uint64_t)fb->img.width * fb->img.height;
     if (stateful) {
+        /* issue 17: the encoder spends bitrate / params->fps on a frame, so params->fps is the rate frames are meant
+         * to come at — the app's measured rate (fps_goal_locked) or the steering's cap —, never the rate the viewers
+         * happened to take them at (that gave each frame bitrate / 2 fps on a slow link: bigger frames, fewer taken,
+         * bigger frames, and 2 fps at 127 kB a frame), nor max_fps when the app draws slower. */
         rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
-        /* the encoder gives each frame bitrate / params->fps; frames come at the rate its viewers take them */
-        double eff = t->enc_fps > 0 && t->enc_fps < params->fps ? t->enc_fps : params->fps;
-        double kbps = t->steer.bitrate_bps / 1000 * (params->fps / eff);
-        params->bitrate_kbps = kbps < 100 ? 100 : kbps > 200000 ? 200000 : (int)kbps;
+        double fps = round(t->steer.fps_cap > 0 && t->steer.fps_cap < goal ? t->steer.fps_cap : goal);
+        if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */
+        double kbps = t->steer.bitrate_bps / 1000;
+        params->fps = fps;
+        params->bitrate_kbps = kbps < 100 ? 100 : kbps > RC_MAX_BITRATE_KBPS ? RC_MAX_BITRATE_KBPS : (int)kbps;
+        double target = params->bitrate_kbps * 1000.0 / 8 / fps; /* bytes a frame */
+        t->video_since_cut = target < 0.95 * t->video_target_bytes ? 0 : t->video_since_cut + 1;
+        t->video_target_bytes = target;
     } else if (!(t->codec->flags & RC_CODEC_LOSSLESS)) {
         if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
         params->quality = t->steer.quality;

@@ -242,16 +242,35 @@ int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us) {
     return 1;
 }
 
+/* bits of one frame at 1/d of the size (rc_steer_video) */
+static double video_frame_bits(const rc_steer *s, uint64_t pixels, int d) {
+    double area = RC_STEER_VIDEO_BPP * (double)pixels / ((double)d * d), seen = s->video_bits / d;
+    return seen > area ? seen : area;
+}
+
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels) {
     if (!(fps > 0) || !pixels) return;
     s->bitrate_bps = budget_bps < top_bps ? budget_bps : top_bps;
     double fps_floor = fps < RC_STEER_FPS_MIN ? fps : RC_STEER_FPS_MIN;
     int d = 1;
     for (; d < RC_STEER_SCALE_MAX; d *= 2) {
-        double need = RC_STEER_VIDEO_BPP * (double)pixels / ((double)d * d) * fps_floor * (d < s->scale_div ? 1.3 : 1.0);
+        double need = video_frame_bits(s, pixels, d) * fps_floor * (d < s->scale_div ? 1.3 : 1.0);
         if (need <= s->bitrate_bps) break;
     }
-    double full = RC_STEER_VIDEO_BPP * (double)pixels / ((double)d * d) * fps;
-    s->fps_cap = full > s->bitrate_bps ? s->bitrate_bps / (RC_STEER_VIDEO_BPP * (double)pixels / ((double)d * d)) : 0;
+    double frame_bits = video_frame_bits(s, pixels, d);
+    s->fps_cap = frame_bits * fps > s->bitrate_bps ? s->bitrate_bps / frame_bits : 0;
+    if (s->fps_cap > 0 && s->fps_cap < 1) s->fps_cap = 1; /* a frame a second at worst, at the smallest size */
     s->scale_div = d;
+}
+
+void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
+    int d = s->scale_div > 0 ? s->scale_div : 1;
+    if (!bytes || !(target_bytes > 0)) return;
+    /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
+     * one frame may be well over it */
+    double full = (double)bytes * 8 * d, want = target_bytes * 8 * d;
+    s->video_avg_bits = s->video_avg_bits > 0 ? s->video_avg_bits + (full - s->video_avg_bits) / 8 : full;
+    s->video_avg_target = s->video_avg_target > 0 ? s->video_avg_target + (want - s->video_avg_target) / 8 : want;
+    if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;
+    else s->video_bits *= 0.98; /* meets its target: forget the floor within a second or two */
 }

@@ -123,6 +123,9 @@ typedef struct rc_steer {
     double fps_cap;            /* frames a second this encoder should make; 0 = as many as come */
     double bitrate_bps;        /* video: the encoder's target bitrate */
     double bytes_per_q[101];   /* image codecs: last frame size seen at each quality, per full-size pixel; 0 = none */
+    double video_bits;         /* video: bits a full-size P-frame takes at the encoder's coarsest quantizer on this
+                                * content; 0 = not seen (rc_steer_video_frame) */
+    double video_avg_bits, video_avg_target; /* video: P-frame bits and their targets, averaged, full size */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -137,7 +140,18 @@ void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint6
  * cap on 60 fps frames takes every 2nd or 3rd, not every 3rd). */
 int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us);
 /* Video codecs (bitrate-driven): settings for budget_bps at fps frames a second of `pixels` (full size), the
- * encoder's bitrate at most top_bps. */
+ * encoder's bitrate at most top_bps (bit/s). A frame at 1/d of the size is taken to need the larger of RC_STEER_VIDEO_BPP
+ * bits per coded pixel and s->video_bits / d: the frame rate is capped, then the size divided, until such frames
+ * fit the budget at RC_STEER_FPS_MIN. */
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels);
+/* Video: the encoder, asked for target_bytes a frame, made a P-frame of `bytes` at s->scale_div. When its frames
+ * average over RC_STEER_VIDEO_OVER × their target, a lower bitrate makes them no smaller (openh264 at QP 51 still
+ * takes 21 kB for a 1080p pan of the dense plot, where 2.7 Mbit/s at 30 fps means 11 kB): s->video_bits is what
+ * they average, as bits of a full-size frame, taking frame bits to go as 1/scale_div (line content keeps its lines:
+ * half the size has half the line pixels, not a quarter). While they meet their target it decays by 2 % a frame, so
+ * easier content gets its frame rate back within seconds. Keyframes are not for this (intra: far bigger, rare).
+ * Bad input (no bytes, no target) changes nothing. */
+void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
+#define RC_STEER_VIDEO_OVER 1.15
 
 #endif

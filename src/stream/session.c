@@ -102,9 +102,14 @@ int rc_sessions_visible_locked(rcanvas_canvas *c) {
 
 int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t) {
     const rc_packet *l = c->tiers[t].latest;
+    /* Room means what pick_locked gives a packet to: a window not full *and* a link not full (rc_link_full). A
+     * tier that encoded past a viewer held by its link alone (issue 17) made video packets it never received: the
+     * next one it could take depended on one it had not got, so it asked for a keyframe, a big one, that filled its
+     * link again — 15 keyframes in 41 frames at 4 Mbit/s, ~3 a second for a slow viewer beside a fast one. */
     for (rc_session *s = c->sessions; s; s = s->next)
         if (s->tier == t && s->visible && !s->closing &&
-            (s->n_inflight < s->window || !l || s->given_seq >= l->seq)) /* room, or one frame ahead of it */
+            ((s->n_inflight < s->window && !rc_link_full(&s->link, s->n_inflight, s->inflight_bytes)) || !l ||
+             s->given_seq >= l->seq)) /* room, or one frame ahead of it */
             return 1;
     return 0;
 }

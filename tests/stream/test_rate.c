@@ -212,6 +212,34 @@ static void check_order(void) {
     CHECK_MSG(st.scale_div == 2 && !(st.fps_cap > 0), "0.5 Mbit/s: 1/%d, cap %.1f", st.scale_div, st.fps_cap);
 }
 
+/* Issue 17: an encoder that cannot meet its target (openh264 at QP 51 on the 1080p pan loop: 24 kB P-frames where
+ * 2.7 Mbit/s at 30 fps means 11 kB) is met with the frame rate, then the size; easier content gets it back. */
+static void check_video_floor(void) {
+    const uint64_t px = 1920 * 1080;
+    rc_steer st;
+    rc_steer_init(&st, 0, 50e6);
+    rc_steer_video(&st, 50e6, 2.7e6, 30, px);
+    CHECK(st.scale_div == 1 && !(st.fps_cap > 0)); /* 0.03 bit a pixel fits: no cap before a frame is seen */
+    rc_steer_video_frame(&st, 0, 11250);            /* nothing to learn from an empty frame */
+    CHECK(st.video_bits == 0);
+    for (int i = 0; i < 20; i++) rc_steer_video_frame(&st, 24000, 11250);
+    rc_steer_video(&st, 50e6, 2.7e6, 30, px);
+    /* 24 kB frames on 2.7 Mbit/s: 14 fps at full size (above the 12 fps floor), not the 30 fps that overshoots */
+    CHECK_MSG(st.scale_div == 1 && st.fps_cap > 12 && st.fps_cap < 15, "1/%d, cap %.1f", st.scale_div, st.fps_cap);
+    CHECK_MSG(st.bitrate_bps == 2.7e6, "bitrate %.0f", st.bitrate_bps);
+    /* 1.5 Mbit/s: 24 kB at 12 fps is 2.3 Mbit/s: half the size (12 kB taken as half the bits), 15 fps */
+    rc_steer_video(&st, 50e6, 1.5e6, 30, px);
+    CHECK_MSG(st.scale_div == 2 && st.fps_cap > 12 && st.fps_cap < 17, "1.5 Mbit/s: 1/%d, cap %.1f", st.scale_div,
+              st.fps_cap);
+    /* a fast link: the full rate, the bitrate up to the user's top */
+    rc_steer_video(&st, 50e6, 80e6, 30, px);
+    CHECK(st.scale_div == 1 && !(st.fps_cap > 0) && st.bitrate_bps == 50e6);
+    /* off the floor for a few seconds of frames: forgotten */
+    for (int i = 0; i < 300; i++) rc_steer_video_frame(&st, 9000, 11250);
+    rc_steer_video(&st, 50e6, 2.7e6, 30, px);
+    CHECK_MSG(st.scale_div == 1 && !(st.fps_cap > 0), "after easy frames: 1/%d, cap %.1f", st.scale_div, st.fps_cap);
+}
+
 /* The estimate itself: a link of known rate, frames back to back. */
 static void check_estimate(void) {
     rc_link l;
@@ -238,5 +266,6 @@ int main(void) {
     check_link(20, 40, 30, 150);
     check_link(4, 80, 15, 250);
     check_step_up();
+    check_video_floor();
     TEST_MAIN_END();
 }

@@ -1,0 +1,207 @@
+// video_link.test.mjs — issue 17: H.264 through shaped links (shaper.mjs) on content that moves: the pan loop of
+// rcanvas-testframes (40,20 px a frame and a zoom over a dense plot, 1920×1080 or 1280×720, played by the demo's
+// --frames at 30 fps). Counted from the wire by raw viewers (frames, keyframe flags, bytes) and, for input to
+// pixels, in Chromium (the demo's click marker). Short windows; the bounds are the issue's done-when targets, which
+// hold with room on a loaded 2-core machine (the figures of a run are printed).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import WebSocket from 'ws';
+import { launchBrowser, startDemo, until, sleep, buildDir } from './lib.mjs';
+import { startShaper } from './shaper.mjs';
+import { parseFrameHeader } from '../../client/protocol.js';
+
+const pct = (a, p) => { const s = [...a].sort((x, y) => x - y); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
+let tmp;
+const panDir = (w, h) => path.join(tmp, `pan-${w}x${h}`);
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-video-link-'));
+  for (const [w, h] of [[1920, 1080], [1280, 720]])
+    execFileSync(path.join(buildDir, 'rcanvas-testframes'), [panDir(w, h), '--motion', `pan-${w}x${h}`, '64'], { stdio: 'ignore' });
+});
+after(() => { if (tmp) fs.rmSync(tmp, { recursive: true, force: true }); });
+
+// A raw H.264 viewer: acks each frame when its last tile is in (as the browser does, without decoding), counts
+// frames, keyframes and bytes, keeps the newest link notice, and never asks for a keyframe itself.
+function videoViewer(port, token) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws?token=${token}&codecs=h264,jpeg`,
+                           { headers: { Origin: `http://127.0.0.1:${port}` } });
+  const v = { frames: 0, keyframes: 0, bytes: 0, codec: null, link: null, closed: false, ws };
+  ws.on('message', (data, isBinary) => {
+    if (!isBinary) {
+      const m = JSON.parse(data.toString());
+      if (m.link) v.link = m.link;
+      if (m.type === 'link') v.link = m;
+      return;
+    }
+    v.bytes += data.length;
+    const h = parseFrameHeader(new Uint8Array(data));
+    v.codec = h.codec;
+    if (h.video && (h.flags & 8)) v.keyframes++;
+    if (h.last) {
+      v.frames++;
+      ws.send(JSON.stringify({ type: 'ack', seq: h.seq }));
+    }
+  });
+  ws.on('close', () => { v.closed = true; });
+  v.opened = new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('error', reject); });
+  v.close = () => ws.close();
+  return v;
+}
+// frames, keyframes and Mbit/s of v over ms
+async function windowOf(v, ms) {
+  const f0 = v.frames, k0 = v.keyframes, b0 = v.bytes;
+  await sleep(ms);
+  return { fps: (v.frames - f0) / (ms / 1000), keyframes: v.keyframes - k0, mbps: (v.bytes - b0) * 8 / 1e3 / ms,
+           kB: (v.bytes - b0) / Math.max(1, v.frames - f0) / 1e3, link: v.link };
+}
+const show = (w) => `${w.fps.toFixed(1)} fps, ${w.keyframes} keyframes, ${w.mbps.toFixed(2)} Mbit/s, ` +
+                    `${w.kB.toFixed(1)} kB/frame, link ${JSON.stringify(w.link)}`;
+const panDemo = (w, h, extra = []) => startDemo(['--codec', 'h264', '--frames', panDir(w, h), '--fps', '30', ...extra]);
+
+// Done when: "H.264 on motion at 4 Mbit/s/80 ms ≥ 15 fps" (the user measured 2.1 fps, 15 keyframes of 41 frames,
+// P-frames of 127 kB for a 2.8 Mbit/s target): frames sized for the link, no keyframe nobody asked for.
+test('H.264 pan 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested keyframes, within the link', async () => {
+  const demo = await panDemo(1920, 1080);
+  const link = await startShaper({ target: demo.port, rateMbps: 4, delayMs: 40 });
+  const v = videoViewer(link.port, demo.token);
+  try {
+    await v.opened;
+    await until(() => v.frames > 5, 15000, 'frames');
+    await sleep(3000); // the link estimate settles
+    const a = await windowOf(v, 4000);
+    const b = await windowOf(v, 4000);
+    console.log(`# 4 Mbit/s 80 ms, pan 1080p: ${show(a)}\n#   then ${show(b)}`);
+    assert.equal(v.codec, 3 /* RCANVAS_CODEC_H264 */, 'the viewer gets H.264');
+    for (const w of [a, b]) {
+      assert.ok(w.fps >= 15, `${w.fps.toFixed(1)} fps < 15`);
+      assert.ok(w.keyframes <= 1, `${w.keyframes} keyframes in 4 s, none requested`);
+      assert.ok(w.mbps <= 4 * 1.02, `${w.mbps} Mbit/s through a 4 Mbit/s link`);
+    }
+  } finally {
+    v.close();
+    await link.close();
+    await demo.stop();
+  }
+});
+
+// Done when: "keyframes only at start/on request/at the GOP interval for the slow+fast pair" (the user measured
+// 86–97 keyframes in 30 s for the slow one, ~3/s, while it asked for none).
+test('H.264 pan 720p, a direct viewer and one through 2 Mbit/s, 30 ms: no keyframe storm for the slow one', async () => {
+  const demo = await panDemo(1280, 720);
+  const link = await startShaper({ target: demo.port, rateMbps: 2, delayMs: 30 });
+  const fast = videoViewer(demo.port, demo.token);
+  try {
+    await fast.opened;
+    await until(() => fast.frames > 5, 15000, 'fast viewer frames');
+    const slow = videoViewer(link.port, demo.token);
+    try {
+      await slow.opened;
+      await until(() => slow.frames > 2, 15000, 'slow viewer frames');
+      await sleep(3000); // its link estimate settles, it finds its own rung
+      const f0 = fast.frames;
+      const w = await windowOf(slow, 8000);
+      const fastFps = (fast.frames - f0) / 8;
+      console.log(`# pair: slow ${show(w)}; fast ${fastFps.toFixed(1)} fps, ${fast.keyframes} keyframes in all`);
+      assert.ok(w.keyframes <= 2, `the slow viewer got ${w.keyframes} keyframes in 8 s, none requested`);
+      assert.ok(w.fps >= 8, `the slow viewer shows ${w.fps.toFixed(1)} fps`);
+      assert.ok(w.mbps <= 2 * 1.02, `${w.mbps} Mbit/s through a 2 Mbit/s link`);
+      assert.ok(fastFps >= 20, `the direct viewer: ${fastFps.toFixed(1)} fps`);
+    } finally {
+      slow.close();
+    }
+  } finally {
+    fast.close();
+    await link.close();
+    await demo.stop();
+  }
+});
+
+// Done when: "at 20 Mbit/s the video uses ≥ 60 % of the link when the content needs it" (the user measured 4.8 of 20:
+// a fixed 8 Mbit/s ceiling and a per-frame budget of bitrate ÷ max_fps).
+test('H.264 pan 1080p through 20 Mbit/s, 40 ms: the video uses >= 60 % of the link', async () => {
+  const demo = await panDemo(1920, 1080);
+  const link = await startShaper({ target: demo.port, rateMbps: 20, delayMs: 20 });
+  const v = videoViewer(link.port, demo.token);
+  try {
+    await v.opened;
+    await until(() => v.frames > 5, 15000, 'frames');
+    await sleep(3000);
+    const a = await windowOf(v, 4000);
+    const b = await windowOf(v, 4000);
+    console.log(`# 20 Mbit/s 40 ms, pan 1080p: ${show(a)}\n#   then ${show(b)}`);
+    const best = Math.max(a.mbps, b.mbps);
+    assert.ok(best >= 12, `${best.toFixed(2)} Mbit/s of a 20 Mbit/s link`);
+    // and by the encoder's own target, not by overshooting a lower one (a fixed 8 Mbit/s ceiling gave 2.5x frames)
+    assert.ok(b.link.bitrate_kbps >= 12000, `the encoder aims at ${b.link.bitrate_kbps} kbit/s on a 20 Mbit/s link`);
+    for (const w of [a, b]) assert.ok(w.mbps <= 20 * 1.02, `${w.mbps} Mbit/s through a 20 Mbit/s link`);
+  } finally {
+    v.close();
+    await link.close();
+    await demo.stop();
+  }
+});
+
+// Done when: "click-to-picture ≤ 300 ms" at 4 Mbit/s/80 ms on motion (the user measured 1321/1475 ms p50/p95): a
+// click in Chromium toggles the demo's magenta square on the frames; the time from the click to the first
+// animation frame whose canvas shows the square toggled.
+test('H.264 pan 1080p through 4 Mbit/s, 80 ms in Chromium: click to picture <= 300 ms (median)', async () => {
+  const browser = await launchBrowser();
+  const demo = await panDemo(1920, 1080);
+  const link = await startShaper({ target: demo.port, rateMbps: 4, delayMs: 40 });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1920, height: 1080 } });
+    await page.goto(`http://127.0.0.1:${link.port}/?token=${demo.token}`);
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 15000, 'connected');
+    await page.evaluate(() => {
+      const B = window.__click = { at: null, expect: null, marker: false, lat: [] };
+      const on = (g, s) => { // the square's middle (its 256x256 at 64,64 of the frame; the canvas may be scaled)
+        const sx = g.canvas.width / 1920, sy = g.canvas.height / 1080;
+        const d = g.getImageData(Math.round(160 * sx), Math.round(160 * sy), 32, 32).data;
+        let r = 0, gr = 0, b = 0;
+        for (let i = 0; i < d.length; i += 4) { r += d[i]; gr += d[i + 1]; b += d[i + 2]; }
+        const n = d.length / 4;
+        return r / n > 200 && gr / n < 60 && b / n > 200;
+      };
+      const tick = () => {
+        requestAnimationFrame(tick);
+        const c = document.querySelector('canvas');
+        if (!c || c.width < 2) return;
+        B.marker = on(c.getContext('2d'));
+        if (B.at !== null && B.marker === B.expect) { B.lat.push(performance.now() - B.at); B.at = null; }
+      };
+      window.addEventListener('pointerdown', () => { B.at = performance.now(); B.expect = !B.marker; }, true);
+      requestAnimationFrame(tick);
+    });
+    await sleep(4000); // the link estimate settles
+    const s0 = await page.evaluate(() => window.rcanvas.stats());
+    const t0 = Date.now();
+    let missed = 0;
+    for (let k = 0; k < 8; k++) {
+      const n = await page.evaluate(() => window.__click.lat.length);
+      await page.mouse.click(960, 540);
+      try {
+        await until(() => page.evaluate((m) => window.__click.lat.length > m, n), 5000, 'the click to show');
+      } catch {
+        missed++;
+        await page.evaluate(() => { window.__click.at = null; });
+      }
+      await sleep(250 + 37 * k % 200); // not in step with the frame clock
+    }
+    const s1 = await page.evaluate(() => window.rcanvas.stats());
+    const fps = (s1.framesShown - s0.framesShown) / ((Date.now() - t0) / 1000);
+    const lat = await page.evaluate(() => window.__click.lat);
+    console.log(`# Chromium, 4 Mbit/s 80 ms, pan 1080p: click p50 ${pct(lat, 0.5)?.toFixed(0)} / p95 ` +
+                `${pct(lat, 0.95)?.toFixed(0)} ms of ${lat.length} clicks (${missed} missed), ${fps.toFixed(1)} fps shown, ` +
+                `link ${JSON.stringify(s1.link)}`);
+    assert.ok(missed <= 1, `${missed} clicks never showed`);
+    assert.ok(pct(lat, 0.5) <= 300, `click to picture: median ${pct(lat, 0.5)} ms`);
+  } finally {
+    await link.close();
+    await demo.stop();
+    await browser.close();
+  }
+});
