@@ -10,6 +10,9 @@ APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev 
 # make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
 # of its frame player (bench-x11-player, built when they are there).
 BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
+# make bench-anchor only: x264 (GPL; linked into bench-anchor alone, never into the library) and libavcodec (to decode
+# x264's high profile). Installed by bench-anchor-deps only, not by deps, bench-deps or bench-anchor.
+BENCH_ANCHOR_PACKAGES := libx264-dev libavcodec-dev
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
 NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
@@ -26,7 +29,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-vnc test-python bench-rendercanvas clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python bench-rendercanvas clean
 
 all: build
 
@@ -230,6 +233,27 @@ bench-deps: deps
 	  echo "Installing:$$missing"; \
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
 	fi
+
+# The quality anchor (issue 17; bench/bench_anchor.c): openh264 and VP9 as the library runs them against x264
+# (superfast and veryfast, zerolatency, baseline and high profile) at 2/4/8/16 Mbit/s on 1080p pan, zoom, rotation and
+# slideshow sequences — actual bitrate, Y/Cb/Cr PSNR, CPU ms per frame on one thread — then chroma: JPEG 4:2:0 against
+# 4:4:4 and H.264 / VP9 4:2:0 against VP9 profile 1 4:4:4 on plots, text, renders and 1-px coloured lines (about 5
+# minutes on 2 cores). x264 is optional and not installed by this target: `make bench-anchor-deps` first, else the
+# benchmark runs without it and says that it skipped x264. BENCH_ANCHOR_ARGS="--help" lists the options.
+BENCH_ANCHOR_ARGS ?=
+bench-anchor-deps: deps
+	@missing=""; for p in $(BENCH_ANCHOR_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+bench-anchor: bench-frames
+	$(CONFIGURE)
+	cmake --build build -j $(JOBS) --target bench-anchor
+	./build/bench-anchor $(BENCH_ANCHOR_ARGS) $(BENCH_FRAMES)
 
 # rcanvas against TigerVNC + noVNC, side by side (tests/browser/bench_vnc.mjs): the corpus's 1920x1080 frames at
 # 30 fps, loopback, 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms; fps, Mbit/s, PSNR, click-to-pixels latency.

@@ -27,95 +27,14 @@
 #include "core/util.h"
 #include "gen_frames.h"
 #include "imageio.h"
+#include "video_decoders.h"
 
-#if RCANVAS_HAVE_H264
-#include <wels/codec_api.h>
-#endif
-#if RCANVAS_HAVE_VPX
-#include <vpx/vp8dx.h>
-#include <vpx/vpx_decoder.h>
-#endif
 #if RCANVAS_BENCH_AV1
 #include <dav1d/dav1d.h>
 #endif
 
 #define OUT_W 1920
 #define OUT_H 1080
-
-/* A decoded picture: planes owned by the decoder, valid until its next call. */
-typedef struct yuv_view {
-    const uint8_t *y, *u, *v;
-    int w, h, stride_y, stride_uv;
-} yuv_view;
-
-/* A codec's reference decoder, to measure what a viewer sees. */
-typedef struct video_decoder {
-    void *(*open)(void);
-    int (*decode)(void *d, const uint8_t *data, size_t len, yuv_view *out); /* 0 or -1 */
-    void (*close)(void *d);
-} video_decoder;
-
-#if RCANVAS_HAVE_H264
-static void *h264_open(void) {
-    ISVCDecoder *d = NULL;
-    if (WelsCreateDecoder(&d) || !d) return NULL;
-    int level = WELS_LOG_QUIET;
-    (*d)->SetOption(d, DECODER_OPTION_TRACE_LEVEL, &level);
-    SDecodingParam p;
-    memset(&p, 0, sizeof p);
-    p.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_AVC;
-    if ((*d)->Initialize(d, &p)) {
-        WelsDestroyDecoder(d);
-        return NULL;
-    }
-    return d;
-}
-static int h264_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
-    ISVCDecoder *d = dp;
-    uint8_t *dst[3] = {0};
-    SBufferInfo bi;
-    memset(&bi, 0, sizeof bi);
-    if ((*d)->DecodeFrameNoDelay(d, data, (int)len, dst, &bi) != dsErrorFree || bi.iBufferStatus != 1) return -1;
-    *out = (yuv_view){bi.pDst[0], bi.pDst[1], bi.pDst[2], bi.UsrData.sSystemBuffer.iWidth,
-                      bi.UsrData.sSystemBuffer.iHeight, bi.UsrData.sSystemBuffer.iStride[0],
-                      bi.UsrData.sSystemBuffer.iStride[1]};
-    return 0;
-}
-static void h264_close(void *dp) {
-    ISVCDecoder *d = dp;
-    (*d)->Uninitialize(d);
-    WelsDestroyDecoder(d);
-}
-static const video_decoder h264_decoder = {h264_open, h264_decode, h264_close};
-#endif
-
-#if RCANVAS_HAVE_VPX
-static void *vpx_open(vpx_codec_iface_t *iface) {
-    vpx_codec_ctx_t *d = malloc(sizeof *d);
-    if (d && vpx_codec_dec_init(d, iface, NULL, 0) != VPX_CODEC_OK) {
-        free(d);
-        d = NULL;
-    }
-    return d;
-}
-static void *vp8_open(void) { return vpx_open(vpx_codec_vp8_dx()); }
-static void *vp9_open(void) { return vpx_open(vpx_codec_vp9_dx()); }
-static int vpx_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
-    vpx_codec_iter_t it = NULL;
-    if (vpx_codec_decode(dp, data, (unsigned)len, NULL, 0) != VPX_CODEC_OK) return -1;
-    vpx_image_t *img = vpx_codec_get_frame(dp, &it);
-    if (!img) return -1;
-    *out = (yuv_view){img->planes[VPX_PLANE_Y], img->planes[VPX_PLANE_U], img->planes[VPX_PLANE_V], (int)img->d_w,
-                      (int)img->d_h, img->stride[VPX_PLANE_Y], img->stride[VPX_PLANE_U]};
-    return 0;
-}
-static void vpx_close(void *dp) {
-    vpx_codec_destroy(dp);
-    free(dp);
-}
-static const video_decoder vp8_decoder = {vp8_open, vpx_decode, vpx_close};
-static const video_decoder vp9_decoder = {vp9_open, vpx_decode, vpx_close};
-#endif
 
 #if RCANVAS_BENCH_AV1
 /* dav1d, one picture per temporal unit (max_frame_delay 1); the picture is kept until the next decode. */
@@ -155,7 +74,7 @@ static int av1_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) 
     if (dd.sz) dav1d_data_unref(&dd);
     if (!got) return -1;
     *out = (yuv_view){d->pic.data[0], d->pic.data[1], d->pic.data[2], d->pic.p.w, d->pic.p.h,
-                      (int)d->pic.stride[0], (int)d->pic.stride[1]};
+                      (int)d->pic.stride[0], (int)d->pic.stride[1], 0};
     return 0;
 }
 static void av1_close(void *dp) {
