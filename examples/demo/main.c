@@ -48,7 +48,7 @@ static const char USAGE[] =
     "  --base-path /PREFIX  the prefix a reverse proxy serves the server under (e.g. /viz; docs/security.md)\n"
     "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
     "                       vp8, vp9, webp or av1 (opt-in, not in auto: see docs/benchmarks.md); video goes\n"
-    "                       to viewers whose browser decodes it, JPEG to the others (default jpeg)\n"
+    "                       to viewers whose browser decodes it, JPEG to the others (default auto)\n"
     "  --bitrate KBPS       top video bitrate in kbit/s, 100-200000: each viewer's follows its link up to it\n"
     "                       (default 50000)\n"
     "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
@@ -300,6 +300,9 @@ int main(int argc, char **argv) {
     rcanvas_server_config_init(&scfg);
     rcanvas_canvas_config ccfg;
     rcanvas_canvas_config_init(&ccfg);
+    /* The demo shows what rcanvas is for: video to every browser that decodes it (WebCodecs: https or loopback),
+     * JPEG to the others; the library's own default stays JPEG, which every caller's viewer decodes (issue 17). */
+    ccfg.codec = RCANVAS_CODEC_AUTO;
     ccfg.title = "rcanvas demo";
     const char *frames_dir = NULL;
     int print_events = 0, gpu = 0, test_scene = 0;

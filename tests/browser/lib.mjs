@@ -49,7 +49,12 @@ export async function until(fn, timeoutMs = 10000, what = 'condition') {
  * --print-events).
  */
 export function startDemo(args = [], { port = 0, token = undefined, program = demoPath } = {}) {
-  const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...args];
+  // The demo's default codec is auto (video where the browser decodes it); the tests written against its JPEG
+  // frames (pixels, tiles, byte counts) say nothing of the codec, so rcanvas-demo gets --codec jpeg unless the test
+  // names one; '--codec-default' (dropped here) keeps the demo's own default (video_e2e.test.mjs checks it).
+  const defaulted = program === demoPath && !args.includes('--codec') && !args.includes('--codec-default');
+  const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...(defaulted ? ['--codec', 'jpeg'] : []),
+                ...args.filter((a) => a !== '--codec-default')];
   const proc = spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines = [];
   let stderr = '';

@@ -4,7 +4,7 @@
 // per channel before any refinement (BT.601 limited range end to end); a viewer joining mid-stream shows the right
 // picture within 300 ms of its hello; a viewer stalled for 1 s gets a keyframe first when it resumes while the
 // other viewer's frames keep coming; an insecure origin falls back to JPEG; the lossless refinement arrives once
-// the scene is still and makes the picture exact.
+// the scene is still and makes the picture exact; the demo with no --codec puts a Chromium viewer on H.264.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
@@ -152,4 +152,16 @@ test('the lossless refinement can be WebP lossless: the still test scene becomes
     assert.deepEqual(await canvasPixel(v.page, 200, 150), [255, 255, 255, 255]);
     assert.deepEqual(v.errors, []);
   } finally { await v.page.close(); await demo.stop(); }
+});
+
+test('the demo with no --codec gives a 127.0.0.1 Chromium viewer H.264 (its default is auto), the right picture', async () => {
+  const demo = await startDemo(['--scene', 'test', '--refine-ms', '0', '--codec-default']);
+  const a = await openViewer(demo.url);
+  try {
+    await until(async () => (await stats(a.page)).framesShown >= 1, 10000, 'a frame');
+    const s = await stats(a.page);
+    console.log(`# demo default: codec ${s.codec}`);
+    assert.equal(s.codec, 'h264');
+    assert.ok((await patchError(a.page)) <= 3, 'the right picture');
+  } finally { await a.page.close(); await demo.stop(); }
 });
