@@ -27,6 +27,8 @@
 //   noVNC's pairs by default: 0/2 and 2/9 (the fastest found at these links, 2026-11-30), 6/2 (noVNC's default).
 //   The source plays at --fps (30): a system that keeps up shows 30, so at loopback 2× cannot show; --fps 60
 //   gives the headroom.
+// `make bench-vnc` runs it on the corpus slideshow and on a generated motion sequence (rcanvas-testframes --motion:
+// a pan and zoom over a dense coloured line plot), each at --fps 30 and 60 (BENCH_VNC_CONTENT, BENCH_VNC_FPS).
 // Needs: Xvnc (tigervnc-standalone-server), websockify, novnc, build/bench-x11-player (libx11-dev, libxext-dev) —
 // `make bench-deps` installs them — and the corpus (../shared/frames or RCANVAS_FRAMES_DIR) with 1920×1080 PNGs.
 import { spawn, spawnSync } from 'node:child_process';
