@@ -31,7 +31,7 @@
 #include "test.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+size_t __sanitizer_get_current_allocated_bytes(void); /* <sanitizer/allocator_interface.h>, not in gcc 12's */
 #define RC_HEAP_BYTES() ((long long)__sanitizer_get_current_allocated_bytes())
 #else
 #define RC_HEAP_BYTES() ((long long)mallinfo2().uordblks)
