@@ -257,6 +257,8 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
         double need = video_frame_bits(s, pixels, d) * fps_floor * (d < s->scale_div ? 1.3 : 1.0);
         if (need <= s->bitrate_bps) break;
     }
+    if (d < s->scale_div && ++s->size_up_calls < RC_STEER_SIZE_UP_CALLS) d = s->scale_div; /* not yet */
+    else s->size_up_calls = 0;
     double frame_bits = video_frame_bits(s, pixels, d);
     s->fps_cap = frame_bits * fps > s->bitrate_bps ? s->bitrate_bps / frame_bits : 0;
     if (s->fps_cap > 0 && s->fps_cap < 1) s->fps_cap = 1; /* a frame a second at worst, at the smallest size */
@@ -269,6 +271,7 @@ void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
      * one frame may be well over it */
     double full = (double)bytes * 8 * d, want = target_bytes * 8 * d;
+    if (s->video_avg_bits > 0 && full > 2 * s->video_avg_bits) full = 2 * s->video_avg_bits; /* an outlier */
     s->video_avg_bits = s->video_avg_bits > 0 ? s->video_avg_bits + (full - s->video_avg_bits) / 8 : full;
     s->video_avg_target = s->video_avg_target > 0 ? s->video_avg_target + (want - s->video_avg_target) / 8 : want;
     if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;

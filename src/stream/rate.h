@@ -126,6 +126,7 @@ typedef struct rc_steer {
     double video_bits;         /* video: bits a full-size P-frame takes at the encoder's coarsest quantizer on this
                                 * content; 0 = not seen (rc_steer_video_frame) */
     double video_avg_bits, video_avg_target; /* video: P-frame bits and their targets, averaged, full size */
+    int size_up_calls;         /* video: consecutive rc_steer_video calls on which a larger size fitted */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -144,12 +145,20 @@ int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us);
  * bits per coded pixel and s->video_bits / d: the frame rate is capped, then the size divided, until such frames
  * fit the budget at RC_STEER_FPS_MIN. */
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels);
+/* A larger size is taken only after it fitted (with the 1.3x margin) on this many calls in a row (one a frame
+ * encoded): each size step restarts the video encoder, a keyframe of ~10x a P-frame, so a size that fits for a
+ * moment (a budget's peak, the learned floor decaying) must not be tried and given back (issue 17: on 4 Mbit/s a
+ * 1080p pan flapped 1/4 -> 1/2 -> 1/4, 3 keyframes in 4 s and 6.5 fps). 30 frames: 1-2.5 s at 12-30 fps. A
+ * smaller size is taken at once. */
+#define RC_STEER_SIZE_UP_CALLS 30
 /* Video: the encoder, asked for target_bytes a frame, made a P-frame of `bytes` at s->scale_div. When its frames
  * average over RC_STEER_VIDEO_OVER × their target, a lower bitrate makes them no smaller (openh264 at QP 51 still
  * takes 21 kB for a 1080p pan of the dense plot, where 2.7 Mbit/s at 30 fps means 11 kB): s->video_bits is what
  * they average, as bits of a full-size frame, taking frame bits to go as 1/scale_div (line content keeps its lines:
  * half the size has half the line pixels, not a quarter). While they meet their target it decays by 2 % a frame, so
- * easier content gets its frame rate back within seconds. Keyframes are not for this (intra: far bigger, rare).
+ * easier content gets its frame rate back within seconds. Keyframes are not for this (intra: far bigger, rare);
+ * nor is one P-frame more than twice the average: it counts as twice (the first P-frames after a keyframe or a
+ * restart are 5-10x the rest, and two of them would triple a 1/8 average).
  * Bad input (no bytes, no target) changes nothing. */
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
 #define RC_STEER_VIDEO_OVER 1.15

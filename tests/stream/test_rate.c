@@ -231,13 +231,32 @@ static void check_video_floor(void) {
     rc_steer_video(&st, 50e6, 1.5e6, 30, px);
     CHECK_MSG(st.scale_div == 2 && st.fps_cap > 12 && st.fps_cap < 17, "1.5 Mbit/s: 1/%d, cap %.1f", st.scale_div,
               st.fps_cap);
-    /* a fast link: the full rate, the bitrate up to the user's top */
+    /* a fast link: the full rate, the bitrate up to the user's top — the full size only once it has fitted on
+     * RC_STEER_SIZE_UP_CALLS frames in a row (each size step restarts the encoder: a keyframe) */
     rc_steer_video(&st, 50e6, 80e6, 30, px);
+    CHECK_MSG(st.scale_div == 2 && st.bitrate_bps == 50e6, "at once: 1/%d", st.scale_div);
+    /* a budget that fits the full size every other frame only never gets it (no flapping) */
+    for (int i = 0; i < 4 * RC_STEER_SIZE_UP_CALLS; i++) rc_steer_video(&st, 50e6, i % 2 ? 80e6 : 1.5e6, 30, px);
+    CHECK_MSG(st.scale_div == 2, "flapping budget: 1/%d", st.scale_div);
+    for (int i = 0; i < RC_STEER_SIZE_UP_CALLS; i++) rc_steer_video(&st, 50e6, 80e6, 30, px);
     CHECK(st.scale_div == 1 && !(st.fps_cap > 0) && st.bitrate_bps == 50e6);
+    /* a smaller size is taken at once */
+    rc_steer_video(&st, 50e6, 1.5e6, 30, px);
+    CHECK_MSG(st.scale_div == 2, "down: 1/%d", st.scale_div);
+    for (int i = 0; i < RC_STEER_SIZE_UP_CALLS; i++) rc_steer_video(&st, 50e6, 80e6, 30, px);
+    CHECK(st.scale_div == 1);
     /* off the floor for a few seconds of frames: forgotten */
     for (int i = 0; i < 300; i++) rc_steer_video_frame(&st, 9000, 11250);
     rc_steer_video(&st, 50e6, 2.7e6, 30, px);
     CHECK_MSG(st.scale_div == 1 && !(st.fps_cap > 0), "after easy frames: 1/%d, cap %.1f", st.scale_div, st.fps_cap);
+    /* the first P-frames after a keyframe (5-10x the rest) do not teach a floor the content does not have: two of
+     * 200 kB among 24 kB ones leave the learned floor within 2x of 24 kB */
+    rc_steer fresh;
+    rc_steer_init(&fresh, 0, 50e6);
+    for (int i = 0; i < 20; i++) rc_steer_video_frame(&fresh, 24000, 11250);
+    rc_steer_video_frame(&fresh, 200000, 11250);
+    rc_steer_video_frame(&fresh, 200000, 11250);
+    CHECK_MSG(fresh.video_bits < 2 * 24000 * 8, "floor %.0f bytes after two outliers", fresh.video_bits / 8);
 }
 
 /* The estimate itself: a link of known rate, frames back to back. */
