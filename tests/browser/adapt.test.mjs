@@ -151,6 +151,12 @@ for (const [rate, rtt, minFps, maxP95] of [[20, 40, 24, 150], [4, 80, 15, 250]])
 // lossless within 1 s after the link drains". H.264, the demo's codec for Chromium: its top is the configured
 // bitrate (8 Mbit/s) at full size and rate. (JPEG's top, q85 at 1080p and 60 fps, is ~90 Mbit/s: more than
 // 50 Mbit/s carries, so the steering rightly stays below it there.)
+// The top for video: full size, no frame-rate cap, and an encoder the link does not hold back — its target at the
+// configured top (8 Mbit/s), or the encoder making less than its target asks for (the measured rate is what the
+// stream delivered; the target grows to 1.6x of it, rate.c): the fractal at 60 fps may need less than 8 Mbit/s,
+// and then it is already coded as well as the encoder codes it (issue 17: the bitrate follows the link and the
+// content, it is no longer inflated to the top).
+const topVideo = (l) => l.scale === 1 && !l.fpsCap && (l.bitrateKbps >= 8000 || l.bitrateKbps >= 1.4 * l.rateKbps);
 test('4 -> 50 Mbit/s: the top quality within 3 s; a scene that stops is lossless within 1 s of the link draining', async () => {
   const browser = await launchBrowser();
   const demo = await startDemo(['--codec', 'h264', '--bitrate', '8000']);
@@ -159,7 +165,7 @@ test('4 -> 50 Mbit/s: the top quality within 3 s; a scene that stops is lossless
     const page = await shapedPage(browser, demo, link);
     await until(async () => {
       const l = (await page.evaluate(() => window.rcanvas.stats())).link;
-      return l && (l.bitrateKbps < 8000 || l.scale > 1 || l.fpsCap > 0);
+      return l && !topVideo(l);
     }, 10000, 'the 4 Mbit/s link lowers the quality');
     await sleep(2000);
     const low = (await page.evaluate(() => window.rcanvas.stats())).link;
@@ -167,7 +173,7 @@ test('4 -> 50 Mbit/s: the top quality within 3 s; a scene that stops is lossless
     const t0 = Date.now();
     await until(async () => {
       const l = (await page.evaluate(() => window.rcanvas.stats())).link;
-      return l && l.bitrateKbps >= 8000 && l.scale === 1 && !l.fpsCap;
+      return l && topVideo(l);
     }, 10000, 'the top quality again');
     const back = Date.now() - t0;
     console.log(`# 4 -> 50 Mbit/s: from ${JSON.stringify(low)} to the top in ${back} ms`);
