@@ -252,9 +252,14 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
     if (!(fps > 0) || !pixels) return;
     s->bitrate_bps = budget_bps < top_bps ? budget_bps : top_bps;
     double fps_floor = fps < RC_STEER_FPS_MIN ? fps : RC_STEER_FPS_MIN;
-    int d = 1;
+    /* the smallest size-divisor whose frames fit at fps_floor, with a dead band of RC_STEER_SIZE_BAND around the
+     * size now: a larger size must fit with that much to spare, the size now is kept until its frames need that
+     * much more than the budget (the frame-rate cap gives meanwhile, a little under fps_floor): each step restarts
+     * the encoder, and the restart's keyframe itself dips the budget */
+    int cur = s->scale_div > 0 ? s->scale_div : 1, d = 1;
     for (; d < RC_STEER_SCALE_MAX; d *= 2) {
-        double need = video_frame_bits(s, pixels, d) * fps_floor * (d < s->scale_div ? 1.3 : 1.0);
+        double m = d < cur ? RC_STEER_SIZE_BAND : d == cur ? 1 / RC_STEER_SIZE_BAND : 1.0;
+        double need = video_frame_bits(s, pixels, d) * fps_floor * m;
         if (need <= s->bitrate_bps) break;
     }
     if (d < s->scale_div && ++s->size_up_calls < RC_STEER_SIZE_UP_CALLS) d = s->scale_div; /* not yet */
@@ -268,12 +273,14 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     int d = s->scale_div > 0 ? s->scale_div : 1;
     if (!bytes || !(target_bytes > 0)) return;
+    if (s->video_samples < RC_STEER_VIDEO_SAMPLES) s->video_samples++;
     /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
      * one frame may be well over it */
     double full = (double)bytes * 8 * d, want = target_bytes * 8 * d;
     if (s->video_avg_bits > 0 && full > 2 * s->video_avg_bits) full = 2 * s->video_avg_bits; /* an outlier */
     s->video_avg_bits = s->video_avg_bits > 0 ? s->video_avg_bits + (full - s->video_avg_bits) / 8 : full;
     s->video_avg_target = s->video_avg_target > 0 ? s->video_avg_target + (want - s->video_avg_target) / 8 : want;
+    if (s->video_samples < RC_STEER_VIDEO_SAMPLES) return; /* the average is not one yet */
     if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;
     else s->video_bits *= 0.98; /* meets its target: forget the floor within a second or two */
 }

@@ -127,6 +127,7 @@ typedef struct rc_steer {
                                 * content; 0 = not seen (rc_steer_video_frame) */
     double video_avg_bits, video_avg_target; /* video: P-frame bits and their targets, averaged, full size */
     int size_up_calls;         /* video: consecutive rc_steer_video calls on which a larger size fitted */
+    int video_samples;         /* video: P-frames averaged so far (up to RC_STEER_VIDEO_SAMPLES) */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -151,6 +152,9 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
  * 1080p pan flapped 1/4 -> 1/2 -> 1/4, 3 keyframes in 4 s and 6.5 fps). 30 frames: 1-2.5 s at 12-30 fps. A
  * smaller size is taken at once. */
 #define RC_STEER_SIZE_UP_CALLS 30
+/* The dead band of a size step: a larger size needs 1.3x its frames' bits to spare in the budget, the size now is
+ * given up when its frames need 1.3x the budget (between the two, the frame rate gives a little). */
+#define RC_STEER_SIZE_BAND 1.3
 /* Video: the encoder, asked for target_bytes a frame, made a P-frame of `bytes` at s->scale_div. When its frames
  * average over RC_STEER_VIDEO_OVER × their target, a lower bitrate makes them no smaller (openh264 at QP 51 still
  * takes 21 kB for a 1080p pan of the dense plot, where 2.7 Mbit/s at 30 fps means 11 kB): s->video_bits is what
@@ -162,5 +166,9 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
  * Bad input (no bytes, no target) changes nothing. */
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
 #define RC_STEER_VIDEO_OVER 1.15
+/* P-frames in the average before it teaches a floor: the 1/8 average is one after about 8; the first frames of a
+ * stream (the startup budget, the rate control settling after the keyframe) taught 116 kB a frame for content that
+ * needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link (issue 17). */
+#define RC_STEER_VIDEO_SAMPLES 12
 
 #endif
