@@ -270,17 +270,33 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
     s->scale_div = d;
 }
 
+/* the median of v[0..n) (n ≤ 12), v reordered */
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     int d = s->scale_div > 0 ? s->scale_div : 1;
     if (!bytes || !(target_bytes > 0)) return;
-    if (s->video_samples < RC_STEER_VIDEO_SAMPLES) s->video_samples++;
-    /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
-     * one frame may be well over it */
     double full = (double)bytes * 8 * d, want = target_bytes * 8 * d;
-    if (s->video_avg_bits > 0 && full > 2 * s->video_avg_bits) full = 2 * s->video_avg_bits; /* an outlier */
-    s->video_avg_bits = s->video_avg_bits > 0 ? s->video_avg_bits + (full - s->video_avg_bits) / 8 : full;
-    s->video_avg_target = s->video_avg_target > 0 ? s->video_avg_target + (want - s->video_avg_target) / 8 : want;
-    if (s->video_samples < RC_STEER_VIDEO_SAMPLES) return; /* the average is not one yet */
+    if (s->video_samples < RC_STEER_VIDEO_SAMPLES) { /* the first ones: their medians start the averages */
+        s->video_first[0][s->video_samples] = full;
+        s->video_first[1][s->video_samples] = want;
+        if (++s->video_samples < RC_STEER_VIDEO_SAMPLES) return;
+        s->video_avg_bits = median(s->video_first[0], RC_STEER_VIDEO_SAMPLES);
+        s->video_avg_target = median(s->video_first[1], RC_STEER_VIDEO_SAMPLES);
+    } else {
+        /* averages over every P-frame (1/8 a frame), not the big ones alone: openh264 meets its target on average,
+         * one frame may be well over it */
+        if (full > 2 * s->video_avg_bits) full = 2 * s->video_avg_bits; /* an outlier */
+        s->video_avg_bits += (full - s->video_avg_bits) / 8;
+        s->video_avg_target += (want - s->video_avg_target) / 8;
+    }
     if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;
     else s->video_bits *= 0.98; /* meets its target: forget the floor within a second or two */
 }

@@ -127,7 +127,9 @@ typedef struct rc_steer {
                                 * content; 0 = not seen (rc_steer_video_frame) */
     double video_avg_bits, video_avg_target; /* video: P-frame bits and their targets, averaged, full size */
     int size_up_calls;         /* video: consecutive rc_steer_video calls on which a larger size fitted */
-    int video_samples;         /* video: P-frames averaged so far (up to RC_STEER_VIDEO_SAMPLES) */
+    int video_samples;         /* video: P-frames seen so far (up to RC_STEER_VIDEO_SAMPLES) */
+    double video_first[2][12]; /* video: the first RC_STEER_VIDEO_SAMPLES P-frames' bits and targets (full size):
+                                * their medians start the averages */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -166,9 +168,10 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
  * Bad input (no bytes, no target) changes nothing. */
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
 #define RC_STEER_VIDEO_OVER 1.15
-/* P-frames in the average before it teaches a floor: the 1/8 average is one after about 8; the first frames of a
- * stream (the startup budget, the rate control settling after the keyframe) taught 116 kB a frame for content that
- * needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link (issue 17). */
+/* P-frames before the averages teach a floor; their medians start them. The first P-frames of a stream (the
+ * startup budget, the rate control settling after the keyframe: 265, 200 kB, … then 24 kB) taught 116 kB a frame
+ * for content that needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link (issue 17); a median
+ * of 12 ignores up to 5 such frames. */
 #define RC_STEER_VIDEO_SAMPLES 12
 
 #endif

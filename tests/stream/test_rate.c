@@ -257,6 +257,14 @@ static void check_video_floor(void) {
     rc_steer_video_frame(&fresh, 200000, 11250);
     rc_steer_video_frame(&fresh, 200000, 11250);
     CHECK_MSG(fresh.video_bits < 2 * 24000 * 8, "floor %.0f bytes after two outliers", fresh.video_bits / 8);
+    /* a stream that starts with 265, 200, 150 kB P-frames (the rate control settling) then 24 kB ones learns
+     * about 24 kB, not the start */
+    rc_steer_init(&fresh, 0, 50e6);
+    const uint64_t start[] = {265000, 200000, 150000};
+    for (int i = 0; i < 3; i++) rc_steer_video_frame(&fresh, start[i], 11250);
+    for (int i = 0; i < 20; i++) rc_steer_video_frame(&fresh, 24000, 11250);
+    CHECK_MSG(fresh.video_bits > 20000 * 8 && fresh.video_bits < 30000 * 8, "floor %.0f bytes after a settling start",
+              fresh.video_bits / 8);
 }
 
 /* The estimate itself: a link of known rate, frames back to back. */
