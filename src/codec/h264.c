@@ -44,6 +44,13 @@
  * testframes pan loop) still takes 91 kB a P-frame whatever the target: 2.7 Mbit/s asked, 22 Mbit/s given at
  * 30 fps (issue 17). The full H.264 range on top (QP_MAX_VALUE 51): 24 kB at that target, 27 kB at 8 Mbit/s (its
  * 33 kB met). What QP 51 still cannot meet, the steering meets with frame rate and size (rc_steer_video). */
+/* Paint-over (issue 17.4): a still frame re-encoded with the rate control off (ENCODER_OPTION_RC_MODE, which
+ * openh264 switches without a reset: the frames stay P-frames) at this QP (iDLayerQp, its RC_OFF_MODE QP, fixed
+ * at InitializeExt). Measured on the 1080p pan of a dense plot at 2 and 8 Mbit/s (both ~20 dB Y PSNR in
+ * motion, QP 51 at their cap), 4 paint frames: QP 24: 473 kB then 8, 19, 2 kB, 32.3 → 40.3 dB; QP 26: 417 kB,
+ * 38.3 dB after 4; QP 30: 316 kB, 35 dB. Back in the bitrate mode the next motion frame is 28 kB (24 before):
+ * no keyframe, no flood. 24 is the lowest that passes 40 dB on that plot. */
+#define H264_PAINT_QP 24
 #define H264_MIN_QP 12
 #define H264_MAX_QP 51
 
@@ -56,6 +63,7 @@ typedef struct h264_codec {
     int kbps, keyframe_interval;
     double fps;
     int want_idr;               /* request_keyframe() was called */
+    int painting;               /* the rate control is off (RC_OFF_MODE): the last frame was a paint-over */
     long long ts_ms;            /* synthesized timestamps at the encoder's frame rate (rate control) */
     rc_i420 yuv;                /* the frame in I420 at its own size */
     uint8_t *pad;               /* the frame padded to the coded size, when that differs */
@@ -165,6 +173,7 @@ static int encoder_new(h264_codec *e, const rc_encode_params *p) {
     l->iMaxSpatialBitrate = UNSPECIFIED_BIT_RATE;
     l->uiProfileIdc = PRO_BASELINE; /* with CAVLC openh264 writes constraint_set0+1: constrained baseline */
     l->uiLevelIdc = LEVEL_UNKNOWN;  /* derived from size, frame rate and bitrate */
+    l->iDLayerQp = H264_PAINT_QP;   /* used only with the rate control off: paint-over frames */
     /* One slice per thread: openh264 encodes slices in parallel (and then turns deblocking across slice edges
      * off, iLoopFilterDisableIdc 2). */
     l->sSliceArgument.uiSliceMode = threads > 1 ? SM_FIXEDSLCNUM_SLICE : SM_SINGLE_SLICE;
@@ -198,6 +207,7 @@ static int encoder_new(h264_codec *e, const rc_encode_params *p) {
     e->keyframe_interval = p->keyframe_interval;
     e->ts_ms = 0;
     e->want_idr = 0; /* a new encoder starts with an IDR */
+    e->painting = 0;
     return RCANVAS_OK;
 }
 
@@ -213,6 +223,12 @@ static int apply_params(h264_codec *e, const rc_encode_params *p) {
         SBitrateInfo b = {.iLayer = SPATIAL_LAYER_ALL, .iBitrate = encoder_bps(p->bitrate_kbps, p->fps)};
         if ((r = (*e->enc)->SetOption(e->enc, ENCODER_OPTION_BITRATE, &b)) != cmResultSuccess)
             return h264_fail(e, "SetOption(BITRATE)", r);
+    }
+    if (!!p->paint != e->painting) { /* paint-over: rate control off at H264_PAINT_QP, then back on */
+        int mode = p->paint ? RC_OFF_MODE : RC_BITRATE_MODE;
+        if ((r = (*e->enc)->SetOption(e->enc, ENCODER_OPTION_RC_MODE, &mode)) != cmResultSuccess)
+            return h264_fail(e, "SetOption(RC_MODE)", r);
+        e->painting = !!p->paint;
     }
     if (p->keyframe_interval != e->keyframe_interval) {
         int v = p->keyframe_interval;
