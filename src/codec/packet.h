@@ -26,6 +26,7 @@ typedef struct rc_codec_type rc_codec_type;
 #define RC_PACKET_REFINE 0x2u   /* a lossless resend of a frame already sent lossy (same seq) */
 #define RC_PACKET_KEYFRAME 0x4u /* decodable alone (every whole-frame packet of an intra-only codec) */
 #define RC_PACKET_SCALED 0x8u   /* encoded at a lower resolution than the frame (rate adaptation): nothing in it is lossless */
+#define RC_PACKET_PAINT 0x10u   /* video: a paint-over, the tier's newest frame coded again sharper (same seq, issue 17.4) */
 
 typedef struct rc_tile {
     rc_buf data;             /* the encoded bytes */

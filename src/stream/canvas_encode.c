@@ -5,6 +5,8 @@
  */
 #include "stream/canvas_internal.h"
 
+#include "codec/scale.h"
+
 #include <stddef.h>
 
 /* Encodes frame fb with an intra, stripe-parallel codec into pk on the pool; done(task) runs when it is finished.
@@ -88,7 +90,23 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     params.codec = (rcanvas_codec)t->codec->wire_id;
     if (!params.threads) params.threads = (t->codec->flags & RC_CODEC_ONE_THREAD) ? 1 : rc_pool_threads(c->env.pool);
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
-    rc_image img = rc_canvas_steer_tier_locked(c, t, fb, now, &params);
+    int paint = t->paint_next && (t->codec->flags & RC_CODEC_PAINT) && t->ref_id;
+    t->paint_next = 0;
+    t->painting = paint;
+    rc_image img;
+    if (paint) { /* a paint-over: the live frame's settings, the tier's size (the steering is not run for it) */
+        params = t->live_params;
+        params.paint = 1;
+        img = fb->img;
+        if (t->steer.scale_div > 1 &&
+            rc_image_downscale(&fb->img, t->steer.scale_div, &t->scaled, &t->scaled_cap, &img) != RCANVAS_OK)
+            img = fb->img;
+        pk->flags |= RC_PACKET_PAINT;
+    } else {
+        img = rc_canvas_steer_tier_locked(c, t, fb, now, &params);
+        params.paint = 0;
+        if (t->codec->flags & RC_CODEC_STATEFUL) t->live_params = params;
+    }
     int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
     int requested = 0;      /* a viewer asked for a whole frame (intra codecs: its picture does not fit a partial one) */
     if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
@@ -183,6 +201,7 @@ void rc_canvas_start_encode_locked(rcanvas_canvas *c) {
 static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error) {
     rc_packet *drop = pk;
     t->busy = 0;
+    t->painting = 0;
     count_encode_locked(c, t);
     if (status == RCANVAS_OK) {
         if (pk->id) t->ref_id = pk->id;
@@ -192,7 +211,12 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             t->latest = pk;
         }
         t->failures = 0;
-        if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
+        if ((t->codec->flags & RC_CODEC_STATEFUL) && ((pk->flags & RC_PACKET_PAINT) || t->painted)) {
+            /* a paint-over (its size is the fixed QP's, not the rate control's), or the first live frame after
+             * one (the rate control coming back): neither teaches the steering (issue 17.4) */
+            t->painted = (pk->flags & RC_PACKET_PAINT) != 0;
+            if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
+        } else if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
             if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
             else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
                 /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no

@@ -102,6 +102,13 @@ struct rc_tier {
     double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
     int video_since_cut;          /* stateful: frames since that size was last lowered */
     int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
+    /* paint-over (issue 17.4; side_check_locked, canvas_refine.c): the frame painted and the paint frames made of
+     * it (RC_PAINT_FRAMES at most); paint_next: the encode being started is one; painting: the one running is */
+    uint32_t paint_seq;
+    int paint_count;
+    int paint_next, painting;
+    int painted;                  /* its last packet was a paint-over: the next live one does not teach the steering */
+    rc_encode_params live_params; /* stateful: the settings of its last live frame (a paint frame keeps them) */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;

@@ -251,8 +251,10 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
     rc_packet *l = t->latest;
     /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
      * viewer that joined a still scene), which keeps every viewer of the tier on one reference chain */
+    /* or a paint-over of the frame it has (issue 17.4), unless it has that frame lossless already */
     int fresh = l && l->seq >= s->floor_seq && (l->seq > s->given_seq ||
-                      (l->id && l->id != s->last_id && l->seq == s->given_seq && (l->flags & RC_PACKET_KEYFRAME)));
+                      (l->id && l->id != s->last_id && l->seq == s->given_seq &&
+                       ((l->flags & RC_PACKET_KEYFRAME) || ((l->flags & RC_PACKET_PAINT) && s->lossless_seq < l->seq))));
     if (fresh) {
         /* a viewer that joins a still scene gets the lossless version straight away */
         if (c->refined && c->refined->seq == l->seq && s->given_seq < l->seq && !l->id &&
@@ -268,6 +270,9 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
         if (keyframe_wait) *keyframe_wait = 1;
         return NULL;
     }
+    /* a video viewer gets the refinement only over the tier's newest packet, and not while a paint-over of it is
+     * being coded: it takes no paint frame after the refinement, so one made meanwhile would break its chain */
+    if (l && l->id && (l->id != s->last_id || t->painting)) return NULL;
     if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq &&
         decodes(s, c->refined->codec) && rc_damage_fits(s, c->refined))
         return c->refined;
@@ -286,6 +291,7 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
             s->last_id = pk->id;
             s->need_keyframe = 0;
         }
+        if (pk->flags & RC_PACKET_PAINT) rc_canvas_notify_locked(c); /* the tick: the next paint frame may be due */
         int slot = (s->if_head + s->n_inflight) % RC_MAX_INFLIGHT;
         s->inflight[slot].seq = pk->seq;
         s->inflight[slot].present_us = pk->present_us;
