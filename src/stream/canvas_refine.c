@@ -1,7 +1,8 @@
 /*
  * canvas_refine.c — what the canvas does between frames, on its tick: the lossless refinement of a still scene
  * (its last frame re-encoded losslessly once no frame came for refine_ms), and `last` encoded on one tier alone
- * (a keyframe for a viewer that joined a still scene, the catch-up of a tier that skipped the newest frame).
+ * (a keyframe for a viewer that joined a still scene, the catch-up of a tier that skipped the newest frame, the
+ * paint-over of a video tier: its newest frame re-coded sharper, issue 17.4).
  */
 #include "stream/canvas_internal.h"
 
