@@ -21,6 +21,16 @@
  * has the frame lossless (it would not take it: the refinement drawn is better, and the chain would break). */
 #define RC_PAINT_FRAMES 4
 #define RC_PAINT_WAIT_FRAMES 1.5
+/* ... and never sooner than this after the last frame, nor while the app's draws are held back by the viewers'
+ * windows (frames are due then: the scene moves, the link is what makes the gap): a paint frame is ~400 kB at
+ * 1080p, and one in mid-motion on a slow link fills it. */
+#define RC_PAINT_WAIT_MIN_US 150000
+/* ... and only where a paint frame crosses the tier's link within RC_PAINT_MAX_US, a paint frame taken as
+ * RC_PAINT_BITS_PER_PX bits a coded pixel (the first paint frame of the 1080p pan: 473 kB, 1.83 bit a pixel): on
+ * 4 Mbit/s it took 1 s, a drag resumed in it waited behind it, and the lossless refinement came 0.8 s later than
+ * without it. There the refinement is what sharpens the picture. */
+#define RC_PAINT_MAX_US 300000
+#define RC_PAINT_BITS_PER_PX 2.0
 
 /* 1 if tier t may code its newest frame (`last`) once more as a paint-over now, 0 if not (yet: a viewer of it is
  * given the next paint frame first, which wakes the tick). mu held. */
@@ -33,6 +43,7 @@ static int paint_ready_locked(rcanvas_canvas *c, rc_tier *t) {
     /* at the size the newest packet has (rc_image_downscale's): another would restart the encoder (a keyframe) */
     int div = t->steer.scale_div > 1 ? t->steer.scale_div : 1;
     if (l->width != c->last->img.width / div || l->height != c->last->img.height / div) return 0;
+    if (RC_PAINT_BITS_PER_PX * l->width * l->height > t->budget_bps * (RC_PAINT_MAX_US / 1e6)) return 0;
     int viewers = 0;
     for (rc_session *s = c->sessions; s; s = s->next) {
         if (s->tier != (int)(t - c->tiers) || s->closing) continue;
@@ -61,9 +72,11 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             wait = c->last_present_us + RC_CATCHUP_US - now_us;
             int64_t w2 = (t->steer.fps_cap > 0 ? t->cap_next_us - 2000 : t->last_encode_us + RC_CATCHUP_US) - now_us;
             if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
-        } else if (paint_ready_locked(c, t)) {
+        } else if (!c->draw_held && paint_ready_locked(c, t)) {
             double fps = rc_canvas_fps_goal_locked(c);
-            wait = c->last_present_us + (int64_t)(RC_PAINT_WAIT_FRAMES * 1e6 / (fps > 1 ? fps : 1)) - now_us;
+            int64_t after = (int64_t)(RC_PAINT_WAIT_FRAMES * 1e6 / (fps > 1 ? fps : 1));
+            if (after < RC_PAINT_WAIT_MIN_US) after = RC_PAINT_WAIT_MIN_US;
+            wait = c->last_present_us + after - now_us;
             if (wait <= 0) {
                 if (t->paint_seq != t->latest->seq) t->paint_count = 0;
                 t->paint_seq = t->latest->seq;
