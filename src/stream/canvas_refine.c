@@ -21,9 +21,8 @@
  * has the frame lossless (it would not take it: the refinement drawn is better, and the chain would break). */
 #define RC_PAINT_FRAMES 4
 #define RC_PAINT_WAIT_FRAMES 1.5
-/* ... and never sooner than this after the last frame, nor while the app's draws are held back by the viewers'
- * windows (frames are due then: the scene moves, the link is what makes the gap): a paint frame is ~400 kB at
- * 1080p, and one in mid-motion on a slow link fills it. */
+/* ... and never sooner than this after the last new frame (identical ones do not count: damage), so that a late
+ * frame of a motion is not taken for a stop: a paint frame is ~400 kB at 1080p. */
 #define RC_PAINT_WAIT_MIN_US 150000
 /* ... and only where a paint frame crosses the tier's link within RC_PAINT_MAX_US, a paint frame taken as
  * RC_PAINT_BITS_PER_PX bits a coded pixel (the first paint frame of the 1080p pan: 473 kB, 1.83 bit a pixel): on
@@ -72,7 +71,7 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             wait = c->last_present_us + RC_CATCHUP_US - now_us;
             int64_t w2 = (t->steer.fps_cap > 0 ? t->cap_next_us - 2000 : t->last_encode_us + RC_CATCHUP_US) - now_us;
             if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
-        } else if (!c->draw_held && paint_ready_locked(c, t)) {
+        } else if (paint_ready_locked(c, t)) {
             double fps = rc_canvas_fps_goal_locked(c);
             int64_t after = (int64_t)(RC_PAINT_WAIT_FRAMES * 1e6 / (fps > 1 ? fps : 1));
             if (after < RC_PAINT_WAIT_MIN_US) after = RC_PAINT_WAIT_MIN_US;

@@ -222,6 +222,10 @@ static void r10_paint_over(void) {
     rcanvas_canvas *c = make(RCANVAS_CODEC_AUTO, 3000); /* the refinement far off: the burst alone */
     rc_session *v = open_with(c, H264, 2);
     got g;
+    /* a link a 1080p paint frame crosses in 300 ms (canvas_refine.c, RC_PAINT_MAX_US): 50 Mbit/s */
+    pthread_mutex_lock(&c->mu);
+    v->link.target_bps = 50e6;
+    pthread_mutex_unlock(&c->mu);
     CHECK_EQ_INT(present(c, 1), RCANVAS_OK);
     wait_latest(c, 1);
     CHECK(next(v, &g) && (g.flags & RC_PACKET_KEYFRAME));
