@@ -157,7 +157,7 @@ export function formatStats(s) {
     `${codec}   ${s.kBPerFrame.toFixed(1)} kB/frame\n` +
     `decode ${ms(s.decodeMs)}  draw ${ms(s.drawMs)}  present ${ms(s.presentMs)} ms\n` +
     `${s.frameWidth}×${s.frameHeight}   ${s.tilesPerFrame} tile${s.tilesPerFrame === 1 ? '' : 's'}\n` +
-    `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.active ? 'active' : 'passive') : 'offline'}` +
+    `viewer ${s.viewerId ?? '–'} ${s.connected ? (s.viewOnly ? 'view only' : s.active ? 'active' : 'passive') : 'offline'}` +
     (s.link ? `\n${formatLink(s.link)}` : '') +
     (s.videoOff ? `\nvideo off: ${s.videoOff}` : '');
 }

@@ -170,7 +170,7 @@ export class RCanvasView {
   stats() {
     const v = this.viewer;
     return this.stats_.snapshot({
-      connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, title: v.title,
+      connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, viewOnly: !!v.viewOnly, title: v.title,
       url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName, visible: this.visible,
       canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
       protocol: this.viewer.protocol, codecString: this.viewer.codecString || null,
@@ -233,6 +233,11 @@ export class RCanvasView {
     badge.setAttribute('role', 'status');
     badge.setAttribute('aria-live', 'polite');
     this.badge = new Badge(badge);
+    // a view-only viewer's input goes nowhere (the server drops it): said in a corner for as long as it lasts
+    this.viewOnlyEl = el('div', 'rcanvas-viewonly', root);
+    this.viewOnlyEl.textContent = 'view only';
+    this.viewOnlyEl.title = 'This link shows the canvas; its mouse and keys do not reach the app (that needs the interactive link).';
+    this.viewOnlyEl.hidden = true;
     this.statsEl = el('pre', 'rcanvas-stats', root);
     this.statsEl.setAttribute('aria-hidden', 'true');
     this.statsEl.hidden = true;
@@ -297,7 +302,8 @@ export class RCanvasView {
   onHello(msg, { reconnected }) {
     if (reconnected) this.stats_.counters.reconnects++;
     this.viewer = {
-      id: msg.viewer_id ?? null, active: !!msg.active, title: String(msg.title ?? this.doc.title),
+      id: msg.viewer_id ?? null, active: !!msg.active, viewOnly: msg.view_only === true,
+      title: String(msg.title ?? this.doc.title),
       width: msg.width, height: msg.height, pixelRatio: msg.pixel_ratio, canvas: msg.canvas,
       codecs: msg.codecs, codec: typeof msg.codec === 'string' ? msg.codec : '', maxInFlight: msg.max_in_flight,
       encoder: typeof msg.encoder === 'string' ? msg.encoder : '',
@@ -306,6 +312,8 @@ export class RCanvasView {
       codecString: typeof msg.codec_string === 'string' ? msg.codec_string : '',   // protocol 2, video codecs
       color: msg.color && typeof msg.color === 'object' ? msg.color : null,
     };
+    this.viewOnlyEl.hidden = !this.viewer.viewOnly;
+    this.root.classList.toggle('rcanvas-view-only', this.viewer.viewOnly);
     this.decoders.reset();                      // a new stream
     this.setTitle(this.viewer.title);
     this.sendResize(true);

@@ -394,8 +394,10 @@ int main(int argc, char **argv) {
     rcanvas_server_view_url(srv, NULL, view_url, sizeof view_url);
     if (rcanvas_server_tls_fingerprint(srv, fp, sizeof fp) > 0) /* before the URLs, so that all are on screen */
         printf("rcanvas-demo: certificate SHA-256 fingerprint %s\n", fp);
-    printf("rcanvas-demo: view only: %s\n", view_url); /* before "open": tests take the line with "open" */
-    printf("rcanvas-demo: open %s\n", url);
+    /* the interactive URL first (issue 18: a hurried user took the first line, the view-only one, and dragging did
+     * nothing); tests take the line with "open", and the view-only one by its label */
+    printf("rcanvas-demo: open %s   (interactive: your mouse and keys reach the app)\n", url);
+    printf("rcanvas-demo: view only (to share; input is ignored): %s\n", view_url);
     fflush(stdout);
 
     struct sigaction sa;

@@ -14,8 +14,8 @@ import { startProxy } from './proxy.mjs';
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 
-/** The view-only URL the demo prints ("rcanvas-demo: view only: URL", before its "open" line). */
-const viewUrl = (demo) => demo.lines.map((l) => l.match(/view only: (http:\/\/\S+)/)).find(Boolean)[1];
+/** The view-only URL the demo prints ("rcanvas-demo: view only (…): URL", after its "open" line). */
+const viewUrl = (demo) => demo.lines.map((l) => l.match(/view only[^:]*: (http:\/\/\S+)/)).find(Boolean)[1];
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 const connected = (page) => page.evaluate(() => !!(window.rcanvas && window.rcanvas.connected));
 
@@ -81,6 +81,15 @@ test('a view-only viewer gets frames, its input never reaches the app, and it ne
     assert.equal((await stats(view.page)).active, false, 'view-only: not active although it came first');
     assert.equal((await stats(inter.page)).active, true);
     await until(async () => (await stats(view.page)).framesShown >= 1, 10000, 'frames in the view-only viewer');
+    // it says so (issue 18): the label in its corner and the stats overlay's viewer line; the interactive one not
+    const label = (page) => page.evaluate(() => {
+      const e = document.querySelector('.rcanvas-viewonly');
+      return e && !e.hidden && getComputedStyle(e).display !== 'none' ? e.textContent : null;
+    });
+    assert.equal(await label(view.page), 'view only');
+    assert.equal(await label(inter.page), null, 'no "view only" label on the interactive viewer');
+    assert.equal((await stats(view.page)).viewOnly, true);
+    assert.equal((await stats(inter.page)).viewOnly, false);
 
     // its clicks, keys, wheel and a resize
     await view.page.mouse.click(50, 50);
