@@ -91,10 +91,12 @@ test-browser: build tests/browser/node_modules
 # when ../shared/third_party/rendercanvas is absent. Debian's python3 only (pip cannot reach PyPI here).
 RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
 test-python: build tests/browser/node_modules
-	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
-	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider .
-	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
-	  node --test --test-concurrency=1 *.test.mjs
+	@cd tests/python && r=0; \
+	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider . || r=1; \
+	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	  node --test --test-concurrency=1 *.test.mjs || r=1; \
+	exit $$r
 
 # rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
 # frames/s shown, round trip, Mbit/s, server CPU % (tests/python/bench_rendercanvas.mjs; docs/benchmarks.md).
@@ -161,7 +163,18 @@ test-fuzz: fuzz-build
 
 # All tests: C unit tests (and the installed library), the CPU-only build, the C tests under ASan+UBSan, the fuzz
 # targets for a short fixed number of runs, then the browser tests in headless Chromium, then the Python tests.
-test: test-c test-cpu-only test-asan test-fuzz test-browser test-python
+# Every suite runs even when one before it failed; the end says which failed (and the status is 1 then) and how long
+# each took. One suite alone: make test-c, test-browser, ...
+TEST_SUITES := test-c test-cpu-only test-asan test-fuzz test-browser test-python
+test:
+	@failed=""; summary=""; for t in $(TEST_SUITES); do \
+	  echo "==== make $$t"; t0=$$(date +%s); \
+	  if $(MAKE) $$t; then r=passed; else r=FAILED; failed="$$failed $$t"; fi; \
+	  summary="$$summary\n  $$t: $$r ($$(( $$(date +%s) - t0 )) s)"; \
+	done; \
+	printf "==== make test:$$summary\n"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed (each suite's own output above says which tests)"; exit 1; fi; \
+	echo "make test: all $(words $(TEST_SUITES)) suites passed"
 
 # Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
 # written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).
