@@ -11,7 +11,24 @@ struct rc_packet_pool {
     rc_packet *free;
     int live;    /* packets handed out and not returned */
     int closed;
+    size_t keep; /* rc_packet_pool_set_keep; 0 = no limit */
 };
+
+/* Frees the tile buffers of p above keep bytes of capacity. */
+static void packet_shed(rc_packet *p, size_t keep) {
+    if (!keep) return;
+    for (int i = 0; i < RC_MAX_TILES; i++)
+        if (p->tiles[i].data.cap > keep) rc_buf_free(&p->tiles[i].data);
+}
+
+void rc_packet_pool_set_keep(rc_packet_pool *pool, size_t max_tile_bytes) {
+    pthread_mutex_lock(&pool->mu);
+    int lower = max_tile_bytes && (!pool->keep || max_tile_bytes < pool->keep);
+    pool->keep = max_tile_bytes;
+    if (lower)
+        for (rc_packet *p = pool->free; p; p = p->free_next) packet_shed(p, max_tile_bytes);
+    pthread_mutex_unlock(&pool->mu);
+}
 
 rc_packet_pool *rc_packet_pool_new(void) {
     rc_packet_pool *pool = calloc(1, sizeof(*pool));
@@ -80,6 +97,7 @@ void rc_packet_unref(rc_packet *p) {
         if (destroy_pool) pool_destroy(pool);
         return;
     }
+    packet_shed(p, pool->keep);
     p->free_next = pool->free;
     pool->free = p;
     pthread_mutex_unlock(&pool->mu);

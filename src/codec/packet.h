@@ -67,5 +67,11 @@ static inline rc_packet *rc_packet_ref(rc_packet *p) {
 }
 /* Drops a reference; the last one returns the packet to its pool. NULL ignored. Any thread. */
 void rc_packet_unref(rc_packet *p);
+/* The largest tile buffer (capacity, bytes) a packet keeps in the free list; 0 = no limit (the default). Tile
+ * buffers of free packets above it are freed now, and those of packets returned later when they come back: after
+ * the frames got much smaller (a resize down), the buffers grown for the big ones (the JPEG encoder reserves its
+ * worst case, tjBufSize) go back to the system instead of staying in the free list (issue 18: 147 MB still
+ * allocated after a 10 Mpx canvas went back to 640×480). Thread-safe. */
+void rc_packet_pool_set_keep(rc_packet_pool *pool, size_t max_tile_bytes);
 
 #endif

@@ -112,6 +112,7 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
         return RCANVAS_ENOMEM;
     }
     c->env = *env;
+    for (int i = 0; i < RC_FRAME_BUFS; i++) c->frames[i].owner = c;
     memcpy(c->name, name, strlen(name) + 1);
     copy_utf8(c->title, sizeof c->title, cfg->title ? cfg->title : "rcanvas");
     c->mode = cfg->update_mode;
@@ -163,6 +164,14 @@ void rc_frame_release_locked(rc_frame_buf *fb) {
         void (*release)(void *) = fb->ext_release;
         fb->ext_release = NULL;
         release(fb->ext_arg);
+    }
+    /* a slot freed long after the canvas went much smaller (a still scene presents no more frames that would
+     * reuse it, canvas_present.c) lets go of its big block now: an mmap'd block, so this is one munmap */
+    if (fb->refs == 0 && fb->cap > RC_SHRINK_MIN_BYTES && fb->owner && fb->owner->keep_px &&
+        fb->cap / 2 >= fb->owner->keep_px * 4) {
+        free(fb->pixels);
+        fb->pixels = NULL;
+        fb->cap = 0;
     }
 }
 

@@ -39,6 +39,9 @@
 #define RC_TIER_FAILURES 3
 /* A viewer's own keyframe requests ({"type":"keyframe"}) count at most once per this time. */
 #define RC_SESSION_KEYFRAME_US 1000000
+/* A frame slot of more than this that is twice what the frame size now needs gives its block back (canvas_present.c,
+ * rc_frame_release_locked). */
+#define RC_SHRINK_MIN_BYTES (4u << 20)
 #define RC_FRAME_BUFS 5        /* presenter, pending, encoding, last, an older last still being refined */
 #define RC_MAX_INFLIGHT 16     /* max_in_flight is at most this */
 /* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
@@ -50,6 +53,7 @@
 typedef struct rc_frame_buf {
     uint8_t *pixels;
     size_t cap;
+    struct rcanvas_canvas *owner; /* the canvas whose slot it is (its frame size: keep_px) */
     rc_image img;
     uint32_t seq;
     int64_t present_us;
@@ -200,6 +204,7 @@ struct rcanvas_canvas {
 
     /* encoded output */
     rc_packet_pool *packets;
+    uint64_t keep_px;         /* the frame size (pixels) the packet pool's keep limit was set for */
     rc_packet *refined;       /* lossless version of frame latest_seq once made (same seq), else NULL */
     uint32_t refine_done_seq; /* seq for which a refinement was made or is running */
 

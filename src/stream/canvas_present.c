@@ -7,10 +7,24 @@
 #include "stream/canvas_internal.h"
 
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 /* fb (refs = 1, img set) becomes the newest frame: the pending one it replaces is never encoded. */
+/* The tile buffer capacity free packets keep (rc_packet_pool_set_keep) for frames of N pixels: N × 6 + 1 MiB, above
+ * the worst case of any codec's packet of such a frame (4 bytes a pixel raw; PNG's incompressible worst case a
+ * little over; JPEG's tjBufSize under 4 at 4:4:4) grown by rc_buf's 1.5× steps. */
+#define RC_PACKET_KEEP_PER_PX 6
+#define RC_PACKET_KEEP_SLACK (1u << 20)
+
 static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    uint64_t px = (uint64_t)fb->img.width * fb->img.height;
+    if (px != c->keep_px) { /* a new frame size: what a packet of it may need at most stays in the free list */
+        c->keep_px = px;
+        rc_packet_pool_set_keep(c->packets, (size_t)(px * RC_PACKET_KEEP_PER_PX) + RC_PACKET_KEEP_SLACK);
+    }
     int64_t now = rc_now_us();
     rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
     fb->seq = ++c->presented_seq;
@@ -39,15 +53,34 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     if (!c->encoding && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
 }
 
-/* A slot that once held a much larger frame lets go of its memory when a smaller one comes (after a resize back
- * from a large size): free, not realloc, so that the big block (mmap'd by malloc) goes back to the system at once
- * instead of staying in the heap. The next copy allocates what it needs. Slot reserved (refs = 1), lock not held. */
-#define RC_SHRINK_MIN_BYTES (4u << 20)
-static void frame_buf_shrink(rc_frame_buf *fb, size_t need) {
-    if (fb->cap <= RC_SHRINK_MIN_BYTES || fb->cap / 2 < need) return;
-    free(fb->pixels);
-    fb->pixels = NULL;
-    fb->cap = 0;
+/* Slots that once held a much larger frame let go of their memory when a smaller one comes (after a resize back
+ * from a large size): free, not realloc, so that the big blocks (mmap'd by malloc) go back to the system at once
+ * instead of staying in the heap; the next copy into a slot allocates what it needs. The slot being filled and the
+ * other free ones (slots are taken lowest first, so the high ones may never be used again at the small size: two
+ * slots of a 10 Mpx canvas kept 80 MB after it went back to 640×480, issue 18). Detaches their pixels into
+ * shed[] (at most RC_FRAME_BUFS) for the caller to free outside the lock; returns how many. mu held. */
+static int frame_bufs_shed_locked(rcanvas_canvas *c, rc_frame_buf *fb, size_t need, uint8_t **shed) {
+    int n = 0;
+    for (int i = 0; i < RC_FRAME_BUFS; i++) {
+        rc_frame_buf *o = &c->frames[i];
+        if ((o == fb || o->refs == 0) && o->cap > RC_SHRINK_MIN_BYTES && o->cap / 2 >= need) {
+            shed[n++] = o->pixels;
+            o->pixels = NULL;
+            o->cap = 0;
+        }
+    }
+    return n;
+}
+
+/* Frees what frame_bufs_shed_locked detached. Lock not held. */
+static void frame_bufs_free(uint8_t **shed, int n) {
+    for (int i = 0; i < n; i++) free(shed[i]);
+#ifdef __GLIBC__
+    /* glibc raises its mmap threshold whenever an mmap'd block is freed (up to 32 MiB, mallopt(3)
+     * M_MMAP_THRESHOLD), so the encoders' later big blocks came from the heaps, and freed heap memory stays with the
+     * process until trimmed: malloc_trim gives the free pages of every arena back. Only after a resize down. */
+    if (n) malloc_trim(0);
+#endif
 }
 
 /* What the canvas's live codec can encode (issue 11: a frame it cannot was accepted, then dropped with a log line).
@@ -88,13 +121,18 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     rc_frame_buf *fb = NULL;
     for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
         if (c->frames[i].refs == 0) fb = &c->frames[i];
-    if (fb) fb->refs = 1; /* reserved for this present; no other slot points at it */
+    size_t need = row * f->height;
+    uint8_t *shed[RC_FRAME_BUFS];
+    int nshed = 0;
+    if (fb) {
+        fb->refs = 1; /* reserved for this present; no other slot points at it */
+        nshed = frame_bufs_shed_locked(c, fb, need, shed);
+    }
     rc_frame_buf *prev = fb ? rc_damage_present_begin(c) : NULL; /* held while we diff against it */
     pthread_mutex_unlock(&c->mu);
     if (!fb) return RCANVAS_EBUSY; /* only if several threads present on one canvas at once */
+    frame_bufs_free(shed, nshed);
 
-    size_t need = row * f->height;
-    frame_buf_shrink(fb, need);
     if (fb->cap < need) {
         uint8_t *p = realloc(fb->pixels, need);
         if (!p) {
