@@ -6,7 +6,8 @@ APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev 
                 zlib1g-dev libssl-dev curl openssl chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
                 clang libclang-rt-dev \
-                python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools
+                python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
+                python3-wheel python3-venv
 # make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
 # of its frame player (bench-x11-player, built when they are there).
 BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
@@ -88,7 +89,9 @@ test-browser: build tests/browser/node_modules
 
 # Python (issue 12): the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
 # examples through `python3 -m rcanvas.rendercanvas` in headless Chromium. The rendercanvas tests skip, saying so,
-# when ../shared/third_party/rendercanvas is absent. Debian's python3 only (pip cannot reach PyPI here).
+# when ../shared/third_party/rendercanvas is absent. Debian's python3 only (pip cannot reach PyPI here). The other
+# tests use the build tree's library (RCANVAS_LIBRARY); test_pip_install.py unsets it and runs `pip install
+# --no-build-isolation ./python` into a temporary venv (it compiles its own librcanvas.so, once per run).
 RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
 test-python: build tests/browser/node_modules
 	@cd tests/python && r=0; \

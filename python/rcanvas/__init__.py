@@ -21,8 +21,9 @@ Threading: the rules of include/rcanvas.h hold: present() and wait() one thread 
 from any thread. Errors raise RcanvasError carrying the C error's name (e.g. "RCANVAS_EADDRINUSE"); bad arrays
 raise TypeError (dtype) or ValueError (shape, layout) before anything reaches the library.
 
-The library is found by rcanvas._lib.load(): $RCANVAS_LIBRARY, else ../build/librcanvas.so beside this package
-(the source tree), else the system's librcanvas (ctypes.util.find_library).
+The library is found by rcanvas._lib.load(): $RCANVAS_LIBRARY, else the copy inside this package
+(rcanvas/librcanvas.so, built by `pip install ./python`), else ../build/librcanvas.so beside this package (the source
+tree), else the system's librcanvas (ctypes.util.find_library). rcanvas.lib()._rcanvas_path is the path loaded.
 """
 
 import atexit
@@ -35,16 +36,18 @@ import numpy as np
 
 from . import _lib as L
 
-__all__ = ["Server", "Canvas", "RcanvasError", "WAKE_DRAW", "WAKE_EVENTS", "lib"]
+__all__ = ["Server", "Canvas", "RcanvasError", "LibraryNotFound", "WAKE_DRAW", "WAKE_EVENTS", "lib"]
 __version__ = "0.1.0"
 
 logger = logging.getLogger("rcanvas")
+LibraryNotFound = L.LibraryNotFound  # an OSError: librcanvas.so is nowhere load() looks (the message says where)
 _loaded = None  # the CDLL (not named _lib: that is the submodule rcanvas._lib)
 _lib_lock = threading.Lock()
 
 
 def lib():
-    """The loaded librcanvas (ctypes.CDLL), loaded at the first call."""
+    """The loaded librcanvas (ctypes.CDLL), loaded at the first call; its _rcanvas_path is the path loaded.
+    Raises LibraryNotFound when it is nowhere rcanvas._lib.load() looks."""
     global _loaded
     with _lib_lock:
         if _loaded is None:

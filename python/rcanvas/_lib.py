@@ -69,13 +69,22 @@ class Event(ctypes.Structure):
     ]
 
 
+class LibraryNotFound(OSError):
+    """librcanvas.so could not be loaded from any of the places load() tries (the message names each)."""
+
+
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "librcanvas.so")
+
+
 def _candidates():
     env = os.environ.get("RCANVAS_LIBRARY")
     if env:
         yield env
         return
+    # The copy `pip install ./python` built and put inside the package.
+    yield BUNDLED
     # The build tree: python/rcanvas/ -> ../../build/librcanvas.so (tests, and a checkout used in place).
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(BUNDLED)
     for build in ("build", "build-cpu"):
         yield os.path.join(here, "..", "..", build, "librcanvas.so")
     found = ctypes.util.find_library("rcanvas")
@@ -86,8 +95,10 @@ def _candidates():
 
 
 def load():
-    """Loads librcanvas.so: $RCANVAS_LIBRARY (only that), else the build tree beside this package, else the
-    system's (ctypes.util.find_library). Raises OSError naming every place tried."""
+    """Loads librcanvas.so: $RCANVAS_LIBRARY (only that), else the copy bundled in this package (rcanvas/librcanvas.so,
+    put there by `pip install ./python`), else the build tree beside this package, else the system's
+    (ctypes.util.find_library). The path loaded is in the returned CDLL's _rcanvas_path. Raises LibraryNotFound
+    (an OSError) naming every place tried."""
     tried = []
     for path in _candidates():
         if os.sep in path and not os.path.exists(path):
@@ -101,8 +112,10 @@ def load():
         _declare(lib)
         lib._rcanvas_path = path
         return lib
-    raise OSError("cannot load librcanvas.so; tried: " + "; ".join(tried) +
-                  ". Set RCANVAS_LIBRARY to its path, or build it (make build).")
+    raise LibraryNotFound(
+        "cannot load librcanvas.so; tried: " + "; ".join(tried) + ". Install the package with its own copy "
+        "(in the rcanvas checkout: `pip install --no-build-isolation ./python`, which builds it with CMake), set "
+        "RCANVAS_LIBRARY to the path of a librcanvas.so, or build it (make build).")
 
 
 def _declare(lib):

@@ -31,7 +31,18 @@ import sys
 import threading
 import weakref
 
-import rendercanvas  # noqa: F401  (the user's installed package)
+MISSING_RENDERCANVAS = ("rcanvas.rendercanvas needs the rendercanvas package (>= 2.7), which is not installed: "
+                        "pip install 'rcanvas[rendercanvas]' (or pip install rendercanvas)")
+
+try:
+    import rendercanvas  # noqa: F401  (the user's installed package)
+except ModuleNotFoundError as _err:
+    if _err.name != "rendercanvas":
+        raise  # rendercanvas is there but one of its own imports failed: its traceback says which
+    if __name__ == "__main__":  # python3 -m rcanvas.rendercanvas: one line, not a traceback
+        print("rcanvas: " + MISSING_RENDERCANVAS, file=sys.stderr)
+        sys.exit(2)
+    raise ModuleNotFoundError(MISSING_RENDERCANVAS, name="rendercanvas") from None
 from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas, logger
 from rendercanvas.asyncio import AsyncioLoop
 
@@ -290,6 +301,14 @@ def _run_script(argv):
     script = argv[0]
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    if not os.path.isfile(script):
+        print(f"rcanvas: {script}: no such file", file=sys.stderr)
+        return 2
+    try:
+        _rc.lib()  # here rather than at the script's first canvas: a missing library is one line, not a traceback
+    except _rc.LibraryNotFound as err:
+        print(f"rcanvas: {err}", file=sys.stderr)
+        return 2
     try:
         runpy.run_path(script, run_name="__main__")
     finally:
