@@ -32,7 +32,7 @@ from setuptools.dist import Distribution
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBNAME = "librcanvas.so"
 # What the library's CMake configure (RCANVAS_PROGRAMS=OFF) and build read: the sdist carries these in csrc/.
-C_SOURCES = ("CMakeLists.txt", "cmake", "include", "src", "client")
+C_SOURCES = ("CMakeLists.txt", "LICENSE", "cmake", "include", "src", "client")
 # The pkg-config modules CMakeLists.txt requires, and the Debian 12 package of each (the Makefile's APT_PACKAGES).
 APT_OF_MODULE = {"libwebsockets": "libwebsockets-dev", "libcjson": "libcjson-dev", "libturbojpeg": "libturbojpeg0-dev",
                  "spng": "libspng-dev", "zlib": "zlib1g-dev", "libcrypto": "libssl-dev"}
