@@ -19,6 +19,7 @@ export const FLAG_LOSSLESS = 1;
 export const FLAG_LAST = 2;
 export const FLAG_REFINEMENT = 4;
 export const FLAG_KEYFRAME = 8;
+export const FLAG_SCALED = 16;       // shrunk by the server's rate adaptation (issue 18): upscaled smoothly
 
 /** Header codec id -> [name, MIME type of an image codec (null for video)]. */
 export const CODECS = {
@@ -78,7 +79,21 @@ export function parseFrameHeader(buffer) {
   h.refinement = (h.flags & FLAG_REFINEMENT) !== 0;
   h.video = h.mime === null;
   h.keyframe = !h.video || (h.flags & FLAG_KEYFRAME) !== 0;   // an image tile is always decodable alone
+  h.scaled = (h.flags & FLAG_SCALED) !== 0;
   return h;
+}
+
+/**
+ * Whether a frame of frameWidth × frameHeight is drawn into a canvas of canvasWidth × canvasHeight (device pixels)
+ * nearest-neighbour (true) or smoothed (false): rendercanvas' rule for set_bitmap ("all builtin backends use
+ * nearest-neighbor interpolation when the bitmap is smaller than the physical size, so that applications can
+ * provide N times smaller bitmaps to produce a pixelated visualization"; its GPU path samples with
+ * mag_filter nearest, min_filter linear). So: nearest when the frame is enlarged (or drawn 1:1) on both axes,
+ * smoothed when it is shrunk on either — and smoothed for a frame the server shrank itself (header flag 16,
+ * `scaled`: rate adaptation sent 1/2 or 1/4 of the app's picture, an approximation of a full-size one).
+ */
+export function drawsPixelated(frameWidth, frameHeight, canvasWidth, canvasHeight, scaled) {
+  return !scaled && canvasWidth >= frameWidth && canvasHeight >= frameHeight;
 }
 
 /** The tile's encoded bytes (a complete image file, or one video packet), a view into the message without a copy. */

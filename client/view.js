@@ -24,8 +24,8 @@ import { Connection } from './connection.js';
 import { DecoderSet, openVideoFrames, videoSupport } from './decoder.js';
 import { EventQueue, Input } from './input.js';
 import {
-  ackMessage, parseLink, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader, tilePayload,
-  visibilityMessage, withCodecs,
+  ackMessage, drawsPixelated, parseLink, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader,
+  tilePayload, visibilityMessage, withCodecs,
 } from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
 
@@ -101,6 +101,7 @@ export class RCanvasView {
     this.cssHeight = 0;
     this.lastResizeKey = '';
     this.scratch = null;               // keeps the picture across a backing-store resize
+    this.lastDraw = null;              // how the last frame was drawn (stats().lastDraw)
     this.intersecting = true;          // until the IntersectionObserver says otherwise
     this.sentVisible = true;           // what the server believes (a new viewer is visible)
 
@@ -177,6 +178,7 @@ export class RCanvasView {
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
       openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(), link: v.link || null,
+      lastDraw: this.lastDraw || null,     // the last frame's size, `scaled` flag and whether it was drawn pixelated
     });
   }
 
@@ -374,8 +376,8 @@ export class RCanvasView {
     }
     if (!this.assembling) {
       this.assembling = { socket, seq: h.seq, flags: h.flags, codec: h.codec_name, frameWidth: h.frame_width,
-                          frameHeight: h.frame_height, tileCount: h.tile_count, rttUs: 0, bytes: 0, tiles: [],
-                          arrived };
+                          frameHeight: h.frame_height, scaled: h.scaled, tileCount: h.tile_count, rttUs: 0, bytes: 0,
+                          tiles: [], arrived };
     }
     const f = this.assembling;
     let drawable;
@@ -424,6 +426,10 @@ export class RCanvasView {
     const ctx = this.ctx;
     const cw = this.canvas.width, ch = this.canvas.height;
     const sx = cw / f.frameWidth, sy = ch / f.frameHeight;
+    // enlarged nearest-neighbour (the app's own small bitmap: pixel art stays sharp, as rendercanvas draws it),
+    // shrunk or server-shrunk (rate adaptation) smoothed: protocol.js drawsPixelated
+    const pixelated = drawsPixelated(f.frameWidth, f.frameHeight, cw, ch, f.scaled);
+    this.lastDraw = { frameWidth: f.frameWidth, frameHeight: f.frameHeight, scaled: !!f.scaled, pixelated };
     f.tiles.forEach((t, i) => {
       const d = drawables[i];
       if (!d) return;
@@ -437,7 +443,7 @@ export class RCanvasView {
       } else {                                   // stretch; rounded edges keep stripes seamless
         const x0 = Math.round(t.x * sx), x1 = Math.round((t.x + t.w) * sx);
         const y0 = Math.round(t.y * sy), y1 = Math.round((t.y + t.h) * sy);
-        ctx.imageSmoothingEnabled = true;
+        ctx.imageSmoothingEnabled = !pixelated;
         ctx.drawImage(d.image, 0, 0, sw, sh, x0, y0, x1 - x0, y1 - y0);
       }
     });

@@ -20,12 +20,16 @@ asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow
 flight below max_in_flight), as the http backend does with its own acks. A thread per canvas blocks in
 rcanvas_wait() (GIL released) and hands draws and events to the asyncio loop with call_soon_threadsafe.
 Presenting: bitmaps only ("rgba-u8"; a wgpu canvas context renders to a texture and reads it back, rendercanvas'
-bitmap fallback). The window's size follows the browser's canvas (resize events carry its devicePixelRatio).
+bitmap fallback) of any size: the browser upscales a bitmap smaller than its canvas nearest-neighbour, as
+rendercanvas' own backends do (set_bitmap: "N times smaller bitmaps … a pixelated visualization"), and rcanvas sends
+a small one lossless (docs/protocol.md, "Small bitmaps"). The window's size follows the browser's canvas (resize
+events carry its devicePixelRatio); set_logical_size applies until a viewer has reported its size.
 """
 
 __all__ = ["RcanvasRenderCanvas", "RenderCanvas", "RcanvasLoop", "loop", "get_server"]
 
 import atexit
+import math
 import os
 import sys
 import threading
@@ -149,6 +153,7 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             codec=codec or os.environ.get("RCANVAS_CODEC", "jpeg"),
             quality=int(quality or os.environ.get("RCANVAS_QUALITY", "85")))
         self._pixel_ratio = 1.0
+        self._viewer_sized = False  # a viewer reported its size (resize): set_logical_size no longer applies
         self._draw_requested = False
         self._pending = []  # events and a granted draw the waiter thread hands to the loop (under _lock)
         self._pending_draw = False
@@ -207,13 +212,18 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         if t == "resize":
             ratio = ev["pixel_ratio"] or 1.0
             self._pixel_ratio = ratio
-            pw = max(1, round(ev["width"] * ratio))
-            ph = max(1, round(ev["height"] * ratio))
+            self._viewer_sized = True
+            # the physical size rcanvas gives the canvas for this event (rc_canvas_set_size_locked rounds half up;
+            # Python's round() rounds half to even: 320.5 CSS px would be 320 here and 321 in the browser)
+            pw = max(1, math.floor(ev["width"] * ratio + 0.5))
+            ph = max(1, math.floor(ev["height"] * ratio + 0.5))
             self._size_info.set_physical_size(pw, ph, ratio)
         elif t == "close":
             self.close()
         else:
             ev.pop("viewer_id", None)
+            if t == "char":
+                ev.setdefault("char_str", ev.get("data", ""))  # rendercanvas 2.7's qt/glfw send both (compat)
             self.submit_event(ev)
 
     def _repr_html_(self):
@@ -253,7 +263,11 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         self._canvas.present(a, "rgba")
 
     def _rc_set_logical_size(self, width, height):
-        # Until a viewer reports its own size: this size, at the last known pixel ratio.
+        # Until a viewer reports its own size: this size, at the last known pixel ratio. After that the browser's
+        # canvas has the size (the page fills its window or iframe; nothing here can resize it): rendering at
+        # another size would only be stretched onto it until the browser's next resize.
+        if self._viewer_sized:
+            return
         ratio = self._pixel_ratio
         pw = max(1, round(float(width) * ratio + 0.01))
         ph = max(1, round(float(height) * ratio + 0.01))

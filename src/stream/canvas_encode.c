@@ -94,6 +94,7 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     t->paint_next = 0;
     t->painting = paint;
     rc_image img;
+    const rc_codec_type *codec = t->codec; /* what this packet is coded with: a small frame's is PNG (issue 18) */
     if (paint) { /* a paint-over: the live frame's settings, the tier's size (the steering is not run for it) */
         params = t->live_params;
         params.paint = 1;
@@ -103,7 +104,7 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
             img = fb->img;
         pk->flags |= RC_PACKET_PAINT;
     } else {
-        img = rc_canvas_steer_tier_locked(c, t, fb, now, &params);
+        img = rc_canvas_steer_tier_locked(c, t, fb, now, &params, &codec);
         params.paint = 0;
         if (t->codec->flags & RC_CODEC_STATEFUL) t->live_params = params;
     }
@@ -126,6 +127,7 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
         pk->tiles[0].h = img.height;
         pk->id = ++t->next_id;
         pk->depends_on = t->ref_id;
+        if (img.width != fb->img.width || img.height != fb->img.height) pk->flags |= RC_PACKET_SCALED;
         rc_stream_job *j = &t->sjob;
         j->job.run = stream_job_run;
         j->canvas = c;
@@ -138,11 +140,11 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     } else {
         /* damage: only the tiles that changed since the oldest picture its viewers hold, or the whole frame (a
          * viewer asked for one; or the frame is shrunk, or the last one was: tiles of two sizes never mix) */
-        int scaled = t->steer.scale_div > 1;
+        int scaled = img.width != fb->img.width || img.height != fb->img.height;
         rc_damage_plan_live_locked(c, t, fb, requested || scaled || t->coded_scaled, pk, &t->task);
         t->coded_scaled = scaled;
         if (scaled) pk->flags |= RC_PACKET_SCALED;
-        rc_canvas_submit_stripes(c, &t->task, fb, &img, t->codec, &params, live_done, pk);
+        rc_canvas_submit_stripes(c, &t->task, fb, &img, codec, &params, live_done, pk);
     }
     return 1;
 }
@@ -227,8 +229,14 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
             uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
             for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
+            /* a small frame sent lossless instead of the tier's codec (issue 18): what its PNG costs a pixel, at
+             * most RC_SMALL_MAX_BPP (a PNG's ~70 bytes of headers would make a 1x1 frame cost 69 a pixel) */
+            if (px && pk->codec != t->codec) {
+                double bpp = (double)pk->total_bytes / (double)px;
+                t->small_bpp = bpp < RC_SMALL_MAX_BPP ? bpp : RC_SMALL_MAX_BPP;
+            }
             if (px)
-                rc_steer_image(&t->steer, (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
+                rc_steer_image(&t->steer, (pk->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
                                t->budget_bps, rc_canvas_fps_goal_locked(c), px, pk->total_bytes);
         }
     } else {

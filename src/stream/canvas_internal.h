@@ -113,6 +113,8 @@ struct rc_tier {
     int paint_next, painting;
     int painted;                  /* its last packet was a paint-over: the next live one does not teach the steering */
     rc_encode_params live_params; /* stateful: the settings of its last live frame (a paint frame keeps them) */
+    double small_bpp;             /* image codecs: bytes a pixel of its last small frame sent lossless (PNG) (issue
+                                   * 18, rc_canvas_small_lossless_locked); 0 = none yet */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;
@@ -253,7 +255,19 @@ void rc_canvas_codec_changed_locked(rcanvas_canvas *c);
 int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c);
 double rc_canvas_fps_goal_locked(const rcanvas_canvas *c);
 rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
-                                     rc_encode_params *params);
+                                     rc_encode_params *params, const rc_codec_type **codec);
+/* Issue 18, small bitmaps (rendercanvas' set_bitmap: "applications can provide N times smaller bitmaps to produce
+ * a pixelated visualization", which the client upscales nearest-neighbour): a frame of at most RC_SMALL_MAX_PX
+ * pixels and at most 1/RC_SMALL_AREA_DIV of the canvas's physical pixels goes out lossless (PNG) on an image-codec
+ * tier, at its full size (never shrunk by the steering), where a PNG frame of it at the bytes a pixel the tier last
+ * measured (t->small_bpp; none yet: try) fits the tier's budget at RC_STEER_FPS_MIN (or the app's rate if lower);
+ * otherwise the tier's own codec. Video tiers keep video (the client still draws it nearest-neighbour; the
+ * refinement of a still frame is exact). rc_canvas_small_frame_locked is the size part alone (t = NULL). mu held. */
+#define RC_SMALL_MAX_PX 65536
+#define RC_SMALL_AREA_DIV 4
+#define RC_SMALL_MAX_BPP 4.0 /* the bytes a pixel small_bpp counts at most (raw RGBA) */
+int rc_canvas_small_frame_locked(const rcanvas_canvas *c, const rc_image *img);
+int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img);
 /* canvas_encode.c: a frame's stripes onto the pool; tier t started on frame fb (1 if it was); `pending` into the
  * encoders. */
 void rc_canvas_submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,

@@ -247,8 +247,9 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
     pthread_mutex_lock(&c->mu);
     /* ... and whose encoder runs at the top (the GPU encoder has one quality, full size, every frame) */
     const rc_steer *st = &c->tiers[0].steer;
+    /* ... and not for a small frame, which goes out lossless (issue 18: rc_canvas_small_lossless_locked) */
     int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-               !rc_canvas_tiers_busy_locked(c) &&
+               !rc_canvas_tiers_busy_locked(c) && !rc_canvas_small_frame_locked(c, img) &&
                (!st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= c->params.quality));
     for (int i = 1; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].nsessions) only = 0;

@@ -126,12 +126,27 @@ static double video_fps_goal_locked(const rcanvas_canvas *c, int64_t now) {
     return rc_canvas_fps_goal_locked(c);
 }
 
+int rc_canvas_small_frame_locked(const rcanvas_canvas *c, const rc_image *img) {
+    uint64_t px = (uint64_t)img->width * img->height;
+    uint64_t canvas_px = (uint64_t)c->size.physical_width * c->size.physical_height;
+    return px <= RC_SMALL_MAX_PX && px * RC_SMALL_AREA_DIV <= canvas_px;
+}
+
+int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img) {
+    if ((t->codec->flags & (RC_CODEC_STATEFUL | RC_CODEC_LOSSLESS)) || !rc_canvas_small_frame_locked(c, img)) return 0;
+    if (!(t->small_bpp > 0)) return 1; /* not measured yet: try it */
+    double fps = rc_canvas_fps_goal_locked(c);
+    if (fps > RC_STEER_FPS_MIN) fps = RC_STEER_FPS_MIN;
+    return t->small_bpp * (double)img->width * img->height * 8 * fps <= t->budget_bps;
+}
+
 /* A tier's encode settings for its viewers' link (rate.h): video gets its bitrate, frame-rate cap and scale here;
  * image codecs their quality from the previous frame (tier_done_locked, canvas_encode.c). Returns the image to
- * encode (fb's, or fb's shrunk into the tier's buffer); sets the tier's frame-rate bookkeeping. mu held (the shrink
+ * encode (fb's, or fb's shrunk into the tier's buffer) and in *codec the codec to encode it with (the tier's, or PNG
+ * for a small frame: rc_canvas_small_lossless_locked); sets the tier's frame-rate bookkeeping. mu held (the shrink
  * runs under it too: ~1 ms at 1080p with libyuv, and only on links too slow for the full size). */
 rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
-                                     rc_encode_params *params) {
+                                     rc_encode_params *params, const rc_codec_type **codec) {
     int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
     double top_bps = (double)c->params.bitrate_kbps * 1000;
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
@@ -162,7 +177,13 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
         params->quality = t->steer.quality;
     }
+    *codec = t->codec;
     rc_image img = fb->img;
+    if (rc_canvas_small_lossless_locked(c, t, &fb->img)) { /* issue 18: exact pixels, whole size */
+        *codec = &rc_codec_png;
+        params->codec = RCANVAS_CODEC_PNG;
+        return img;
+    }
     if (t->steer.scale_div > 1 &&
         rc_image_downscale(&fb->img, t->steer.scale_div, &t->scaled, &t->scaled_cap, &img) != RCANVAS_OK)
         img = fb->img;

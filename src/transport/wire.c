@@ -55,6 +55,7 @@ void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, int ver
     if (pk->flags & RC_PACKET_LOSSLESS) flags |= RC_FLAG_LOSSLESS;
     if (pk->flags & RC_PACKET_REFINE) flags |= RC_FLAG_REFINE;
     if (tile == pk->ntiles - 1) flags |= RC_FLAG_LAST_TILE;
+    if (pk->flags & RC_PACKET_SCALED) flags |= RC_FLAG_SCALED;
     if (version >= 2 && (pk->flags & (RC_PACKET_KEYFRAME | RC_PACKET_REFINE))) flags |= RC_FLAG_KEYFRAME;
     rc_frame_header h = {.version = (uint8_t)version, .codec = pk->codec ? pk->codec->wire_id : 0,
                          .flags = flags, .seq = pk->seq, .tile_index = (uint16_t)tile,

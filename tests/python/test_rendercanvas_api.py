@@ -82,3 +82,86 @@ def test_runner_prints_the_url_and_exits_when_the_script_does(tmp_path):
     assert lines[0].startswith("rcanvas: open http://127.0.0.1:") and "?token=" in lines[0], r.stdout
     assert "backend rcanvas.rendercanvas RcanvasRenderCanvas" in lines
     assert lines[-1] == "argv ['--flag']"
+
+
+def _viewer(c, name):
+    """A raw WebSocket viewer of canvas c (page /c/NAME), past its hello."""
+    from urllib.parse import urlparse, parse_qs
+    from wsraw import RawWS
+
+    u = urlparse(c.url)
+    ws = RawWS("127.0.0.1", u.port, f"/c/{name}/ws?token={parse_qs(u.query)['token'][0]}")
+    hello = ws.recv()
+    assert '"type":"hello"' in hello.replace(" ", ""), hello
+    return ws
+
+
+def _pending_events(c, event_type, timeout=10):
+    """Waits until the canvas's waiter thread has taken an event of that type from rcanvas (no loop runs here, so
+    it stays in the hand-over list), then hands the list to the canvas as the loop would."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with c._lock:
+            if any(e["event_type"] == event_type for e in c._pending):
+                break
+        time.sleep(0.02)
+    else:
+        raise AssertionError(f"no {event_type} event from rcanvas within {timeout} s")
+    c._on_wake()
+
+
+def test_resize_gives_the_physical_size_the_server_gives_the_canvas():
+    """rendercanvas' get_physical_size() is the size the bitmap must have to fill the browser's canvas 1:1 (a bitmap
+    a pixel smaller is upscaled, nearest-neighbour): the same rounding as rcanvas' own, 320.5 CSS px at ratio 1 is
+    321, not Python's round-half-even 320."""
+    import rcanvas.rendercanvas as backend
+
+    c = backend.RenderCanvas(size=(320, 200), name="sizetest")
+    ws = None
+    try:
+        c.set_logical_size(400, 300)  # no viewer yet: it applies
+        assert c.get_physical_size() == (400, 300)
+        ws = _viewer(c, "sizetest")
+        ws.send_json({"event_type": "resize", "width": 320.5, "height": 240.5, "pixel_ratio": 1.0, "time_stamp": 1})
+        _pending_events(c, "resize")
+        assert c._canvas.physical_size == (321, 241)
+        assert c.get_physical_size() == (321, 241)
+        assert c.get_pixel_ratio() == 1.0
+        ws.send_json({"event_type": "resize", "width": 200, "height": 150.25, "pixel_ratio": 1.5, "time_stamp": 2})
+        _pending_events(c, "resize")
+        assert c.get_physical_size() == c._canvas.physical_size == (300, 225)
+        assert c.get_pixel_ratio() == 1.5
+        assert c.get_logical_size() == (200.0, 150.0)
+        # a viewer has its size now: set_logical_size cannot resize the browser's canvas, so the size stays
+        c.set_logical_size(800, 600)
+        assert c.get_physical_size() == (300, 225)
+    finally:
+        if ws:
+            ws.close()
+        c.close()
+
+
+def test_char_events_carry_data_and_char_str():
+    """rendercanvas 2.7's qt and glfw char events have `data` and, for compatibility, `char_str`."""
+    import rcanvas.rendercanvas as backend
+
+    c = backend.RenderCanvas(size=(64, 48), name="chartest")
+    ws = None
+    seen = []
+    try:
+        c.add_event_handler(seen.append, "char", "key_down")
+        ws = _viewer(c, "chartest")
+        ws.send_json({"event_type": "key_down", "key": "a", "modifiers": ["Shift"], "time_stamp": 3})
+        ws.send_json({"event_type": "char", "data": "é", "modifiers": [], "time_stamp": 4})
+        _pending_events(c, "char")
+        c._events.flush()
+        key, char = [e for e in seen if e["event_type"] == "key_down"], [e for e in seen if e["event_type"] == "char"]
+        assert len(key) == 1 and key[0]["key"] == "a" and key[0]["modifiers"] == ("Shift",), seen
+        assert key[0]["time_stamp"] == 3 and "viewer_id" not in key[0]
+        assert len(char) == 1 and char[0]["data"] == "é" and char[0]["char_str"] == "é", seen
+    finally:
+        if ws:
+            ws.close()
+        c.close()

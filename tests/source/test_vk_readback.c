@@ -395,6 +395,8 @@ static void jpeg_canvas_ring(rcanvas_server *srv, const char *name, int refine_m
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = name;
+    cc.width = 200; /* no frame of these tests is 1/4 of it or less: none goes out lossless as small (issue 18) */
+    cc.height = 120;
     cc.codec = RCANVAS_CODEC_JPEG;
     cc.quality = 90;
     cc.subsampling = RCANVAS_SUBSAMP_444;

@@ -260,6 +260,8 @@ static void test_window(void) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = "window";
+    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless (issue 18) */
+    cc.height = 48;
     cc.update_mode = RCANVAS_UPDATE_FASTEST;
     cc.refine_ms = 3600 * 1000; /* the test starts refinements itself, with rc_canvas_tick in the future */
     rcanvas_canvas *c = new_canvas_cfg(&cc);
@@ -426,6 +428,8 @@ static void test_refine_overlap(void) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = "refine";
+    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless (issue 18) */
+    cc.height = 48;
     cc.update_mode = RCANVAS_UPDATE_MANUAL;
     cc.refine_ms = 3600 * 1000; /* only the test's own ticks (two hours ahead) start refinements */
     rcanvas_canvas *c = new_canvas_cfg(&cc);
