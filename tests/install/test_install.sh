@@ -82,5 +82,31 @@ ok has "$(ldd "$T/cmake/hello_install")" "librcanvas\.so\.0 => $P/lib/"
 out=$("$T/cmake/hello_install_static"); check_run "find_package: rcanvas::rcanvas_static" "$out" $?
 ok hasnt "$(ldd "$T/cmake/hello_install_static")" 'librcanvas'
 
+# The README's own lines (issue 18: as written they failed with "DSO missing from command line", hello.c calls
+# sin): the code block after the "readme-c-link" marker, run in a folder holding examples/hello/hello.c with
+# ~/.local being the install prefix. Its make/cmake lines are the build this test runs in (skipped); `./hello`
+# runs with port 0 and must print its URL. Then the "readme-cmake" CMakeLists.txt beside a copy of hello.c.
+readme_block() { # MARKER: the lines of the first ``` block after the line holding MARKER
+  awk -v m="$1" 'index($0, m) {f = 1; next} f && /^```/ {if (in_b) exit; in_b = 1; next} in_b {print}' "$src/README.md"
+}
+R="$T/readme"; mkdir -p "$R/home" "$R/c/examples/hello" "$R/cmake"; ln -s "$P" "$R/home/.local"
+cp "$src/examples/hello/hello.c" "$R/c/examples/hello/"
+block=$(readme_block readme-c-link)
+ok has "$block" '^cc examples/hello/hello\.c '
+script=$(printf '%s\n' "$block" | grep -Ev '^(make|cmake) ' | sed 's/^\.\/hello\b.*/timeout 3 .\/hello 0 || true/')
+echo "--- README lines run: $(printf '%s\n' "$script" | tr '\n' ';')"
+out=$(cd "$R/c" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH HOME="$R/home" sh -ec "$script" 2>&1); ok [ -x "$R/c/hello" ]
+ok has "$out" 'open http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}'
+[ -x "$R/c/hello" ] || echo "--- README lines: $out"
+readme_block readme-cmake > "$R/cmake/CMakeLists.txt"; cp "$src/examples/hello/hello.c" "$R/cmake/"
+ok grep -q 'rcanvas::rcanvas' "$R/cmake/CMakeLists.txt"
+if cmake -S "$R/cmake" -B "$R/cmake/b" -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$P" >"$R/cmake.log" 2>&1 &&
+   cmake --build "$R/cmake/b" >>"$R/cmake.log" 2>&1; then
+  out=$(LD_LIBRARY_PATH="$P/lib" timeout 3 "$R/cmake/b/hello" 0)
+  ok has "$out" 'open http://127\.0\.0\.1:[0-9]+/\?token='
+else
+  cat "$R/cmake.log"; fail=$((fail+1)); echo "FAILED: the README's CMakeLists.txt" >&2
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
