@@ -10,10 +10,13 @@ or run an unmodified rendercanvas program on it::
 
     python3 -m rcanvas.rendercanvas examples/drag.py      # prints the page's URL; exits when the script does
 
-Configuration by environment (the runner and notebooks): RCANVAS_HOST (127.0.0.1), RCANVAS_PORT (0: a free
-port), RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_CODEC (jpeg),
-RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md,
-"Remote kernels"). Keyword arguments of RenderCanvas: name= (the page /c/NAME), codec=, quality=.
+Configuration by environment (the runner and notebooks; rcanvas.get_server()): RCANVAS_HOST (127.0.0.1),
+RCANVAS_PORT (unset: a free port; in a Jupyter kernel one derived from the kernel, the same after a restart),
+RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_JUPYTER_PROXY (set by the
+notebook server extension rcanvas.jupyter), RCANVAS_CODEC (jpeg), RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS
+and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md, "Notebooks"). Keyword arguments of RenderCanvas:
+name= (the page /c/NAME), codec=, quality=. Each new canvas says where it is: a link in a notebook cell's output,
+a line "rcanvas: open URL" on stdout elsewhere. A canvas made under the name of a live one replaces it.
 
 Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode, max_fps); ``_rc_request_draw``
 asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
@@ -32,7 +35,7 @@ import threading
 import weakref
 
 import rendercanvas  # noqa: F401  (the user's installed package)
-from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas, logger
+from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas
 from rendercanvas.asyncio import AsyncioLoop
 
 import rcanvas as _rc
