@@ -90,10 +90,15 @@ def _check_ports_dir(path):
                            "no one else may write to (chmod 700)")
 
 
-def _listener_uid(port):
-    """The uid owning the socket that listens on 127.0.0.1 (or any address) at port, from /proc/net/tcp{,6};
-    None when no socket listens there, -1 when /proc cannot tell (not Linux)."""
-    seen = False
+# Local addresses (as /proc/net/tcp{,6} write them) a connection to 127.0.0.1 may reach: 127.0.0.1, 0.0.0.0, and
+# in tcp6 :: and ::ffff:127.0.0.1 (a dual-stack listener).
+_LOOPBACK_ADDRS = {"0100007F", "00000000", "00000000000000000000000000000000", "0000000000000000FFFF00000100007F"}
+
+
+def _listener_uids(port):
+    """The uids owning the sockets that listen on port where a connection to 127.0.0.1 lands, from
+    /proc/net/tcp{,6}: a set (empty when nothing listens there), or None when /proc cannot tell (not Linux)."""
+    uids, seen = set(), False
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(path) as f:
@@ -103,33 +108,36 @@ def _listener_uid(port):
         seen = True
         for ln in lines:
             fields = ln.split()
-            if len(fields) > 7 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                return int(fields[7])
-    return None if seen else -1
+            if len(fields) <= 7 or fields[3] != "0A":   # 0A: LISTEN
+                continue
+            addr, _, hexport = fields[1].rpartition(":")
+            if int(hexport, 16) == port and addr.upper() in _LOOPBACK_ADDRS:
+                uids.add(int(fields[7]))
+    return uids if seen else None
 
 
-def port_allowed(port, ports_dir):
-    """Why port may not be proxied (a sentence), or None when it may: a kernel of this server registered it
-    (a file named by the port in ports_dir holding its pid), that process is alive, and the port's listening
-    socket is this user's."""
+def port_refusal(port, ports_dir):
+    """(HTTP status, why) when port may not be proxied, None when it may: a kernel of this server registered it
+    (a file named by the port in ports_dir holding its pid), that process is alive, and the sockets listening on
+    the port are this user's. 404: not a kernel's port; 502: a kernel's whose server is gone."""
     if not 1 <= port <= 65535:
-        return f"port {port} is not a port number"
+        return 404, f"port {port} is not a port number"
     try:
         with open(os.path.join(ports_dir, str(port))) as f:
             pid = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
-        return f"no rcanvas server of this notebook server's kernels is registered on port {port}"
+        return 404, f"no rcanvas server of this notebook server's kernels is registered on port {port}"
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return f"the kernel that registered port {port} (pid {pid}) has exited"
+        return 502, f"the kernel that registered port {port} (pid {pid}) has exited"
     except PermissionError:
-        return f"port {port} was registered by a process of another user"
-    uid = _listener_uid(port)
-    if uid is None:
-        return f"nothing listens on port {port}"
-    if uid != -1 and uid != os.getuid():
-        return f"port {port} is another user's"
+        return 404, f"port {port} was registered by a process of another user"
+    uids = _listener_uids(port)
+    if uids is not None and not uids:
+        return 502, f"nothing listens on port {port}"
+    if uids is not None and uids != {os.getuid()}:
+        return 404, f"port {port} is another user's"
     return None
 
 
@@ -191,11 +199,11 @@ def _handler_class(flavour):
         @web.authenticated
         async def get(self, port, path):
             port = int(port)
-            why = port_allowed(port, self.ports_dir)
-            if why:
-                code = 502 if "exited" in why or "listens" in why else 404
+            refusal = port_refusal(port, self.ports_dir)
+            if refusal:
+                code, why = refusal
                 self.log.info("rcanvas.jupyter: %s", why)
-                raise web.HTTPError(code, why, reason=why if code == 502 else "Not Found")
+                raise web.HTTPError(code, why, reason="Bad Gateway" if code == 502 else "Not Found")
             # rcanvas takes the path with its base path kept ("<prefix>/<port>/c/NAME"), its Host check wants
             # its own address
             target = f"127.0.0.1:{port}{self.prefix}/{port}{path or '/'}"
