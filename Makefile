@@ -14,6 +14,10 @@ BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev lib
 # make bench-anchor only: x264 (GPL; linked into bench-anchor alone, never into the library) and libavcodec (to decode
 # x264's high profile). Installed by bench-anchor-deps only, not by deps, bench-deps or bench-anchor.
 BENCH_ANCHOR_PACKAGES := libx264-dev libavcodec-dev
+# make test-python only: Jupyter's Notebook 6.4 and jupyter_server 1.23 with ipykernel, for the notebook tests
+# (tests/python/notebook.test.mjs, test_jupyter.py, test_notebook.py), without their recommends (scipy, matplotlib,
+# pandoc: about 50 more packages the tests do not use).
+PYTHON_TEST_PACKAGES := python3-notebook python3-jupyter-server python3-ipykernel
 # Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
 NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
 JOBS ?= $(shell nproc)
@@ -30,7 +34,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python bench-rendercanvas clean
+.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
 
 all: build
 
@@ -88,12 +92,22 @@ test-browser: build tests/browser/node_modules
 	  node --test --test-concurrency=1 *.test.mjs
 
 # Python (issue 12): the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
-# examples through `python3 -m rcanvas.rendercanvas` in headless Chromium. The rendercanvas tests skip, saying so,
-# when ../shared/third_party/rendercanvas is absent. Debian's python3 only (pip cannot reach PyPI here). The other
-# tests use the build tree's library (RCANVAS_LIBRARY); test_pip_install.py unsets it and runs `pip install
-# --no-build-isolation ./python` into a temporary venv (it compiles its own librcanvas.so, once per run).
+# examples through `python3 -m rcanvas.rendercanvas` in headless Chromium, and a real notebook (Debian's Notebook
+# 6.4, rcanvas.jupyter) in it. The rendercanvas tests skip, saying so, when ../shared/third_party/rendercanvas is
+# absent. Debian's python3 only (pip cannot reach PyPI here). The other tests use the build tree's library
+# (RCANVAS_LIBRARY); test_pip_install.py unsets it and runs `pip install --no-build-isolation ./python` into a
+# temporary venv (it compiles its own librcanvas.so, once per run).
 RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
-test-python: build tests/browser/node_modules
+python-test-deps:
+	@missing=""; for p in $(PYTHON_TEST_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test-python: build python-test-deps tests/browser/node_modules
 	@cd tests/python && r=0; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider . || r=1; \

@@ -1,6 +1,8 @@
 // connection.js: the WebSocket of one view and its states (docs/protocol.md, "Connection states"):
 // connecting → connected (after hello) → disconnected (retrying with backoff from 250 ms to 5 s) → connected …,
-// or token-missing / token-rejected (the server answers 401 / 403: no retrying until the person asks).
+// → gone (GONE_AFTER attempts in a row failed, about 25 s: the server, or its canvas, has gone, e.g. a notebook
+// kernel restarted; retrying every 30 s, then every 60 s, until it is back), or token-missing / token-rejected
+// (the server answers 401 / 403: no retrying until the person asks).
 // A browser WebSocket cannot see the HTTP status of a refused upgrade, so after an attempt that never opened the
 // connection asks the page URL of the same canvas with the same token (the probe) and reads only its status.
 // It knows nothing of the DOM: the view shows what it reports through its handlers.
@@ -9,6 +11,9 @@ import { DEFAULT_MAX_MESSAGE_BYTES, encodeMessage, HEADER_VERSIONS, refusalFrom,
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 const POLICY_DELAY_MS = 10000;         // after a close for policy (1008) or auth (4001/4003) reasons
+const GONE_AFTER = 8;                  // failed attempts in a row (≈ 0.25+0.5+1+2+4+5+5+5 s) before "gone"
+const GONE_DELAY_MS = 30000;           // then the wait before each attempt, doubling up to GONE_MAX_MS
+const GONE_MAX_MS = 60000;
 const HELLO_TIMEOUT_MS = 10000;
 const PROBE_TIMEOUT_MS = 5000;         // the HTTP probe after a refused WebSocket
 
@@ -27,7 +32,7 @@ export class Connection {
     this.attempt = 0;            // counts connect() calls: late answers of an older attempt are ignored
     this.connected = false;      // between hello and close
     this.everConnected = false;
-    this.failures = 0;           // consecutive failed attempts, for the backoff
+    this.failures = 0;           // consecutive failed attempts, for the backoff (and "gone" after GONE_AFTER)
     this.retryTimer = null;
     this.helloTimer = null;
     this.stopped = false;        // page hidden (pagehide) or view destroyed: no reconnecting
@@ -56,7 +61,7 @@ export class Connection {
     this.retryTimer = null;
     this.stopped = false;
     const mine = ++this.attempt;
-    if (this.state === 'disconnected') this.h.countdown('Reconnecting…');
+    if (this.state === 'disconnected' || this.state === 'gone') this.h.countdown('Reconnecting…');
     else if (this.state !== 'connecting') {
       this.setState(this.everConnected ? 'disconnected' : 'connecting', { text: 'Reconnecting…' });
     }
@@ -162,13 +167,17 @@ export class Connection {
   scheduleReconnect(ev, why = '') {
     let delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.failures);
     this.failures++;
+    // Past GONE_AFTER failures in a row nobody is coming back soon (a stopped program, a restarted notebook
+    // kernel, a canvas that was closed): say so and ask far less often, instead of every 5 s for ever.
+    const gone = this.failures > GONE_AFTER;
+    if (gone) delay = Math.min(GONE_MAX_MS, GONE_DELAY_MS * 2 ** (this.failures - GONE_AFTER - 1));
     if (ev) {
       if ([1008, 4001, 4003].includes(ev.code)) delay = Math.max(delay, POLICY_DELAY_MS);
       if (ev.reason) why = `closed by the server: ${ev.reason} (${ev.code})`;
       else if (!why && ev.code !== 1005 && ev.code !== 1006) why = `closed (${ev.code})`;
     }
     const due = performance.now() + delay;
-    this.setState('disconnected', { detail: why });
+    this.setState(gone ? 'gone' : 'disconnected', { detail: why });
     const tick = () => {
       const left = due - performance.now();
       if (left <= 0) { this.connect(); return; }

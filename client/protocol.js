@@ -272,6 +272,8 @@ export function refusalFrom(status) {
   if (status === 403) return { state: 'token-rejected', retry: false };
   if (status === 404) return { state: 'disconnected', retry: true, why: 'the server has no such canvas' };
   if (status === 0) return { state: 'disconnected', retry: true, why: 'the server does not answer' };
+  // a proxy in between (rcanvas.jupyter, nginx) answers for a server that is not there
+  if (status === 502 || status === 504) return { state: 'disconnected', retry: true, why: 'the server does not answer (the proxy says so)' };
   return { state: 'disconnected', retry: true, why: 'the server refused the connection' };
 }
 

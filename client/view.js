@@ -56,6 +56,7 @@ class Badge {
 
 const BANNER_TITLES = {
   disconnected: (ever) => (ever ? 'Connection lost' : 'Cannot connect'),
+  gone: () => 'Server gone — re-run the cell',
   'token-rejected': () => 'Token rejected',
   'token-missing': () => 'Token missing',
 };
@@ -291,11 +292,15 @@ export class RCanvasView {
     } else if (next === 'token-missing') {
       text = 'Open the URL the server printed.';
       detail = 'This page\'s address has no ?token=….';
+    } else if (next === 'gone') {
+      // many attempts in a row failed: the program (a notebook kernel) stopped or closed this canvas
+      detail = `${detail ? detail + '. ' : ''}Run the notebook cell (or the program) that made this canvas again;` +
+               ' this page keeps trying, less often.';
     }
     this.bannerText.textContent = text;
     this.bannerDetail.textContent = detail;
     this.bannerDetail.hidden = !detail;
-    this.retryButton.textContent = next === 'disconnected' ? 'Retry now' : 'Retry';
+    this.retryButton.textContent = next === 'disconnected' || next === 'gone' ? 'Retry now' : 'Retry';
     this.banner.hidden = false;
   }
 

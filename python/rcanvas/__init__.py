@@ -18,8 +18,14 @@ every foreign call (ctypes.CDLL, unlike ctypes.PyDLL), so while rcanvas copies a
 server, other Python threads run; the log callback re-acquires it on rcanvas' threads.
 
 Threading: the rules of include/rcanvas.h hold: present() and wait() one thread at a time per canvas; the rest
-from any thread. Errors raise RcanvasError carrying the C error's name (e.g. "RCANVAS_EADDRINUSE"); bad arrays
+from any thread. Beyond the C API, Canvas.close() (and Server.close()) may be called while another thread is
+inside a call on the canvas: it waits for that call to return (wait() runs in slices of WAIT_SLICE_S and then
+raises RCANVAS_ECLOSED). Errors raise RcanvasError carrying the C error's name (e.g. "RCANVAS_EADDRINUSE"); bad arrays
 raise TypeError (dtype) or ValueError (shape, layout) before anything reaches the library.
+
+Notebooks: rcanvas.get_server() is one server per process, configured by RCANVAS_* variables, on a port and
+with tokens that stay the same across restarts of a Jupyter kernel; server.canvas(name, replace=True) lets a
+cell run again replace its canvas; a Canvas is displayed as an iframe (docs/python.md, "Notebooks").
 
 The library is found by rcanvas._lib.load(): $RCANVAS_LIBRARY, else the copy inside this package
 (rcanvas/librcanvas.so, built by `pip install ./python`), else ../build/librcanvas.so beside this package (the source
@@ -27,16 +33,20 @@ tree), else the system's librcanvas (ctypes.util.find_library). rcanvas.lib()._r
 """
 
 import atexit
+import contextlib
 import ctypes
 import logging
+import os
+import socket
 import threading
+import time
 import weakref
 
 import numpy as np
 
 from . import _lib as L
 
-__all__ = ["Server", "Canvas", "RcanvasError", "LibraryNotFound", "WAKE_DRAW", "WAKE_EVENTS", "lib"]
+__all__ = ["Server", "Canvas", "RcanvasError", "LibraryNotFound", "WAKE_DRAW", "WAKE_EVENTS", "lib", "get_server"]
 __version__ = "0.1.0"
 
 logger = logging.getLogger("rcanvas")
@@ -71,6 +81,7 @@ EVENT_TYPES = {1: "pointer_down", 2: "pointer_up", 3: "pointer_move", 4: "pointe
 _MODIFIERS = ((1, "Shift"), (2, "Control"), (4, "Alt"), (8, "Meta"))
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 ECLOSED = -10
+WAIT_SLICE_S = 0.1  # wait() calls rcanvas_wait in slices this long, so that close() from another thread ends it
 
 
 class RcanvasError(RuntimeError):
@@ -159,6 +170,8 @@ class Server:
         self._h = h
         self.base_path = base_path or ""
         self._canvases = weakref.WeakSet()
+        self._by_name = {}  # name -> its Canvas, until closed (as in C: a canvas lives until freed)
+        self._on_close = []  # callables run by close() (get_server's proxy registration)
         self._lock = threading.Lock()
         _servers.add(self)
 
@@ -192,20 +205,34 @@ class Server:
             url = "/" + url.split("://", 1)[1].split("/", 1)[1]
         return url
 
-    def canvas(self, name="", **kwargs):
-        """A new Canvas on this server (see Canvas)."""
+    def canvas(self, name="", *, replace=False, **kwargs):
+        """A new Canvas on this server (see Canvas). replace=True: a canvas of this name that exists is closed
+        first (its viewers get 1001 "canvas closed" and, reconnecting, find the new one at the same URL) — what
+        a notebook cell that is run again wants; replace=False (default): RcanvasError RCANVAS_EEXIST then."""
+        if replace:
+            old = self._by_name.get(name or "")
+            if old is not None:
+                old.close()
         return Canvas(self, name, **kwargs)
 
     def close(self):
         """Closes every viewer and frees the server and its canvases (the Canvas objects become closed).
-        Blocks until rcanvas' threads have joined (typically < 50 ms). Idempotent."""
+        Waits for calls on its canvases in other threads to return (wait() within WAIT_SLICE_S), then until
+        rcanvas' threads have joined (typically < 50 ms). Idempotent."""
         with self._lock:
             if self._h is None:
                 return
             for c in list(self._canvases):
                 c._detach()  # the server frees them
+            self._by_name.clear()
             h, self._h = self._h, None
+            hooks, self._on_close = self._on_close, []
         lib().rcanvas_server_free(h)
+        for fn in hooks:
+            try:
+                fn()
+            except Exception:
+                pass
 
     def __enter__(self):
         return self
@@ -244,9 +271,17 @@ class Canvas:
         cfg.codec, cfg.quality, cfg.subsampling = CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]
         cfg.refine_ms = int(refine_ms)
         h = ctypes.c_void_p()
+        self._cv = threading.Condition()  # guards _h, _busy, _closing: close() waits for calls in other threads
+        self._busy = 0
+        self._closing = False
         with server._lock:
-            _check(lib().rcanvas_canvas_new(server.handle, ctypes.byref(cfg), ctypes.byref(h)), "rcanvas_canvas_new")
+            r = lib().rcanvas_canvas_new(server.handle, ctypes.byref(cfg), ctypes.byref(h))
+            if r == -11:  # RCANVAS_EEXIST
+                raise RcanvasError(r, f"a canvas named {name or ''!r} exists on this server (close it, or make the "
+                                      f"new one with server.canvas({name or ''!r}, replace=True))")
+            _check(r, "rcanvas_canvas_new")
             server._canvases.add(self)
+            server._by_name[name or ""] = self
         self._h, self._server, self.name = h, server, name or ""
         self._frame = L.Frame()
         self._event = L.Event()
@@ -260,9 +295,26 @@ class Canvas:
             raise RcanvasError(ECLOSED, "canvas closed")
         return self._h
 
+    @contextlib.contextmanager
+    def _use(self):
+        # The handle for one call, counted, so that close() (any thread) frees the canvas only once no call is
+        # inside rcanvas with it; RCANVAS_ECLOSED once close() has begun.
+        with self._cv:
+            if self._h is None or self._closing:
+                raise RcanvasError(ECLOSED, "canvas closed")
+            self._busy += 1
+            h = self._h
+        try:
+            yield h
+        finally:
+            with self._cv:
+                self._busy -= 1
+                if not self._busy:
+                    self._cv.notify_all()
+
     @property
     def closed(self):
-        return self._h is None
+        return self._h is None or self._closing
 
     @property
     def url(self):
@@ -275,36 +327,42 @@ class Canvas:
         return self._server.url(self.name, view_only=True)
 
     def set_title(self, title):
-        _check(lib().rcanvas_canvas_set_title(self.handle, _b(title)), "rcanvas_canvas_set_title")
+        with self._use() as h:
+            _check(lib().rcanvas_canvas_set_title(h, _b(title)), "rcanvas_canvas_set_title")
 
     def set_cursor(self, cursor):
         """A CSS cursor keyword ("default", "pointer", "crosshair", "none", …) viewers see over the canvas."""
         if not isinstance(cursor, str):
             raise TypeError(f"cursor must be a str, not {type(cursor).__name__}")
-        _check(lib().rcanvas_canvas_set_cursor(self.handle, cursor.encode()), f"set_cursor({cursor!r})")
+        with self._use() as h:
+            _check(lib().rcanvas_canvas_set_cursor(h, cursor.encode()), f"set_cursor({cursor!r})")
 
     def set_codec(self, codec, quality=85, subsampling="auto"):
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
-        _check(lib().rcanvas_canvas_set_codec(self.handle, CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]),
-               "rcanvas_canvas_set_codec")
+        with self._use() as h:
+            _check(lib().rcanvas_canvas_set_codec(h, CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]),
+                   "rcanvas_canvas_set_codec")
 
     def set_option(self, option, value):
         """rcanvas_canvas_set_option: option is a name of OPTIONS ("rate_adapt", "max_in_flight", …) or the
         RCANVAS_OPT_* number (include/rcanvas.h has units and ranges); value an int."""
         opt = OPTIONS[option] if isinstance(option, str) else int(option)
-        _check(lib().rcanvas_canvas_set_option(self.handle, opt, int(value)), f"set_option({option!r}, {value!r})")
+        with self._use() as h:
+            _check(lib().rcanvas_canvas_set_option(h, opt, int(value)), f"set_option({option!r}, {value!r})")
 
     def get_option(self, option):
         opt = OPTIONS[option] if isinstance(option, str) else int(option)
         v = ctypes.c_int()
-        _check(lib().rcanvas_canvas_get_option(self.handle, opt, ctypes.byref(v)), f"get_option({option!r})")
+        with self._use() as h:
+            _check(lib().rcanvas_canvas_get_option(h, opt, ctypes.byref(v)), f"get_option({option!r})")
         return v.value
 
     def get_size(self):
         """{"width", "height" (logical, CSS pixels), "pixel_ratio", "physical_width", "physical_height"}."""
         s = L.Size()
-        lib().rcanvas_canvas_get_size(self.handle, ctypes.byref(s))
+        with self._use() as h:
+            lib().rcanvas_canvas_get_size(h, ctypes.byref(s))
         return {"width": s.width, "height": s.height, "pixel_ratio": s.pixel_ratio,
                 "physical_width": s.physical_width, "physical_height": s.physical_height}
 
@@ -316,7 +374,8 @@ class Canvas:
 
     @property
     def viewer_count(self):
-        return _check(lib().rcanvas_canvas_viewer_count(self.handle), "rcanvas_canvas_viewer_count")
+        with self._use() as h:
+            return _check(lib().rcanvas_canvas_viewer_count(h), "rcanvas_canvas_viewer_count")
 
     # -- frames
 
@@ -359,7 +418,8 @@ class Canvas:
         f = self._frame
         f.pixels = src.ctypes.data
         f.width, f.height, f.pitch, f.format, f.timestamp_us = w, h, pitch, FORMATS[fmt], 0
-        _check(lib().rcanvas_present(self.handle, ctypes.byref(f)), "rcanvas_present")
+        with self._use() as h:
+            _check(lib().rcanvas_present(h, ctypes.byref(f)), "rcanvas_present")
 
     # -- scheduling and events
 
@@ -367,16 +427,25 @@ class Canvas:
         """Blocks (GIL released) until a draw is due or events are queued, at most timeout seconds (None: no
         limit; 0: just check). Returns a mask of WAKE_DRAW | WAKE_EVENTS, 0 on timeout. Raises RcanvasError
         (RCANVAS_ECLOSED) once the server is stopping. One thread at a time per canvas."""
-        ms = -1 if timeout is None else max(0, int(round(timeout * 1000)))
-        return _check(lib().rcanvas_wait(self.handle, ms), "rcanvas_wait")
+        deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+        with self._use() as h:
+            while True:  # in slices, so that a close() in another thread is seen within WAIT_SLICE_S
+                left = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, max(0.0, deadline - time.monotonic()))
+                r = _check(lib().rcanvas_wait(h, int(round(left * 1000))), "rcanvas_wait")
+                if r or (deadline is not None and time.monotonic() >= deadline):
+                    return r
+                if self._closing:
+                    raise RcanvasError(ECLOSED, "canvas closed")
 
     def request_draw(self):
         """Asks for a draw (ondemand mode): the next wait() returns WAKE_DRAW once a viewer can take a frame."""
-        lib().rcanvas_request_draw(self.handle)
+        with self._use() as h:
+            lib().rcanvas_request_draw(h)
 
     def poll_event(self):
         """The oldest queued event as a renderview dict, or None."""
-        r = _check(lib().rcanvas_poll_event(self.handle, ctypes.byref(self._event)), "rcanvas_poll_event")
+        with self._use() as h:
+            r = _check(lib().rcanvas_poll_event(h, ctypes.byref(self._event)), "rcanvas_poll_event")
         return event_to_dict(self._event) if r == 1 else None
 
     def poll_events(self):
@@ -388,27 +457,147 @@ class Canvas:
 
     # -- lifetime
 
+    def _quiesce(self):
+        # Refuses new calls and waits for those under way in other threads (wait() leaves within WAIT_SLICE_S).
+        with self._cv:
+            self._closing = True
+            while self._busy:
+                self._cv.wait()
+
     def _detach(self):
+        # The server is being freed (its lock held): it frees the canvas.
+        self._quiesce()
         self._h = None
 
     def close(self):
-        """Closes its viewers (1001) and frees the canvas. No other thread may be inside a call on it."""
+        """Closes its viewers (1001 "canvas closed") and frees the canvas. Any thread: calls on it in other
+        threads return first (wait() within WAIT_SLICE_S, raising RCANVAS_ECLOSED) and later calls raise
+        RCANVAS_ECLOSED. Idempotent."""
+        self._quiesce()
         with self._server._lock:
             h, self._h = self._h, None
             if h is not None:
                 self._server._canvases.discard(self)
-        if h is not None:
-            lib().rcanvas_canvas_free(h)
+                if self._server._by_name.get(self.name) is self:
+                    del self._server._by_name[self.name]
+                lib().rcanvas_canvas_free(h)  # under the lock: the server cannot be freed meanwhile
 
     # -- notebooks
 
+    @property
+    def display_url(self):
+        """The URL a notebook's iframe and link use: behind a proxy (the server has a base_path: rcanvas.jupyter,
+        jupyter-server-proxy) a path on the notebook's own origin ("/rcanvas/20417/c/NAME?token=…"), else url."""
+        return self._server.url(self.name, relative=bool(self._server.base_path))
+
     def _repr_html_(self):
-        # Behind a proxy (base_path set) the iframe asks the notebook's own origin: a URL without host.
-        return iframe_html(self._server.url(self.name, relative=bool(self._server.base_path)), self.get_size())
+        if self.closed:
+            return "<div>rcanvas: this canvas is closed</div>"
+        return iframe_html(self.display_url, self.get_size())
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        html = self._repr_html_()
-        return {"text/html": html, "text/plain": f"<rcanvas.Canvas {self.url}>"}
+        if self.closed:
+            return {"text/plain": "<rcanvas.Canvas (closed)>"}
+        return {"text/html": self._repr_html_(), "text/plain": f"<rcanvas.Canvas {self.url}>"}
+
+
+_shared = None
+_shared_lock = threading.Lock()
+
+
+def _env_port(name):
+    v = os.environ.get(name, "").strip()
+    if not v:
+        return None
+    if not v.isdigit() or int(v) > 65535:
+        raise ValueError(f"{name} must be a port number 0-65535, not {v!r}")
+    return int(v)
+
+
+def _port_taken(host, port):
+    # Whether a socket listens on host:port now (bound with SO_REUSEADDR as libwebsockets binds, so a port
+    # that only has connections in TIME_WAIT, as after a kernel restart, counts as free).
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _free_port(host):
+    # A port free now (bound and released), for a server whose base_path must name its port before it binds.
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def get_server():
+    """The process's shared rcanvas.Server (made at the first call; rcanvas.rendercanvas' canvases use it too),
+    configured from the environment:
+
+    RCANVAS_HOST (127.0.0.1), RCANVAS_PORT (unset: in a Jupyter kernel a port derived from the kernel's
+    connection file, 20000-29999, the same after a kernel restart, the next one if it is taken; elsewhere any
+    free port. Set: that port or RcanvasError RCANVAS_EADDRINUSE), RCANVAS_TOKEN / RCANVAS_VIEW_TOKEN (unset: in
+    a kernel derived from its secret key, so the same after a restart; elsewhere random), RCANVAS_BASE_PATH,
+    RCANVAS_ALLOWED_HOSTS / RCANVAS_ALLOWED_ORIGINS (comma-separated), RCANVAS_JUPYTER_PROXY (set by the
+    notebook server extension rcanvas.jupyter for its kernels: the server's base path is then that prefix and
+    its port, "/rcanvas/PORT", so that notebooks show the canvas through the notebook server's own port;
+    0 = not). docs/python.md, "Notebooks"."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared._h is None:
+            _shared = _make_shared_server()
+        return _shared
+
+
+def _make_shared_server():
+    from . import _kernel
+
+    host = os.environ.get("RCANVAS_HOST", "127.0.0.1")
+    pinned = _env_port("RCANVAS_PORT")
+    base_path = os.environ.get("RCANVAS_BASE_PATH") or None
+    proxy = None if base_path else _kernel.proxy_prefix()
+    ident = _kernel.kernel_identity()
+    tokens = _kernel.kernel_tokens(*ident) if ident else None
+    token = os.environ.get("RCANVAS_TOKEN") or (tokens[0] if tokens else None)
+    view_token = os.environ.get("RCANVAS_VIEW_TOKEN") or (tokens[1] if tokens else None)
+    if pinned is not None:
+        ports = [pinned]
+    elif ident and ident[0]:
+        ports = [_kernel.kernel_port(ident[0], i) for i in range(_kernel.PORT_TRIES)] + [0]
+    else:
+        ports = [0]
+    kw = dict(token=token, view_token=view_token, allowed_hosts=_list_env("RCANVAS_ALLOWED_HOSTS"),
+              allowed_origins=_list_env("RCANVAS_ALLOWED_ORIGINS"))
+    last = None
+    for port in ports:
+        if port and pinned is None and _port_taken(host, port):
+            continue  # a kernel's port taken: the next, quietly (rcanvas would log a warning for each)
+        for _ in range(3 if port == 0 and proxy else 1):
+            p = _free_port(host) if port == 0 and proxy else port
+            try:
+                server = Server(host, p, base_path=base_path or (f"{proxy}/{p}" if proxy else None), **kw)
+            except RcanvasError as e:
+                if e.name != "RCANVAS_EADDRINUSE":
+                    raise
+                if pinned is not None:
+                    raise RcanvasError(e.code, f"RCANVAS_PORT={pinned} on {host} is taken (another kernel or "
+                                               f"program listens there): set another port, or unset it") from None
+                last = e
+                continue
+            if proxy:
+                reg = _kernel.register_port(server.port)
+                server._on_close.append(lambda: _kernel.unregister_port(reg))
+            return server
+    raise last or RcanvasError(-17, f"no free port on {host}")
+
+
+def _list_env(name):
+    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()] or None
 
 
 def iframe_html(url, size):

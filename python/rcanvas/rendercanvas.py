@@ -10,10 +10,13 @@ or run an unmodified rendercanvas program on it::
 
     python3 -m rcanvas.rendercanvas examples/drag.py      # prints the page's URL; exits when the script does
 
-Configuration by environment (the runner and notebooks): RCANVAS_HOST (127.0.0.1), RCANVAS_PORT (0: a free
-port), RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_CODEC (jpeg),
-RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md,
-"Remote kernels"). Keyword arguments of RenderCanvas: name= (the page /c/NAME), codec=, quality=.
+Configuration by environment (the runner and notebooks; rcanvas.get_server()): RCANVAS_HOST (127.0.0.1),
+RCANVAS_PORT (unset: a free port; in a Jupyter kernel one derived from the kernel, the same after a restart),
+RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_JUPYTER_PROXY (set by the
+notebook server extension rcanvas.jupyter), RCANVAS_CODEC (jpeg), RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS
+and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md, "Notebooks"). Keyword arguments of RenderCanvas:
+name= (the page /c/NAME), codec=, quality=. Each new canvas says where it is: a link in a notebook cell's output,
+a line "rcanvas: open URL" on stdout elsewhere. A canvas made under the name of a live one replaces it.
 
 Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode, max_fps); ``_rc_request_draw``
 asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
@@ -47,34 +50,25 @@ except ModuleNotFoundError as _err:
         print("rcanvas: " + MISSING_RENDERCANVAS, file=sys.stderr)
         sys.exit(2)
     raise ModuleNotFoundError(MISSING_RENDERCANVAS, name="rendercanvas") from None
-from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas, logger
+from rendercanvas.base import BaseCanvasGroup, BaseRenderCanvas
 from rendercanvas.asyncio import AsyncioLoop
 
 import rcanvas as _rc
+from rcanvas import _kernel
 
-_server = None
-_server_lock = threading.Lock()
-_announce = None  # the runner's function that prints each canvas's URL; None = log it
-
-
-def _list_env(name):
-    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()] or None
+_announce = None  # the runner's function that prints each canvas's URL; None = _kernel.announce
 
 
 def get_server():
-    """The one rcanvas.Server of this process's canvases (made at the first canvas, from RCANVAS_* env vars)."""
-    global _server
-    with _server_lock:
-        if _server is None or _server._h is None:
-            _server = _rc.Server(
-                host=os.environ.get("RCANVAS_HOST", "127.0.0.1"),
-                port=int(os.environ.get("RCANVAS_PORT", "0")),
-                token=os.environ.get("RCANVAS_TOKEN") or None,
-                base_path=os.environ.get("RCANVAS_BASE_PATH") or None,
-                allowed_hosts=_list_env("RCANVAS_ALLOWED_HOSTS"),
-                allowed_origins=_list_env("RCANVAS_ALLOWED_ORIGINS"),
-            )
-        return _server
+    """The one rcanvas.Server of this process's canvases: rcanvas.get_server() (made at the first canvas, from
+    the RCANVAS_* environment variables; in a Jupyter kernel on a port and with tokens that survive restarts)."""
+    return _rc.get_server()
+
+
+def __getattr__(name):
+    if name == "_server":  # the runner and older callers: the shared server, None before the first canvas
+        return _rc._shared
+    raise AttributeError(name)
 
 
 class RcanvasLoop(AsyncioLoop):
@@ -122,6 +116,7 @@ class RcanvasCanvasGroup(BaseCanvasGroup):
 
 _counter = 0
 _live = weakref.WeakSet()  # canvases whose waiter thread may be inside rcanvas
+_by_name = weakref.WeakValueDictionary()  # (id of the server, name) -> the live canvas of that name
 
 
 @atexit.register
@@ -134,21 +129,29 @@ def _stop_waiters():
 
 class RcanvasRenderCanvas(BaseRenderCanvas):
     """A rendercanvas canvas shown in web browsers by rcanvas. Extra keyword arguments: name (the page
-    "/c/NAME"; default: "" for the first canvas, "canvas2", "canvas3", … after), codec ("jpeg", "png", "webp",
-    "h264", …; default $RCANVAS_CODEC or "jpeg"), quality (1-100), server (an rcanvas.Server to use)."""
+    "/c/NAME"; default: in a notebook cell a name of the cell, "cell-" + 10 hex digits, elsewhere "" for the
+    first canvas, "canvas2", "canvas3", … after), codec ("jpeg", "png", "webp", "h264", …; default
+    $RCANVAS_CODEC or "jpeg"), quality (1-100), server (an rcanvas.Server to use; default rcanvas.get_server()).
+
+    A new canvas of the name of a live one replaces it: the old one is closed (its viewers get 1001 "canvas
+    closed" and reconnect to the new one, at the same URL). So a notebook cell run again replaces its canvas
+    instead of leaving the old one drawing."""
 
     _rc_canvas_group = RcanvasCanvasGroup(loop)
 
     def __init__(self, *args, name=None, codec=None, quality=None, server=None, **kwargs):
         global _counter
-        super().__init__(*args, **kwargs)
-        _counter += 1
         if name is None:
+            name = _kernel.cell_canvas_name()
+        if name is None:
+            _counter += 1
             name = "" if _counter == 1 else f"canvas{_counter}"
-        size = kwargs.get("size") or (640, 480)
         self._server = server or get_server()
+        old = _by_name.get((id(self._server), name))
+        super().__init__(*args, **kwargs)
+        size = kwargs.get("size") or (640, 480)
         self._canvas = self._server.canvas(
-            name, title="rcanvas", width=max(1, int(size[0])), height=max(1, int(size[1])),
+            name, replace=True, title="rcanvas", width=max(1, int(size[0])), height=max(1, int(size[1])),
             update_mode="ondemand", max_fps=0,  # rendercanvas' scheduler paces; rcanvas grants per flow control
             codec=codec or os.environ.get("RCANVAS_CODEC", "jpeg"),
             quality=int(quality or os.environ.get("RCANVAS_QUALITY", "85")))
@@ -163,12 +166,17 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
                                         daemon=True)
         self._final_canvas_init()
         _live.add(self)
+        _by_name[(id(self._server), name)] = self
+        if old is not None and not old.get_closed():
+            # a cell run again: its old canvas (whose rcanvas canvas replace=True closed) gives way to this one;
+            # closed after this one joined the loop's canvases, so that the loop does not stop for want of any
+            old.close()
         self._waiter.start()
         url = self._canvas.url
         if _announce is not None:
             _announce(self, url)
-        else:
-            logger.warning(f"rcanvas: open {url}")
+        else:  # a link in a notebook's cell output, a line on stdout elsewhere: not a warning on stderr
+            _kernel.announce(name, url, self._canvas.display_url)
 
     # %% rcanvas side
 
@@ -327,8 +335,8 @@ def _run_script(argv):
         runpy.run_path(script, run_name="__main__")
     finally:
         mod._stop_waiters()
-        if mod._server is not None:
-            mod._server.close()
+        if _rc._shared is not None:
+            _rc._shared.close()
     return 0
 
 

@@ -1,5 +1,6 @@
 // states.test.mjs — the connection states a person sees in real headless Chromium: token refused (401/403: a banner,
-// no endless retrying), connection lost (banner with countdown, picture dimmed, back when the server is), the
+// no endless retrying), connection lost (banner with countdown, picture dimmed, back when the server is), a server
+// that stays away ("server gone", attempts far apart, Retry now), the
 // "F2: stats" hint, and the stats overlay naming the encoder in use. Screenshots of the banners go to /tmp.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -157,6 +158,39 @@ test('a lost connection dims the picture and shows a banner with a countdown; th
     const back = await look(page);
     assert.equal(back.visible, false);
     await until(async () => (await look(page)).opacity === 1, 3000, 'the canvas undimmed');
+    assert.deepEqual(seen.errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('a server that stays away: after 8 failed attempts "server gone — re-run the cell", then attempts 30 s apart', async () => {
+  const token = newToken('gone');
+  let demo = await startDemo(['--scene', 'test'], { token });
+  const port = demo.port;
+  const { page, seen } = await newPage();
+  try {
+    await page.goto(demo.url);
+    await until(async () => (await state(page)) === 'connected', 10000, 'connected');
+    await demo.stop();
+    await until(async () => (await state(page)) === 'disconnected', 10000, 'disconnected');
+    const n0 = seen.sockets;
+    // 0.25 + 0.5 + 1 + 2 + 4 + 5 + 5 + 5 s of backoff, plus each attempt's probe: well within 90 s
+    await until(async () => (await state(page)) === 'gone', 90000, 'the gone state');
+    assert.ok(seen.sockets - n0 >= 8, `${seen.sockets - n0} attempts before "gone"`);
+    const l = await look(page);
+    assert.ok(l.visible && l.inside && l.state === 'gone', JSON.stringify(l));
+    assert.match(l.text, /server gone — re-run the cell/i);
+    assert.match(l.text, /does not answer/);
+    assert.match(l.text, /retrying in (2\d|30) s/i);
+    assert.ok(l.opacity < 0.5, 'the picture dimmed');
+    await page.screenshot({ path: '/tmp/rcanvas-gone.png' });
+    const n = seen.sockets;
+    await sleep(10000);                                     // the fast backoff would have tried twice
+    assert.equal(seen.sockets, n, 'no attempt within 10 s of "gone"');
+    // back: Retry now reconnects at once
+    demo = await startDemo(['--scene', 'test'], { port, token });
+    await page.getByRole('button', { name: 'Retry now' }).click();
+    await until(async () => (await state(page)) === 'connected', 15000, 'connected after Retry now');
+    assert.equal((await look(page)).visible, false);
     assert.deepEqual(seen.errors, []);
   } finally { await page.close(); await demo.stop(); }
 });

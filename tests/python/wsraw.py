@@ -12,12 +12,14 @@ import numpy as np
 
 
 class RawWS:
-    def __init__(self, host, port, path, timeout=10):
+    def __init__(self, host, port, path, timeout=10, headers=None):
+        """headers: more request headers ({"Cookie": …, "Origin": …})."""
         self.sock = socket.create_connection((host, port), timeout=timeout)
         key = base64.b64encode(os.urandom(16)).decode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         req = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-               f"Sec-WebSocket-Protocol: rcanvas.v1\r\n\r\n")
+               f"Sec-WebSocket-Protocol: rcanvas.v1\r\n{extra}\r\n")
         self.sock.sendall(req.encode())
         self.buf = b""
         while b"\r\n\r\n" not in self.buf:
