@@ -34,7 +34,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
+.PHONY: check all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
 
 all: build
 
@@ -192,6 +192,14 @@ test:
 	printf "==== make test:$$summary\n"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed (each suite's own output above says which tests)"; exit 1; fi; \
 	echo "make test: all $(words $(TEST_SUITES)) suites passed"
+
+# A quick self-test for users (a minute or two): the build, the unit tests of the pipeline, the protocol and the
+# installed library, and the demo in headless Chromium (pixels, input, reconnects). `make test` is the full suite.
+CHECK_C_TESTS := ^test_(ratelog|encode|h264|vpx|webp|damage|rate|small|stream|tiers|auth|protocol|route|hello|cli|install)$$
+check: build tests/browser/node_modules
+	cd build && ctest --output-on-failure --no-tests=error -R '$(CHECK_C_TESTS)'
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
+	  node --test --test-concurrency=1 spine.test.mjs
 
 # Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
 # written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).
