@@ -19,9 +19,10 @@ Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode,
 asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
 flight below max_in_flight), as the http backend does with its own acks. A thread per canvas blocks in
 rcanvas_wait() (GIL released) and hands draws and events to the asyncio loop with call_soon_threadsafe.
-Ctrl-C (SIGINT) and SIGTERM: while loop.run() runs, rendercanvas' own handler stops the loop (closing the
-canvases, their viewers see the page go away) and run() returns at once; the script goes on from there, so the
-runner exits 0 when the script then ends. A Ctrl-C outside loop.run() (while the script sets up) raises
+Ctrl-C (SIGINT): while loop.run() runs, rendercanvas' own handler stops the loop (closing the canvases, their
+viewers see the page go away) and run() returns at once; the script goes on from there, so the runner exits 0
+when the script then ends. (SIGTERM keeps its default, ending the process at once: rendercanvas 2.7.2 means to
+handle it too, but installs its handler only where Python has one, which it has for SIGINT alone.) A Ctrl-C outside loop.run() (while the script sets up) raises
 KeyboardInterrupt in the script; the runner then closes the server and exits 130 without a traceback.
 Presenting: bitmaps only ("rgba-u8"; a wgpu canvas context renders to a texture and reads it back, rendercanvas'
 bitmap fallback). The window's size follows the browser's canvas (resize events carry its devicePixelRatio).
@@ -80,7 +81,7 @@ class RcanvasLoop(AsyncioLoop):
         return await super()._rc_run_async()
 
     def _rc_stop(self):
-        # rendercanvas' SIGINT/SIGTERM handler calls stop() -> here, from a Python signal handler that runs in
+        # rendercanvas' SIGINT handler calls stop() -> here, from a Python signal handler that runs in
         # the main thread while asyncio sits in epoll_wait(): setting the stop event only queues its waiter
         # with call_soon, which does not wake the selector, and with no timer due asyncio waited for ever (the
         # hang after the first Ctrl-C). call_soon_threadsafe writes to the loop's self-pipe, as asyncio's own
