@@ -21,9 +21,10 @@ flight below max_in_flight), as the http backend does with its own acks. A threa
 rcanvas_wait() (GIL released) and hands draws and events to the asyncio loop with call_soon_threadsafe.
 Ctrl-C (SIGINT): while loop.run() runs, rendercanvas' own handler stops the loop (closing the canvases, their
 viewers see the page go away) and run() returns at once; the script goes on from there, so the runner exits 0
-when the script then ends. (SIGTERM keeps its default, ending the process at once: rendercanvas 2.7.2 means to
-handle it too, but installs its handler only where Python has one, which it has for SIGINT alone.) A Ctrl-C outside loop.run() (while the script sets up) raises
-KeyboardInterrupt in the script; the runner then closes the server and exits 130 without a traceback.
+when the script then ends. A Ctrl-C outside loop.run() (while the script sets up) raises KeyboardInterrupt in
+the script; the runner then closes the server and exits 130 without a traceback. SIGTERM keeps its default,
+ending the process at once (rendercanvas 2.7.2 means to handle it too, but installs a handler only where Python
+has one, which it has for SIGINT alone).
 Presenting: bitmaps only ("rgba-u8"; a wgpu canvas context renders to a texture and reads it back, rendercanvas'
 bitmap fallback). The window's size follows the browser's canvas (resize events carry its devicePixelRatio).
 """
