@@ -16,6 +16,11 @@
  *  - Handles are opaque. Structs passed in are copied; strings in them are copied too.
  *  - Sizes are in pixels, pitches in bytes, times in microseconds (µs) or milliseconds (ms) as named.
  *  - The library never prints: it logs through the callback in rcanvas_server_config.
+ *  - Signals: rcanvas installs no handler. Its own threads (network, encoders, GPU readback, and the threads
+ *    codec libraries start from them) block the asynchronous signals (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD,
+ *    SIGUSR1, …; not the fault signals nor SIGPROF), so a Ctrl-C is delivered to one of the app's threads.
+ *    No call is interrupted by a signal (none returns EINTR): to stop on Ctrl-C, set a flag in the handler and
+ *    call rcanvas_wait() with a timeout (≤ 100 ms), as examples/hello does.
  */
 #ifndef RCANVAS_H
 #define RCANVAS_H
@@ -368,7 +373,8 @@ RCANVAS_API int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *fra
  *     for (;;) { int w = rcanvas_wait(c, -1); if (w < 0) break;
  *                while (rcanvas_poll_event(c, &ev) == 1) handle(&ev);
  *                if (w & RCANVAS_WAKE_DRAW) { render(); rcanvas_present(c, &frame); } }
- * RCANVAS_EINVAL for a NULL canvas. One thread at a time per canvas. */
+ * RCANVAS_EINVAL for a NULL canvas. One thread at a time per canvas. A signal handler running meanwhile does
+ * not end the wait (it goes on to its deadline): wait with a timeout where a signal must stop the loop. */
 RCANVAS_API int rcanvas_wait(rcanvas_canvas *canvas, int timeout_ms);
 
 /* Asks for a draw (ONDEMAND mode; in MANUAL mode it is ignored). Any thread; wakes rcanvas_wait(). */

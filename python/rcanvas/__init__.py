@@ -4,13 +4,16 @@
     server = rcanvas.Server(port=8080)
     canvas = server.canvas(title="noise", update_mode="continuous")
     print(canvas.url)                       # open it in a browser (the URL carries the access token)
-    while True:
-        wake = canvas.wait()                # blocks (GIL released) until a draw is due or events came
-        for ev in canvas.poll_events():     # renderview dicts: {"event_type": "pointer_down", "x": …, …}
-            print(ev)
-        if wake & rcanvas.WAKE_DRAW:
-            w, h = canvas.physical_size
-            canvas.present(np.random.randint(0, 255, (h, w, 3), np.uint8))
+    try:
+        while True:
+            wake = canvas.wait()            # blocks (GIL released) until a draw is due or events came
+            for ev in canvas.poll_events(): # renderview dicts: {"event_type": "pointer_down", "x": …, …}
+                print(ev)
+            if wake & rcanvas.WAKE_DRAW:
+                w, h = canvas.physical_size
+                canvas.present(np.random.randint(0, 255, (h, w, 3), np.uint8))
+    except KeyboardInterrupt:               # Ctrl-C (wait() lets it through within 0.1 s): a quiet exit
+        server.close()
 
 Why ctypes (and not cffi): it is in the standard library, so the package needs nothing but numpy, and the C
 API is small (plain structs, ints and strings, no callbacks on hot paths). ctypes releases the GIL around
@@ -67,6 +70,7 @@ def lib():
 
 WAKE_DRAW = 1
 WAKE_EVENTS = 2
+WAIT_SLICE_S = 0.1  # the longest a wait() stays in C before Python's signal handlers get to run
 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
 CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7}
@@ -426,7 +430,14 @@ class Canvas:
     def wait(self, timeout=None):
         """Blocks (GIL released) until a draw is due or events are queued, at most timeout seconds (None: no
         limit; 0: just check). Returns a mask of WAKE_DRAW | WAKE_EVENTS, 0 on timeout. Raises RcanvasError
-        (RCANVAS_ECLOSED) once the server is stopping. One thread at a time per canvas."""
+        (RCANVAS_ECLOSED) once the server is stopping. One thread at a time per canvas.
+
+        Signals: it waits in slices of at most WAIT_SLICE_S (0.1 s) of rcanvas_wait(), so that Python's signal
+        handlers run between them: in the main thread, Ctrl-C raises KeyboardInterrupt out of wait() within
+        0.1 s, viewers or not (catch it around the loop to exit quietly, as the README's loop does). A handler
+        that does not raise (one that only sets a flag) does not end the wait: pass a timeout to look at the
+        flag. An interrupt that lands just as a slice returned a draw loses that draw (it is consumed in C);
+        an app that catches KeyboardInterrupt and goes on waiting should call request_draw() in ondemand mode."""
         deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
         with self._use() as h:
             while True:  # in slices, so that a close() in another thread is seen within WAIT_SLICE_S

@@ -22,6 +22,12 @@ Scheduling: rendercanvas' scheduler decides when a frame is wanted (update_mode,
 asks rcanvas for a draw, which rcanvas grants once a viewer watches and its flow control allows (frames in
 flight below max_in_flight), as the http backend does with its own acks. A thread per canvas blocks in
 rcanvas_wait() (GIL released) and hands draws and events to the asyncio loop with call_soon_threadsafe.
+Ctrl-C (SIGINT): while loop.run() runs, rendercanvas' own handler stops the loop (closing the canvases, their
+viewers see the page go away) and run() returns at once; the script goes on from there, so the runner exits 0
+when the script then ends. A Ctrl-C outside loop.run() (while the script sets up) raises KeyboardInterrupt in
+the script; the runner then closes the server and exits 130 without a traceback. SIGTERM keeps its default,
+ending the process at once (rendercanvas 2.7.2 means to handle it too, but installs a handler only where Python
+has one, which it has for SIGINT alone).
 Presenting: bitmaps only ("rgba-u8"; a wgpu canvas context renders to a texture and reads it back, rendercanvas'
 bitmap fallback) of any size: the browser upscales a bitmap smaller than its canvas nearest-neighbour, as
 rendercanvas' own backends do (set_bitmap: "N times smaller bitmaps … a pixelated visualization"), and rcanvas sends
@@ -34,6 +40,7 @@ __all__ = ["RcanvasRenderCanvas", "RenderCanvas", "RcanvasLoop", "loop", "get_se
 import atexit
 import math
 import os
+import signal
 import sys
 import threading
 import weakref
@@ -84,7 +91,19 @@ class RcanvasLoop(AsyncioLoop):
         return await super()._rc_run_async()
 
     def _rc_stop(self):
-        return super()._rc_stop()
+        # rendercanvas' SIGINT handler calls stop() -> here, from a Python signal handler that runs in
+        # the main thread while asyncio sits in epoll_wait(): setting the stop event only queues its waiter
+        # with call_soon, which does not wake the selector, and with no timer due asyncio waited for ever (the
+        # hang after the first Ctrl-C). call_soon_threadsafe writes to the loop's self-pipe, as asyncio's own
+        # SIGINT handler does.
+        aloop = self._interactive_loop or self._run_loop
+        r = super()._rc_stop()
+        if aloop is not None:
+            try:
+                aloop.call_soon_threadsafe(_noop)
+            except RuntimeError:  # the loop is closed
+                pass
+        return r
 
     def _rc_add_task(self, async_func, name):
         return super()._rc_add_task(async_func, name)
@@ -105,6 +124,10 @@ class RcanvasLoop(AsyncioLoop):
             return True
         except RuntimeError:  # the loop is closed
             return False
+
+
+def _noop():
+    pass
 
 
 loop = RcanvasLoop()
@@ -331,14 +354,34 @@ def _run_script(argv):
     except _rc.LibraryNotFound as err:
         print(f"rcanvas: {err}", file=sys.stderr)
         return 2
+    interrupted = False
     try:
         runpy.run_path(script, run_name="__main__")
+    except KeyboardInterrupt:  # Ctrl-C outside loop.run() (there rendercanvas' handler stops the loop)
+        interrupted = True
     finally:
-        mod._stop_waiters()
-        if _rc._shared is not None:
-            _rc._shared.close()
-    return 0
+        # A Ctrl-C more must not cut the clean-up short (it joins rcanvas' threads): ignored for its few ms.
+        prev = _ignore_sigint()
+        try:
+            mod._stop_waiters()
+            if _rc._shared is not None:
+                _rc._shared.close()
+        finally:
+            if prev is not None:
+                signal.signal(signal.SIGINT, prev)
+    return 130 if interrupted else 0
+
+
+def _ignore_sigint():
+    """Ignores SIGINT (main thread only); returns the previous handler to restore, None when not changed."""
+    try:
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        return None
 
 
 if __name__ == "__main__":
-    sys.exit(_run_script(sys.argv[1:]))
+    try:
+        sys.exit(_run_script(sys.argv[1:]))
+    except KeyboardInterrupt:  # in the few lines around the script's run: still a quiet exit
+        sys.exit(130)

@@ -96,7 +96,7 @@ int rc_pool_new(int threads, rc_pool **out) {
         if (a) {
             a->pool = p;
             a->w = &p->workers[i];
-            err = pthread_create(&p->threads[i], NULL, worker_loop, a);
+            err = rc_thread_create(&p->threads[i], worker_loop, a);
             if (err) free(a);
         }
         if (err) {

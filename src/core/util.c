@@ -4,6 +4,7 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/random.h>
@@ -57,6 +58,17 @@ int rc_consttime_equal(const char *a, size_t alen, const char *b, size_t blen) {
 int rc_cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : (int)n;
+}
+
+int rc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg) {
+    static const int open_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPROF};
+    sigset_t all, old;
+    sigfillset(&all);
+    for (size_t i = 0; i < sizeof open_signals / sizeof open_signals[0]; i++) sigdelset(&all, open_signals[i]);
+    int e = pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits the mask at creation */
+    int r = pthread_create(t, NULL, fn, arg);
+    if (!e) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
 }
 
 const char *rcanvas_strerror(int err) {

@@ -5,6 +5,7 @@
 #ifndef RC_UTIL_H
 #define RC_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,13 @@ int rc_consttime_equal(const char *a, size_t alen, const char *b, size_t blen);
 
 /* Number of online cores (≥ 1). */
 int rc_cpu_count(void);
+
+/* pthread_create(t, NULL, fn, arg) with every asynchronous signal blocked in the new thread (SIGINT, SIGTERM,
+ * SIGPIPE, SIGCHLD, …; the fault signals SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT and the
+ * profiler's SIGPROF stay open), so that a process-directed signal such as Ctrl-C goes to one of the app's
+ * threads, which has a handler and is the one to wake up (a Python main thread, an asyncio selector), and never
+ * to rcanvas' network, encoder or readback threads. Threads those threads start (codec libraries' own) inherit
+ * the mask. The caller's own mask is unchanged. Returns pthread_create's 0 or error number. Any thread. */
+int rc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif
