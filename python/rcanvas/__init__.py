@@ -70,7 +70,7 @@ def lib():
 
 WAKE_DRAW = 1
 WAKE_EVENTS = 2
-WAIT_SLICE_S = 0.1  # the longest a wait() stays in C before Python's signal handlers get to run
+WAIT_SLICE_S = 0.1  # the longest a wait() stays in C: Python's signal handlers run, a close() elsewhere is seen
 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
 CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7}
@@ -85,7 +85,6 @@ EVENT_TYPES = {1: "pointer_down", 2: "pointer_up", 3: "pointer_move", 4: "pointe
 _MODIFIERS = ((1, "Shift"), (2, "Control"), (4, "Alt"), (8, "Meta"))
 _LOG_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 ECLOSED = -10
-WAIT_SLICE_S = 0.1  # wait() calls rcanvas_wait in slices this long, so that close() from another thread ends it
 
 
 class RcanvasError(RuntimeError):
