@@ -285,6 +285,11 @@ int rc_sessions_visible_locked(rcanvas_canvas *c);
 int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t);
 /* The lowest link target (bit/s) of the visible sessions of tier t; RC_LINK_MAX_BPS if none. */
 double rc_tier_budget_locked(rcanvas_canvas *c, int t);
+/* The app's frame rate (rc_canvas_fps_goal_locked), unless its draws were held back by the viewers' windows within
+ * the last RC_VIDEO_HELD_US: then the measured rate is the viewers', and the cap (max_fps, else 60) is what frames
+ * would come at. What video frames are sized for, and what a window covers the round trip at. mu held. */
+#define RC_VIDEO_HELD_US 1000000
+double rc_canvas_unheld_fps_locked(const rcanvas_canvas *c, int64_t now);
 /* 1 if s decodes codec (JPEG and PNG: every client). */
 int rc_session_decodes(const rc_session *s, const rc_codec_type *codec);
 /* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */

@@ -119,8 +119,7 @@ double rc_canvas_fps_goal_locked(const rcanvas_canvas *c) {
  * viewers', not the app's, and sizing frames by it feeds itself (issue 17, seen under load on 20 Mbit/s: frames
  * sized for 4 fps, 446 kB each, took so long that the app stayed at 4 fps); the cap then, and the steering's own
  * frame-rate cap (rc_steer_video) lowers it where the link needs that. */
-#define RC_VIDEO_HELD_US 1000000
-static double video_fps_goal_locked(const rcanvas_canvas *c, int64_t now) {
+double rc_canvas_unheld_fps_locked(const rcanvas_canvas *c, int64_t now) {
     double cap = c->max_fps > 0 ? c->max_fps : 60;
     if (c->draw_held || (c->draw_held_us && now - c->draw_held_us < RC_VIDEO_HELD_US)) return cap;
     return rc_canvas_fps_goal_locked(c);
@@ -163,7 +162,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
          * to come at — the app's measured rate (fps_goal_locked) or the steering's cap —, never the rate the viewers
          * happened to take them at (that gave each frame bitrate / 2 fps on a slow link: bigger frames, fewer taken,
          * bigger frames, and 2 fps at 127 kB a frame), nor max_fps when the app draws slower by itself. */
-        goal = video_fps_goal_locked(c, now);
+        goal = rc_canvas_unheld_fps_locked(c, now);
         rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
         double fps = round(t->steer.fps_cap > 0 && t->steer.fps_cap < goal ? t->steer.fps_cap : goal);
         if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */

@@ -108,9 +108,11 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
         l->min_rtt_at_us = now_us;
     }
 
-    /* the delivery-rate sample */
+    /* the delivery-rate sample, timed by arrival, not by ack: a client that decodes slowly acks late, and that is
+     * not the link's rate (the delivered time never goes back, though holds vary) */
+    int64_t delivered_at = arrived > l->delivered_us ? arrived : l->delivered_us;
     l->delivered += bytes;
-    int64_t interval = now_us - rec->delivered_us;
+    int64_t interval = delivered_at - rec->delivered_us;
     if (interval < 1000) interval = 1000;
     double rate = (double)(l->delivered - rec->delivered) * 8e6 / (double)interval;
     if (now_us - l->bw_bucket_at_us >= RC_LINK_BW_BUCKET_US) {
@@ -120,8 +122,9 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
     }
     double bw_before = rc_link_bw(l);
     if ((!rec->app_limited || rate > bw_before) && rate > l->bw_bucket[0]) l->bw_bucket[0] = rate;
-    l->rate_ewma = l->rate_ewma > 0 ? l->rate_ewma + (rate - l->rate_ewma) / 4 : rate;
-    l->delivered_us = now_us;
+    if (!rec->app_limited || rate > l->rate_ewma) /* a sample after an idle pipe says nothing lower */
+        l->rate_ewma = l->rate_ewma > 0 ? l->rate_ewma + (rate - l->rate_ewma) / 4 : rate;
+    l->delivered_us = delivered_at;
     l->app_limited = rec->app_limited;
     if (!timed) return;
 

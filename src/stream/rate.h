@@ -75,7 +75,7 @@ typedef struct rc_link {
     double prev_trend;
     double gamma_ms;           /* the adaptive threshold */
     double overuse_ms;         /* how long the trend has been above it */
-    double rate_ewma;          /* delivery rate, smoothed (bit/s) */
+    double rate_ewma;          /* delivery rate, smoothed (bit/s); application-limited samples only raise it */
     int blocked;               /* set by the sender: a frame waited for the link since the last ack */
     int blocked_acks;          /* acks in a row after which a frame had waited */
     double over_bps;           /* the delivery rate when a queue last built (bit/s); 0 = never */

@@ -335,8 +335,9 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
                        hold_us, q == seq);
     }
     if (found) {
-        double fps = c->present_fps > 0 ? c->present_fps : (c->max_fps > 0 ? c->max_fps : 60);
-        if (c->max_fps > 0 && fps > c->max_fps) fps = c->max_fps;
+        /* the window covers the round trip at the rate frames would come, not at the rate the app was held to by
+         * the windows (issue 17: a 60 fps app held to 8 by a slow viewer's window of 2 kept that window at 2) */
+        double fps = rc_canvas_unheld_fps_locked(c, now_us);
         if (s->tier >= 0 && c->tiers[s->tier].steer.fps_cap > 0 && c->tiers[s->tier].steer.fps_cap < fps)
             fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
         s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
