@@ -74,14 +74,24 @@ const shown = (page) => page.evaluate(() => window.rcanvas.stats().framesShown);
 
 /** The whole picture: {w, h, data (RGBA)} of the canvas's backing store, plus its rectangle on the page. */
 async function picture(page) {
-  return page.evaluate(() => {
+  // The pixels cross as base64 (one string), not as a JSON array of 800 000 numbers: that took so long on a loaded
+  // machine that the polls below kept the page's main thread busy and its frames came late (a test timed out with
+  // the new frame already there). Polls that read pictures wait 250 ms between reads (untilPicture).
+  const p = await page.evaluate(() => {
     const c = document.querySelector('canvas');
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let bin = '';
+    for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
     const r = c.getBoundingClientRect();
-    return { w: c.width, h: c.height, data: Array.from(d), rect: { x: r.x, y: r.y, w: r.width, h: r.height } };
+    return { w: c.width, h: c.height, b64: btoa(bin), rect: { x: r.x, y: r.y, w: r.width, h: r.height } };
   });
+  return { w: p.w, h: p.h, data: new Uint8Array(Buffer.from(p.b64, 'base64')), rect: p.rect };
 }
-const px = (p, x, y) => p.data.slice((y * p.w + x) * 4, (y * p.w + x) * 4 + 3);
+/** until() for conditions on the picture: a read every 250 ms at most, up to timeoutMs (20 s: a loaded machine). */
+async function untilPicture(fn, timeoutMs, what) {
+  return until(async () => { const r = await fn(); if (!r) await sleep(200); return r; }, Math.max(timeoutMs, 20000), what);
+}
+const px = (p, x, y) => Array.from(p.data.slice((y * p.w + x) * 4, (y * p.w + x) * 4 + 3));
 /** Page coordinates of a point of the picture (backing-store pixels). */
 const toPage = (p, x, y) => [p.rect.x + (x + 0.5) * p.rect.w / p.w, p.rect.y + (y + 0.5) * p.rect.h / p.h];
 const near = (a, b, tol = 40) => a.every((v, i) => Math.abs(v - b[i]) <= tol);
@@ -91,7 +101,7 @@ test('drag.py: a pointer drag moves the red square; the cursor becomes a pointer
   const { page, errors } = await open(ex.url);
   try {
     // the red block is 100 logical px at (110, 110); the frame is the logical size (ratio 1 here)
-    let p = await until(async () => { const q = await picture(page); return near(px(q, 110, 110), [255, 0, 0]) && q; },
+    let p = await untilPicture(async () => { const q = await picture(page); return near(px(q, 110, 110), [255, 0, 0]) && q; },
                         10000, 'the red square at (110, 110)');
     assert.ok(near(px(p, 300, 330), [0, 0, 0]), `(300, 330) is black before: ${px(p, 300, 330)}`);
     const [x0, y0] = toPage(p, 110, 110), [x1, y1] = toPage(p, 300, 330);
@@ -101,7 +111,7 @@ test('drag.py: a pointer drag moves the red square; the cursor becomes a pointer
                 5000, 'cursor: pointer while dragging');
     await page.mouse.move(x1, y1, { steps: 8 });
     await page.mouse.up();
-    p = await until(async () => { const q = await picture(page); return near(px(q, 300, 330), [255, 0, 0]) && q; },
+    p = await untilPicture(async () => { const q = await picture(page); return near(px(q, 300, 330), [255, 0, 0]) && q; },
                     10000, 'the red square at (300, 330) after the drag');
     assert.ok(near(px(p, 110, 110), [0, 0, 0]), `(110, 110) is black after: ${px(p, 110, 110)}`);
     assert.ok(near(px(p, 220, 110), [0, 255, 0]), 'the green square stayed');
@@ -144,10 +154,10 @@ test('snake.py: the arrow keys change its direction (pixels)', { skip }, async (
     assert.ok(e.cols > 2 * e.rows, `moving right: ${JSON.stringify(e)}`);
     await page.locator('canvas').click({ position: { x: 5, y: 5 } });   // focus
     await page.keyboard.press('ArrowDown');
-    await until(async () => { e = extent(await picture(page)); return e.rows > 2 * e.cols; }, 10000,
+    await untilPicture(async () => { e = extent(await picture(page)); return e.rows > 2 * e.cols; }, 10000,
                 'a vertical snake after ArrowDown');
     await page.keyboard.press('ArrowLeft');
-    await until(async () => { e = extent(await picture(page)); return e.cols > 2 * e.rows; }, 10000,
+    await untilPicture(async () => { e = extent(await picture(page)); return e.cols > 2 * e.rows; }, 10000,
                 'a horizontal snake after ArrowLeft');
   } finally { await page.close(); await ex.stop(); }
 });
@@ -161,7 +171,7 @@ test('events.py: a click is counted in the picture and reported with its positio
     const ink = (p) => { let n = 0; for (let i = 0; i < p.data.length; i += 4) if (p.data[i] < 100) n++; return n; };
     const [cx, cy] = toPage(before, 200, 150);
     await page.mouse.click(cx, cy);
-    const after = await until(async () => {
+    const after = await untilPicture(async () => {
       const q = await picture(page);
       return ink(q) > ink(before) + 50 && q;
     }, 10000, 'more text in the picture after the click');
@@ -177,7 +187,7 @@ test('text.py: dark text on a white picture', { skip }, async () => {
   const ex = await runExample('text.py');
   const { page } = await open(ex.url);
   try {
-    const p = await until(async () => {
+    const p = await untilPicture(async () => {
       const q = await picture(page);
       let white = 0, dark = 0;
       for (let i = 0; i < q.data.length; i += 4) {
@@ -201,7 +211,7 @@ test('two canvases in one program: one page each ("/" and "/c/canvas2"), each it
     assert.match(urls[1], /^http:\/\/127\.0\.0\.1:\d+\/c\/canvas2\?token=/);
     for (const [url, rgb, title] of [[urls[0], [255, 0, 0], 'red canvas'], [urls[1], [0, 0, 255], 'blue canvas']]) {
       const { page } = await open(url);
-      const p = await until(async () => { const q = await picture(page); return near(px(q, 10, 10), rgb) && q; },
+      const p = await untilPicture(async () => { const q = await picture(page); return near(px(q, 10, 10), rgb) && q; },
                             10000, `${title} pixels`);
       assert.ok(p);
       await until(async () => (await page.title()) === title, 5000, `title ${title}`);
