@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anchor_x264.c — x264 as bench-anchor configures it (see anchor_x264.h): preset P + tune zerolatency (no B-frames,
  * no lookahead, sliced threads), profile baseline or high, ABR at the target with VBV max rate = target and a 1 s

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anchor_x264.h — x264 for bench-anchor only (x264 is GPL: this file and anchor_x264.c are built into that benchmark
  * when pkg-config finds libx264, never into the library). One encoder: RGBA in (converted by rc_i420_from_image, as

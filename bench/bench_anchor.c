@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-anchor — the quality anchor (issue 17): our H.264 encoder (openh264, exactly as src/codec/h264.c configures
  * it) and our VP9 (libvpx real-time, src/codec/vpx.c) against x264, the usual reference for real-time H.264, at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-damage — what damage tracking saves and what it costs (issue 10):
  *  (a) bytes per frame of a still plot with a small moving marker (the plot of tests/testframes.h, a 12 × 12

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-encode — encoder figures over the frame corpus: per frame and codec, median ms over N runs of
  *   (a) one single-threaded libturbojpeg call (tjCompress2, same flags as ours) — the reference, and

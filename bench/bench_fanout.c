@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-fanout — many viewers of one canvas: rcanvas-demo (the animated Mandelbrot by default) with N raw acking
  * viewers (tests/ws_viewers.c: one libwebsockets client thread in this process; each viewer sends its size, then

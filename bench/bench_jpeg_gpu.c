@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-jpeg-gpu — the Vulkan compute JPEG encoder, VkImage → complete JPEG bytes in host memory: per stage
  * (Vulkan timestamp queries: input copy, DCT+quantization, Huffman, prefix sum, place (block path: bit-aligned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-video — the video codecs against JPEG on moving 1920×1080 sequences. Each PNG of a directory (default
  * ../shared/frames) at least 1920×1080 becomes a sequence of N frames that pans and zooms over it (viewport 1/1.1 to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench-vk — headless benchmark of the GPU frame path (no browser): a corpus frame is uploaded once into a
  * device-local VkImage, then presented N times through rcanvas_present_vk(). Per ring depth, at 1080p and 4K,

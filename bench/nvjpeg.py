@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nvJPEG beside bench-jpeg-gpu, on the GPU machine (docs/benchmarks.md): the same frames through
 torchvision.io.encode_jpeg on a CUDA uint8 CHW tensor (nvJPEG; torchvision's default chroma is 4:4:4), 20 warm-up
 runs then N timed ones, medians of wall-clock time: the encode with the file on the GPU (torch.cuda.synchronize),

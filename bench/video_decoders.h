@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * video_decoders.h — reference decoders for the video benchmarks (bench-video, bench-anchor): each decodes one
  * packet (one access unit / frame) to planar YUV, to measure what a viewer sees. openh264 (constrained baseline, what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * x11_player.c — bench-x11-player: the VNC side of `make bench-vnc` (tests/browser/bench_vnc.mjs). Plays the PNG
  * frames of a directory in a loop in an X11 window of their size (at 0,0, no window manager needed), at --fps, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // connection.js: the WebSocket of one view and its states (docs/protocol.md, "Connection states"):
 // connecting → connected (after hello) → disconnected (retrying with backoff from 250 ms to 5 s) → connected …,
 // → gone (GONE_AFTER attempts in a row failed, about 25 s: the server, or its canvas, has gone, e.g. a notebook

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // decoder.js: turns the encoded payload of a tile into something a 2D canvas can draw, and finds out which codecs
 // this browser decodes (the `codecs=` list of the upgrade URL, protocol 2).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // element.js: <rcanvas-view>, the custom element around RCanvasView, for pages that prefer markup:
 //
 //   <script type="module" src="/client/element.js"></script>

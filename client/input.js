@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // input.js: the person's input on one view, as renderview events (rendercanvas / jupyter_rfb; docs/protocol.md):
 // pointer, wheel, double click, keys, char, with pointer_move and wheel coalesced per animation frame.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // multi.js: the script of client/multi.html: one RCanvasView per name in ?canvases=a,b,… (the page's ?token= is
 // used by each). Click a view to give it the keyboard and the wheel (input.js).
 import { validCanvasName } from './protocol.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // protocol.js: the rcanvas wire protocol (versions 1 and 2) as the browser sees it (docs/protocol.md), without DOM
 // or sockets: the 56-byte little-endian tile header, the JSON messages a client sends (ack, visibility, keyframe,
 // renderview events), the URLs of a canvas (WebSocket with the codecs it decodes, probe), and the small pure helpers

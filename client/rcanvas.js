@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rcanvas.js: the script of the served page (client/index.html, at / and /c/NAME): one full-window RCanvasView of
 // the canvas named in body[data-canvas], with the token of the page's URL; `?stats=1` opens the stats overlay.
 // body[data-state] mirrors the view's connection state, and window.rcanvas is the view (view.js sets it for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // stats.js: what a view measures (frames shown, fps, bytes, Mbit/s, round trips, where the client's time goes per
 // frame, decode errors…) and its overlay: F2 or ?stats=1 shows it, and a "F2: stats" hint in the view's badge after
 // the first connect.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // view.js: RCanvasView, one live rcanvas canvas in a page. Any page may hold several, of one server or of several:
 //
 //   import { RCanvasView } from '/client/view.js';

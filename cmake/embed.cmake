@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # embed.cmake — turns the browser client (client/*.html, *.js, *.css) into a C source file, so the server binary
 # serves it with no files on disk. Run as: cmake -DOUT=file.c -DDIR=client -P embed.cmake
 file(GLOB files RELATIVE "${DIR}" "${DIR}/*.html" "${DIR}/*.js" "${DIR}/*.css")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas.h — the public header of rcanvas: a live canvas, rendered by a C program on the CPU or a GPU, shown in
  * any web browser over WebSockets, with input events sent back. GPU (Vulkan) frames: <rcanvas_vk.h>.

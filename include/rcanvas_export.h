@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas_export.h — RCANVAS_API, the mark on every public function of rcanvas.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas_vk.h — GPU frames: present Vulkan images to an rcanvas canvas. Include it instead of, or after,
  * <rcanvas.h>; it includes <vulkan/vulkan.h> itself. Link with -lvulkan (pkg-config: rcanvas, which lists Vulkan

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The build step of the rcanvas Python package (metadata: pyproject.toml).
 
 `pip install --no-build-isolation ./python` builds librcanvas.so with CMake from the C sources of the rcanvas

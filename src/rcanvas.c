@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas.c — the runtime: what an rcanvas_server is. It owns the encoder worker pool, the logger, the registry
  * of canvases and the transport, and wires them together: a canvas is given the pool, the logger and a notify

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gen_frames.h — a deterministic moving scene for the video tests and benchmarks, so they need no corpus: a plot-like
  * picture (grid, four noisy curves, lines of text-like glyphs, a colour bar) that pans by (3, 1) pixels per frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-testframes — writes the deterministic test frames (tests/testframes.h) as PNG files, for the shell and
  * browser tests and the benchmarks when ../shared/frames is not there. PNG through the library's own encoder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test.h — a minimal assertion kit for the C unit tests: CHECK* record a failure with file:line and the values,
  * and keep going; TEST_MAIN_END prints the closing line "N passed, M failed" and sets the exit status.

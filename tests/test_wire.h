@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_wire.h — tests read packets as a viewer would: the wire header of a tile is made by the transport's one
  * writer (rc_wire_tile_header) in front of the payload and parsed back by its one reader (rc_frame_header_read),

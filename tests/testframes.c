@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * testframes.c — deterministic test frames (see testframes.h) and the frame sets the tests iterate over.
  * Everything is drawn with integer arithmetic from one 64-bit mixing function (SplitMix64's finalizer), seeded by

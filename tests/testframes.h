@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * testframes.h — deterministic test frames, so that a clone without ../shared/frames can run all its tests.
  * Five kinds of content drawn with integer arithmetic and an own hash (no rand(), no libm): the same bytes on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_icd.c — keeps the Vulkan drivers loaded for the process lifetime in sanitizer builds (see vk_icd.h and
  * tests/lsan.supp). Finds the ICD manifests where the Vulkan loader looks on Linux, reads each one's

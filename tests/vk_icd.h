@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_icd.h — for the Vulkan tests under LeakSanitizer: keep every Vulkan driver (ICD) loaded for the life of the
  * process, so that what a driver allocates once per process stays reachable from the driver's globals and LSan

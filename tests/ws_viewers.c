@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ws_viewers.c — raw acking WebSocket viewers on one epoll thread (see ws_viewers.h).
  *

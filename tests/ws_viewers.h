@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ws_viewers.h — many raw WebSocket viewers of one rcanvas server on 127.0.0.1, all on one thread (epoll), for
  * the fan-out test and benchmark. Each viewer behaves as the browser client does on the wire (docs/protocol.md):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h — strict command-line parsing shared by rcanvas-demo, rcanvas-encode and the benchmarks (header only; not
  * part of the library). Numbers must be the whole argument, in range ("abc", "12x", "", " 5" and overflow are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * imageio.c — file loading, decoding and PSNR for tools, tests and benchmarks (see imageio.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * imageio.h — image files and measurements for the tools, tests and benchmarks (not part of the library):
  * load PNG/PPM into RGBA8, decode JPEG/PNG bytes back into RGBA8, PSNR between two RGBA8 images.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-encode — encodes one image file (PNG or PPM in) with an rcanvas encoder and prints the time and size,
  * so users can compare codecs and settings on their own frames:

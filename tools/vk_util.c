@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_util.c — benchmark helper (see vk_util.h). Not for production paths: it waits for the queue.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_util.h — benchmark and test helper: upload an 8-bit RGBA bitmap into a new device-local VkImage (GENERAL
  * layout). It waits for the queue: not for production paths.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frames.c — loads every *.png of a directory (sorted by name, at most FRAME_SET_MAX_FILES) into memory as
  * tightly packed RGBA8 with libspng (see frames.h); and the click marker the frame players draw over them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frames.h — a set of PNG frames loaded into memory (every *.png of a directory, sorted by name, decoded to
  * RGBA8 with libspng), for the demo's "play back recorded frames" source.

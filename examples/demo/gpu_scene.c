@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_scene.c — the demo's Vulkan scene (`rcanvas-demo --gpu`): a compute shader (shaders/mandel.comp, SPIR-V
  * embedded at build time) renders the Mandelbrot/Julia set into an RGBA8 storage image; the render's submission

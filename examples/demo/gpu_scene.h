@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_scene.h — the demo's Vulkan compute-shader scene (see gpu_scene.c).
  * One thread (the render thread); positions in physical pixels of the last render size.

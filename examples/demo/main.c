@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-demo — the demo app: a CPU-rendered Mandelbrot/Julia explorer streamed to the browser (drag pans, the
  * wheel zooms, double-click zooms in, keys: p palette, j Julia, a animation, r reset, +/- iterations), or a

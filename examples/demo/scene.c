@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scene.c — the demo's Mandelbrot/Julia explorer (see scene.h). A float buffer of smooth escape values at the
  * render size is recomputed only when the view changes (rows spread over a persistent thread pool, coarse-to-fine

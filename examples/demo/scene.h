@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scene.h — the demo's scene: an interactive Mandelbrot/Julia explorer rendered on the CPU.
  *

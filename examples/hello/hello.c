@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hello.c — the smallest complete rcanvas program, meant to be copied: one animated canvas served on 127.0.0.1
  * with a random token; it prints the URL to open, prints the events the browser sends back, and stops cleanly on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rcanvas for Python: a live canvas served to web browsers over WebSockets, fed with numpy arrays.
 
     import numpy as np, rcanvas

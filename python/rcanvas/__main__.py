@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """python3 -m rcanvas: a small demo of the binding. Opens a canvas, prints its URL (with the interactive token), and
 streams moving colour bands with a bouncing ball drawn with numpy; pressing and dragging the pointer paints white
 strokes, key "c" clears them. Ctrl-C stops it (exit status 0); a bad option or a taken port exits 2 with one line.

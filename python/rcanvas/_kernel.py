@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rcanvas inside a Jupyter (IPython) kernel: where a canvas's URL goes, the names of unnamed canvases, the port
 and tokens that stay the same across kernel restarts, and the notebook server's proxy (rcanvas.jupyter).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ctypes declarations of include/rcanvas.h (the part the binding uses) and the search for librcanvas.so.
 
 The structs mirror the C layout field by field; tests/python/test_binding.py compiles a small C program that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rcanvas.jupyter: a Jupyter server extension that serves the rcanvas servers of its kernels through the notebook
 server's own port, for a kernel whose port the browser cannot reach (a remote notebook server, JupyterHub).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A rendercanvas backend on rcanvas: each canvas is a page of one rcanvas server (the first at "/", others at
 "/c/NAME"), frames go out through rcanvas' encoders (JPEG by default, threaded, in C) with its flow control,
 and browser input comes back as rendercanvas events.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * av1.c — AV1 through libaom's real-time encoder (AOM_USAGE_REALTIME: one pass, no lookahead, CBR, the non-RD
  * speed path that WebRTC uses), one instance per stream (RC_CODEC_STATEFUL). In: an RGBA/BGRA/RGBX image, converted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec.c — the codec table and the generic entry points of the codec interface (see codec.h), plus the
  * per-worker instances of the intra-only CPU codecs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec.h — the codec interface: every encoder rcanvas has (JPEG through libturbojpeg, PNG through libspng, the
  * JPEG encoder in Vulkan compute shaders) is one rc_codec_type, a table of functions in the style of Redis'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame_encode.c — stripe-parallel encoding of one frame (see frame_encode.h). Each stripe job encodes rows
  * [y0, y0+rows) straight from the frame buffer (pointer offset, same pitch: no copy) into its tile buffer; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame_encode.h — encodes one frame on the worker pool, cut into horizontal stripes (one tile each) so every
  * core works on the same frame: the latency of one 1080p JPEG drops to ~1/cores of one single-threaded call.

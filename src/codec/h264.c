@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * h264.c — H.264 through openh264 (Cisco's ISVCEncoder): constrained baseline (CAVLC, no B-frames), real-time rate
  * control, one instance per stream (RC_CODEC_STATEFUL). In: an RGBA/BGRA/RGBX image, converted to I420 (BT.601,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jpeg.c — JPEG through libturbojpeg (baseline, Huffman tables of ITU-T T.81 Annex K, quantization tables of
  * Annex K scaled by quality as libjpeg does). Reads RGBA/BGRA/RGBX rows at any pitch directly (no conversion

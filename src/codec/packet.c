@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * packet.c — reference-counted encoded frames and their free list (see packet.h). The pool outlives its
  * packets: rc_packet_pool_free() marks it closed and the last packet out frees it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * packet.h — an encoded frame: 1..RC_MAX_TILES tiles, each a complete JPEG/PNG (or video access unit) for one
  * rectangle of the frame (all of it, or only what changed: base_seq), plus what the stream needs to route it: its sequence number, whether it is a keyframe

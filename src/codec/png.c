@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * png.c — PNG through libspng: 8-bit RGB (alpha dropped: frames are shown opaque), filter none, zlib level 1
  * (fast; the lossless refinement must not hold the encoder threads long). Rows are converted from RGBA/BGRA/RGBX

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scale.h — shrinking a frame by an integer factor before it is encoded (rate adaptation encodes at a lower
  * resolution on a slow link; the client stretches it back to the canvas).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vpx.c — VP8 and VP9 through libvpx, real-time: one encoder per stream (RC_CODEC_STATEFUL), no lookahead (each
  * frame's packet comes out of the call that took the frame), CBR at the canvas's bitrate, no frame dropping (flow

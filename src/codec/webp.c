@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * webp.c — WebP through libwebp, two intra-only stripe codecs: "webp" (lossy, VP8 intra in libwebp's own BT.601
  * 4:2:0, at the canvas's quality) for live frames and "webp-lossless" for the refinement. Frames are shown opaque,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * yuv.c — RGBA/BGRA/RGBX → I420 through libyuv (see yuv.h). libyuv names formats by the order of a 32-bit little-
  * endian word: bytes R,G,B,A are its "ABGR", bytes B,G,R,A its "ARGB".

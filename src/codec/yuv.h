@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * yuv.h — RGBA/BGRA/RGBX frames to I420 for the video encoders, through libyuv (SIMD; not hand-written).
  * The conversion is BT.601 with limited ("studio", 16–235) range, libyuv's ARGBToI420 family; encoders must

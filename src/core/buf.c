@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * buf.c — growable byte buffer (see buf.h). Grows by 1.5× so a stream of slightly larger frames
  * does not reallocate every time; the allocation is RC_BUF_HEAD bytes of head room + cap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * buf.h — a growable byte buffer, reused across frames so encoders allocate only when a frame is bigger than any
  * before. Every buffer keeps RC_BUF_HEAD bytes of head room in front of its data that writers never touch: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.c — fixed pool of encoder threads fed by one mutex-protected FIFO (see pool.h). Jobs are intrusive list
  * nodes embedded in their owner (a stripe of a frame encode), so submitting allocates nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.h — the encoder worker pool: N threads take jobs from one FIFO queue. Each worker has one slot of
  * worker-local state that the layer above fills on first use and the pool frees when it stops (the codec layer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ratelog.c — rate-limited logging (see ratelog.h).
  */

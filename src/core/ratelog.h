@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ratelog.h — rate-limited logging (issue 11, "out of file descriptors floods the log"): at most one line per key
  * per interval; the lines of that key in between are counted, not written, and the count is said on the next line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util.c — clock, logging, randomness and small helpers used across the data path (see util.h).
  */

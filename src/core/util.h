@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util.h — small shared pieces: the monotonic clock, logging through the app's callback, random tokens,
  * constant-time comparison.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_damage.c — damage of Vulkan frames found on the GPU (see vk_damage.h): the mirror and hash-state buffers, the
  * two compute pipelines (vk_damage_hash.comp, vk_damage_copy.comp, compiled by glslc at build time like the GPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_damage.h — private: damage of Vulkan frames found on the GPU, for the readback ring (vk_readback.c). In the
  * command buffer that reads the app's image back, the image is also copied into a device-local mirror, a compute

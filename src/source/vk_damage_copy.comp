@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // vk_damage_copy.comp — damage on the GPU, pass 2 (after the hash pass): the readback of the tiles the staging slot
 // lacks. The slot holds a complete frame number slot_frame (0: none); a tile changed after it (changed_at >
 // slot_frame) is copied from the mirror into the slot's host-visible staging buffer, the others are not read back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // vk_damage_hash.comp — damage on the GPU, pass 1: a 64-bit hash of each TILE×TILE tile of the frame (copied into
 // the mirror buffer just before), compared with the tile's hash of the previous frame; a tile whose hash changed
 // (or every tile, on reset) gets the new hash and changed_at = this frame's number. One workgroup per tile.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_readback.c — frames in from the GPU: rcanvas_present_vk() records a copy of the app's VkImage into one
  * staging buffer of a reused ring (host-visible, host-cached where possible, row pitch aligned as the device

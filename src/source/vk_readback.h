@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vk_readback.h — private: the parts of the Vulkan readback ring that benchmarks and tests use beyond the public
  * API: per-stage statistics, and a sink that replaces the canvas (to time the readback with or without encoding).

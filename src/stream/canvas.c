@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas.c — the canvas's lifecycle and core: configuration defaults, name and size checks, create, close and
  * destroy, the title and cursor, and what the runtime and tests read of a canvas (accessors, introspection). The

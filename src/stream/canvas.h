@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas.h — private: the canvas, the hub where the app's frames meet the viewers. It owns the frame buffers, the
  * encode pipeline (one frame encoding + one pending, newest wins), the newest encoded packets, the draw

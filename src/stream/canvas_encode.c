@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_encode.c — the canvas's encode pipeline: `pending` goes to every tier in use that wants it (one frame
  * encoding, lock-step over the tiers), each tier's packet becomes its `latest`, and the frame becomes `last`;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_events.c — input events from the viewers to the app: the canvas's event queue (RC_EVENT_QUEUE), merged
  * as rendercanvas does, and rcanvas_poll_event().

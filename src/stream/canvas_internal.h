@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by the canvas's files
  * (canvas.c: lifecycle and core; canvas_tiers.c: tiers and steering; canvas_encode.c: the encode pipeline;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_present.c — frames in: rcanvas_present() copies the app's frame into a free frame slot (the slots,
  * RC_FRAME_BUFS, and the shrink of an oversized one), external frames (a source's mapped buffer, with or without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_refine.c — what the canvas does between frames, on its tick: the lossless refinement of a still scene
  * (its last frame re-encoded losslessly once no frame came for refine_ms), and `last` encoded on one tier alone

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_schedule.c — when the app draws: rcanvas_wait() decides when a draw is due (update mode, max_fps, and
  * flow control on the visible viewers' unacked frames) and wakes for events; rcanvas_request_draw().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * canvas_tiers.c — the canvas's encoder tiers and their steering: the codec preferences and a change of them,
  * which tier (a codec × a rate rung, RC_RUNGS) a viewer's codec and rung get, keyframe requests, and a tier's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * damage.c — damage tracking (see damage.h): tile diffs, the history of encoded frames, the rectangles of a
  * partial packet, and the canvas's hooks that choose a packet's base and keep each viewer's lossless state.

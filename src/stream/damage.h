@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * damage.h — private to src/stream/: which parts of a frame changed (issue 10, "damage"), so that image codecs
  * send only the tiles that changed and an unchanged frame is not sent at all.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate.c — link estimation from acks and encoder steering (see rate.h for the sources followed).
  */

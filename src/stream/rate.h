@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate.h — following the link a viewer sits behind, from its acks alone, and steering an encoder to it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * registry.c — the canvases of a runtime by name (see session.h). The transport finds canvases and opens
  * sessions here, under the registry lock, so a canvas being freed (removed first) can never get a new session.

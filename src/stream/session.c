@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session.c — the viewers' side of a canvas (see session.h): per-viewer flow control (packets in flight, newest
  * wins), the lossless refinement of what a viewer has, keyframe needs, round trips, the active role and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session.h — the transport's only door into the stream: one session per viewer of a canvas.
  *

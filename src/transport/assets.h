@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * assets.h — the browser client (client/), embedded at build time by cmake/embed.cmake.
  */

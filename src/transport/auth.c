@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * auth.c — roles by token, the rate limit on wrong tokens, the Host check and the base path (see auth.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * auth.h — private to src/transport/: who may talk to the server (issue 11, points 2, 3 and 6), as pure functions
  * on strings so that tests/transport/test_auth.c checks them without a socket:

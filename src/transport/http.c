@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * http.c — the transport's HTTP side: the page of each canvas (index.html with its title filled in), the embedded
  * client files, /metrics, and the checks every request passes: with TLS, plain HTTP (400); the method (405 but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics.c — GET /metrics (issue 11): the server's counters in the Prometheus text exposition format 0.0.4, for
  * an operator's scraper. Per canvas (stream counters, read under its lock: rc_registry_metrics): frames

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * route.c — the pure part of the HTTP side (route.h): path shapes, the token check and the Origin check, as
  * http.c did them inline before (behaviour unchanged), now without lws so that they are unit tested and fuzzed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * route.h — the pure part of the transport's HTTP side (issue 11): what to do with a request, decided from its
  * method, path, query arguments and headers alone, without libwebsockets, so that it can be unit tested

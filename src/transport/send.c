@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * send.c — frames and notices out to one viewer. Text notices go only between binary messages. A packet from
  * the session goes out tile by tile, each tile one binary WebSocket message [56-byte header | payload], written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.c — the transport's frame: one libwebsockets context on its own network thread, the protocol callback
  * that dispatches to http.c (pages, upgrade checks), viewer.c (messages in, notices) and send.c (frames out),

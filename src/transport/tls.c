@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tls.c — certificates for the transport's TLS (tls.h). OpenSSL's libcrypto only: the TLS connections themselves
  * are libwebsockets' (built with OpenSSL on Debian: LWS_WITH_TLS, LWS_OPENSSL_SUPPORT).

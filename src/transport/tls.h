@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tls.h — private: the certificate side of TLS (issue 11). libwebsockets does the TLS itself (OpenSSL); this
  * checks the PEM files before lws sees them, so that a bad file is named with its reason rather than as lws's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport.h — private: the WebSocket transport as the runtime sees it. One libwebsockets context on its own
  * network thread serves the page, the embedded client and the WebSockets of every canvas in a registry. It

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport_internal.h — private to src/transport/: the transport, its viewers and the per-connection state,
  * shared by server.c (context, thread, dispatch, timers), http.c (pages, client files, token and Origin checks),

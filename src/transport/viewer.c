@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * viewer.c — the transport's WebSocket viewers: a connection becomes a viewer with a session of its canvas;
  * client messages (acks, events, visibility) are validated (wire.c) and handed to the session; what changed in

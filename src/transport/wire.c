@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wire.c — wire format (docs/protocol.md): the 56-byte little-endian frame header, and validation of client
  * JSON messages (acks and renderview events) into rc_client_msg. JSON is parsed by cJSON; every field is checked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wire.h — the wire protocol (docs/protocol.md), in one place: the fixed little-endian header in front of every
  * binary frame message (written here from a packet's tile when the transport sends it, read here by the tests),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // access.test.mjs — who may talk to the server (issue 11), in real headless Chromium and with raw requests: the
 // view-only token (frames, no input, never active), the Host check against DNS rebinding, the token traded for an
 // HttpOnly cookie (gone from the address bar, a reload works by the cookie, a wrong cookie fails), the Bearer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // adapt.test.mjs — issue 10 through the shaped link (shaper.mjs): every viewer at its own pace, and the stream
 // following the link it goes through. Short windows; the asserts are the issue's bounds and directions (the long
 // runs and the figures are in `make bench-shaped`).

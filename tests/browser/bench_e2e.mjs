@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_e2e.mjs — end-to-end benchmark (prints figures, asserts nothing): rcanvas-demo (Mandelbrot with palette
 // animation, every frame new) streamed to headless Chromium at 1920×1080 for 10 s. Reports frames shown per
 // second, round-trip latency p50/p95 (present → ack, measured by the server, shown in the client), kB per frame,

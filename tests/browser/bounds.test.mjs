@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bounds.test.mjs — "bounded by design" (issue 11): what a hostile or stuck client cannot do to the server, each
 // with the answer it gets. Raw TCP and WebSocket clients (rawws.mjs) against rcanvas-demo: a giant resize is
 // clamped to max_canvas_pixels and its memory goes back when the size does; clients that never read are dropped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // client.test.mjs — the client as modules (client/view.js: RCanvasView) in real headless Chromium: two canvases of
 // one server in one page, and the public bug reports it fixes, one test each: wheel over a view without focus,
 // a view appearing while the person types, macOS Cmd leaving a key held, input-method text, frames to a view

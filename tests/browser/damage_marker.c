@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-marker — a still plot with a small moving marker, for the damage test in the browser
  * (tests/browser/damage.test.mjs) and for trying damage by hand. One canvas (JPEG unless --codec png), drawn in

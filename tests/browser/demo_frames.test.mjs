@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // demo_frames.test.mjs — rcanvas-demo --frames, the player that `make bench-vnc` streams: it plays every frame of
 // the folder, and a left click toggles the magenta marker square (examples/demo/frames.h) on the frames after it,
 // which the benchmark times as input-to-pixels latency. PNG frames, so the pixels checked are exact.

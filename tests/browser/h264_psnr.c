@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-h264-psnr — what a viewer of an H.264 stream shows, decoded by openh264's own decoder, against a
  * reference frame: for the paint-over test (tests/browser/paint.test.mjs, issue 17.4).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // lib.mjs — shared helpers of the browser tests and the end-to-end benchmark: start rcanvas-demo on a free port,
 // launch Debian's headless Chromium through playwright-core, wait for conditions.
 import { spawn } from 'node:child_process';

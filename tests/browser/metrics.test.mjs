@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // metrics.test.mjs — GET /metrics (issue 11): refused without the token (401) or with a wrong one (403); with it,
 // Prometheus text format 0.0.4 (HELP and TYPE before each family's samples, every sample `name{labels} value`),
 // whose values move: frames presented grow while viewers watch, bytes go to each viewer, the roles are labelled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-pan — a pan that stops, for the paint-over test (tests/browser/paint.test.mjs, issue 17.4). One
  * H.264 canvas (--codec h264|vp8|vp9), continuous at --fps (default 30), at a fixed --size WxH (default 1920x1080)

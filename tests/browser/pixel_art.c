@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-pixels — a tiny server for tests/browser/pixelated.test.mjs (issue 18.3): one canvas that draws pixel
  * art N times smaller than the viewer's canvas, as rendercanvas apps do with set_bitmap (its examples/snake.py draws

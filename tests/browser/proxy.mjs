@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // proxy.mjs — a reverse proxy for tests, in the spirit of the nginx snippet of docs/security.md ("## Tokens, roles,
 // Host and proxies"): it serves the rcanvas server under a prefix (/viz/…, passed on as it is, as nginx's
 // `proxy_pass http://127.0.0.1:PORT;` without a URI does), sends its own Host (the backend's address) rather than

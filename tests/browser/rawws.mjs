@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rawws.mjs — a raw TCP client for the bounds tests (bounds.test.mjs): plain HTTP requests written byte by byte,
 // and a minimal WebSocket client (RFC 6455) that can also misbehave: send unmasked frames, a 1-byte close payload,
 // or never read at all. Only what the tests need; frames from the server are parsed whole.

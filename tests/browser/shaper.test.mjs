@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // shaper.test.mjs — the shaped link itself (tests/browser/shaper.mjs), against a plain TCP server on 127.0.0.1:
 // the one-way delay shows in a round trip, the rate bounds a bulk transfer from below (it cannot be beaten) and
 // from above (loosely: the machine may be slow), a scheduled rate change speeds a transfer up, the sender is

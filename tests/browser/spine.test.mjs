@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // spine.test.mjs — the whole path in real headless Chromium: rcanvas-demo serves the page, the client decodes and
 // draws frames, and events go back. Each test starts its own demo on a free port.
 import { test } from 'node:test';

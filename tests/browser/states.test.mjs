@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // states.test.mjs — the connection states a person sees in real headless Chromium: token refused (401/403: a banner,
 // no endless retrying), connection lost (banner with countdown, picture dimmed, back when the server is), a server
 // that stays away ("server gone", attempts far apart, Retry now), the

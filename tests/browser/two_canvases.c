@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-two — a tiny server for the browser tests (tests/browser/client.test.mjs): two named canvases of one
  * server, "left" and "right", each drawn with its own solid test pattern (PNG: exact pixels), each printing the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // video.test.mjs — the client's protocol 2 (video through WebCodecs) in real headless Chromium, against the stand-in
 // server of video_server.mjs (the C server's video side is written in parallel). The video is made here: a
 // deterministic test scene (sceneRGBA) is turned into BT.601 limited-range I420 like the server's encoders are fed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // video_e2e.test.mjs — protocol 2 end to end: rcanvas-demo encodes video (openh264, libvpx) and headless
 // Chromium decodes it through WebCodecs on a 127.0.0.1 page (a secure context). What is checked, with the real
 // server: negotiation puts each viewer on a video codec it decodes; the test scene comes back within ±3 levels

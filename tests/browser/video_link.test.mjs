@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // video_link.test.mjs — issue 17: H.264 through shaped links (shaper.mjs) on content that moves: the pan loop of
 // rcanvas-testframes (40,20 px a frame and a zoom over a dense plot, 1920×1080 or 1280×720, played by the demo's
 // --frames at 30 fps). Counted from the wire by raw viewers (frames, keyframe flags, bytes) and, for input to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // video_media.mjs — the video the client tests replay: a deterministic test scene, its BT.601 limited-range I420
 // (what the server's encoders are fed: libyuv's ABGRToI420 matrix), and streams encoded from it by Chromium's own
 // WebCodecs VideoEncoder (there is no H.264/VP8/VP9/AV1 encoder in node). Used by video.test.mjs and

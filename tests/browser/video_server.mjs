@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // video_server.mjs — a stand-in rcanvas server in node for the client's protocol-2 tests (video.test.mjs), while the
 // C server side of video is written in parallel. It serves what the real server serves to a browser: the page
 // (client/index.html filled in like the server does, same CSP), the client modules straight from client/, the token

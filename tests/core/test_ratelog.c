@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ratelog — rate-limited logging (src/core/ratelog.c, issue 11): one line per key per interval, the others
  * counted and said on the next line of that key or by the flush; keys apart; digits folded in keys; a full table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_av1 — the av1 codec (src/codec/av1.c, libaom real-time) round-tripped through dav1d, on the generated moving
  * scene (tests/gen_frames.h; no corpus needed):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_encode — encoders through the same stripe-parallel path the server uses:
  *  - JPEG round trip on every generated test frame (tests/testframes.h: plot, text, gradient, heatmap, noise at

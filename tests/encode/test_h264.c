@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_h264 — the h264 codec (src/codec/h264.c) round-tripped through openh264's own decoder (ISVCDecoder,
  * DecodeFrameNoDelay), on generated moving scenes (tests/gen_frames.h; no corpus needed):

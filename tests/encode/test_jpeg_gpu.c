@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jpeg_gpu — the Vulkan compute JPEG encoder on whatever device is there (lavapipe in CI):
  *  - its DQT tables equal libjpeg-turbo's at the same quality (Annex K tables scaled as libjpeg does);

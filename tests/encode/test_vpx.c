@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_vpx — VP8 and VP9 (src/codec/vpx.c) on the generated moving scene of tests/gen_frames.h (no corpus needed): a
  * plot/text-like picture panned by (3, 1) px per frame over a drifting gradient, and a still RGB (200, 40, 90) patch.

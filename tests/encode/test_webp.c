@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_webp — WebP (src/codec/webp.c) on the generated test frames (tests/testframes.h: plot, text, gradient,
  * heatmap, noise at 1×1, 7×5, 333×197 and 1001×777; no corpus needed), decoded by libwebp's WebPDecodeRGBA:

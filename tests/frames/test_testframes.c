@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_testframes — the generated test frames (tests/testframes.c) are what the other tests rely on when there
  * is no ../shared/frames:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c, issue 11): the Bearer
  * and cookie parsers, the Host check, the base path, the page's way back to the root, and roles by token. The

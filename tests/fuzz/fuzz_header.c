@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_header — libFuzzer target for the wire-header reader (rc_frame_header_read, src/transport/wire.c): any
  * bytes are refused or read into a header that satisfies every documented rule and writes back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_msg — libFuzzer target for the client-message parser (rc_client_msg_parse, src/transport/wire.c): any
  * bytes must come back as RCANVAS_OK with every field inside the documented limits, or RCANVAS_EINVAL with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_route — libFuzzer target for the HTTP routing decision (rc_http_route, src/transport/route.c). The input
  * is a request in lines: a flags byte (bit 0: upgrade; bit 1: Origin present; bit 2: Host present), then the

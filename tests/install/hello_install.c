@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hello_install — the smallest program built against an INSTALLED rcanvas (tests/install/test_install.sh builds it
  * through pkg-config and through find_package): a server on a free port, a canvas, one presented frame. It prints

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_install — rcanvas as a program outside the tree sees it: `cmake --install` into BUILD/install, then
 # hello_install.c is built and run against the INSTALLED library, through pkg-config (shared, then --static) and
 # through find_package(rcanvas) (rcanvas::rcanvas, rcanvas::rcanvas_static). Also checks that librcanvas.so exports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench_rendercanvas.mjs — `make bench-rendercanvas`: rendercanvas' noise.py (unmodified, continuous) at 1280x720
 // and 1920x1080 on rendercanvas' own `http` backend (uvicorn; it sends PNG here: its JPEG encoder needs simplejpeg,
 // which Debian does not package and pip cannot fetch) and on rcanvas.rendercanvas (JPEG q85 from C encoder threads),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Pytest setup of the Python tests: the package from python/ (not an installed one), the library from the build
 # tree (RCANVAS_LIBRARY if set: `make test-python` sets it), rendercanvas from ../shared/third_party when there.
 import os

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples.test.mjs — rendercanvas' own examples, unmodified, through the runner `python3 -m rcanvas.rendercanvas`
 // in headless Chromium (launch flags of tests/browser/lib.mjs): drag.py (a pointer drag moves the red square:
 // pixels before and after), noise.py (frames keep arriving, and differ), snake.py (arrow keys turn the snake:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """bench-rendercanvas's uncapped case (our own script, not one of rendercanvas' examples): noise.py's picture — a
 grey-level noise bitmap at a quarter of the logical size — drawn with update_mode="fastest", so that the backend,
 not rendercanvas' default max_fps of 30, sets the frame rate. Runs on whichever backend rendercanvas.auto gives."""

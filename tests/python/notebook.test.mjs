@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // notebook.test.mjs — rcanvas in a real Jupyter notebook (Debian 12's Notebook 6.4 with ipykernel) in headless
 // Chromium (launch flags of tests/browser/lib.mjs). A generated notebook's cells make a canvas on
 // rcanvas.get_server() that fills itself with one colour and writes the pointer_down events it receives to a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The numpy binding (python/rcanvas): struct layouts against the C header, a pixel-exact PNG round trip read back
 through a raw WebSocket viewer, bad arrays refused with TypeError/ValueError while the server keeps serving, C
 errors named, events as renderview dicts, the cursor message, the GIL released in wait()."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rcanvas.jupyter, the notebook server extension that proxies the kernels' rcanvas servers through the notebook
 server's port, against Debian 12's Notebook 6.4 and jupyter_server 1.23 (both when installed; each skips, saying
 why, when not). An rcanvas server of this process registers its port as a kernel's does; through the proxy: the

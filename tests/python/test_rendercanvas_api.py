@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rendercanvas' own backend check (its tests/test_backends.py) applied to rcanvas.rendercanvas: every _rc_*
 method of BaseRenderCanvas and BaseLoop is implemented by our canvas and loop classes, and no others; plus the
 module's names, and a canvas made and closed in-process. Needs ../shared/third_party/rendercanvas."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two rendercanvas canvases in one program (examples.test.mjs): a red one and a blue one, each with its title.
 Run through the runner, so `rendercanvas.auto` is rcanvas.rendercanvas: one page each, "/" and "/c/canvas2"."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A minimal WebSocket client for the tests (RFC 6455 over a plain socket): reads rcanvas' text and binary
 messages, decodes the 56-byte frame header (docs/protocol.md), and a PNG with zlib (no imaging library)."""
 

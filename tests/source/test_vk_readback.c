@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_vk_readback — GPU frames through the readback ring, on whatever Vulkan device is there (lavapipe in CI),
  * with the validation layer on when installed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_damage — damage tracking (src/stream/damage.c, issue 10), driven without a network: canvases with the real
  * encoders, viewers as sessions, and each viewer's picture rebuilt here the way the browser builds it (every tile

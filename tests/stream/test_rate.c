@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rate.c — the link estimate and the steering (src/stream/rate.c) driven through a simulated link: a
  * bottleneck of C bit/s (a FIFO that serializes packets), a one-way delay each way, a client that holds each frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_small — issue 18, rendercanvas' set_bitmap contract ("applications can provide N times smaller bitmaps to
  * produce a pixelated visualization"), the server's half:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_soak — mixed animation, drag bursts and pauses against one canvas, with a fake viewer (a session, as the
  * transport has) acking from its own thread, which also runs the canvas's timers as the network thread does, so

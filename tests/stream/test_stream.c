@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_stream — the stream stage driven without a network: canvases are made with an environment of the test's
  * own (a worker pool, a notify counter), and viewers are sessions opened, fed and acked the way the transport

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tier_rules — the rules of tiers and keyframes in the corners a review found broken (each scenario failed
  * before its fix; each has its own canvas; real openh264; sessions driven as the transport does):

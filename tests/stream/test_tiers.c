@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tiers — viewers of one canvas on different codecs, and the keyframe rules of a stateful codec, driven
  * without a network (sessions, as the transport uses them) with the real H.264 encoder (openh264):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tier_kit.h — what the tier tests (test_tiers, test_tier_rules) share: a moving test frame presented at any size,
  * the canvas's debug state, and viewers driven as the transport drives sessions (next, open with caps, tick until

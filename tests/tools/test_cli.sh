@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_cli — every command-line program names the bad argument and the rule it broke: a usage error is exactly
 # two lines on stderr ("PROG: ARG: RULE", then "try 'PROG --help'"), exit status 2, nothing on stdout; --help
 # prints the usage on stdout and exits 0. For rcanvas-demo a bad argument fails before anything listens (run with

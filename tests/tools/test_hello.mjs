@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // test_hello — the rcanvas-hello example does what README.md says: it prints a URL with a 32-hex-digit token on
 // a free port; the page answers 200 with the token (401 without, 403 with a wrong one); a WebSocket viewer that
 // acks gets a stream of *different* frames (animated, not one still frame) at its physical size once it reports

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_include_rule — the dependency rule of src/ (docs/architecture.md): a file may include headers of its own
 # folder and of folders below it in the data path, never of a folder above it or beside it.
 #   rank 0 core/   (buffers, worker pool, clock, logging)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_rcanvas_encode — the rcanvas-encode tool on a 1920x1080 text frame: JPEG and PNG outputs are real files of
 # the printed size (JPEG SOI/EOI markers, PNG signature), a PPM input works, and bad arguments fail with status 2.
 # The frame is generated (rcanvas-testframes, deterministic); when the shared corpus is there its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
  * the rate limit on wrong tokens (10 at once, then one per second, in a fixed table), the Host check against DNS

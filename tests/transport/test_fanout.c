@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fanout — many viewers of one canvas through the real server (libwebsockets on loopback): 40 raw acking
  * viewers (tests/ws_viewers.c), more than the old default cap of 16, all get frames of an animated 640×480 canvas,

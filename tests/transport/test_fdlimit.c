@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fdlimit — out of file descriptors (issue 11): with the process at its `ulimit -n` and clients hammering the
  * port, libwebsockets 4.1 used to log "accept: errno 24" on every poll round (508,906 lines in 10 s). Now its lines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_protocol — the wire format: the 56-byte frame header round-trips field for field and malformed headers
  * are refused; client JSON messages parse into the right event fields, and bad ones (malformed JSON, unknown

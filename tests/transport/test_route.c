@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_route — the HTTP routing decision (src/transport/route.c) without a server: each path shape goes to its
  * kind with the right canvas name, the token check answers 401/403/0 (a token in any argument position, "token"

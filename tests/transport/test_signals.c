@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_signals — rcanvas' own threads (network, encoder pool) start with the asynchronous signals blocked
  * (core/util.c: rc_thread_create, issue 18), so that a Ctrl-C goes to a thread of the app, the one with a handler

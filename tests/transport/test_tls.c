@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tls — TLS on the server's one port (issue 11): a self-signed certificate made with rcanvas_tls_self_signed
  * (in a temporary folder, so the test never depends on a shipped file that could expire) is kept and reused, names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // mandel.comp — the demo's GPU scene: one invocation per pixel iterates z = z² + c (Mandelbrot) or, with
 // julia = 1, z = z² + k starting at the pixel (Julia), and writes a smooth-coloured RGBA8 pixel (normalized
 // iteration count; cosine palette shifted by time for the animation). Compiled by glslc at build time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_blk.comp — GPU JPEG, block-parallel path, stage 2: Huffman coding (T.81 F.1.2, Annex K tables) of one
 // 8×8 block per invocation, independent of restart intervals: the DC difference is taken from the previous block
 // of the same component in scan order (0 at the start of a restart interval, when there are intervals). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_bpack.comp — GPU JPEG, block-parallel path, last stage: writes the complete JPEG file, one 32-bit word per
 // invocation, straight into host-visible memory (only the used bytes cross PCIe; dispatched indirectly with the
 // size jpeg_place.comp computed): header bytes, then the bytes of U with a 0x00 after each 0xFF and FF D0+n%8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_bscan.comp — GPU JPEG, block-parallel path: one level of a multi-level exclusive prefix sum over uints in
 // the sc buffer (reduce-then-scan, no inter-workgroup waiting, so it runs on any device, lavapipe included):
 //   mode 0 (local): workgroup g scans in[g·1024 ..] (256 invocations × 4 values) into out[] and writes its total

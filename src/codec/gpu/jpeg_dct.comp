@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_dct.comp — GPU JPEG stage 1 (ITU-T T.81 baseline): RGBA8 → YCbCr (JFIF full-range BT.601), 4:2:0 or 4:4:4,
 // forward DCT of 8×8 blocks with the AAN algorithm (Arai–Agui–Nakajima 1988, the float factorization of libjpeg's
 // jfdctflt.c), and quantization with the AAN scale folded into the divisors (computed on the CPU), written in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jpeg_gpu.c — host side of the Vulkan compute JPEG encoder (see jpeg_gpu.h): the tables (Annex K quantization
  * tables scaled by quality as libjpeg's jpeg_quality_scaling, Annex K Huffman tables, AAN divisors), the JFIF

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jpeg_gpu.h — a baseline JPEG encoder (ITU-T T.81, JFIF) in Vulkan compute shaders. In: a VkImage on the GPU (or
  * a CPU bitmap, uploaded, for tests and tools). Out: the complete JPEG file in host memory. Stages: colour

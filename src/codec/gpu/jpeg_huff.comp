@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_huff.comp — GPU JPEG stage 2: Huffman coding (T.81 F.1.2, tables of Annex K given as code/length pairs)
 // of one restart interval per invocation: DC prediction starts at 0 for each interval, so intervals are
 // independent. Bytes go to the interval's own slot of a scratch buffer (worst-case sized) with 0xFF byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_pack.comp — GPU JPEG stage 4: writes the complete JPEG file, one 32-bit word per invocation, straight into
 // host-visible memory: header bytes (written once by the CPU into a device buffer), then each interval's bytes
 // at its prefix-sum offset followed by its RSTn marker (FF D0+n%8), then EOI (FF D9). Each output byte finds its

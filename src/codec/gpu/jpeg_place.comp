@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_place.comp — GPU JPEG, block-parallel path: the steps between the block coder and the packer, by mode.
 //   0 (one invocation per restart interval, + 1): after the bit counts were prefix-summed (boff[b]: the bit
 //     offset of block b, boff[n_blocks] the total), the byte size of each interval (its bits padded to a byte)

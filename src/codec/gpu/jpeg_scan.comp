@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // jpeg_scan.comp — GPU JPEG stage 3: exclusive prefix sum of the interval sizes (each + 2 bytes for its RSTn
 // marker, except the last), one workgroup of 1024 invocations: each sums a contiguous chunk, the chunk sums are
 // scanned in shared memory, then each writes its chunk's offsets. Also writes the output size and the indirect

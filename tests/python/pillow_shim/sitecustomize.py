@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Test shim for rendercanvas' events.py and text.py on Debian 12: they call ImageFont.load_default(size=…),
 # which Pillow has only since 10.1 (Debian 12 ships 9.4). Here load_default(size=N) loads DejaVu Sans at N
 # pixels (fonts-dejavu-core, a dependency of python3-pil's fontconfig chain) or, failing that, the default
