@@ -125,6 +125,8 @@ static void refine_done(rc_encode_task *t, int status) {
     pthread_mutex_unlock(&c->mu);
 }
 
+#define RC_DRAW_HOLD_STALE_US 1000000
+
 /* Starts the lossless refinement of `last` if one is due (no new frame for refine_ms, latest lossy). Returns the
  * µs until it would be due, or -1 if none is pending. */
 static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
@@ -142,7 +144,15 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
      * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
      * stopped for good (issue 7). refine_done() wakes the network thread, whose check starts the newer one. */
-    if (c->refine_running || c->draw_held) goto out; /* frames keep coming: the release of the hold re-arms */
+    if (c->refine_running) goto out;
+    /* frames keep coming (the app waits for room in a window): the release of the hold re-arms. But only rcanvas_wait
+     * releases it: an app that stopped waiting (it presents when its data changes, or it is done) left the hold set,
+     * and its still picture was never refined (test_soak under ASan on a loaded machine: its last pause of 10 s got
+     * none). A hold not renewed for RC_DRAW_HOLD_STALE_US is over. */
+    if (c->draw_held && now_us - c->draw_held_us < RC_DRAW_HOLD_STALE_US) {
+        ret = c->draw_held_us + RC_DRAW_HOLD_STALE_US - now_us;
+        goto out;
+    }
     int64_t due = c->last_present_us + (int64_t)c->refine_ms * 1000;
     if (c->draw_held_us + (int64_t)c->refine_ms * 1000 > due) due = c->draw_held_us + (int64_t)c->refine_ms * 1000;
     if (now_us < due) {
