@@ -117,24 +117,26 @@ static const char *find_token(struct lws *wsi, rc_transport *s, char *buf, size_
 }
 
 /* The role of a request's token: RC_ROLE_VIEW or RC_ROLE_INTERACTIVE, or 0 after a refusal it has answered with
- * *status set (401 no token, 403 wrong token, 429 too many wrong tokens from this address). A wrong token counts
- * against the address (auth.c: RC_AUTH_BURST, then one per second); while it has none left every request of it is
- * answered 429 without its token being compared. */
+ * *status set (401 no token, 403 wrong token, 429 too many wrong tokens). The token is compared first (constant
+ * time): a right one is never refused by the guess limiter, whatever others sent from its network (issue 19: an
+ * attacker's wrong tokens at 20/s locked a legitimate client of the same address out). A wrong one is charged
+ * against its network and the server-wide bucket (auth.c); while either is empty it is answered 429. A missing
+ * token is no guess: 401, uncharged. */
 static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src, char *token, size_t cap,
                          unsigned *status, const char *what) {
     char peer[64] = "";
+    *status = 0;
+    rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
+    if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     lws_get_peer_simple(wsi, peer, sizeof peer);
     int64_t now = rc_now_us();
-    *status = 0;
-    if (rc_auth_limited(&s->limiter, peer, now)) {
-        rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s (%llu answered 429 so far)",
+    if (r == RC_ROLE_WRONG && rc_auth_limited(&s->limiter, peer, now)) {
+        rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s's network or in all (%llu answered 429 so far)",
                    what, peer, (unsigned long long)s->limiter.limited);
         *status = 429;
         lws_return_http_status(wsi, 429, "too many wrong tokens: wait a second");
         return RC_ROLE_NONE;
     }
-    rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
-    if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     if (r == RC_ROLE_WRONG) rc_auth_failed(&s->limiter, peer, now);
     *status = r == RC_ROLE_NONE ? 401 : 403;
     rc_log_limited(&s->ratelog, s->log, r == RC_ROLE_NONE ? "token missing" : "token wrong",
