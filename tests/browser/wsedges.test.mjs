@@ -50,3 +50,26 @@ test('PINNED lws 4.1 behaviour: an unmasked client frame is accepted (RFC 6455 s
     await demo.stop();
   }
 });
+
+test('a NUL inside a JSON string (\\u0000 or raw) is a bad message: dropped and counted, never cut short', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events', '--verbose']);
+  try {
+    const c = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+    assert.equal(c.status, 101);
+    await c.waitFor((x) => x.messages.length > 0);
+    const ch = (data) => JSON.stringify({ event_type: 'char', data, modifiers: [], time_stamp: 1 });
+    c.text(ch('z\u0000b'));                                       // JSON.stringify writes \u0000
+    assert.ok(ch('z\u0000b').includes('\\u0000'));
+    c.text('{"event_type":"char","data":"y\u0000b","modifiers":[]}'); // a raw NUL byte
+    c.text(ch('q'));
+    const got = await c.waitFor(() => demo.lines.some((l) => l.includes('data=q')), 5000);
+    assert.ok(got, 'the good message after them reached the app');
+    assert.deepEqual(demo.lines.filter((l) => /data=[zy]/.test(l)), [], 'no cut string reached the app');
+    const log = () => demo.lines.join('\n') + demo.stderr();
+    await c.waitFor(() => /NUL character/.test(log()), 3000);
+    assert.match(log(), /dropped message \(NUL character in message/);
+    assert.equal(c.closeFrame, null, 'two bad messages are below max_bad_messages: the connection stays');
+  } finally {
+    await demo.stop();
+  }
+});
