@@ -220,6 +220,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
             return -1;
         }
+        /* lws 4.1 turns the codes RFC 6455 7.4 forbids below 3000 into 1002 but echoed 5000 … 65535 (issue 19):
+         * those are refused here the same way (3000–4999 are the registered and private ranges) */
+        if (len >= 2 && ((const unsigned char *)in)[0] * 256 + ((const unsigned char *)in)[1] >= 5000) {
+            static const char why[] = "close code above 4999";
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
+            return -1;
+        }
         return 0;
     case LWS_CALLBACK_CLOSED:
         if (p && p->v) {
