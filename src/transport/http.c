@@ -62,6 +62,7 @@ static void route_request(struct lws *wsi, rc_transport *s, const char *path, in
     r->rq.method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) ? "GET"
                    : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? "POST" : NULL;
     gather_args(wsi, r);
+    r->rq.tls = s->tls;
     if (upgrade) {
         gather_header(wsi, WSI_TOKEN_ORIGIN, r->origin, sizeof r->origin, &r->rq.origin, &r->rq.origin_len);
         gather_header(wsi, WSI_TOKEN_HOST, r->host, sizeof r->host, &r->rq.host, &r->rq.host_len);
@@ -321,10 +322,22 @@ static int redirect_to_dir(struct lws *wsi, const char *path) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* A header that came more than once (lws keeps each as a fragment of the one token). */
+static int header_repeated(struct lws *wsi, enum lws_token_indexes h) {
+    return lws_hdr_fragment_length(wsi, h, 1) > 0 || lws_hdr_total_length(wsi, h) > lws_hdr_fragment_length(wsi, h, 0);
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
     if (refuse_plain(wsi, s)) return -1;
     int ret;
     if (refuse_method(wsi, &ret)) return ret;
+    /* Two Content-Length headers (RFC 9112 6.3: a message to refuse, the stuff of request smuggling behind a
+     * proxy that reads the other one): 400, and the connection closed (issue 19) */
+    if (header_repeated(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH)) {
+        rc_log_limited(&s->ratelog, s->log, "two Content-Length", RCANVAS_LOG_WARN, "request refused: more than one Content-Length header");
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "more than one Content-Length header");
+        return -1;
+    }
     if (check_host(wsi, s)) return lws_http_transaction_completed(wsi) ? -1 : 0;
     if (s->base[0] && !strcmp(path, s->base)) return redirect_to_dir(wsi, path);
     char stripped[256];
@@ -396,8 +409,41 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
  * token needed (issue 19; tests/transport/test_h2c.c). This server speaks HTTP/1.1 only (server.c: ALPN
  * "http/1.1"): every upgrade but websocket is answered 400 here and the connection closed, a plain request on the
  * TLS port the https refusal first. lws answers other Upgrade values 403 before asking. */
+/* The WebSocket handshake's own headers (RFC 6455 4.2.1), checked before lws's upgrade code, which closed
+ * without any status when the key was missing or no offered subprotocol was ours (issue 19): NULL if fine, else
+ * the reason for a 400. No Sec-WebSocket-Protocol is fine (rcanvas.v1 is the only one, and the default). */
+static const char *bad_ws_handshake(struct lws *wsi) {
+    char buf[300];
+    int klen = lws_hdr_total_length(wsi, WSI_TOKEN_KEY);
+    if (klen <= 0) return "no Sec-WebSocket-Key header";
+    if (klen != 24 || header_repeated(wsi, WSI_TOKEN_KEY)) return "Sec-WebSocket-Key is not 16 bytes in base64";
+    int vlen = lws_hdr_total_length(wsi, WSI_TOKEN_VERSION);
+    if (vlen <= 0 || vlen >= (int)sizeof buf || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_VERSION) < 0 ||
+        strcmp(buf, "13"))
+        return "Sec-WebSocket-Version must be 13";
+    int plen = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL);
+    if (plen <= 0) return NULL;
+    if (plen >= (int)sizeof buf || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_PROTOCOL) < 0)
+        return "Sec-WebSocket-Protocol too long";
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ' || *t == '\t') t++;
+        size_t n = strlen(t);
+        while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = '\0';
+        if (!strcmp(t, "rcanvas.v1")) return NULL;
+    }
+    return "no offered Sec-WebSocket-Protocol is rcanvas.v1";
+}
+
 int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *s, const char *upgrade) {
-    if (upgrade && !strcasecmp(upgrade, "websocket")) return 0;
+    if (upgrade && !strcasecmp(upgrade, "websocket")) {
+        const char *why = refuse_plain(wsi, s) ? "" : bad_ws_handshake(wsi);
+        if (!why) return 0;
+        if (*why) {
+            rc_log_limited(&s->ratelog, s->log, "bad handshake", RCANVAS_LOG_WARN, "WebSocket refused: %s", why);
+            lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, why);
+        }
+        return -1;
+    }
     if (!refuse_plain(wsi, s))
         lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
                                "this server speaks HTTP/1.1 only: no upgrade to h2c");
