@@ -7,11 +7,14 @@
  * wrong, 429 too many wrong ones from one address; from ?token=, a Bearer header or the cookie a page's ?token= is
  * traded for: auth.c); the canvas and the viewer limit.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "transport/assets.h"
 #include "transport/route.h"
@@ -129,7 +132,7 @@ static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src,
     *status = 0;
     rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
     if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
-    lws_get_peer_simple(wsi, peer, sizeof peer);
+    if (!rc_transport_peer(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "(gone)"); /* its own bucket */
     int64_t now = rc_now_us();
     if (r == RC_ROLE_WRONG && rc_auth_limited(&s->limiter, peer, now)) {
         rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s's network or in all (%llu answered 429 so far)",
@@ -509,6 +512,23 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     }
     p->caps.view_only = role == RC_ROLE_VIEW;
     return 0;
+}
+
+int rc_transport_peer(struct lws *wsi, char *out, size_t cap) {
+    struct lws *net = lws_get_network_wsi(wsi);
+    int fd = (int)lws_get_socket_fd(net ? net : wsi);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    out[0] = '\0';
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl)) return 0;
+    const void *a = ss.ss_family == AF_INET    ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
+                    : ss.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                                               : NULL;
+    if (!a || !inet_ntop(ss.ss_family, a, out, (socklen_t)cap)) {
+        out[0] = '\0';
+        return 0;
+    }
+    return 1;
 }
 
 void rc_transport_release_slot(rc_transport *s) {
