@@ -221,6 +221,26 @@ int main(void) {
     char fp_again[100];
     file_fingerprint(cert2, fp_again);
     CHECK(!strcmp(fp_file, fp_again) && !strcmp(cert, cert2) && !strcmp(key, key2));
+    /* an existing folder is made private (issue 19): 0755 → 0700, a key readable by others → 0600, the pair kept */
+    CHECK(chmod(sub, 0755) == 0 && chmod(key, 0644) == 0);
+    log_clear();
+    CHECK_EQ_INT(rcanvas_tls_self_signed(sub, NULL, log_cb, NULL, cert2, key2, sizeof cert2, &created), RCANVAS_OK);
+    CHECK_EQ_INT(created, 0);
+    CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+    CHECK(stat(key, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK_MSG(log_has("was mode 755: made 0700") && log_has("was mode 644: made 0600"), "%s", g_log);
+    /* a folder of another user is refused (it could swap the key); needs root to make one */
+    if (geteuid() == 0) {
+        char theirs[400], tc[500], tk[500];
+        snprintf(theirs, sizeof theirs, "%s/theirs", dir);
+        CHECK(mkdir(theirs, 0755) == 0 && chown(theirs, 65534, 65534) == 0);
+        log_clear();
+        CHECK_EQ_INT(rcanvas_tls_self_signed(theirs, NULL, log_cb, NULL, tc, tk, sizeof tc, NULL), RCANVAS_EIO);
+        CHECK_MSG(log_has("belongs to uid 65534, not to this user"), "%s", g_log);
+        CHECK(stat(theirs, &st) == 0 && (st.st_mode & 0777) == 0755); /* left alone */
+    } else {
+        printf("test_tls: not root: the other user's folder is not tried\n");
+    }
     {
         FILE *f = fopen(cert, "r");
         X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
