@@ -57,6 +57,38 @@ test('a giant resize is clamped to max_canvas_pixels, the app is told, and memor
   }
 });
 
+test('after a giant resize and back, the demo gives its render buffer back too (not only the library)', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events', '--max-canvas-pixels', '10000000', '--refine-ms', '0']);
+  try {
+    const c = await wsOpen(demo.port, `/ws?token=${demo.token}`);
+    assert.equal(c.status, 101);
+    const stop = acking(c);
+    await c.waitFor(() => c.messages.some((m) => m.opcode === 2));
+    const rss0 = await rssMiB(demo.proc.pid);
+    c.text(resize(32768, 32768, 16));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=32768')), 10000, 'the resize event');
+    const frames = () => c.messages.filter((m) => m.opcode === 2 && m.payload.length >= 56);
+    const big = () => frames().some((m) => m.payload.readUInt32LE(24) * m.payload.readUInt32LE(28) > 9000000);
+    await until(big, 60000, 'a frame of the big size');
+    let peak = await rssMiB(demo.proc.pid);
+    c.text(resize(640, 480, 1));
+    await until(() => demo.lines.find((l) => l.includes('resize') && l.includes('width=640')), 10000, 'the resize back');
+    // one 10 Mpx RGBA frame is 38 MiB: the demo's buffer alone kept that much before; wait (up to 20 s on a loaded
+    // machine) until what is left over the start is below half a frame
+    const frameMiB = 10000000 * 4 / 1048576, limit = rss0 + frameMiB / 2;
+    let after = await rssMiB(demo.proc.pid);
+    for (const t1 = Date.now(); after >= limit && Date.now() - t1 < 20000; after = await rssMiB(demo.proc.pid)) {
+      peak = Math.max(peak, after);
+      await sleep(200);
+    }
+    stop();
+    console.log(`RSS: ${rss0.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB at 10 Mpx, ${after.toFixed(1)} MiB after resizing back (limit ${limit.toFixed(1)})`);
+    assert.ok(after < limit, `after ${after} MiB, before ${rss0}, a frame is ${frameMiB.toFixed(1)} MiB`);
+  } finally {
+    await demo.stop();
+  }
+});
+
 test('clients that never read are dropped by the ping timeout, and a new viewer then joins', async () => {
   const demo = await startDemo(['--max-viewers', '5', '--ping-ms', '1000', '--idle-timeout-ms', '3000', '--fps', '30']);
   try {
