@@ -4,8 +4,8 @@
  * client files, /metrics, and the checks every request passes: with TLS, plain HTTP (400); the method (405 but
  * GET); Host (400 absent, 403 not a name of this server: DNS rebinding); the base path a proxy may keep in front
  * (stripped); the path's shape and, on upgrades, Origin (route.c, pure, fuzzed); token and role (401 missing, 403
- * wrong, 429 too many wrong ones from one address; from ?token=, a Bearer header or the cookie a page's ?token= is
- * traded for: auth.c); the canvas and the viewer limit.
+ * wrong, 429 a wrong one while its network or the server has had too many; from ?token=, a Bearer header or the
+ * cookie a page's ?token= is traded for: auth.c); the canvas and the viewer limit.
  */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -86,7 +86,7 @@ struct rc_transport {
     char **hosts;              /* allowed Host names (auth.c) */
     int n_hosts;
     char base[201];            /* base path, "" = none */
-    rc_auth_limiter limiter;   /* wrong tokens per client address */
+    rc_auth_limiter limiter;   /* wrong tokens per network (/24, /64) and server-wide */
     int max_viewers;
     size_t max_message_bytes;
     int max_bad_messages;
