@@ -208,10 +208,11 @@ RCANVAS_API int rcanvas_server_tls_fingerprint(const rcanvas_server *server, cha
  * DIR/key.pem (0600). Made at the first call (an EC P-256 key; valid 10 years; subjectAltName localhost,
  * 127.0.0.1, ::1, this machine's host name and extra_name, an address or DNS name such as the host the server
  * binds; NULL for none) and kept: later calls return the same files while the certificate has not expired.
- * dir is created (0700) with its parents. The paths come back in cert_path and key_path (cap bytes each);
+ * dir is created (0700) with its parents; an existing dir is made 0700 (and a key.pem readable by others 0600), with
+ * a warning, and one owned by another user is refused (RCANVAS_EIO). The paths come back in cert_path and key_path (cap bytes each);
  * *created (may be NULL) says whether the files were made now. log/log_user: as in rcanvas_server_config (NULL
  * = silent); a failure is logged with the path and the reason. Returns RCANVAS_OK, RCANVAS_EINVAL (NULL or empty
- * dir, cap too small), RCANVAS_EIO (cannot create the folder or write a file), RCANVAS_ETLS (OpenSSL failed).
+ * dir, cap too small), RCANVAS_EIO (cannot create or secure the folder, or write a file), RCANVAS_ETLS (OpenSSL failed).
  * Any thread; two processes racing on one dir may each write a pair, and the last one wins. */
 RCANVAS_API int rcanvas_tls_self_signed(const char *dir, const char *extra_name, rcanvas_log_fn log,
                                         void *log_user, char *cert_path, char *key_path, size_t cap,

@@ -2,6 +2,7 @@
 /*
  * auth.c — roles by token, the rate limit on wrong tokens, the Host check and the base path (see auth.h).
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,31 +67,67 @@ void rc_auth_cookie_name(int port, char *out, size_t cap) { snprintf(out, cap, "
 
 /* ---- rate limit ---- */
 
-static rc_auth_slot *find_slot(rc_auth_limiter *l, const char *addr) {
+void rc_auth_prefix(const char *addr, char *out, size_t cap) {
+    unsigned char a[16];
+    char tmp[INET6_ADDRSTRLEN];
+    if (inet_pton(AF_INET, addr, a) == 1) {
+        snprintf(out, cap, "%u.%u.%u.0/24", a[0], a[1], a[2]);
+        return;
+    }
+    if (inet_pton(AF_INET6, addr, a) == 1) {
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (!memcmp(a, mapped, 12)) { /* ::ffff:a.b.c.d is IPv4 */
+            snprintf(out, cap, "%u.%u.%u.0/24", a[12], a[13], a[14]);
+            return;
+        }
+        memset(a + 8, 0, 8);
+        if (inet_ntop(AF_INET6, a, tmp, sizeof tmp)) {
+            snprintf(out, cap, "%s/64", tmp);
+            return;
+        }
+    }
+    snprintf(out, cap, "%s", addr); /* not an address (lws gave none): its own bucket */
+}
+
+static rc_auth_slot *find_slot(rc_auth_limiter *l, const char *key) {
     for (int i = 0; i < RC_AUTH_SLOTS; i++)
-        if (l->slot[i].addr[0] && !strcmp(l->slot[i].addr, addr)) return &l->slot[i];
+        if (l->slot[i].addr[0] && !strcmp(l->slot[i].addr, key)) return &l->slot[i];
     return NULL;
 }
 
-static void refill(rc_auth_slot *s, int64_t now_us) {
+static void refill(rc_auth_slot *s, int64_t now_us, double burst, double refill_us) {
     if (now_us > s->last_us) {
-        s->tokens += (double)(now_us - s->last_us) / RC_AUTH_REFILL_US;
-        if (s->tokens > RC_AUTH_BURST) s->tokens = RC_AUTH_BURST;
+        s->tokens += (double)(now_us - s->last_us) / refill_us;
+        if (s->tokens > burst) s->tokens = burst;
     }
     s->last_us = now_us;
 }
 
+/* The server-wide bucket, started full on first use. */
+static rc_auth_slot *global(rc_auth_limiter *l, int64_t now_us) {
+    if (!l->global.addr[0]) {
+        snprintf(l->global.addr, sizeof l->global.addr, "*");
+        l->global.tokens = RC_AUTH_GLOBAL_BURST;
+        l->global.last_us = now_us;
+    }
+    refill(&l->global, now_us, RC_AUTH_GLOBAL_BURST, RC_AUTH_GLOBAL_REFILL_US);
+    return &l->global;
+}
+
 int rc_auth_limited(rc_auth_limiter *l, const char *addr, int64_t now_us) {
-    rc_auth_slot *s = find_slot(l, addr);
-    if (!s) return 0;
-    refill(s, now_us);
-    if (s->tokens >= 1) return 0;
+    char key[sizeof l->slot[0].addr];
+    rc_auth_prefix(addr, key, sizeof key);
+    rc_auth_slot *s = find_slot(l, key);
+    if (s) refill(s, now_us, RC_AUTH_BURST, RC_AUTH_REFILL_US);
+    if ((!s || s->tokens >= 1) && global(l, now_us)->tokens >= 1) return 0;
     l->limited++;
     return 1;
 }
 
 int rc_auth_failed(rc_auth_limiter *l, const char *addr, int64_t now_us) {
-    rc_auth_slot *s = find_slot(l, addr);
+    char key[sizeof l->slot[0].addr];
+    rc_auth_prefix(addr, key, sizeof key);
+    rc_auth_slot *s = find_slot(l, key);
     if (!s) { /* a free slot, else the one that has refilled the most (least recently refused) */
         rc_auth_slot *best = &l->slot[0];
         for (int i = 0; i < RC_AUTH_SLOTS && best->addr[0]; i++) {
@@ -98,13 +135,15 @@ int rc_auth_failed(rc_auth_limiter *l, const char *addr, int64_t now_us) {
             if (!c->addr[0] || c->last_us < best->last_us) best = c;
         }
         s = best;
-        snprintf(s->addr, sizeof s->addr, "%s", addr);
+        snprintf(s->addr, sizeof s->addr, "%s", key);
         s->tokens = RC_AUTH_BURST;
         s->last_us = now_us;
     }
-    refill(s, now_us);
+    refill(s, now_us, RC_AUTH_BURST, RC_AUTH_REFILL_US);
     if (s->tokens >= 1) s->tokens -= 1;
-    return s->tokens < 1;
+    rc_auth_slot *g = global(l, now_us);
+    if (g->tokens >= 1) g->tokens -= 1;
+    return s->tokens < 1 || g->tokens < 1;
 }
 
 /* ---- Host check ---- */

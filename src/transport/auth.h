@@ -4,7 +4,7 @@
  * on strings so that tests/transport/test_auth.c checks them without a socket:
  *  - roles by token: the interactive token and the view-only token, found in the query (?token=), an
  *    `Authorization: Bearer` header or the session cookie (in that order), compared in constant time;
- *  - a per-address rate limit on wrong tokens (token bucket in a fixed-size table);
+ *  - a rate limit on wrong tokens per network (/24, /64) and server-wide (token buckets in a fixed-size table);
  *  - the Host check against DNS rebinding;
  *  - the base path a reverse proxy serves the server under.
  * Network thread only (no locks).
@@ -47,24 +47,34 @@ void rc_auth_cookie_name(int port, char *out, size_t cap);
 
 /* ---- rate limit on wrong tokens ---- */
 
-#define RC_AUTH_BURST 10       /* wrong tokens an address may send at once */
+/* Wrong tokens are counted per network, not per address: an IPv4 address's /24, an IPv6 address's /64 (one host
+ * or one subscriber has that many addresses; 127.0.0.0/8 is all one machine's, so loopback is counted once more by
+ * the server-wide bucket), and in a server-wide bucket on top. A right token is never refused by them (http.c
+ * compares it first and charges the buckets only for wrong ones). */
+#define RC_AUTH_BURST 10       /* wrong tokens a network may send at once */
 #define RC_AUTH_REFILL_US 1000000 /* then one more per second */
-#define RC_AUTH_SLOTS 256      /* addresses remembered; the least recently refused one is forgotten first */
+#define RC_AUTH_GLOBAL_BURST 20   /* wrong tokens all networks together may send at once */
+#define RC_AUTH_GLOBAL_REFILL_US 500000 /* then two more per second */
+#define RC_AUTH_SLOTS 256      /* networks remembered; the least recently refused one is forgotten first */
 
 typedef struct rc_auth_slot {
-    char addr[48];             /* "" = free */
-    double tokens;             /* guesses left (0 … RC_AUTH_BURST) */
+    char addr[48];             /* the network ("192.0.2.0/24", "2001:db8::/64"); "" = free */
+    double tokens;             /* guesses left (0 … burst) */
     int64_t last_us;           /* last refill */
 } rc_auth_slot;
 
 typedef struct rc_auth_limiter {
     rc_auth_slot slot[RC_AUTH_SLOTS];
+    rc_auth_slot global;       /* the server-wide bucket (addr "*" once used) */
     uint64_t limited;          /* requests answered 429 (for the log) */
 } rc_auth_limiter;
 
-/* 1 if addr has no guess left now (answer 429 without looking at its token), else 0. */
+/* The network an address is counted under, into out: "a.b.c.0/24" (IPv4, also ::ffff:a.b.c.d), "x:x:x:x::/64"
+ * (IPv6); a string that is no numeric address is its own. */
+void rc_auth_prefix(const char *addr, char *out, size_t cap);
+/* 1 if addr's network, or the server as a whole, has no guess left now (a wrong token is answered 429), else 0. */
 int rc_auth_limited(rc_auth_limiter *l, const char *addr, int64_t now_us);
-/* Counts a wrong (or missing-when-required) token from addr; 1 if that used its last guess. */
+/* Counts a wrong token from addr against its network and the server-wide bucket; 1 if either is now empty. */
 int rc_auth_failed(rc_auth_limiter *l, const char *addr, int64_t now_us);
 
 /* ---- Host check ---- */

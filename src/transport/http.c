@@ -4,14 +4,17 @@
  * client files, /metrics, and the checks every request passes: with TLS, plain HTTP (400); the method (405 but
  * GET); Host (400 absent, 403 not a name of this server: DNS rebinding); the base path a proxy may keep in front
  * (stripped); the path's shape and, on upgrades, Origin (route.c, pure, fuzzed); token and role (401 missing, 403
- * wrong, 429 too many wrong ones from one address; from ?token=, a Bearer header or the cookie a page's ?token= is
- * traded for: auth.c); the canvas and the viewer limit.
+ * wrong, 429 a wrong one while its network or the server has had too many; from ?token=, a Bearer header or the
+ * cookie a page's ?token= is traded for: auth.c); the canvas and the viewer limit.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "transport/assets.h"
 #include "transport/route.h"
@@ -62,6 +65,7 @@ static void route_request(struct lws *wsi, rc_transport *s, const char *path, in
     r->rq.method = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) ? "GET"
                    : lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) ? "POST" : NULL;
     gather_args(wsi, r);
+    r->rq.tls = s->tls;
     if (upgrade) {
         gather_header(wsi, WSI_TOKEN_ORIGIN, r->origin, sizeof r->origin, &r->rq.origin, &r->rq.origin_len);
         gather_header(wsi, WSI_TOKEN_HOST, r->host, sizeof r->host, &r->rq.host, &r->rq.host_len);
@@ -117,24 +121,26 @@ static const char *find_token(struct lws *wsi, rc_transport *s, char *buf, size_
 }
 
 /* The role of a request's token: RC_ROLE_VIEW or RC_ROLE_INTERACTIVE, or 0 after a refusal it has answered with
- * *status set (401 no token, 403 wrong token, 429 too many wrong tokens from this address). A wrong token counts
- * against the address (auth.c: RC_AUTH_BURST, then one per second); while it has none left every request of it is
- * answered 429 without its token being compared. */
+ * *status set (401 no token, 403 wrong token, 429 too many wrong tokens). The token is compared first (constant
+ * time): a right one is never refused by the guess limiter, whatever others sent from its network (issue 19: an
+ * attacker's wrong tokens at 20/s locked a legitimate client of the same address out). A wrong one is charged
+ * against its network and the server-wide bucket (auth.c); while either is empty it is answered 429. A missing
+ * token is no guess: 401, uncharged. */
 static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src, char *token, size_t cap,
                          unsigned *status, const char *what) {
     char peer[64] = "";
-    lws_get_peer_simple(wsi, peer, sizeof peer);
-    int64_t now = rc_now_us();
     *status = 0;
-    if (rc_auth_limited(&s->limiter, peer, now)) {
-        rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s (%llu answered 429 so far)",
+    rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
+    if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
+    if (!rc_transport_peer(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "(gone)"); /* its own bucket */
+    int64_t now = rc_now_us();
+    if (r == RC_ROLE_WRONG && rc_auth_limited(&s->limiter, peer, now)) {
+        rc_log_limited(&s->ratelog, s->log, "429", RCANVAS_LOG_WARN, "%s refused: too many wrong tokens from %s's network or in all (%llu answered 429 so far)",
                    what, peer, (unsigned long long)s->limiter.limited);
         *status = 429;
         lws_return_http_status(wsi, 429, "too many wrong tokens: wait a second");
         return RC_ROLE_NONE;
     }
-    rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
-    if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     if (r == RC_ROLE_WRONG) rc_auth_failed(&s->limiter, peer, now);
     *status = r == RC_ROLE_NONE ? 401 : 403;
     rc_log_limited(&s->ratelog, s->log, r == RC_ROLE_NONE ? "token missing" : "token wrong",
@@ -319,10 +325,22 @@ static int redirect_to_dir(struct lws *wsi, const char *path) {
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+/* A header that came more than once (lws keeps each as a fragment of the one token). */
+static int header_repeated(struct lws *wsi, enum lws_token_indexes h) {
+    return lws_hdr_fragment_length(wsi, h, 1) > 0 || lws_hdr_total_length(wsi, h) > lws_hdr_fragment_length(wsi, h, 0);
+}
+
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
     if (refuse_plain(wsi, s)) return -1;
     int ret;
     if (refuse_method(wsi, &ret)) return ret;
+    /* Two Content-Length headers (RFC 9112 6.3: a message to refuse, the stuff of request smuggling behind a
+     * proxy that reads the other one): 400, and the connection closed (issue 19) */
+    if (header_repeated(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH)) {
+        rc_log_limited(&s->ratelog, s->log, "two Content-Length", RCANVAS_LOG_WARN, "request refused: more than one Content-Length header");
+        lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "more than one Content-Length header");
+        return -1;
+    }
     if (check_host(wsi, s)) return lws_http_transaction_completed(wsi) ? -1 : 0;
     if (s->base[0] && !strcmp(path, s->base)) return redirect_to_dir(wsi, path);
     char stripped[256];
@@ -394,8 +412,41 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
  * token needed (issue 19; tests/transport/test_h2c.c). This server speaks HTTP/1.1 only (server.c: ALPN
  * "http/1.1"): every upgrade but websocket is answered 400 here and the connection closed, a plain request on the
  * TLS port the https refusal first. lws answers other Upgrade values 403 before asking. */
+/* The WebSocket handshake's own headers (RFC 6455 4.2.1), checked before lws's upgrade code, which closed
+ * without any status when the key was missing or no offered subprotocol was ours (issue 19): NULL if fine, else
+ * the reason for a 400. No Sec-WebSocket-Protocol is fine (rcanvas.v1 is the only one, and the default). */
+static const char *bad_ws_handshake(struct lws *wsi) {
+    char buf[300];
+    int klen = lws_hdr_total_length(wsi, WSI_TOKEN_KEY);
+    if (klen <= 0) return "no Sec-WebSocket-Key header";
+    if (klen != 24 || header_repeated(wsi, WSI_TOKEN_KEY)) return "Sec-WebSocket-Key is not 16 bytes in base64";
+    int vlen = lws_hdr_total_length(wsi, WSI_TOKEN_VERSION);
+    if (vlen <= 0 || vlen >= (int)sizeof buf || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_VERSION) < 0 ||
+        strcmp(buf, "13"))
+        return "Sec-WebSocket-Version must be 13";
+    int plen = lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL);
+    if (plen <= 0) return NULL;
+    if (plen >= (int)sizeof buf || lws_hdr_copy(wsi, buf, sizeof buf, WSI_TOKEN_PROTOCOL) < 0)
+        return "Sec-WebSocket-Protocol too long";
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ' || *t == '\t') t++;
+        size_t n = strlen(t);
+        while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = '\0';
+        if (!strcmp(t, "rcanvas.v1")) return NULL;
+    }
+    return "no offered Sec-WebSocket-Protocol is rcanvas.v1";
+}
+
 int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *s, const char *upgrade) {
-    if (upgrade && !strcasecmp(upgrade, "websocket")) return 0;
+    if (upgrade && !strcasecmp(upgrade, "websocket")) {
+        const char *why = refuse_plain(wsi, s) ? "" : bad_ws_handshake(wsi);
+        if (!why) return 0;
+        if (*why) {
+            rc_log_limited(&s->ratelog, s->log, "bad handshake", RCANVAS_LOG_WARN, "WebSocket refused: %s", why);
+            lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, why);
+        }
+        return -1;
+    }
     if (!refuse_plain(wsi, s))
         lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
                                "this server speaks HTTP/1.1 only: no upgrade to h2c");
@@ -461,6 +512,23 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     }
     p->caps.view_only = role == RC_ROLE_VIEW;
     return 0;
+}
+
+int rc_transport_peer(struct lws *wsi, char *out, size_t cap) {
+    struct lws *net = lws_get_network_wsi(wsi);
+    int fd = (int)lws_get_socket_fd(net ? net : wsi);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    out[0] = '\0';
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl)) return 0;
+    const void *a = ss.ss_family == AF_INET    ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
+                    : ss.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                                               : NULL;
+    if (!a || !inet_ntop(ss.ss_family, a, out, (socklen_t)cap)) {
+        out[0] = '\0';
+        return 0;
+    }
+    return 1;
 }
 
 void rc_transport_release_slot(rc_transport *s) {

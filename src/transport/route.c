@@ -60,16 +60,18 @@ int rc_route_check_token(const char *const *args, int nargs, const char *token) 
     return rc_consttime_equal(v, strlen(v), token, strlen(token)) ? 0 : 403;
 }
 
-/* Origin must be absent, the same host:port as Host, or allow-listed. 0 or -1. */
+/* Origin must be absent, the same scheme (http, or https on a TLS server) and host:port as Host, or
+ * allow-listed. 0 or -1. The scheme too (issue 19): https://host:port is another origin than http://host:port. */
 static int check_origin(const rc_http_request *rq, const char *const *origins, int n_origins) {
     if (rq->origin_len <= 0) return 0;
     if (rq->origin_len >= RC_HDR_MAX || !rq->origin) return -1;
     for (int i = 0; i < n_origins; i++)
         if (!strcasecmp(rq->origin, origins[i])) return 0;
     if (rq->host_len <= 0 || rq->host_len >= RC_HDR_MAX || !rq->host) return -1;
-    const char *o = strstr(rq->origin, "://");
-    if (!o) return -1;
-    o += 3;
+    const char *scheme = rq->tls ? "https://" : "http://";
+    size_t sl = strlen(scheme);
+    if (strncasecmp(rq->origin, scheme, sl)) return -1;
+    const char *o = rq->origin + sl;
     return strcasecmp(o, rq->host) ? -1 : 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct rc_http_request {
     int origin_len;
     const char *host;
     int host_len;
+    int tls;                   /* the server speaks https: an Origin not on the allow-list must be https:// (else http://) */
 } rc_http_request;
 
 typedef enum rc_route_kind {

@@ -220,6 +220,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
             return -1;
         }
+        /* lws 4.1 turns the codes RFC 6455 7.4 forbids below 3000 into 1002 but echoed 5000 … 65535 (issue 19):
+         * those are refused here the same way (3000–4999 are the registered and private ranges) */
+        if (len >= 2 && ((const unsigned char *)in)[0] * 256 + ((const unsigned char *)in)[1] >= 5000) {
+            static const char why[] = "close code above 4999";
+            lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
+            return -1;
+        }
         return 0;
     case LWS_CALLBACK_CLOSED:
         if (p && p->v) {
@@ -321,6 +328,11 @@ static void set_tls(struct lws_context_creation_info *info, const rc_transport_c
     info->ssl_cert_filepath = cfg->tls_cert;
     info->ssl_private_key_filepath = cfg->tls_key;
     info->ssl_options_set = SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+    /* TLS 1.2: ECDHE with AEAD only (Mozilla's "intermediate" list without DHE); OpenSSL's default also offered
+     * CBC suites with SHA-1 and SHA-2 MACs (ECDHE-ECDSA-AES128-SHA was negotiated: issue 19). TLS 1.3's suites
+     * are all AEAD (OpenSSL's default list). */
+    info->ssl_cipher_list = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+                            "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
     /* HTTP/1.1 only: lws offers h2 by ALPN by default, and over h2 a page or client file sent in one lws_write
      * (send_body) broke Chromium's load (ERR_HTTP2_FRAME_SIZE_ERROR on a 20 kB file); the WebSocket's tile
      * messages (up to RC_SEND_MAX in one write) and flow control are built for the HTTP/1.1 upgrade too. */

@@ -118,6 +118,49 @@ static int mkdirs(const char *dir) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
+/* The certificate folder is ours and private (issue 19: an existing --tls-dir kept whatever mode it had, so a
+ * 0755 one showed the key's name and let others list it): refused if another user owns it (they could swap
+ * the key or the certificate), else tightened to 0700 with a warning; a key file readable by others is tightened
+ * to 0600 the same way. RCANVAS_OK or RCANVAS_EIO. */
+static int secure_dir(const char *dir, const char *key_path, const rc_logger *log) {
+    char eb[256];
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a link to a folder of ours is fine: the owner is the target's */
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        rc_log(log, RCANVAS_LOG_ERROR, "cannot open the certificate folder %s: %s", dir, strerror_r(errno, eb, sizeof eb));
+        if (fd >= 0) close(fd);
+        return RCANVAS_EIO;
+    }
+    if (st.st_uid != geteuid()) {
+        rc_log(log, RCANVAS_LOG_ERROR, "the certificate folder %s belongs to uid %u, not to this user (uid %u): "
+               "its owner could replace the key; choose a folder of your own", dir, (unsigned)st.st_uid,
+               (unsigned)geteuid());
+        close(fd);
+        return RCANVAS_EIO;
+    }
+    if ((st.st_mode & 0777) != 0700) {
+        if (fchmod(fd, 0700)) {
+            rc_log(log, RCANVAS_LOG_ERROR, "cannot make the certificate folder %s private (chmod 700): %s", dir,
+                   strerror_r(errno, eb, sizeof eb));
+            close(fd);
+            return RCANVAS_EIO;
+        }
+        rc_log(log, RCANVAS_LOG_WARN, "the certificate folder %s was mode %03o: made 0700", dir,
+               (unsigned)(st.st_mode & 0777));
+    }
+    close(fd);
+    struct stat ks;
+    if (!lstat(key_path, &ks) && S_ISREG(ks.st_mode) && (ks.st_mode & 077)) {
+        if (ks.st_uid != geteuid() || chmod(key_path, 0600)) {
+            rc_log(log, RCANVAS_LOG_ERROR, "the key %s is readable by others (mode %03o) and cannot be made 0600",
+                   key_path, (unsigned)(ks.st_mode & 0777));
+            return RCANVAS_EIO;
+        }
+        rc_log(log, RCANVAS_LOG_WARN, "the key %s was mode %03o: made 0600", key_path, (unsigned)(ks.st_mode & 0777));
+    }
+    return RCANVAS_OK;
+}
+
 /* A name that may go into the subjectAltName list as DNS: letters, digits, '-' and '.', at most 253. */
 static int dns_name_ok(const char *s) {
     size_t n = strlen(s);
@@ -224,13 +267,14 @@ int rc_tls_self_signed(const char *dir, const char *extra_name, const rc_logger 
     if ((size_t)snprintf(cert_path, cap, "%s/cert.pem", dir) >= cap ||
         (size_t)snprintf(key_path, cap, "%s/key.pem", dir) >= cap)
         return RCANVAS_EINVAL;
-    if (!access(key_path, R_OK) && cert_usable(cert_path)) return RCANVAS_OK; /* kept from an earlier start */
     int e = mkdirs(dir);
     if (e) {
         rc_log(log, RCANVAS_LOG_ERROR, "cannot create the certificate folder %s: %s", dir,
                strerror_r(e, eb, sizeof eb));
         return RCANVAS_EIO;
     }
+    if ((e = secure_dir(dir, key_path, log))) return e;
+    if (!access(key_path, R_OK) && cert_usable(cert_path)) return RCANVAS_OK; /* kept from an earlier start */
     char host[256] = "", san[1024] = "DNS:localhost,IP:127.0.0.1,IP:::1";
     if (gethostname(host, sizeof host - 1) == 0) san_add(san, sizeof san, host);
     if (extra_name && strcmp(extra_name, host)) san_add(san, sizeof san, extra_name);

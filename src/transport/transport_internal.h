@@ -86,7 +86,7 @@ struct rc_transport {
     char **hosts;              /* allowed Host names (auth.c) */
     int n_hosts;
     char base[201];            /* base path, "" = none */
-    rc_auth_limiter limiter;   /* wrong tokens per client address */
+    rc_auth_limiter limiter;   /* wrong tokens per network (/24, /64) and server-wide */
     int max_viewers;
     size_t max_message_bytes;
     int max_bad_messages;
@@ -132,6 +132,10 @@ int rc_http_writable(struct lws *wsi, rc_pss *p);
 int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *t, const char *upgrade);
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *t, rc_pss *p);
 void rc_transport_release_slot(rc_transport *t);
+/* The peer's numeric address into out (cap bytes, 46 hold any): 1, or 0 with out "" when the peer is already gone
+ * (getpeername fails: it reset the connection). lws_get_peer_simple wrote its error text instead ("getpeername:
+ * Transport endpoint is not connected"), which reached the log as an address (issue 19). */
+int rc_transport_peer(struct lws *wsi, char *out, size_t cap);
 
 /* viewer.c */
 int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p);

@@ -185,10 +185,10 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
     v->next = t->viewers;
     t->viewers = v;
     p->v = v;
-    char peer[64] = "";
-    lws_get_peer_simple(wsi, peer, sizeof peer);
+    char peer[64] = "", from[80] = " (its peer already gone)"; /* it reset the connection right after asking */
+    if (rc_transport_peer(wsi, peer, sizeof peer)) snprintf(from, sizeof from, " from %s", peer);
     queue_hello(v);
-    rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u connected from %s to canvas '%s'%s", v->id, peer, p->canvas,
+    rc_log(t->log, RCANVAS_LOG_INFO, "viewer %u connected%s to canvas '%s'%s", v->id, from, p->canvas,
            v->told_active ? " (active)" : v->view_only ? " (view-only)" : "");
     rc_viewer_service(v);
     lws_callback_on_writable(wsi);

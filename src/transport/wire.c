@@ -329,6 +329,19 @@ static int parse_event(const cJSON *o, const char *type, rc_client_msg *out, con
     return -1;
 }
 
+/* 1 if the message holds a NUL byte or a \u0000 escape. A backslash occurs in valid JSON only inside a string,
+ * where it starts an escape of 2 characters (\uXXXX: 6); skipping each whole keeps "\\u0000" (a backslash, then
+ * the text u0000) from counting. */
+static int has_nul(const char *json, size_t len) {
+    if (memchr(json, 0, len)) return 1;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (json[i] != '\\') continue;
+        if (json[i + 1] == 'u' && i + 5 < len && !memcmp(json + i + 2, "0000", 4)) return 1;
+        i++;
+    }
+    return 0;
+}
+
 int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const char **why) {
     static const char *dummy;
     if (!why) why = &dummy;
@@ -338,6 +351,10 @@ int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const 
         return RCANVAS_EINVAL;
     }
     memset(out, 0, sizeof(*out));
+    if (has_nul(json, len)) { /* cJSON keeps C strings: "z\u0000b" would reach the app as "z" (issue 19) */
+        *why = "NUL character in message (raw or \\u0000)";
+        return RCANVAS_EINVAL;
+    }
     const char *end = NULL;
     cJSON *o = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!o) {

@@ -211,18 +211,77 @@ test('a Bearer header works for the page and the WebSocket; the view token too',
   } finally { await demo.stop(); }
 });
 
-test('wrong tokens are rate-limited per address: 429 after 10, one more a second later', async () => {
+test('wrong tokens are rate-limited per network: 429 after 10, one more a second later; the right token always passes', async () => {
   const demo = await startDemo(['--scene', 'test']);
   try {
     const codes = [];
     for (let i = 0; i < 20; i++) codes.push((await get(demo.port, `/?token=${'g'.repeat(22)}${i}`)).status);
     assert.deepEqual(codes.slice(0, 10), Array(10).fill(403), `the first 10: ${codes}`);
     assert.ok(codes.slice(10).includes(429), `then 429: ${codes}`);
-    // while limited, even the right token gets 429 (its guesses are not compared); the WebSocket too
-    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 429);
+    // while limited, a wrong token gets 429 (page and WebSocket), the right one is served (issue 19)
     assert.equal(await upgrade(demo.port, `/ws?token=${'g'.repeat(22)}`), 429);
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200);
+    assert.equal(await upgrade(demo.port, `/ws?token=${demo.token}`), 101);
     await sleep(1300);
-    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200, 'a second later: one more try');
+    assert.equal((await get(demo.port, `/?token=${'h'.repeat(22)}`)).status, 403, 'a second later: one more guess');
+  } finally { await demo.stop(); }
+});
+
+/** GET from a given local address (127.x.y.z: every one is this machine's); resolves the status. */
+function getFrom(port, path, localAddress) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, localAddress, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('an attacker hammering wrong tokens from the same address never locks out the right token (issue 19)', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  try {
+    let stop = false, wrong = 0;
+    const attack = (async () => {
+      for (let i = 0; !stop; i++) { await get(demo.port, `/?token=${'w'.repeat(22)}${i}`); wrong++; }
+    })();
+    await until(() => wrong >= 15, 20000, 'the attacker to empty the bucket');
+    const pages = [], sockets = [];
+    for (let i = 0; i < 20; i++) {
+      pages.push((await get(demo.port, `/?token=${demo.token}`)).status);
+      sockets.push(await upgrade(demo.port, `/ws?token=${demo.token}`));
+    }
+    stop = true;
+    await attack;
+    console.log(`attacker sent ${wrong} wrong tokens meanwhile`);
+    assert.deepEqual(pages, Array(20).fill(200), `pages: ${pages}`);
+    assert.deepEqual(sockets, Array(20).fill(101), `WebSockets: ${sockets}`);
+  } finally { await demo.stop(); }
+});
+
+test('wrong tokens from many addresses are limited together: per /24, and server-wide across 127/8', async () => {
+  const demo = await startDemo(['--scene', 'test']);
+  try {
+    // 30 addresses of one /24, one wrong token each: one bucket of 10
+    let t0 = Date.now();
+    const one = [];
+    for (let i = 0; i < 30; i++) one.push(await getFrom(demo.port, `/?token=${'a'.repeat(22)}${i}`, `127.0.0.${i + 2}`));
+    let secs = (Date.now() - t0) / 1000;
+    const compared1 = one.filter((c) => c === 403).length;
+    assert.ok(one.every((c) => c === 403 || c === 429), `${one}`);
+    // 10 at once, then one a second (the elapsed time only loosens the bound)
+    assert.ok(compared1 >= 10 && compared1 <= 10 + Math.ceil(secs) + 1, `${compared1} of 30 answered 403 in ${secs} s: ${one}`);
+    await sleep(11000); // the /24 refills; the server-wide bucket (20, then 2 a second) too
+    // 300 addresses in 300 different /24s of 127/8, one wrong token each: the server-wide bucket
+    t0 = Date.now();
+    const many = [];
+    for (let i = 0; i < 300; i++) many.push(await getFrom(demo.port, `/?token=${'b'.repeat(22)}${i}`, `127.${1 + (i >> 8)}.${i & 255}.1`));
+    secs = (Date.now() - t0) / 1000;
+    const compared2 = many.filter((c) => c === 403).length;
+    console.log(`one /24: ${compared1} of 30 answered 403; 300 networks: ${compared2} of 300 in ${secs.toFixed(1)} s`);
+    assert.ok(compared2 >= 20 && compared2 <= 20 + 2 * Math.ceil(secs) + 2, `${compared2} of 300 answered 403 in ${secs} s`);
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200, 'the right token still passes');
   } finally { await demo.stop(); }
 });
 

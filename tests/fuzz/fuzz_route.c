@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         *amp = '\0';
         a = amp + 1;
     }
-    rc_http_request rq = {.method = "GET", .path = field[0], .args = args, .nargs = nargs, .upgrade = flags & 1};
+    rc_http_request rq = {.method = "GET", .path = field[0], .args = args, .nargs = nargs, .upgrade = flags & 1,
+                          .tls = (flags & 16) != 0}; /* an https server: Origin must be https:// */
     if (flags & 2) {
         rq.origin = field[1];
         rq.origin_len = (int)strlen(field[1]);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
- * the rate limit on wrong tokens (10 at once, then one per second, in a fixed table), the Host check against DNS
+ * the rate limit on wrong tokens (10 at once per /24 or /64, then one per second, in a fixed table; 20 at once
+ * server-wide, then two per second), the Host check against DNS
  * rebinding, the base path and the page's relative way back to the root; and the server's token rule (22+
  * characters) through the public API.
  */
@@ -50,39 +51,70 @@ static void test_bearer_cookie(void) {
     CHECK(!strcmp(out, "rcanvas_token_8123"));
 }
 
+static int has_slot(const rc_auth_limiter *l, const char *net) {
+    for (int i = 0; i < RC_AUTH_SLOTS; i++)
+        if (!strcmp(l->slot[i].addr, net)) return 1;
+    return 0;
+}
+
 static void test_rate_limit(void) {
+    char net[48];
+    rc_auth_prefix("192.0.2.7", net, sizeof net);
+    CHECK_MSG(!strcmp(net, "192.0.2.0/24"), "%s", net);
+    rc_auth_prefix("::ffff:127.0.0.9", net, sizeof net);
+    CHECK_MSG(!strcmp(net, "127.0.0.0/24"), "%s", net);
+    rc_auth_prefix("2001:db8:1:2:3:4:5:6", net, sizeof net);
+    CHECK_MSG(!strcmp(net, "2001:db8:1:2::/64"), "%s", net);
+    rc_auth_prefix("unix-socket", net, sizeof net);
+    CHECK(!strcmp(net, "unix-socket"));
+
     static rc_auth_limiter l; /* 18 KiB: static, zeroed */
     int64_t t = 1000000000;
-    const char *a = "192.0.2.7", *b = "192.0.2.8";
+    const char *a = "192.0.2.7", *a2 = "192.0.2.200", *b = "198.51.100.8";
     for (int i = 0; i < RC_AUTH_BURST; i++) {
-        CHECK_MSG(!rc_auth_limited(&l, a, t), "guess %d limited", i + 1);
-        int last = rc_auth_failed(&l, a, t);
+        CHECK_MSG(!rc_auth_limited(&l, i % 2 ? a : a2, t), "guess %d limited", i + 1);
+        int last = rc_auth_failed(&l, i % 2 ? a : a2, t);
         CHECK_EQ_INT(last, i == RC_AUTH_BURST - 1);
     }
-    CHECK(rc_auth_limited(&l, a, t));                    /* the 11th at once: 429 */
+    CHECK(rc_auth_limited(&l, a, t));                    /* the 11th of the /24 at once: 429 */
+    CHECK(rc_auth_limited(&l, "192.0.2.99", t));         /* every address of the /24 */
     CHECK(rc_auth_limited(&l, a, t + 500000));           /* half a second later: still none */
-    CHECK(!rc_auth_limited(&l, b, t));                   /* another address is not affected */
+    CHECK(!rc_auth_limited(&l, b, t));                   /* another network is not affected */
     CHECK(!rc_auth_limited(&l, a, t + RC_AUTH_REFILL_US)); /* one second: one more guess */
     rc_auth_failed(&l, a, t + RC_AUTH_REFILL_US);
     CHECK(rc_auth_limited(&l, a, t + RC_AUTH_REFILL_US + 1000));
-    CHECK_EQ_INT(l.limited, 3);
+    CHECK_EQ_INT(l.limited, 4);
     CHECK(!rc_auth_limited(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US)); /* refilled, capped at the burst */
     for (int i = 0; i < RC_AUTH_BURST; i++) rc_auth_failed(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US);
     CHECK(rc_auth_limited(&l, a, t + 100 * (int64_t)RC_AUTH_REFILL_US));
 
-    /* a fixed table: 1000 addresses fit in RC_AUTH_SLOTS; the least recently refused ones are forgotten, the
+    /* the server-wide bucket: one wrong token from each of many networks (127/8 is 65536 of them) empties it
+     * after RC_AUTH_GLOBAL_BURST, and then every network is limited, even one never seen */
+    static rc_auth_limiter g;
+    int compared = 0;
+    char addr[48];
+    for (int i = 0; i < 300; i++) {
+        snprintf(addr, sizeof addr, "127.%d.%d.1", i / 256, i % 256);
+        if (rc_auth_limited(&g, addr, t)) continue;
+        compared++;
+        rc_auth_failed(&g, addr, t);
+    }
+    CHECK_EQ_INT(compared, RC_AUTH_GLOBAL_BURST);
+    CHECK(rc_auth_limited(&g, "203.0.113.1", t));
+    CHECK(!rc_auth_limited(&g, "203.0.113.1", t + RC_AUTH_GLOBAL_REFILL_US)); /* refills: 2 a second */
+
+    /* a fixed table: 1000 networks fit in RC_AUTH_SLOTS; the least recently refused ones are forgotten, the
      * newest kept */
     static rc_auth_limiter m;
-    char addr[48];
     for (int i = 0; i < 1000; i++) {
-        snprintf(addr, sizeof addr, "10.0.%d.%d", i / 256, i % 256);
+        snprintf(addr, sizeof addr, "10.%d.%d.1", i / 256, i % 256);
         for (int k = 0; k < RC_AUTH_BURST; k++) rc_auth_failed(&m, addr, t + i);
     }
     int used = 0;
     for (int i = 0; i < RC_AUTH_SLOTS; i++) used += m.slot[i].addr[0] != 0;
     CHECK_EQ_INT(used, RC_AUTH_SLOTS);
-    CHECK(rc_auth_limited(&m, "10.0.3.231", t + 1000)); /* the last one (i = 999) is remembered */
-    CHECK(!rc_auth_limited(&m, "10.0.0.0", t + 1000));  /* the first was forgotten */
+    CHECK(has_slot(&m, "10.3.231.0/24")); /* the last one (i = 999) is remembered */
+    CHECK(!has_slot(&m, "10.0.0.0/24"));  /* the first was forgotten */
 }
 
 static void test_host(void) {

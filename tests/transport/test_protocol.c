@@ -205,7 +205,29 @@ static void test_bad_messages(void) {
     }
 }
 
+/* A NUL inside a string (raw, or the \u0000 escape) is refused: cJSON keeps C strings, so "z\u0000b" reached the
+ * app as "z" (issue 19); an escaped backslash before the text u0000 is no NUL. */
+static void test_nul(void) {
+    rc_client_msg m;
+    const char *why = NULL;
+    static const char esc[] = "{\"event_type\":\"char\",\"data\":\"z\\u0000b\",\"modifiers\":[]}";
+    CHECK_EQ_INT(rc_client_msg_parse(esc, sizeof esc - 1, &m, &why), RCANVAS_EINVAL);
+    CHECK_MSG(why && strstr(why, "NUL"), "why: %s", why ? why : "(none)");
+    static const char raw[] = "{\"event_type\":\"char\",\"data\":\"z\0b\",\"modifiers\":[]}";
+    why = NULL;
+    CHECK_EQ_INT(rc_client_msg_parse(raw, sizeof raw - 1, &m, &why), RCANVAS_EINVAL);
+    CHECK_MSG(why && strstr(why, "NUL"), "why: %s", why ? why : "(none)");
+    static const char key[] = "{\"type\":\"keyframe\\u0000x\"}";
+    CHECK_EQ_INT(rc_client_msg_parse(key, sizeof key - 1, &m, &why), RCANVAS_EINVAL);
+    static const char ok[] = "{\"event_type\":\"char\",\"data\":\"\\\\u0000\",\"modifiers\":[]}";
+    CHECK_EQ_INT(rc_client_msg_parse(ok, sizeof ok - 1, &m, &why), RCANVAS_OK);
+    CHECK_MSG(!strcmp(m.event.data, "\\u0000"), "data: %s", m.event.data);
+    static const char one[] = "{\"event_type\":\"char\",\"data\":\"\\u0001\",\"modifiers\":[]}";
+    CHECK_EQ_INT(rc_client_msg_parse(one, sizeof one - 1, &m, &why), RCANVAS_OK);
+}
+
 int main(void) {
+    test_nul();
     test_header_roundtrip();
     test_good_events();
     test_bad_messages();

@@ -149,6 +149,21 @@ static void test_origin(void) {
     CHECK(!strcmp(r.reason, "origin not allowed"));
     CHECK_EQ_INT(route("/ws", 1, "http://localhost:8081", "localhost:8080", ok).status, 403);
     CHECK_EQ_INT(route("/ws", 1, "localhost:8080", "localhost:8080", ok).status, 403); /* no scheme */
+    /* the scheme counts (issue 19): https://… is another origin than this plain server's, and the other way round */
+    CHECK_EQ_INT(route("/ws", 1, "https://localhost:8080", "localhost:8080", ok).status, 403);
+    CHECK_EQ_INT(route("/ws", 1, "ftp://localhost:8080", "localhost:8080", ok).status, 403);
+    {
+        rc_http_request tq = {.method = "GET", .path = "/ws", .upgrade = 1, .args = ok, .nargs = 1, .tls = 1,
+                              .origin = "https://localhost:8080", .origin_len = 22, .host = "localhost:8080",
+                              .host_len = 14};
+        rc_route tr;
+        rc_http_route(&tq, k_token, NULL, 0, &tr);
+        CHECK_EQ_INT(tr.kind, RC_ROUTE_WEBSOCKET);
+        tq.origin = "http://localhost:8080";
+        tq.origin_len = 21;
+        rc_http_route(&tq, k_token, NULL, 0, &tr);
+        CHECK_EQ_INT(tr.status, 403);
+    }
     CHECK_EQ_INT(route("/ws", 1, "http://localhost:8080", NULL, ok).status, 403);      /* no Host */
     CHECK_EQ_INT(route("/ws", 1, "https://allowed.example", "other:1", ok).kind, RC_ROUTE_WEBSOCKET);
     CHECK_EQ_INT(route("/ws", 1, "https://ALLOWED.example", NULL, ok).kind, RC_ROUTE_WEBSOCKET);

@@ -119,6 +119,30 @@ static int https_request(int port, const char *req, char *resp, size_t cap, X509
     return n;
 }
 
+/* A TLS 1.2 handshake offering only `cipher` (OpenSSL name): 1 if the server took it, 0 if it refused. */
+static int tls12_accepts(int port, const char *cipher) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_security_level(ctx, 0); /* the client offers what it is told; the server is what is tested */
+    int ok = SSL_CTX_set_cipher_list(ctx, cipher);
+    CHECK_MSG(ok, "this OpenSSL has no cipher %s", cipher);
+    int fd = tcp_connect(port);
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    int r = ok && fd >= 0 && SSL_connect(ssl) == 1;
+    if (r) {
+        CHECK_MSG(!strcmp(SSL_get_cipher_name(ssl), cipher), "%s negotiated for %s", SSL_get_cipher_name(ssl), cipher);
+        SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    if (fd >= 0) close(fd);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return r;
+}
+
 /* Plain HTTP to the TLS port: the response in resp; *closed = 1 when the server then closed the connection. */
 static int plain_request(int port, const char *req, char *resp, size_t cap, int *closed) {
     int fd = tcp_connect(port);
@@ -197,6 +221,26 @@ int main(void) {
     char fp_again[100];
     file_fingerprint(cert2, fp_again);
     CHECK(!strcmp(fp_file, fp_again) && !strcmp(cert, cert2) && !strcmp(key, key2));
+    /* an existing folder is made private (issue 19): 0755 → 0700, a key readable by others → 0600, the pair kept */
+    CHECK(chmod(sub, 0755) == 0 && chmod(key, 0644) == 0);
+    log_clear();
+    CHECK_EQ_INT(rcanvas_tls_self_signed(sub, NULL, log_cb, NULL, cert2, key2, sizeof cert2, &created), RCANVAS_OK);
+    CHECK_EQ_INT(created, 0);
+    CHECK(stat(sub, &st) == 0 && (st.st_mode & 0777) == 0700);
+    CHECK(stat(key, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CHECK_MSG(log_has("was mode 755: made 0700") && log_has("was mode 644: made 0600"), "%s", g_log);
+    /* a folder of another user is refused (it could swap the key); needs root to make one */
+    if (geteuid() == 0) {
+        char theirs[400], tc[500], tk[500];
+        snprintf(theirs, sizeof theirs, "%s/theirs", dir);
+        CHECK(mkdir(theirs, 0755) == 0 && chown(theirs, 65534, 65534) == 0);
+        log_clear();
+        CHECK_EQ_INT(rcanvas_tls_self_signed(theirs, NULL, log_cb, NULL, tc, tk, sizeof tc, NULL), RCANVAS_EIO);
+        CHECK_MSG(log_has("belongs to uid 65534, not to this user"), "%s", g_log);
+        CHECK(stat(theirs, &st) == 0 && (st.st_mode & 0777) == 0755); /* left alone */
+    } else {
+        printf("test_tls: not root: the other user's folder is not tried\n");
+    }
     {
         FILE *f = fopen(cert, "r");
         X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
@@ -235,6 +279,14 @@ int main(void) {
         CHECK_MSG(!strcmp(fp, fp_file), "%s vs %s", fp, fp_file);
         CHECK_EQ_INT(rcanvas_server_tls_fingerprint(s, fp, 95), RCANVAS_EINVAL);
         CHECK(log_has("listening on https://127.0.0.1:"));
+        /* TLS 1.2 takes ECDHE with AEAD only (issue 19: CBC suites with SHA-1 were negotiated) */
+        CHECK(tls12_accepts(port, "ECDHE-ECDSA-AES128-GCM-SHA256"));
+        CHECK(tls12_accepts(port, "ECDHE-ECDSA-AES256-GCM-SHA384"));
+        CHECK(tls12_accepts(port, "ECDHE-ECDSA-CHACHA20-POLY1305"));
+        CHECK(!tls12_accepts(port, "ECDHE-ECDSA-AES128-SHA"));
+        CHECK(!tls12_accepts(port, "ECDHE-ECDSA-AES256-SHA"));
+        CHECK(!tls12_accepts(port, "ECDHE-ECDSA-AES128-SHA256"));
+        CHECK(!tls12_accepts(port, "AES128-SHA"));
 
         static char resp[1 << 16];
         char req[512];
