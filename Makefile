@@ -2,12 +2,22 @@
 # npm packages) and build with CMake. Everything builds out of tree in build/ (build-asan/ for sanitizers, build-cpu/
 # without Vulkan).
 
-APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
-                zlib1g-dev libssl-dev curl openssl chromium libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslc \
-                libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev libdav1d-dev \
+# What `make demo` needs (demo-deps): the compiler and CMake, the library's own libraries, its codecs, and the Vulkan
+# headers and glslc (build/ is configured once, and RCANVAS_VULKAN is decided then: a build/ configured without them
+# would stay CPU-only for `make test` too). Running the demo with --gpu also needs a Vulkan driver (DEMO_VK_DRIVER).
+DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson-dev libturbojpeg0-dev libspng-dev \
+                zlib1g-dev libssl-dev libvulkan-dev glslc \
+                libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev
+# What the tests need on top (deps): headless Chromium for the browser tests, Mesa's lavapipe and the validation
+# layers for the Vulkan tests, dav1d (the AV1 decoder of test_av1), curl and openssl (test_h2c_curl, test_cli),
+# clang and its runtime (the fuzz targets), Debian's Python test modules, and Node.js (NODE_PACKAGES).
+TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
                 clang libclang-rt-dev \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
                 python3-wheel python3-venv
+APT_PACKAGES := $(DEMO_APT_PACKAGES) $(TEST_APT_PACKAGES)
+# The demo's --gpu renders with Vulkan: a driver (Mesa's, lavapipe on the CPU where there is no GPU).
+DEMO_VK_DRIVER := $(if $(findstring --gpu,$(DEMO_ARGS)),mesa-vulkan-drivers)
 # make bench-vnc only (make test does not need them): TigerVNC's X server, noVNC and websockify, and the X11 headers
 # of its frame player (bench-x11-player, built when they are there).
 BENCH_VNC_PACKAGES := tigervnc-standalone-server novnc websockify libx11-dev libxext-dev
@@ -18,8 +28,9 @@ BENCH_ANCHOR_PACKAGES := libx264-dev libavcodec-dev
 # (tests/python/notebook.test.mjs, test_jupyter.py, test_notebook.py), without their recommends (scipy, matplotlib,
 # pandoc: about 50 more packages the tests do not use).
 PYTHON_TEST_PACKAGES := python3-notebook python3-jupyter-server python3-ipykernel
-# Node.js: Debian's nodejs + npm only where no node is installed yet (an existing Node.js 20 ships its own npm).
-NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs npm)
+# Node.js: Debian's nodejs (18 on Debian 12) where no node is installed yet, and Debian's npm where no npm is (an
+# existing Node.js 20 from elsewhere ships its own npm). The browser tests need Node.js 18 or newer.
+NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 || echo nodejs) $(shell command -v npm >/dev/null 2>&1 || echo npm)
 JOBS ?= $(shell nproc)
 PORT ?= 8080
 DEMO_ARGS ?=
@@ -34,19 +45,27 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
 
 all: build
 
-# Installs missing Debian packages (only those missing: a no-op when all are there).
+# $(call apt_install,PACKAGES[,APT_OPTIONS]): installs those of PACKAGES that are missing (a no-op when all are there).
+define apt_install
+@missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+  echo "Installing:$$missing"; \
+  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(2) $$missing; \
+fi
+endef
+
+# deps: everything the build and the tests need (the test targets use it). demo-deps: what `make demo` needs only.
 deps:
-	@missing=""; for p in $(APT_PACKAGES) $(NODE_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing:$$missing"; \
-	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
-	fi
+	$(call apt_install,$(APT_PACKAGES) $(NODE_PACKAGES))
+
+demo-deps:
+	$(call apt_install,$(DEMO_APT_PACKAGES) $(DEMO_VK_DRIVER))
 
 build: deps
 	$(CONFIGURE)
@@ -64,12 +83,16 @@ build-cpu: deps
 # Runs the demo; prints the URL (with its token) to open in a browser. Ctrl-C stops it. Builds only the library
 # and the demo, without echoing commands, so that the URL is not lost in build output (compiler warnings and
 # errors still show; an up-to-date tree prints three "Built target" lines).
-demo: deps
+demo: demo-deps
 	@$(CONFIGURE)
 	@cmake --build build -j $(JOBS) --target rcanvas-demo
 	@./build/rcanvas-demo --port $(PORT) $(DEMO_ARGS)
 
+# playwright-core is pinned to 1.61.1, the last release for Node.js 18 (Debian 12's); 1.62 and later need Node.js 20.
 tests/browser/node_modules: tests/browser/package.json tests/browser/package-lock.json
+	@v=$$(node -p 'process.versions.node' 2>/dev/null); case "$$v" in \
+	  ""|1[0-7].*|[0-9].*) echo "The browser tests need Node.js 18 or newer; node $${v:-is not installed} (Debian 12: apt-get install nodejs npm)"; exit 1;; \
+	esac
 	cd tests/browser && npm ci --no-audit --no-fund
 	touch $@
 
@@ -99,13 +122,7 @@ test-browser: build tests/browser/node_modules
 # temporary venv (it compiles its own librcanvas.so, once per run).
 RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
 python-test-deps:
-	@missing=""; for p in $(PYTHON_TEST_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing:$$missing"; \
-	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
-	fi
+	$(call apt_install,$(PYTHON_TEST_PACKAGES),--no-install-recommends)
 
 test-python: build python-test-deps tests/browser/node_modules
 	@cd tests/python && r=0; \
@@ -264,13 +281,7 @@ bench-fanout: build
 
 # The benchmarks' own packages (BENCH_VNC_PACKAGES), installed as deps installs the build's: only those missing.
 bench-deps: deps
-	@missing=""; for p in $(BENCH_VNC_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing:$$missing"; \
-	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
-	fi
+	$(call apt_install,$(BENCH_VNC_PACKAGES))
 
 # The quality anchor (issue 17; bench/bench_anchor.c): openh264 and VP9 as the library runs them against x264
 # (superfast and veryfast, zerolatency, baseline and high profile) at 2/4/8/16 Mbit/s on 1080p pan, zoom, rotation and
@@ -280,13 +291,7 @@ bench-deps: deps
 # benchmark runs without it and says that it skipped x264. BENCH_ANCHOR_ARGS="--help" lists the options.
 BENCH_ANCHOR_ARGS ?=
 bench-anchor-deps: deps
-	@missing=""; for p in $(BENCH_ANCHOR_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing:$$missing"; \
-	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
-	fi
+	$(call apt_install,$(BENCH_ANCHOR_PACKAGES))
 
 bench-anchor: bench-frames
 	$(CONFIGURE)
