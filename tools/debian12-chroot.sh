@@ -141,7 +141,7 @@ demo_smoke() {
     LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive sh -c 'cd /root/rcanvas && exec make demo PORT=0' >"$log" 2>&1 &
   pid=$!
   for ((i = 0; i < 3600; i++)); do   # up to an hour: the packages and the build come first
-    url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log" | head -1 || true)
+    url=$(grep -o 'open http://[^ ]*token=[0-9a-f]*' "$log" | head -1 | sed 's/^open //' || true)
     [ -n "$url" ] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 1
