@@ -113,8 +113,10 @@ mount_in sysfs sys /sys
 mount_in devpts devpts /dev/pts newinstance,ptmxmode=0666
 mount_in tmpfs shm /dev/shm mode=1777
 
-step "apt-get install make git ca-certificates"
+step "apt-get upgrade; apt-get install make git ca-certificates"
 in_chroot apt-get update -q
+# debootstrap takes bookworm as released: the updates and security fixes first, as on an installed machine.
+in_chroot apt-get upgrade -y -q >/dev/null
 in_chroot apt-get install -y -q --no-install-recommends make git ca-certificates >/dev/null
 # This machine's own certificate authorities (a site's TLS proxy, say) as local ones of the chroot, so that apt, git
 # and npm inside reach what the machine reaches. Debian's own bundle is the chroot's; only the local additions move.
