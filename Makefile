@@ -91,7 +91,7 @@ demo: demo-deps
 # playwright-core is pinned to 1.61.1, the last release for Node.js 18 (Debian 12's); 1.62 and later need Node.js 20.
 tests/browser/node_modules: tests/browser/package.json tests/browser/package-lock.json
 	@v=$$(node -p 'process.versions.node' 2>/dev/null); case "$$v" in \
-	  ""|1[0-7].*|[0-9].*) echo "The browser tests need Node.js 18 or newer; node $${v:-is not installed} (Debian 12: apt-get install nodejs npm)"; exit 1;; \
+	  ""|1[0-7].*|[0-9].*) echo "The browser tests need Node.js 18 or newer; node is $${v:-not installed} here (Debian 12: apt-get install nodejs npm)"; exit 1;; \
 	esac
 	cd tests/browser && npm ci --no-audit --no-fund
 	touch $@
