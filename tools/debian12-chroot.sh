@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # debian12-chroot.sh — runs rcanvas's `make demo` and `make test` on Debian 12 as it ships: a debootstrapped
 # bookworm (--variant=minbase) with only make, git and ca-certificates added by hand, so that everything else comes
 # from the Makefile (its apt packages, Debian's own Node.js 18 and npm, the npm packages). This is how a user with a
@@ -32,7 +33,7 @@ REF=HEAD
 TARGETS=()
 FRESH=0
 REMOVE=0
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=${2:?--dir needs a folder}; shift 2;;
