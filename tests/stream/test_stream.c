@@ -255,6 +255,43 @@ static void test_flow_control(void) {
     free_canvas(c);
 }
 
+/* The app was held (its viewer's window full) and then stopped calling rcanvas_wait (it presents on change, or it is
+ * done): the still picture is refined all the same once the hold is stale (canvas_refine.c). Before, only wait
+ * released the hold, and such an app never got its lossless frame (test_soak's last pause, under load). */
+static void test_refine_after_hold(void) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.name = "held";
+    cc.width = 64; /* the frame's size: a smaller bitmap would go out lossless, with no refinement to wait for */
+    cc.height = 48;
+    cc.update_mode = RCANVAS_UPDATE_CONTINUOUS;
+    cc.max_fps = 0;
+    cc.refine_ms = 20;
+    rcanvas_canvas *c = new_canvas_cfg(&cc);
+    rc_session *s = open_session(c);
+    rcanvas_frame f = frame64();
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
+    CHECK_EQ_INT(present_changed(c, &f), RCANVAS_OK);
+    wait_latest(c, 2);
+    CHECK_EQ_INT(rcanvas_wait(c, 0), 0); /* 2 in flight, a window of 2: held (and the app waits no more) */
+    uint32_t seq = next_seq(s, NULL);
+    CHECK_EQ_INT(seq, 2);
+    CHECK_EQ_INT(rc_session_ack(s, seq, 0, rc_now_us()), RCANVAS_OK);
+    int refined = 0;
+    int64_t t0 = rc_now_us();
+    while (!refined && rc_now_us() - t0 < 5000000) { /* the tick, as the network thread runs it */
+        rc_canvas_tick(c, rc_now_us());
+        unsigned flags = 0;
+        uint32_t q = next_seq(s, &flags);
+        if (q && (flags & RC_PACKET_REFINE)) refined = 1;
+        if (q) rc_session_ack(s, q, 0, rc_now_us());
+        usleep(5000);
+    }
+    CHECK_MSG(refined, "no refinement of the still picture after the app stopped waiting while held");
+    rc_session_close(s);
+    free_canvas(c);
+}
+
 /* A viewer's window: max_in_flight packets before it acks; the lossless refinement of what it has; nothing while
  * it is invisible, and no draw while no viewer is visible. */
 static void test_window(void) {
@@ -747,6 +784,7 @@ int main(void) {
     test_bad_frames();
     test_codec_frame_limits();
     test_flow_control();
+    test_refine_after_hold();
     test_window();
     test_stall();
     test_newest_wins();
