@@ -105,8 +105,9 @@ export class EventQueue {
  * called on the first key or click (the view ends its stats hint). destroy() removes every listener.
  */
 export class Input {
-  constructor({ canvas, keyTarget, queue, onActivity = () => {} }) {
+  constructor({ canvas, keyTarget, queue, onActivity = () => {}, toCanvas = (x, y) => [x, y] }) {
     this.canvas = canvas;
+    this.toCanvas = toCanvas;      // view CSS px -> the canvas's logical px (issue 19: letterbox, other sizes)
     this.keyTarget = keyTarget;
     this.queue = queue;
     this.onActivity = onActivity;
@@ -140,14 +141,16 @@ export class Input {
     const t = {};
     let n = 0;
     for (const [id, p] of this.touches) { if (n === MAX_TOUCHES) break; t[id] = p; n++; }
-    return { event_type: type, x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY), button,
+    const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+    return { event_type: type, x: clampCoord(x), y: clampCoord(y), button,
              buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev), ntouches: n, touches: t,
              time_stamp: nowSeconds() };
   }
 
   trackTouch(ev) {
     if (ev.pointerType === 'touch') {
-      this.touches.set(ev.pointerId, { x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY), pressure: ev.pressure });
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      this.touches.set(ev.pointerId, { x: clampCoord(x), y: clampCoord(y), pressure: ev.pressure });
     }
   }
 
@@ -214,7 +217,8 @@ export class Input {
 
     this.on(canvas, 'dblclick', (ev) => {
       ev.preventDefault();
-      queue.send({ event_type: 'double_click', x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY),
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      queue.send({ event_type: 'double_click', x: clampCoord(x), y: clampCoord(y),
                    button: mapButton(ev.button), buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev),
                    time_stamp: nowSeconds() });
     });
@@ -223,7 +227,8 @@ export class Input {
       if (!this.focused() && this.down.size === 0) return;   // not ours: the page scrolls (see the rule above)
       ev.preventDefault();                       // no page scroll or ctrl+wheel zoom
       const k = ev.deltaMode === 1 ? 16 : ev.deltaMode === 2 ? (canvas.clientHeight || window.innerHeight) : 1;
-      queue.queueWheel({ event_type: 'wheel', x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY),
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      queue.queueWheel({ event_type: 'wheel', x: clampCoord(x), y: clampCoord(y),
                          dx: clampCoord(ev.deltaX * k), dy: clampCoord(ev.deltaY * k),
                          buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev), time_stamp: nowSeconds() });
     }, { passive: false });

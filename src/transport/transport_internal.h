@@ -48,6 +48,7 @@ struct rc_viewer {
     const rc_codec_type *told_encoder;
     char told_link[200];      /* the link fields last sent (link_fields) */
     int64_t told_link_us;     /* when */
+    double told_width, told_height, told_ratio; /* the canvas size last told (hello or {"type":"size"}) */
     /* input */
     uint8_t *rx;
     size_t rx_len;

@@ -96,6 +96,9 @@ static void queue_hello(rc_viewer *v) {
     link_fields(&st, link, sizeof link);
     memcpy(v->told_link, link, sizeof link);
     v->told_link_us = rc_now_us();
+    v->told_width = h.size.width;
+    v->told_height = h.size.height;
+    v->told_ratio = h.size.pixel_ratio;
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
@@ -157,6 +160,17 @@ void rc_viewer_service(rc_viewer *v) {
         v->told_title_version = h.title_version;
     }
     if (st.cursor_version != v->told_cursor_version) queue_cursor(v);
+    if (st.size.width != v->told_width || st.size.height != v->told_height || st.size.pixel_ratio != v->told_ratio) {
+        /* issue 19: the canvas's logical size changed (the active viewer resized): every viewer maps its pointer
+         * coordinates into it, and a viewer of another size letterboxes the frames */
+        char msg[160];
+        snprintf(msg, sizeof msg, "{\"type\":\"size\",\"width\":%.17g,\"height\":%.17g,\"pixel_ratio\":%.17g}",
+                 st.size.width, st.size.height, st.size.pixel_ratio);
+        rc_viewer_queue_text(v, msg);
+        v->told_width = st.size.width;
+        v->told_height = st.size.height;
+        v->told_ratio = st.size.pixel_ratio;
+    }
     if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
         char msg[600], codec[400];
         codec_fields(st.encoder, codec, sizeof codec);

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// viewers.test.mjs — issue 19, the viewers' side: viewers of another size (letterbox, coordinates), a silently
+// dead link, key auto-repeat, resize storms, and which refusal a banner names. Each test starts its own demo.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+
+const browser = await launchBrowser();
+test.after(async () => { await browser.close(); });
+
+async function openViewer(url, viewport = { width: 400, height: 300 }) {
+  const page = await browser.newPage({ viewport });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+  return { page, errors };
+}
+
+const stats = (page) => page.evaluate(() => window.rcanvas.stats());
+
+/** The bounding box (backing-store px) of the pixels of colour rgb (±40 per channel) on the page's canvas. */
+function colourBox(page, rgb) {
+  return page.evaluate((c) => {
+    const cv = document.querySelector('canvas');
+    const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    let x0 = Infinity, y0 = Infinity, x1 = -1, y1 = -1;
+    for (let y = 0; y < cv.height; y++) {
+      for (let x = 0; x < cv.width; x++) {
+        const i = 4 * (y * cv.width + x);
+        if (Math.abs(d[i] - c[0]) < 40 && Math.abs(d[i + 1] - c[1]) < 40 && Math.abs(d[i + 2] - c[2]) < 40) {
+          if (x < x0) x0 = x; if (x > x1) x1 = x; if (y < y0) y0 = y; if (y > y1) y1 = y;
+        }
+      }
+    }
+    return x1 < 0 ? null : { x: x0, y: y0, w: x1 - x0 + 1, h: y1 - y0 + 1 };
+  }, rgb);
+}
+
+test('a viewer of another aspect sees the picture letterboxed, and its click lands on the canvas point it shows', async () => {
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  const a = await openViewer(demo.url, { width: 1280, height: 720 });
+  let b;
+  try {
+    await until(async () => (await stats(a.page)).frameWidth === 1280, 10000, "A's 1280-px frame");
+    b = await openViewer(demo.url, { width: 640, height: 720 });
+    assert.equal((await stats(a.page)).active, true);
+    assert.equal((await stats(b.page)).active, false);
+    await until(async () => (await stats(b.page)).frameWidth === 1280, 10000, "A's frame in B");
+    // A's picture fills A; the green quadrant is the top-right one: 640 × 360 (less the 1-px border)
+    const ga = await colourBox(a.page, [0, 255, 0]);
+    assert.deepEqual(ga, { x: 640, y: 1, w: 639, h: 359 });
+    // B shows it at half size, centred: bars above and below, the green quadrant 320 × 180 at (320, 180)
+    const gb = await until(() => colourBox(b.page, [0, 255, 0]), 5000, 'green in B');
+    assert.ok(Math.abs(gb.w / gb.h - ga.w / ga.h) < 0.03, `B's green is ${gb.w}×${gb.h}, A's ${ga.w}×${ga.h}`);
+    assert.ok(Math.abs(gb.x - 320) <= 1 && Math.abs(gb.y - 180) <= 1, JSON.stringify(gb));
+    assert.ok(Math.abs(gb.w - 320) <= 1 && Math.abs(gb.h - 180) <= 1, JSON.stringify(gb));
+    const ld = (await stats(b.page)).picture;
+    assert.equal(ld.letterboxed, true);
+    assert.deepEqual([ld.x, ld.y, ld.width, ld.height], [0, 180, 640, 360]);
+    assert.equal((await stats(a.page)).picture.letterboxed, false);
+    // B clicks the centre of its green quadrant (480, 270): the app gets the canvas point (960, 180)
+    await b.page.mouse.click(480, 270);
+    const downB = await until(() => demo.lines.find((l) => /^event pointer_down viewer=2 /.test(l)), 5000, "B's click");
+    assert.match(downB, / x=960 y=180 button=1 /);
+    // in a bar, a point is clamped to the picture's edge: (100, 20) of B is (200, 0) of the canvas
+    await b.page.mouse.click(100, 20);
+    await until(() => demo.lines.filter((l) => /^event pointer_down viewer=2 /.test(l)).length === 2, 5000, 'B 2');
+    assert.match(demo.lines.filter((l) => /^event pointer_down viewer=2 /.test(l))[1], / x=200 y=0 /);
+    // A's own coordinates are its CSS pixels, as before
+    await a.page.mouse.click(960, 180);
+    const downA = await until(() => demo.lines.find((l) => /^event pointer_down viewer=1 /.test(l)), 5000, "A's click");
+    assert.match(downA, / x=960 y=180 button=1 /);
+    assert.deepEqual([...a.errors, ...b.errors], []);
+  } finally {
+    if (b) await b.page.close();
+    await a.page.close();
+    await demo.stop();
+  }
+});
