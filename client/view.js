@@ -198,6 +198,7 @@ export class RCanvasView {
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
       openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(), link: v.link || null,
+      stalls: this.conn.stalls,            // issue 19: connections given up as silently dead (no heartbeat)
       lastDraw: this.lastDraw || null,     // the last frame's size, `scaled` flag and whether it was drawn pixelated
       picture: this.picture || null,       // issue 19: where the picture is in the backing store, letterboxed or not
     });
@@ -295,7 +296,7 @@ export class RCanvasView {
   }
 
   /** Enters a connection state: root[data-state] (the CSS dims the picture), the banner, the badge. */
-  onState(next, { text = '', detail = '', everConnected = false }) {
+  onState(next, { text = '', detail = '', everConnected = false, title = '' }) {
     this.root.dataset.state = next;
     this.root.dispatchEvent(new CustomEvent('rcanvas-state', { detail: { state: next, view: this }, bubbles: true }));
     if (next === 'connecting' || next === 'connected') {
@@ -305,7 +306,7 @@ export class RCanvasView {
       return;
     }
     this.badge.set('');
-    this.bannerTitle.textContent = BANNER_TITLES[next](everConnected);
+    this.bannerTitle.textContent = title || BANNER_TITLES[next](everConnected);
     if (next === 'token-rejected') {
       text = 'Open the URL the server printed.';
       detail = 'The server refuses this page\'s token; it may have restarted with a new one.';

@@ -103,11 +103,11 @@ static void queue_hello(rc_viewer *v) {
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
              "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"view_only\":%s,\"max_in_flight\":%d,"
-             "\"max_message_bytes\":%zu,\"link\":{%s}}",
+             "\"max_message_bytes\":%zu,\"heartbeat_ms\":%d,\"link\":{%s}}",
              st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
              st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false",
              v->view_only ? "true" : "false", h.max_in_flight,
-             v->t->max_message_bytes, link);
+             v->t->max_message_bytes, RC_HEARTBEAT_US / 1000, link);
     rc_viewer_queue_text(v, msg);
 }
 
@@ -199,6 +199,7 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
     v->next = t->viewers;
     t->viewers = v;
     p->v = v;
+    v->last_out_us = rc_now_us();
     char peer[64] = "";
     lws_get_peer_simple(wsi, peer, sizeof peer);
     queue_hello(v);
@@ -284,6 +285,13 @@ int rc_viewer_receive(rc_viewer *v, const void *in, size_t len) {
     handle_message(v, (const char *)v->rx, v->rx_len);
     v->rx_len = 0;
     return 0;
+}
+
+void rc_viewer_heartbeat(rc_viewer *v, int64_t now_us) {
+    if (v->close_code || v->sending || v->ntext || now_us - v->last_out_us < RC_HEARTBEAT_US) return;
+    rc_viewer_queue_text(v, "{\"type\":\"ping\"}");
+    v->last_out_us = now_us; /* one at a time: the next is due RC_HEARTBEAT_US later, sent or not */
+    lws_callback_on_writable(v->wsi);
 }
 
 void rc_viewer_timer(rc_viewer *v) {

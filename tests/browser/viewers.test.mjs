@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { startProxy } from './proxy.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -77,4 +78,38 @@ test('a viewer of another aspect sees the picture letterboxed, and its click lan
     await a.page.close();
     await demo.stop();
   }
+});
+
+test('a link that goes silent without closing shows "Connection stalled" within 10 s, and recovers when it returns', async () => {
+  const proxy = await startProxy({ prefix: '/viz', idleMs: 600000 });   // the proxy itself never gives up
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--base-path', '/viz',
+                                '--allow-origin', `http://127.0.0.1:${proxy.port}`]);
+  proxy.target = demo.port;
+  const { page, errors } = await openViewer(`http://127.0.0.1:${proxy.port}/viz/?token=${demo.token}`);
+  try {
+    await until(async () => (await stats(page)).framesShown >= 1, 10000, 'a frame through the proxy');
+    // the still scene sends nothing more but the heartbeat: the page stays connected for longer than a stall
+    await sleep(7000);
+    assert.equal(await page.evaluate(() => window.rcanvas.state), 'connected', 'a still scene is not a stall');
+    assert.equal((await stats(page)).stalls, 0);
+    proxy.paused = true;                         // a black hole: nothing forwarded, nothing closed
+    const t0 = Date.now();
+    await until(() => page.evaluate(() => {
+      const b = document.querySelector('.rcanvas-banner');
+      return !b.hidden && b.querySelector('.rcanvas-banner-title').textContent === 'Connection stalled';
+    }), 15000, 'the stalled banner');
+    const took = Date.now() - t0;
+    assert.ok(took < 10000, `the banner came ${took} ms after the link went silent`);
+    assert.ok(proxy.dropped > 0, 'the server kept sending (heartbeats) into the black hole');
+    assert.equal((await stats(page)).stalls, 1);
+    assert.notEqual(await page.evaluate(() => window.rcanvas.state), 'connected');
+    const shown = (await stats(page)).framesShown;
+    proxy.paused = false;
+    await until(async () => {
+      const s = await stats(page);
+      return s.state === 'connected' && s.framesShown > shown && s;
+    }, 40000, 'connected again, with a new frame');
+    assert.ok((await stats(page)).reconnects >= 1);
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); await proxy.close(); }
 });
