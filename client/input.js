@@ -10,6 +10,8 @@
 //  - The wheel goes to the app only while the view has the focus (it was clicked) or holds a pressed pointer;
 //    otherwise the wheel is left to the browser, so a page scrolls past a view it is not working with.
 //  - Keys go to the app only while the view has the focus.
+//  - A held key's auto-repeat (KeyboardEvent.repeat) sends no key_down (one per press, as rendercanvas' backends);
+//    the characters it types are still sent as `char` events.
 //  - macOS delivers no keyup for a key released while Cmd (Meta) is down: when Meta goes up, every key pressed
 //    while Meta was down and still held gets its key_up (before Meta's own). A key_up is sent only for a key whose
 //    key_down was sent, so a late real keyup is not sent twice.
@@ -241,8 +243,14 @@ export class Input {
       if (composingKey(ev)) return;              // the input method's text comes with compositionend
       const modifiers = modifiersList(ev);
       const key = truncateUtf8(ev.key);
-      this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
-      queue.send({ event_type: 'key_down', key, modifiers, time_stamp: nowSeconds() });
+      // auto-repeat (a held key): no key_down, as rendercanvas' Qt and GLFW backends (isAutoRepeat / GLFW_REPEAT)
+      // and the renderview spec do; the text it types still comes as `char`, as there. Not if its key_down was not
+      // sent (the key went down before the view had the focus): then this is its first key_down.
+      const repeat = ev.repeat && this.held.has(ev.code || key);
+      if (!repeat) {
+        this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
+        queue.send({ event_type: 'key_down', key, modifiers, time_stamp: nowSeconds() });
+      }
       const altGr = ev.getModifierState && ev.getModifierState('AltGraph');
       if ([...ev.key].length === 1 && !ev.metaKey && (!ev.ctrlKey || altGr)) {
         queue.send({ event_type: 'char', data: key, modifiers, time_stamp: nowSeconds() });

@@ -113,3 +113,31 @@ test('a link that goes silent without closing shows "Connection stalled" within 
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); await proxy.close(); }
 });
+
+test('a held key gives one key_down however often it repeats; its repeated characters still come', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events']);
+  const { page, errors } = await openViewer(demo.url);
+  try {
+    await page.mouse.click(200, 150);            // the view takes the focus
+    await page.evaluate(() => {
+      window.__repeats = 0;
+      document.querySelector('.rcanvas-keys').addEventListener('keydown', (e) => { if (e.repeat) window.__repeats++; });
+    });
+    const base = demo.lines.length;
+    // playwright-core: keyboard.down on a key already down dispatches keydown with repeat: true
+    for (let i = 0; i < 4; i++) await page.keyboard.down('a');
+    await page.keyboard.up('a');
+    for (let i = 0; i < 3; i++) await page.keyboard.down('ArrowLeft');
+    await page.keyboard.up('ArrowLeft');
+    const keyEvents = () => demo.lines.slice(base).filter((l) => /^event (key_|char)/.test(l));
+    await until(() => keyEvents().some((l) => /key_up .*key=ArrowLeft/.test(l)), 5000, 'the last key_up');
+    const ev = keyEvents().map((l) => l.replace(/ viewer=\d+/, '').replace(/ modifiers=\d+/, ''));
+    assert.deepEqual(ev, [
+      'event key_down key=a', 'event char data=a', 'event char data=a', 'event char data=a', 'event char data=a',
+      'event key_up key=a', 'event key_down key=ArrowLeft', 'event key_up key=ArrowLeft',
+    ]);
+    // the page did see them as repeats (so the test tests the repeat rule, not a tool that sends none)
+    assert.equal(await page.evaluate(() => window.__repeats), 5);
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
