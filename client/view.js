@@ -30,6 +30,7 @@ import {
 } from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
 
+const RESIZE_MIN_MS = 33;              // at most one resize event this often (about 30 a second; sendResize)
 const BAR_COLOR = '#111';              // the letterbox bars: the view's background (rcanvas.css)
 
 /**
@@ -117,6 +118,8 @@ export class RCanvasView {
     this.cssWidth = 0;
     this.cssHeight = 0;
     this.lastResizeKey = '';
+    this.lastResizeAt = -Infinity;     // performance.now() of the last resize sent
+    this.resizeTimer = null;           // the trailing resize of a storm (sendResize)
     this.scratch = null;               // keeps the picture across a backing-store resize
     this.lastDraw = null;              // how the last frame was drawn (stats().lastDraw)
     this.picture = null;               // its rectangle in the backing store (stats().picture)
@@ -551,7 +554,21 @@ export class RCanvasView {
 
   // ---- size -----------------------------------------------------------------------------------------------
 
+  /**
+   * Tells the server the view's size (a resize event). Issue 19: a window-drag storm is coalesced to the newest
+   * size, at most one every RESIZE_MIN_MS; the last size always goes out (trailing edge). force: at once (after
+   * hello, on becoming active), even if unchanged.
+   */
   sendResize(force) {
+    if (!force) {
+      const wait = this.lastResizeAt + RESIZE_MIN_MS - performance.now();
+      if (wait > 0) {
+        if (!this.resizeTimer) this.resizeTimer = setTimeout(() => { this.resizeTimer = null; this.sendResize(false); }, wait);
+        return;
+      }
+    }
+    clearTimeout(this.resizeTimer);
+    this.resizeTimer = null;
     if (!this.conn.connected || !(this.cssWidth > 0) || !(this.cssHeight > 0)) return;
     const dpr = this.win.devicePixelRatio;
     const pr = Math.min(16, dpr > 0 ? dpr : 1);
@@ -559,6 +576,7 @@ export class RCanvasView {
     const key = `${width}x${height}@${pr}`;
     if (!force && key === this.lastResizeKey) return;
     this.lastResizeKey = key;
+    this.lastResizeAt = performance.now();
     this.queue.send({ event_type: 'resize', width, height, pixel_ratio: pr, time_stamp: nowSeconds() });
   }
 
@@ -612,6 +630,7 @@ export class RCanvasView {
     });
     try { observer.observe(this.canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(this.canvas); }
     this.cleanups.push(() => observer.disconnect());
+    this.cleanups.push(() => clearTimeout(this.resizeTimer));
 
     // devicePixelRatio changes (browser zoom, another screen): a media query of the current ratio stops matching
     let mq = null;

@@ -141,3 +141,35 @@ test('a held key gives one key_down however often it repeats; its repeated chara
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); }
 });
+
+test('a storm of 100 size changes in a second gives at most ~35 resize events, the last of the final size', async () => {
+  const demo = await startDemo(['--scene', 'test', '--print-events']);
+  const { page, errors } = await openViewer(demo.url, { width: 500, height: 400 });
+  try {
+    const resizes = () => demo.lines.filter((l) => /^event resize /.test(l));
+    await until(() => resizes().some((l) => / width=500 height=400 /.test(l)), 10000, 'the first resize');
+    const base = resizes().length;
+    // 100 changes, 10 ms apart, of the view's size (the served page's view fills the window; an inline size wins)
+    const ms = await page.evaluate(() => new Promise((resolve) => {
+      const el = window.rcanvas.element;
+      const t0 = performance.now();
+      let i = 0;
+      const step = () => {
+        el.style.width = `${300 + i}px`;
+        el.style.height = `${200 + (i % 7)}px`;
+        if (++i === 100) { resolve(performance.now() - t0); return; }
+        setTimeout(step, 10);
+      };
+      step();
+    }));
+    // the final size is 399 × 201 (i = 99)
+    await until(() => resizes().some((l) => / width=399 height=201 /.test(l)), 10000, 'the final size');
+    await sleep(300);                            // nothing comes after it
+    const storm = resizes().slice(base);
+    assert.match(storm[storm.length - 1], / width=399 height=201 /, storm.join('\n'));
+    const allowed = Math.ceil(ms / 33) + 2;      // one per 33 ms over the storm, and its trailing one
+    assert.ok(storm.length <= allowed, `${storm.length} resizes in ${Math.round(ms)} ms (at most ${allowed})`);
+    assert.ok(storm.length >= 2, 'the storm was sent as it went, not only at its end');
+    assert.deepEqual(errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
