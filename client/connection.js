@@ -25,6 +25,16 @@ const CONNECT_TIMEOUT_MS = 10000;      // an upgrade that neither opens nor fail
 const STALL_BEATS = 3;
 const STALL_MIN_MS = 5000;
 
+// Issue 19: refusals the server tells by a close code right after accepting (a browser cannot read the HTTP status
+// of a refused upgrade): the banner's title and detail.
+const REFUSALS = {
+  4403: { title: 'Connection refused: origin not allowed',
+          detail: "The server does not accept WebSockets from this page's origin (a proxy in front of it that " +
+                  'changes the Host, or a page of another site): start it with --allow-origin naming this origin.' },
+  4503: { title: 'Connection refused: too many viewers',
+          detail: 'The server already has as many viewers as it allows (--max-viewers); this page keeps trying.' },
+};
+
 /**
  * handlers: state(next, {text, detail, everConnected}) on every state change; countdown(text) while waiting for
  * the next attempt; hello(msg, {reconnected}); message(msg) for the other JSON messages; binary(socket, buffer);
@@ -224,6 +234,12 @@ export class Connection {
     // kernel, a canvas that was closed): say so and ask far less often, instead of every 5 s for ever.
     const gone = this.failures > GONE_AFTER;
     if (gone) delay = Math.min(GONE_MAX_MS, GONE_DELAY_MS * 2 ** (this.failures - GONE_AFTER - 1));
+    if (ev && REFUSALS[ev.code]) {              // issue 19: the server said why it refused this viewer
+      delay = Math.max(delay, POLICY_DELAY_MS);
+      extra = { ...REFUSALS[ev.code], ...extra };
+      why = extra.detail;
+      ev = null;
+    }
     if (ev) {
       if ([1008, 4001, 4003].includes(ev.code)) delay = Math.max(delay, POLICY_DELAY_MS);
       if (ev.reason) why = `closed by the server: ${ev.reason} (${ev.code})`;

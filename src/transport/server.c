@@ -213,11 +213,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: return rc_http_confirm_upgrade(wsi, t, (const char *)in);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: return rc_http_filter_upgrade(wsi, t, p);
-    case LWS_CALLBACK_ESTABLISHED: return rc_viewer_established(wsi, t, p);
+    case LWS_CALLBACK_ESTABLISHED:
+        if (p && p->refuse_code) return rc_http_refused_established(wsi, p);
+        return rc_viewer_established(wsi, t, p);
     case LWS_CALLBACK_TIMER:
         if (p && p->v) rc_viewer_timer(p->v);
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE: return p && p->v ? rc_viewer_writable(p->v) : 0;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        if (p && p->refuse_code) return rc_http_refused_writable(wsi, p);
+        return p && p->v ? rc_viewer_writable(p->v) : 0;
     case LWS_CALLBACK_RECEIVE: return p && p->v ? rc_viewer_receive(p->v, in, len) : -1;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
         /* A close frame's payload is empty or a 2-byte code then a reason (RFC 6455 5.5.1); lws 4.1 checks the code

@@ -82,6 +82,8 @@ typedef struct rc_pss {
     int reserved;              /* holds one of max_viewers until it becomes a viewer */
     unsigned char *body;       /* HTTP response body with LWS_PRE head room */
     size_t body_len;
+    int refuse_code;           /* issue 19: accepted only to be closed at once with this code (4403, 4503) */
+    const char *refuse_reason; /*   and this reason (static) */
 } rc_pss;
 
 struct rc_transport {
@@ -139,6 +141,9 @@ int rc_http_writable(struct lws *wsi, rc_pss *p);
  * (lws hangs up). upgrade: the Upgrade header's value, NUL-terminated. Network thread. */
 int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *t, const char *upgrade);
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *t, rc_pss *p);
+/* An upgrade accepted only to be closed with p->refuse_code (issue 19): ESTABLISHED and WRITEABLE of it. */
+int rc_http_refused_established(struct lws *wsi, rc_pss *p);
+int rc_http_refused_writable(struct lws *wsi, rc_pss *p);
 void rc_transport_release_slot(rc_transport *t);
 
 /* viewer.c */

@@ -5,6 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
 import { startProxy } from './proxy.mjs';
+import http from 'node:http';
+import crypto from 'node:crypto';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -172,4 +174,60 @@ test('a storm of 100 size changes in a second gives at most ~35 resize events, t
     assert.ok(storm.length >= 2, 'the storm was sent as it went, not only at its end');
     assert.deepEqual(errors, []);
   } finally { await page.close(); await demo.stop(); }
+});
+
+/** A WebSocket upgrade request with extra headers; resolves the HTTP status (101 when accepted). */
+function upgradeStatus(port, path, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const h = { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13',
+                'Sec-WebSocket-Key': crypto.randomBytes(16).toString('base64'), Host: `127.0.0.1:${port}`, ...headers };
+    const req = http.request({ host: '127.0.0.1', port, path, headers: h, agent: false });
+    req.on('upgrade', (res, socket) => { socket.destroy(); resolve(res.statusCode); });
+    req.on('response', (res) => { res.resume(); resolve(res.statusCode); });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const bannerTitle = (page) => page.evaluate(() => {
+  const b = document.querySelector('.rcanvas-banner');
+  return b.hidden ? '' : b.querySelector('.rcanvas-banner-title').textContent;
+});
+
+test('a refusal for the viewer cap and one for the Origin say which they are', async () => {
+  // the cap: a second page of a server that takes one viewer
+  const demo = await startDemo(['--scene', 'test', '--max-viewers', '1']);
+  const a = await openViewer(demo.url);
+  const b = await browser.newPage({ viewport: { width: 400, height: 300 } });
+  try {
+    await b.goto(demo.url);
+    await until(async () => (await bannerTitle(b)) === 'Connection refused: too many viewers', 15000, 'the cap banner');
+    assert.match(await b.evaluate(() => document.querySelector('.rcanvas-banner-detail').textContent), /--max-viewers/);
+    assert.equal(await b.evaluate(() => window.rcanvas.state), 'disconnected');
+    // a tool that does not ask for rcanvas.v1 still gets the HTTP status
+    assert.equal(await upgradeStatus(demo.port, `/ws?token=${demo.token}`), 503);
+    // once A leaves, B gets in
+    await a.page.close();
+    await until(() => b.evaluate(() => window.rcanvas.state === 'connected'), 30000, 'B connected after A left');
+  } finally { await b.close(); if (!a.page.isClosed()) await a.page.close(); await demo.stop(); }
+
+  // the Origin: a proxy that sends its own Host, to a server not told the proxy's origin (no --allow-origin)
+  const proxy = await startProxy({ prefix: '/viz', idleMs: 600000 });
+  const demo2 = await startDemo(['--scene', 'test', '--base-path', '/viz']);
+  proxy.target = demo2.port;
+  const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
+  try {
+    await page.goto(`http://127.0.0.1:${proxy.port}/viz/?token=${demo2.token}`);
+    await until(async () => (await bannerTitle(page)) === 'Connection refused: origin not allowed', 15000,
+      'the Origin banner');
+    assert.match(await page.evaluate(() => document.querySelector('.rcanvas-banner-detail').textContent),
+      /--allow-origin/);
+    const evil = { Origin: 'http://evil.example', 'Sec-WebSocket-Protocol': 'rcanvas.v1' };
+    // without the right token nobody is told about the Origin: the token refusal, as an HTTP status
+    assert.equal(await upgradeStatus(demo2.port, '/viz/ws?token=wrong', evil), 403);
+    assert.equal(await upgradeStatus(demo2.port, '/viz/ws', evil), 401);
+    // with it, the rcanvas client is accepted and closed with 4403; other tools get 403
+    assert.equal(await upgradeStatus(demo2.port, `/viz/ws?token=${demo2.token}`, evil), 101);
+    assert.equal(await upgradeStatus(demo2.port, `/viz/ws?token=${demo2.token}`, { Origin: 'http://evil.example' }), 403);
+  } finally { await page.close(); await demo2.stop(); await proxy.close(); }
 });
