@@ -17,6 +17,23 @@ const GONE_DELAY_MS = 30000;           // then the wait before each attempt, dou
 const GONE_MAX_MS = 60000;
 const HELLO_TIMEOUT_MS = 10000;
 const PROBE_TIMEOUT_MS = 5000;         // the HTTP probe after a refused WebSocket
+const CONNECT_TIMEOUT_MS = 10000;      // an upgrade that neither opens nor fails (a black-holed link) is given up
+// Issue 19: a server that announces `heartbeat_ms` in its hello sends something (a frame, a notice or a
+// {"type":"ping"}) at least that often; nothing for STALL_BEATS of them (and at least STALL_MIN_MS) is a
+// silently dead link (a proxy that stopped forwarding, a NAT that forgot us): the view says "Connection stalled"
+// and reconnects through the usual path. Browsers hide WebSocket pings from pages, hence the JSON one.
+const STALL_BEATS = 3;
+const STALL_MIN_MS = 5000;
+
+// Issue 19: refusals the server tells by a close code right after accepting (a browser cannot read the HTTP status
+// of a refused upgrade): the banner's title and detail.
+const REFUSALS = {
+  4403: { title: 'Connection refused: origin not allowed',
+          detail: "The server does not accept WebSockets from this page's origin (a proxy in front of it that " +
+                  'changes the Host, or a page of another site): start it with --allow-origin naming this origin.' },
+  4503: { title: 'Connection refused: too many viewers',
+          detail: 'The server already has as many viewers as it allows (--max-viewers); this page keeps trying.' },
+};
 
 /**
  * handlers: state(next, {text, detail, everConnected}) on every state change; countdown(text) while waiting for
@@ -36,6 +53,11 @@ export class Connection {
     this.failures = 0;           // consecutive failed attempts, for the backoff (and "gone" after GONE_AFTER)
     this.retryTimer = null;
     this.helloTimer = null;
+    this.connectTimer = null;
+    this.stallTimer = null;
+    this.lastHeard = 0;          // performance.now() of the last message of the connected socket
+    this.stallMs = 0;            // from the hello's heartbeat_ms; 0 = the server sends no heartbeat
+    this.stalls = 0;             // stalled connections noticed (stats)
     this.stopped = false;        // page hidden (pagehide) or view destroyed: no reconnecting
     this.maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
   }
@@ -78,18 +100,54 @@ export class Connection {
     socket.binaryType = 'arraybuffer';
     this.ws = socket;
     this.h.socket(socket);
+    clearTimeout(this.connectTimer);
+    this.connectTimer = setTimeout(() => {           // neither open nor closed: the link swallows the upgrade
+      if (socket !== this.ws || opened) return;
+      this.abandon(socket);
+      this.onClose({ code: 1006, reason: '' }, false, mine);
+    }, CONNECT_TIMEOUT_MS);
     socket.onopen = () => {
       opened = true;
+      clearTimeout(this.connectTimer);
       this.helloTimer = setTimeout(() => {
         if (socket === this.ws && !this.connected) socket.close(4000, 'no hello');
       }, HELLO_TIMEOUT_MS);
     };
     socket.onmessage = (ev) => {
       if (socket !== this.ws) return;
+      this.lastHeard = performance.now();
       if (typeof ev.data === 'string') this.onText(ev.data);
       else this.h.binary(socket, ev.data);
     };
     socket.onclose = (ev) => { if (socket === this.ws) this.onClose(ev, opened, mine); };
+  }
+
+  /** Forgets a socket at once (its close handshake may never finish on a dead link): no more callbacks from it. */
+  abandon(socket) {
+    socket.onopen = socket.onmessage = socket.onclose = null;
+    try { socket.close(4000, 'stalled'); } catch { /* closing already */ }
+    if (socket === this.ws) this.ws = null;
+  }
+
+  /** Runs while connected to a server with a heartbeat: a stalled link is closed and reconnected. */
+  watchStall(socket) {
+    clearTimeout(this.stallTimer);
+    if (!this.stallMs) return;
+    const check = () => {
+      if (socket !== this.ws || !this.connected) return;
+      const quiet = performance.now() - this.lastHeard;
+      if (quiet < this.stallMs) { this.stallTimer = setTimeout(check, Math.min(1000, this.stallMs - quiet + 50)); return; }
+      this.stalls++;
+      console.warn(`rcanvas: nothing from the server for ${Math.round(quiet / 1000)} s: reconnecting`);
+      this.abandon(socket);
+      clearTimeout(this.helloTimer);
+      this.connected = false;
+      this.h.closed();
+      this.failures = 0;                           // the first attempt comes soon (250 ms)
+      this.scheduleReconnect(null, `nothing came from the server for ${Math.round(quiet / 1000)} s`,
+                             { title: 'Connection stalled' });
+    };
+    this.stallTimer = setTimeout(check, Math.min(1000, this.stallMs));
   }
 
   retryNow() {
@@ -113,6 +171,8 @@ export class Connection {
   stop(code = 1000, reason = 'page closed') {
     this.stopRetrying();
     clearTimeout(this.helloTimer);
+    clearTimeout(this.stallTimer);
+    clearTimeout(this.connectTimer);
     const ws = this.ws;
     if (ws && ws.readyState <= WebSocket.OPEN) ws.close(code, reason);
   }
@@ -136,6 +196,8 @@ export class Connection {
 
   onClose(ev, opened, mine) {
     clearTimeout(this.helloTimer);
+    clearTimeout(this.stallTimer);
+    clearTimeout(this.connectTimer);
     this.connected = false;
     this.h.closed();                               // the server forgets unacked frames of a closed socket
     if (this.stopped) return;
@@ -165,20 +227,26 @@ export class Connection {
     }
   }
 
-  scheduleReconnect(ev, why = '') {
+  scheduleReconnect(ev, why = '', extra = {}) {
     let delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.failures);
     this.failures++;
     // Past GONE_AFTER failures in a row nobody is coming back soon (a stopped program, a restarted notebook
     // kernel, a canvas that was closed): say so and ask far less often, instead of every 5 s for ever.
     const gone = this.failures > GONE_AFTER;
     if (gone) delay = Math.min(GONE_MAX_MS, GONE_DELAY_MS * 2 ** (this.failures - GONE_AFTER - 1));
+    if (ev && REFUSALS[ev.code]) {              // issue 19: the server said why it refused this viewer
+      delay = Math.max(delay, POLICY_DELAY_MS);
+      extra = { ...REFUSALS[ev.code], ...extra };
+      why = extra.detail;
+      ev = null;
+    }
     if (ev) {
       if ([1008, 4001, 4003].includes(ev.code)) delay = Math.max(delay, POLICY_DELAY_MS);
       if (ev.reason) why = `closed by the server: ${ev.reason} (${ev.code})`;
       else if (!why && ev.code !== 1005 && ev.code !== 1006) why = `closed (${ev.code})`;
     }
     const due = performance.now() + delay;
-    this.setState(gone ? 'gone' : 'disconnected', { detail: why });
+    this.setState(gone ? 'gone' : 'disconnected', { detail: why, ...extra });
     const tick = () => {
       const left = due - performance.now();
       if (left <= 0) { this.connect(); return; }
@@ -192,6 +260,7 @@ export class Connection {
     let msg;
     try { msg = JSON.parse(text); } catch { console.warn('rcanvas: ignoring a non-JSON text message'); return; }
     if (!msg || typeof msg !== 'object') return;
+    if (msg.type === 'ping') return;               // the heartbeat: lastHeard is all it is for
     if (msg.type !== 'hello') { this.h.message(msg); return; }
     clearTimeout(this.helloTimer);
     if (!HEADER_VERSIONS.includes(msg.protocol)) console.warn('rcanvas: server speaks protocol', msg.protocol);
@@ -200,6 +269,9 @@ export class Connection {
     this.connected = true;
     this.failures = 0;
     this.maxMessageBytes = msg.max_message_bytes > 0 ? msg.max_message_bytes : DEFAULT_MAX_MESSAGE_BYTES;
+    const beat = Number(msg.heartbeat_ms);
+    this.stallMs = beat > 0 && beat <= 600000 ? Math.max(STALL_MIN_MS, STALL_BEATS * beat) : 0;
+    this.watchStall(this.ws);
     this.setState('connected');
     this.h.hello(msg, { reconnected });
   }

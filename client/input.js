@@ -10,6 +10,8 @@
 //  - The wheel goes to the app only while the view has the focus (it was clicked) or holds a pressed pointer;
 //    otherwise the wheel is left to the browser, so a page scrolls past a view it is not working with.
 //  - Keys go to the app only while the view has the focus.
+//  - A held key's auto-repeat (KeyboardEvent.repeat) sends no key_down (one per press, as rendercanvas' backends);
+//    the characters it types are still sent as `char` events.
 //  - macOS delivers no keyup for a key released while Cmd (Meta) is down: when Meta goes up, every key pressed
 //    while Meta was down and still held gets its key_up (before Meta's own). A key_up is sent only for a key whose
 //    key_down was sent, so a late real keyup is not sent twice.
@@ -105,8 +107,9 @@ export class EventQueue {
  * called on the first key or click (the view ends its stats hint). destroy() removes every listener.
  */
 export class Input {
-  constructor({ canvas, keyTarget, queue, onActivity = () => {} }) {
+  constructor({ canvas, keyTarget, queue, onActivity = () => {}, toCanvas = (x, y) => [x, y] }) {
     this.canvas = canvas;
+    this.toCanvas = toCanvas;      // view CSS px -> the canvas's logical px (issue 19: letterbox, other sizes)
     this.keyTarget = keyTarget;
     this.queue = queue;
     this.onActivity = onActivity;
@@ -140,14 +143,16 @@ export class Input {
     const t = {};
     let n = 0;
     for (const [id, p] of this.touches) { if (n === MAX_TOUCHES) break; t[id] = p; n++; }
-    return { event_type: type, x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY), button,
+    const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+    return { event_type: type, x: clampCoord(x), y: clampCoord(y), button,
              buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev), ntouches: n, touches: t,
              time_stamp: nowSeconds() };
   }
 
   trackTouch(ev) {
     if (ev.pointerType === 'touch') {
-      this.touches.set(ev.pointerId, { x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY), pressure: ev.pressure });
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      this.touches.set(ev.pointerId, { x: clampCoord(x), y: clampCoord(y), pressure: ev.pressure });
     }
   }
 
@@ -214,7 +219,8 @@ export class Input {
 
     this.on(canvas, 'dblclick', (ev) => {
       ev.preventDefault();
-      queue.send({ event_type: 'double_click', x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY),
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      queue.send({ event_type: 'double_click', x: clampCoord(x), y: clampCoord(y),
                    button: mapButton(ev.button), buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev),
                    time_stamp: nowSeconds() });
     });
@@ -223,7 +229,8 @@ export class Input {
       if (!this.focused() && this.down.size === 0) return;   // not ours: the page scrolls (see the rule above)
       ev.preventDefault();                       // no page scroll or ctrl+wheel zoom
       const k = ev.deltaMode === 1 ? 16 : ev.deltaMode === 2 ? (canvas.clientHeight || window.innerHeight) : 1;
-      queue.queueWheel({ event_type: 'wheel', x: clampCoord(ev.offsetX), y: clampCoord(ev.offsetY),
+      const [x, y] = this.toCanvas(ev.offsetX, ev.offsetY);
+      queue.queueWheel({ event_type: 'wheel', x: clampCoord(x), y: clampCoord(y),
                          dx: clampCoord(ev.deltaX * k), dy: clampCoord(ev.deltaY * k),
                          buttons: buttonsList(ev.buttons), modifiers: modifiersList(ev), time_stamp: nowSeconds() });
     }, { passive: false });
@@ -236,8 +243,14 @@ export class Input {
       if (composingKey(ev)) return;              // the input method's text comes with compositionend
       const modifiers = modifiersList(ev);
       const key = truncateUtf8(ev.key);
-      this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
-      queue.send({ event_type: 'key_down', key, modifiers, time_stamp: nowSeconds() });
+      // auto-repeat (a held key): no key_down, as rendercanvas' Qt and GLFW backends (isAutoRepeat / GLFW_REPEAT)
+      // and the renderview spec do; the text it types still comes as `char`, as there. Not if its key_down was not
+      // sent (the key went down before the view had the focus): then this is its first key_down.
+      const repeat = ev.repeat && this.held.has(ev.code || key);
+      if (!repeat) {
+        this.held.set(ev.code || key, { key, underMeta: ev.metaKey && ev.key !== 'Meta' });
+        queue.send({ event_type: 'key_down', key, modifiers, time_stamp: nowSeconds() });
+      }
       const altGr = ev.getModifierState && ev.getModifierState('AltGraph');
       if ([...ev.key].length === 1 && !ev.metaKey && (!ev.ctrlKey || altGr)) {
         queue.send({ event_type: 'char', data: key, modifiers, time_stamp: nowSeconds() });

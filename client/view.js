@@ -30,6 +30,22 @@ import {
 } from './protocol.js';
 import { Stats, StatsOverlay } from './stats.js';
 
+const RESIZE_MIN_MS = 33;              // at most one resize event this often (about 30 a second; sendResize)
+const BAR_COLOR = '#111';              // the letterbox bars: the view's background (rcanvas.css)
+
+/**
+ * Issue 19: where a picture of aspect frameW : frameH goes in a cw × ch canvas: its aspect kept, centred (integer
+ * pixels).
+ * A fit within one pixel of the whole canvas on both axes (rounding of sizes × devicePixelRatio) fills it.
+ */
+export function letterbox(frameW, frameH, cw, ch) {
+  if (!(frameW > 0 && frameH > 0 && cw > 0 && ch > 0)) return { x: 0, y: 0, w: cw, h: ch };
+  const k = Math.min(cw / frameW, ch / frameH);
+  const w = Math.round(frameW * k), h = Math.round(frameH * k);
+  if (Math.abs(w - cw) <= 1 && Math.abs(h - ch) <= 1) return { x: 0, y: 0, w: cw, h: ch };
+  return { x: Math.floor((cw - w) / 2), y: Math.floor((ch - h) / 2), w, h };
+}
+
 const STYLESHEET = new URL('./rcanvas.css', import.meta.url).href;
 const live = [];                       // the views of this page, oldest first
 
@@ -102,8 +118,11 @@ export class RCanvasView {
     this.cssWidth = 0;
     this.cssHeight = 0;
     this.lastResizeKey = '';
+    this.lastResizeAt = -Infinity;     // performance.now() of the last resize sent
+    this.resizeTimer = null;           // the trailing resize of a storm (sendResize)
     this.scratch = null;               // keeps the picture across a backing-store resize
     this.lastDraw = null;              // how the last frame was drawn (stats().lastDraw)
+    this.picture = null;               // its rectangle in the backing store (stats().picture)
     this.intersecting = true;          // until the IntersectionObserver says otherwise
     this.sentVisible = true;           // what the server believes (a new viewer is visible)
 
@@ -120,7 +139,9 @@ export class RCanvasView {
       },
     });
     this.queue = new EventQueue((ev) => this.conn.send(ev), () => this.conn.connected);
+    this.shown = null;                 // where the last frame is in the view: {x, y, w, h}, fractions of it
     this.input = new Input({ canvas: this.canvas, keyTarget: this.keys, queue: this.queue,
+                             toCanvas: (x, y) => this.toCanvas(x, y),
                              onActivity: () => this.overlay.dismissHint() });
     this.cleanups.push(() => this.input.destroy());
     this.overlay = new StatsOverlay({ pre: this.statsEl, badge: this.badge, root: this.root,
@@ -180,7 +201,9 @@ export class RCanvasView {
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
       openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(), link: v.link || null,
+      stalls: this.conn.stalls,            // issue 19: connections given up as silently dead (no heartbeat)
       lastDraw: this.lastDraw || null,     // the last frame's size, `scaled` flag and whether it was drawn pixelated
+      picture: this.picture || null,       // issue 19: where the picture is in the backing store, letterboxed or not
     });
   }
 
@@ -276,7 +299,7 @@ export class RCanvasView {
   }
 
   /** Enters a connection state: root[data-state] (the CSS dims the picture), the banner, the badge. */
-  onState(next, { text = '', detail = '', everConnected = false }) {
+  onState(next, { text = '', detail = '', everConnected = false, title = '' }) {
     this.root.dataset.state = next;
     this.root.dispatchEvent(new CustomEvent('rcanvas-state', { detail: { state: next, view: this }, bubbles: true }));
     if (next === 'connecting' || next === 'connected') {
@@ -286,7 +309,7 @@ export class RCanvasView {
       return;
     }
     this.badge.set('');
-    this.bannerTitle.textContent = BANNER_TITLES[next](everConnected);
+    this.bannerTitle.textContent = title || BANNER_TITLES[next](everConnected);
     if (next === 'token-rejected') {
       text = 'Open the URL the server printed.';
       detail = 'The server refuses this page\'s token; it may have restarted with a new one.';
@@ -345,6 +368,13 @@ export class RCanvasView {
           this.viewer.codecString = typeof msg.codec_string === 'string' ? msg.codec_string : '';
           if (msg.color && typeof msg.color === 'object') this.viewer.color = msg.color;
           this.decoders.reset();
+        }
+        break;
+      case 'size':                               // issue 19: the canvas's logical size changed (the active viewer's)
+        if (msg.width > 0 && msg.height > 0) {
+          this.viewer.width = msg.width;
+          this.viewer.height = msg.height;
+          this.viewer.pixelRatio = msg.pixel_ratio;
         }
         break;
       case 'link':                               // the server's estimate of our link, and what it encodes for it
@@ -431,24 +461,37 @@ export class RCanvasView {
     const drawStart = performance.now();
     const ctx = this.ctx;
     const cw = this.canvas.width, ch = this.canvas.height;
-    const sx = cw / f.frameWidth, sy = ch / f.frameHeight;
+    // Issue 19: the picture is the canvas's logical area (hello / {"type":"size"}: the active viewer's size); a view
+    // of another aspect (a passive viewer of another size) shows it letterboxed: its aspect kept, centred, bars of
+    // the background colour. The active viewer's view has that size, so its frames fill it (stretched as the app's
+    // bitmap is, whatever its size: rendercanvas' contract). Before a size is known, the frame's aspect counts.
+    const [aw, ah] = this.pictureSize(f.frameWidth, f.frameHeight);
+    const r = letterbox(aw, ah, cw, ch);
+    this.shown = { x: r.x / cw, y: r.y / ch, w: r.w / cw, h: r.h / ch };   // fractions of the view (input mapping)
+    if (r.w !== cw || r.h !== ch) {
+      ctx.fillStyle = BAR_COLOR;
+      if (r.y > 0) { ctx.fillRect(0, 0, cw, r.y); ctx.fillRect(0, r.y + r.h, cw, ch - r.y - r.h); }
+      if (r.x > 0) { ctx.fillRect(0, 0, r.x, ch); ctx.fillRect(r.x + r.w, 0, cw - r.x - r.w, ch); }
+    }
+    const sx = r.w / f.frameWidth, sy = r.h / f.frameHeight;
     // enlarged nearest-neighbour (the app's own small bitmap: pixel art stays sharp, as rendercanvas draws it),
     // shrunk or server-shrunk (rate adaptation) smoothed: protocol.js drawsPixelated
-    const pixelated = drawsPixelated(f.frameWidth, f.frameHeight, cw, ch, f.scaled);
+    const pixelated = drawsPixelated(f.frameWidth, f.frameHeight, r.w, r.h, f.scaled);
     this.lastDraw = { frameWidth: f.frameWidth, frameHeight: f.frameHeight, scaled: !!f.scaled, pixelated };
+    this.picture = { x: r.x, y: r.y, width: r.w, height: r.h, letterboxed: r.w !== cw || r.h !== ch };
     f.tiles.forEach((t, i) => {
       const d = drawables[i];
       if (!d) return;
       // A video frame may be coded larger than the tile (H.264 codes even sizes, padding the last column/row):
       // draw only the tile's w × h from its top-left.
       const sw = d.width > t.w ? t.w : d.width, sh = d.height > t.h ? t.h : d.height;
-      if (sx === 1 && sy === 1 && sw === t.w && sh === t.h) {
+      if (sx === 1 && sy === 1 && r.x === 0 && r.y === 0 && sw === t.w && sh === t.h) {
         ctx.imageSmoothingEnabled = false;
         if (d.width === t.w && d.height === t.h) ctx.drawImage(d.image, t.x, t.y);
         else ctx.drawImage(d.image, 0, 0, sw, sh, t.x, t.y, sw, sh);
       } else {                                   // stretch; rounded edges keep stripes seamless
-        const x0 = Math.round(t.x * sx), x1 = Math.round((t.x + t.w) * sx);
-        const y0 = Math.round(t.y * sy), y1 = Math.round((t.y + t.h) * sy);
+        const x0 = r.x + Math.round(t.x * sx), x1 = r.x + Math.round((t.x + t.w) * sx);
+        const y0 = r.y + Math.round(t.y * sy), y1 = r.y + Math.round((t.y + t.h) * sy);
         ctx.imageSmoothingEnabled = !pixelated;
         ctx.drawImage(d.image, 0, 0, sw, sh, x0, y0, x1 - x0, y1 - y0);
       }
@@ -483,9 +526,49 @@ export class RCanvasView {
     };
   }
 
+  /** The size whose aspect the picture keeps: the canvas's logical size, or else the frame's. */
+  pictureSize(frameW, frameH) {
+    const lw = this.viewer.width, lh = this.viewer.height;
+    return lw > 0 && lh > 0 ? [lw, lh] : [frameW, frameH];
+  }
+
+  /**
+   * Issue 19: a point of the view (CSS px from its top-left) in the canvas's logical px, which is what the app
+   * draws in. The identity while the view has the canvas's size and its picture fills it (the active viewer, and a
+   * passive one of the same size); otherwise scaled by canvas size / shown size from the letterboxed picture's
+   * corner. A point in a bar is clamped to the picture's edge (not dropped: a drag that leaves the picture goes on
+   * along its edge, and its pointer_up always arrives).
+   */
+  toCanvas(x, y) {
+    const lw = this.viewer.width, lh = this.viewer.height;
+    const vw = this.cssWidth, vh = this.cssHeight;
+    const s = this.shown;
+    if (!(lw > 0 && lh > 0 && vw > 0 && vh > 0)) return [x, y];
+    const full = !s || (s.x === 0 && s.y === 0 && s.w === 1 && s.h === 1);
+    if (full && Math.abs(vw - lw) < 0.5 && Math.abs(vh - lh) < 0.5) return [x, y];
+    const px = s ? s.x * vw : 0, py = s ? s.y * vh : 0, pw = s ? s.w * vw : vw, ph = s ? s.h * vh : vh;
+    const cx = Math.min(lw, Math.max(0, (x - px) * lw / pw));
+    const cy = Math.min(lh, Math.max(0, (y - py) * lh / ph));
+    return [Math.round(cx * 100) / 100, Math.round(cy * 100) / 100];
+  }
+
   // ---- size -----------------------------------------------------------------------------------------------
 
+  /**
+   * Tells the server the view's size (a resize event). Issue 19: a window-drag storm is coalesced to the newest
+   * size, at most one every RESIZE_MIN_MS; the last size always goes out (trailing edge). force: at once (after
+   * hello, on becoming active), even if unchanged.
+   */
   sendResize(force) {
+    if (!force) {
+      const wait = this.lastResizeAt + RESIZE_MIN_MS - performance.now();
+      if (wait > 0) {
+        if (!this.resizeTimer) this.resizeTimer = setTimeout(() => { this.resizeTimer = null; this.sendResize(false); }, wait);
+        return;
+      }
+    }
+    clearTimeout(this.resizeTimer);
+    this.resizeTimer = null;
     if (!this.conn.connected || !(this.cssWidth > 0) || !(this.cssHeight > 0)) return;
     const dpr = this.win.devicePixelRatio;
     const pr = Math.min(16, dpr > 0 ? dpr : 1);
@@ -493,6 +576,7 @@ export class RCanvasView {
     const key = `${width}x${height}@${pr}`;
     if (!force && key === this.lastResizeKey) return;
     this.lastResizeKey = key;
+    this.lastResizeAt = performance.now();
     this.queue.send({ event_type: 'resize', width, height, pixel_ratio: pr, time_stamp: nowSeconds() });
   }
 
@@ -511,8 +595,18 @@ export class RCanvasView {
     canvas.width = w;
     canvas.height = h;
     if (keep) {
+      // the last frame's picture, letterboxed again for the new size (issue 19), until the next frame comes
+      const d = this.lastDraw, p = this.picture;
+      const r = d && p ? letterbox(...this.pictureSize(d.frameWidth, d.frameHeight), w, h) : { x: 0, y: 0, w, h };
+      this.ctx.fillStyle = BAR_COLOR;
+      this.ctx.fillRect(0, 0, w, h);
       this.ctx.imageSmoothingEnabled = true;
-      this.ctx.drawImage(keep, 0, 0, w, h);
+      if (d && p) this.ctx.drawImage(keep, p.x, p.y, p.width, p.height, r.x, r.y, r.w, r.h);
+      else this.ctx.drawImage(keep, 0, 0, w, h);
+      if (d && p) {
+        this.picture = { x: r.x, y: r.y, width: r.w, height: r.h, letterboxed: r.w !== w || r.h !== h };
+        this.shown = { x: r.x / w, y: r.y / h, w: r.w / w, h: r.h / h };
+      }
     }
   }
 
@@ -536,6 +630,7 @@ export class RCanvasView {
     });
     try { observer.observe(this.canvas, { box: 'device-pixel-content-box' }); } catch { observer.observe(this.canvas); }
     this.cleanups.push(() => observer.disconnect());
+    this.cleanups.push(() => clearTimeout(this.resizeTimer));
 
     // devicePixelRatio changes (browser zoom, another screen): a media query of the current ratio stops matching
     let mq = null;

@@ -43,6 +43,8 @@ typedef struct viewer {
     char http[2048];          /* the upgrade answer until its blank line */
     size_t http_len;
     uint8_t fh[14];           /* the frame header being read */
+    uint8_t close_payload[2]; /* the close code of the server's close frame (issue 19: 4503) */
+    size_t close_len;
     size_t fh_len;
     int op;                   /* opcode of this frame */
     int fin;
@@ -245,6 +247,12 @@ static int frame_done(viewer *v) {
         if (v->fd < 0) return -1;
     } else if (v->op == 9) {
         send_frame(v, 10, NULL, 0); /* pong */
+    } else if (v->op == 8) { /* close with a code: answer it and end, saying the code */
+        char why[64];
+        snprintf(why, sizeof why, "closed by the server (%d)", v->close_payload[0] << 8 | v->close_payload[1]);
+        send_frame(v, 8, NULL, 0);
+        end_viewer(v, ST_CLOSED, why);
+        return -1;
     }
     return 0;
 }
@@ -273,16 +281,18 @@ static int consume(viewer *v, const uint8_t *in, size_t len) {
             v->remaining = n;
             v->fh_len = 0;
             if (v->op == 1 || v->op == 2) v->msg_op = v->op, v->msg_len = 0;
-            if (v->op == 8) { /* close: answer it and end */
+            if (v->op == 8 && n < 2) { /* close without a code: answer it and end */
                 send_frame(v, 8, NULL, 0);
                 end_viewer(v, ST_CLOSED, "closed by the server");
                 return -1;
             }
+            v->close_len = 0;
             v->phase = P_PAYLOAD;
             if (n == 0 && frame_done(v)) return -1;
         } else {
             size_t k = v->remaining < len ? (size_t)v->remaining : len;
             if (v->op <= 2) message_bytes(v, in, k); /* ping/pong payloads are skipped */
+            for (size_t i = 0; v->op == 8 && i < k && v->close_len < 2; i++) v->close_payload[v->close_len++] = in[i];
             in += k, len -= k;
             v->remaining -= k;
             if (!v->remaining && frame_done(v)) return -1;

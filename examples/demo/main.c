@@ -78,8 +78,10 @@ static const char USAGE[] =
     "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
     "  --max-canvas-pixels N  most physical pixels a viewer's resize may ask for (default 33177600 = 7680x4320)\n"
     "  --max-pixel-ratio R  largest devicePixelRatio honoured, (0, 16] (default 8)\n"
-    "  --ping-ms MS         ping a viewer silent for MS ms, 0 = never (default 5000)\n"
-    "  --idle-timeout-ms MS drop a viewer that answers no ping for MS ms, 0 = never (default 20000)\n"
+    "  --ping-ms MS         ping a viewer silent for MS ms, 0 = never (default 5000; 0 also means\n"
+    "                       --idle-timeout-ms 0: the timeout needs pings)\n"
+    "  --idle-timeout-ms MS drop a viewer that answers no ping for MS ms, 0 = never; more than\n"
+    "                       --ping-ms (default 20000)\n"
     "  --print-events       print each event the app receives to stdout\n"
     "  --verbose            log connections and warnings to stderr\n"
     "  --help               print this and exit\n";
@@ -115,6 +117,7 @@ typedef struct video_opts {
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
+    int idle_given = 0; /* --idle-timeout-ms was given (else --ping-ms 0 turns it off too) */
     static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", "av1", NULL};
     static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
                                               RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
@@ -173,6 +176,7 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->ping_ms)) return CLI_USAGE;
         } else if (!strcmp(a, "--idle-timeout-ms")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->idle_timeout_ms)) return CLI_USAGE;
+            idle_given = 1;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &scfg->encode_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--quality")) {
@@ -219,6 +223,20 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
         } else {
             return cli_error(PROG, "%s: unexpected argument (the demo takes options only)", a);
         }
+    }
+    /* Keep-alive (issue 19): a viewer is dropped only after a ping it does not answer, so --ping-ms 0 alone turns
+     * the idle timeout off too; both given and in conflict, or a timeout not past the ping, is named here (the
+     * library would only say "invalid argument"). */
+    if (scfg->ping_ms == 0 && !idle_given) scfg->idle_timeout_ms = 0;
+    if (scfg->ping_ms == 0 && scfg->idle_timeout_ms > 0)
+        return cli_error(PROG, "--idle-timeout-ms %d: needs pings (--ping-ms 0 turns them off; use --idle-timeout-ms 0)",
+                         scfg->idle_timeout_ms);
+    if (scfg->idle_timeout_ms > 0 && scfg->idle_timeout_ms <= scfg->ping_ms) {
+        if (idle_given)
+            return cli_error(PROG, "--idle-timeout-ms %d: must be more than --ping-ms (%d)", scfg->idle_timeout_ms,
+                             scfg->ping_ms);
+        return cli_error(PROG, "--ping-ms %d: must be less than --idle-timeout-ms (%d, the default), or give both",
+                         scfg->ping_ms, scfg->idle_timeout_ms);
     }
     /* --gpu renders the fractal itself: a frame directory or the test pattern would be ignored */
     if (*gpu && *frames_dir) return cli_error(PROG, "--gpu: cannot be combined with --frames");

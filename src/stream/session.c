@@ -422,6 +422,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
     out->closing = c->closing;
     out->title_version = c->title_version;
     out->cursor_version = c->cursor_version;
+    out->size = c->size;
     out->rtt_us = s->rtt_us;
     out->srtt_us = s->link.srtt_us;
     out->min_rtt_us = s->link.min_rtt_us;

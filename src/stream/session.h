@@ -87,6 +87,7 @@ typedef struct rc_session_state {
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */
     int in_flight;               /* packets given and not acked yet (issue 11: /metrics) */
+    rcanvas_size size;           /* the canvas's size now (the active viewer's; issue 19: {"type":"size"}) */
 } rc_session_state;
 void rc_session_get_state(rc_session *s, rc_session_state *out);
 

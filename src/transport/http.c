@@ -453,6 +453,39 @@ int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *s, const char *upgrad
     return -1; /* hang up after the answer: nothing else is read from this connection */
 }
 
+/* Issue 19: a browser's WebSocket never sees the HTTP status of a refused upgrade (its close code is 1006 either
+ * way), so an rcanvas client (it asks for the rcanvas.v1 subprotocol) refused for its Origin (with the right token)
+ * or because max_viewers is reached is accepted and closed at once with 4403 "origin not allowed" or 4503 "too many
+ * viewers": no viewer, no session, nothing read or sent but the close frame. Other clients get the HTTP status. */
+static int asks_rcanvas(struct lws *wsi) {
+    char proto[128];
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_PROTOCOL) >= (int)sizeof proto ||
+        lws_hdr_copy(wsi, proto, sizeof proto, WSI_TOKEN_PROTOCOL) < 0)
+        return 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(proto, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+        if (!strcmp(tok, "rcanvas.v1")) return 1;
+    return 0;
+}
+
+static int refuse_by_close(rc_pss *p, int code, const char *reason) {
+    p->refuse_code = code;
+    p->refuse_reason = reason;
+    return 0; /* accepted: rc_http_refused_established closes it */
+}
+
+int rc_http_refused_established(struct lws *wsi, rc_pss *p) {
+    (void)p;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+int rc_http_refused_writable(struct lws *wsi, rc_pss *p) {
+    lws_close_reason(wsi, (enum lws_close_status)p->refuse_code, (unsigned char *)p->refuse_reason,
+                     strlen(p->refuse_reason));
+    return -1;
+}
+
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     if (refuse_plain(wsi, s)) return -1;
     if (check_host(wsi, s)) return -1;
@@ -472,6 +505,17 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     route_request(wsi, s, path, 1, r, &rt);
     if (rt.kind != RC_ROUTE_WEBSOCKET) {
         if (rt.log) rc_log_limited(&s->ratelog, s->log, rt.log, RCANVAS_LOG_WARN, "%s", rt.log);
+        if (rt.status == 403 && !strcmp(rt.reason, "origin not allowed") && asks_rcanvas(wsi)) {
+            free(r);
+            char token[200];
+            unsigned st;
+            rc_token_source src;
+            if (!authorize(wsi, s, &src, token, sizeof token, &st, "WebSocket")) { /* no token, no reason told */
+                if (st != 429) lws_return_http_status(wsi, st, st == 401 ? "token required" : "wrong token");
+                return -1;
+            }
+            return refuse_by_close(p, 4403, "origin not allowed");
+        }
         lws_return_http_status(wsi, (unsigned)rt.status, rt.reason);
         free(r);
         return -1;
@@ -501,6 +545,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     pthread_mutex_unlock(&s->mu);
     if (full) {
         rc_log_limited(&s->ratelog, s->log, "503", RCANVAS_LOG_WARN, "WebSocket refused: %d viewers already", s->max_viewers);
+        if (asks_rcanvas(wsi)) return refuse_by_close(p, 4503, "too many viewers");
         lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "too many viewers");
         return -1;
     }

@@ -28,6 +28,7 @@ static int write_tile(rc_viewer *v, rc_packet *pk, int tile, const rc_session_st
     size_t len = RC_FRAME_HEADER_SIZE + payload->len;
     if (lws_write(v->wsi, msg, len, LWS_WRITE_BINARY) < (int)len) return -1;
     *sent += len;
+    v->last_out_us = rc_now_us();
     return 0;
 }
 
@@ -69,6 +70,7 @@ int rc_viewer_writable(rc_viewer *v) {
             int w = lws_write(v->wsi, (unsigned char *)b + LWS_PRE, n, LWS_WRITE_TEXT);
             free(b);
             if (w < (int)n) return -1;
+            v->last_out_us = rc_now_us();
             lws_callback_on_writable(v->wsi); /* more text, or a frame */
             return 0;
         }

@@ -143,6 +143,14 @@ static void log_flush_timer(lws_sorted_usec_list_t *sul) {
     lws_sul_schedule(t->ctx, 0, &t->log_sul, log_flush_timer, RC_LOG_INTERVAL_US);
 }
 
+/* Issue 19: the application-level heartbeat of viewers (RC_HEARTBEAT_US), every RC_HEARTBEAT_CHECK_US. */
+static void heartbeat_timer(lws_sorted_usec_list_t *sul) {
+    rc_transport *t = lws_container_of(sul, rc_transport, heartbeat_sul);
+    int64_t now = rc_now_us();
+    for (rc_viewer *v = t->viewers; v; v = v->next) rc_viewer_heartbeat(v, now);
+    lws_sul_schedule(t->ctx, 0, &t->heartbeat_sul, heartbeat_timer, RC_HEARTBEAT_CHECK_US);
+}
+
 /* ---- wake-up and timers (network thread) ---- */
 
 void rc_transport_wake(rc_transport *t) {
@@ -205,11 +213,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: return rc_http_confirm_upgrade(wsi, t, (const char *)in);
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: return rc_http_filter_upgrade(wsi, t, p);
-    case LWS_CALLBACK_ESTABLISHED: return rc_viewer_established(wsi, t, p);
+    case LWS_CALLBACK_ESTABLISHED:
+        if (p && p->refuse_code) return rc_http_refused_established(wsi, p);
+        return rc_viewer_established(wsi, t, p);
     case LWS_CALLBACK_TIMER:
         if (p && p->v) rc_viewer_timer(p->v);
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE: return p && p->v ? rc_viewer_writable(p->v) : 0;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        if (p && p->refuse_code) return rc_http_refused_writable(wsi, p);
+        return p && p->v ? rc_viewer_writable(p->v) : 0;
     case LWS_CALLBACK_RECEIVE: return p && p->v ? rc_viewer_receive(p->v, in, len) : -1;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
         /* A close frame's payload is empty or a 2-byte code then a reason (RFC 6455 5.5.1); lws 4.1 checks the code
@@ -250,6 +262,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 static void *net_main(void *arg) {
     rc_transport *t = arg;
     lws_sul_schedule(t->ctx, 0, &t->log_sul, log_flush_timer, RC_LOG_INTERVAL_US);
+    lws_sul_schedule(t->ctx, 0, &t->heartbeat_sul, heartbeat_timer, RC_HEARTBEAT_CHECK_US);
     while (!atomic_load(&t->stop)) {
         if (lws_service(t->ctx, 0) < 0) break;
         if (tl_accept_errno) { /* lws's accept() failed in that round (lws_emit) */

@@ -96,15 +96,18 @@ static void queue_hello(rc_viewer *v) {
     link_fields(&st, link, sizeof link);
     memcpy(v->told_link, link, sizeof link);
     v->told_link_us = rc_now_us();
+    v->told_width = h.size.width;
+    v->told_height = h.size.height;
+    v->told_ratio = h.size.pixel_ratio;
     snprintf(msg, sizeof msg,
              "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
              "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
              "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"view_only\":%s,\"max_in_flight\":%d,"
-             "\"max_message_bytes\":%zu,\"link\":{%s}}",
+             "\"max_message_bytes\":%zu,\"heartbeat_ms\":%d,\"link\":{%s}}",
              st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
              st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false",
              v->view_only ? "true" : "false", h.max_in_flight,
-             v->t->max_message_bytes, link);
+             v->t->max_message_bytes, RC_HEARTBEAT_US / 1000, link);
     rc_viewer_queue_text(v, msg);
 }
 
@@ -157,6 +160,17 @@ void rc_viewer_service(rc_viewer *v) {
         v->told_title_version = h.title_version;
     }
     if (st.cursor_version != v->told_cursor_version) queue_cursor(v);
+    if (st.size.width != v->told_width || st.size.height != v->told_height || st.size.pixel_ratio != v->told_ratio) {
+        /* issue 19: the canvas's logical size changed (the active viewer resized): every viewer maps its pointer
+         * coordinates into it, and a viewer of another size letterboxes the frames */
+        char msg[160];
+        snprintf(msg, sizeof msg, "{\"type\":\"size\",\"width\":%.17g,\"height\":%.17g,\"pixel_ratio\":%.17g}",
+                 st.size.width, st.size.height, st.size.pixel_ratio);
+        rc_viewer_queue_text(v, msg);
+        v->told_width = st.size.width;
+        v->told_height = st.size.height;
+        v->told_ratio = st.size.pixel_ratio;
+    }
     if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
         char msg[600], codec[400];
         codec_fields(st.encoder, codec, sizeof codec);
@@ -185,6 +199,7 @@ int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p) {
     v->next = t->viewers;
     t->viewers = v;
     p->v = v;
+    v->last_out_us = rc_now_us();
     char peer[64] = "", from[80] = " (its peer already gone)"; /* it reset the connection right after asking */
     if (rc_transport_peer(wsi, peer, sizeof peer)) snprintf(from, sizeof from, " from %s", peer);
     queue_hello(v);
@@ -270,6 +285,13 @@ int rc_viewer_receive(rc_viewer *v, const void *in, size_t len) {
     handle_message(v, (const char *)v->rx, v->rx_len);
     v->rx_len = 0;
     return 0;
+}
+
+void rc_viewer_heartbeat(rc_viewer *v, int64_t now_us) {
+    if (v->close_code || v->sending || v->ntext || now_us - v->last_out_us < RC_HEARTBEAT_US) return;
+    rc_viewer_queue_text(v, "{\"type\":\"ping\"}");
+    v->last_out_us = now_us; /* one at a time: the next is due RC_HEARTBEAT_US later, sent or not */
+    lws_callback_on_writable(v->wsi);
 }
 
 void rc_viewer_timer(rc_viewer *v) {

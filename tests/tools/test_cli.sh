@@ -98,6 +98,23 @@ ok grep -qx "\[rcanvas error\] tls_cert $t/junk.pem: not a PEM certificate (BEGI
 ok grep -qx "$D: cannot start TLS with --tls-cert $t/junk.pem --tls-key $t/missing.key: TLS certificate or key cannot be used" "$t/err"
 ok [ ! -s "$t/out" ]
 
+# keep-alive (issue 19): --ping-ms 0 alone turns the idle timeout off too and the demo starts (it printed
+# "cannot start the server on 127.0.0.1:0: invalid argument"); a conflict given on the command line is named
+dd "$D: --idle-timeout-ms 20000: needs pings (--ping-ms 0 turns them off; use --idle-timeout-ms 0)" --ping-ms 0 --idle-timeout-ms 20000
+dd "$D: --idle-timeout-ms 3000: must be more than --ping-ms (5000)" --idle-timeout-ms 3000
+dd "$D: --idle-timeout-ms 4000: must be more than --ping-ms (4000)" --ping-ms 4000 --idle-timeout-ms 4000
+dd "$D: --ping-ms 30000: must be less than --idle-timeout-ms (20000, the default), or give both" --ping-ms 30000
+for keep in "--ping-ms 0" "--ping-ms 0 --idle-timeout-ms 0" "--ping-ms 30000 --idle-timeout-ms 60000"; do
+  # shellcheck disable=SC2086
+  "$demo" --port 0 --scene test $keep > "$t/keep.out" 2> "$t/keep.err" &
+  bg=$!
+  for _ in $(seq 100); do grep -q "open http://" "$t/keep.out" && break; sleep 0.1; done
+  if grep -q "open http://127\.0\.0\.1:" "$t/keep.out"; then ok true; else ok false; echo "  $keep: $(cat "$t/keep.err")" >&2; fi
+  kill "$bg"; wait "$bg"; bg=""
+done
+"$demo" --help > "$t/help.out"
+ok grep -q -- "--ping-ms MS .*0 also means" "$t/help.out"
+
 # a taken port: a first demo listens on a free port, a second one on the same port is told so in words
 "$demo" --port 0 --scene test > "$t/first.out" 2> "$t/first.err" &
 bg=$!
