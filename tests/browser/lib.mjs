@@ -90,6 +90,17 @@ export function startDemo(args = [], { port = 0, token = undefined, program = de
   });
 }
 
+/** Opens url in a new page of browser at viewport and waits until its view is connected; {page, errors} (the page's
+ *  uncaught errors, collected). */
+export async function openPage(browser, url, viewport = { width: 400, height: 300 }) {
+  const page = await browser.newPage({ viewport });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+  return { page, errors };
+}
+
 /** Reads the canvas's pixels at (x, y) in canvas backing-store pixels: [r, g, b, a]. */
 export async function canvasPixel(page, x, y) {
   return page.evaluate(([px, py]) => {

@@ -5,19 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import crypto from 'node:crypto';
-import { launchBrowser, startDemo, until, sleep, canvasPixel } from './lib.mjs';
+import { launchBrowser, startDemo, until, sleep, canvasPixel, openPage } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 
-async function openViewer(url, viewport = { width: 400, height: 300 }) {
-  const page = await browser.newPage({ viewport });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
-  return { page, errors };
-}
+const openViewer = (url, viewport, b = browser) => openPage(b, url, viewport);
 
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 

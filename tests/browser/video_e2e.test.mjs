@@ -10,21 +10,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
-import { CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel } from './lib.mjs';
+import { CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel, openPage } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 
-async function openViewer(url, viewport = { width: 400, height: 300 }, b = browser) {
-  const page = await b.newPage({ viewport });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
-  return { page, errors };
-}
+const openViewer = (url, viewport, b = browser) => openPage(b, url, viewport);
 
 // The test scene at 400×300: red, green / blue, white quadrants, a black 1-pixel border. Pure blue is checked
 // apart: even for an exact stream (Y 41, U 240, V 110 from libyuv's BT.601 limited-range conversion, which the

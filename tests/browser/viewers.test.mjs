@@ -3,7 +3,7 @@
 // dead link, key auto-repeat, resize storms, and which refusal a banner names. Each test starts its own demo.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { launchBrowser, startDemo, until, sleep, openPage } from './lib.mjs';
 import { startProxy } from './proxy.mjs';
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -11,14 +11,7 @@ import crypto from 'node:crypto';
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 
-async function openViewer(url, viewport = { width: 400, height: 300 }) {
-  const page = await browser.newPage({ viewport });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
-  return { page, errors };
-}
+const openViewer = (url, viewport, b = browser) => openPage(b, url, viewport);
 
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 
