@@ -121,7 +121,7 @@ test-browser: build tests/browser/node_modules
 # (RCANVAS_LIBRARY); test_pip_install.py unsets it and runs `pip install --no-build-isolation ./python` into a
 # temporary venv (it compiles its own librcanvas.so, once per run).
 RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
-python-test-deps:
+python-test-deps: deps
 	$(call apt_install,$(PYTHON_TEST_PACKAGES),--no-install-recommends)
 
 test-python: build python-test-deps tests/browser/node_modules

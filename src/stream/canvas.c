@@ -75,6 +75,10 @@ double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio) {
     uint32_t maxd = c->env.max_frame_dim;
     ratio = rc_canvas_clamp_ratio(c, w, h, ratio);
+    /* A new logical size with the same bitmap (an app that draws a fixed-size bitmap, stretched by the viewers as
+     * rendercanvas' contract says) would be skipped as identical, and every viewer kept the old aspect's picture:
+     * the next frame goes out whole. */
+    if (w != c->size.width || h != c->size.height) c->damage.resized = 1;
     c->size.width = w;
     c->size.height = h;
     c->size.pixel_ratio = ratio;

@@ -319,11 +319,13 @@ void rc_damage_publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
 int rc_damage_resolve_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     rc_damage_state *d = &c->damage;
     rc_frame_buf *l = c->last;
-    if (!l || l->img.width != fb->img.width || l->img.height != fb->img.height || l->img.format != fb->img.format) {
+    if (!l || l->img.width != fb->img.width || l->img.height != fb->img.height || l->img.format != fb->img.format ||
+        d->resized) {
         fb->dmg.all = 1;
     } else if (fb->dmg_base != l->seq && !(fb->dmg_base == d->skip_seq && d->skip_base == l->seq)) {
         fb->dmg.all = 1; /* against a frame that is gone (a failed encode): unknown */
     }
+    d->resized = 0;
     fb->dmg_base = l ? l->seq : 0;
     return !fb->dmg.all && rc_damage_map_count(&fb->dmg) == 0;
 }

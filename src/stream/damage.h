@@ -99,6 +99,8 @@ typedef struct rc_damage_state {
     uint64_t skipped;        /* identical frames not encoded (debug, tests) */
     uint32_t refine_seq;     /* the refinement made or running: of this frame... */
     uint32_t refine_base;    /* ...with this base (0 whole) */
+    int resized;             /* the canvas's logical size changed since the last resolve: the next frame is whole,
+                              * even if its pixels repeat (a viewer's picture takes the new aspect: issue 19) */
 } rc_damage_state;
 
 void rc_damage_state_free(rc_damage_state *d);

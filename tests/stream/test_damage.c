@@ -497,6 +497,26 @@ static void test_identical(void) {
     pkt p = {0};
     CHECK(take(&v, &p) && p.seq == 13 && p.base == 1 && p.ntiles <= 4);
     rc_damage_map_free(&p.cover);
+    ack(&v, 13);
+    /* the viewer resizes the canvas and the app draws the same bitmap (rendercanvas' fixed-size bitmap, stretched
+     * by the viewers): the frame goes out whole, so that every viewer draws it at the new aspect (before: skipped
+     * as identical, and the page kept its old letterbox, examples.test "two canvases"); the next repeat is skipped */
+    rcanvas_event rs = {.type = RCANVAS_EVENT_RESIZE, .width = W / 2.0, .height = H, .pixel_ratio = 2};
+    rc_session_push_event(v.s, &rs);
+    rcanvas_event drained;
+    while (rcanvas_poll_event(c, &drained) == 1) {}
+    CHECK_EQ_INT(rcanvas_wait(c, 1000), RCANVAS_WAKE_DRAW);
+    CHECK_EQ_INT(present_px(c, px, W, H), RCANVAS_OK);
+    wait_latest(c, 14);
+    memset(&p, 0, sizeof p);
+    CHECK_MSG(take(&v, &p) && p.seq == 14 && p.base == 0, "after a resize: seq %u base %u", p.seq, p.base);
+    rc_damage_map_free(&p.cover);
+    ack(&v, 14);
+    CHECK_EQ_INT(rcanvas_wait(c, 1000), RCANVAS_WAKE_DRAW);
+    CHECK_EQ_INT(present_px(c, px, W, H), RCANVAS_OK);
+    wait_idle(c);
+    CHECK(!take(&v, NULL));
+    CHECK_EQ_INT(dbg(c).skipped, 12);
     viewer_close(&v);
 
 #if RCANVAS_HAVE_H264
