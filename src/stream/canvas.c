@@ -137,6 +137,7 @@ int rc_canvas_create(const rc_canvas_env *env, const rcanvas_canvas_config *cfg,
     pthread_cond_init(&c->cv, &ca);
     pthread_condattr_destroy(&ca);
     rc_canvas_set_size_locked(c, cfg->width, cfg->height, cfg->pixel_ratio);
+    c->damage.resized = 0; /* its first frame is whole anyway */
     *out = c;
     return RCANVAS_OK;
 }
