@@ -14,6 +14,9 @@ test.after(async () => { await browser.close(); });
 const openViewer = (url, viewport, b = browser) => openPage(b, url, viewport);
 
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
+/** With RCANVAS_SCREENSHOTS=DIR, the page as a PNG in DIR (to look at what the assertions describe). */
+const shot = (page, name) => process.env.RCANVAS_SCREENSHOTS &&
+  page.screenshot({ path: `${process.env.RCANVAS_SCREENSHOTS}/${name}.png` });
 
 /** The bounding box (backing-store px) of the pixels of colour rgb (±40 per channel) on the page's canvas. */
 function colourBox(page, rgb) {
@@ -55,6 +58,7 @@ test('a viewer of another aspect sees the picture letterboxed, and its click lan
     assert.equal(ld.letterboxed, true);
     assert.deepEqual([ld.x, ld.y, ld.width, ld.height], [0, 180, 640, 360]);
     assert.equal((await stats(a.page)).picture.letterboxed, false);
+    await shot(b.page, 'viewers-letterbox-b');
     // B clicks the centre of its green quadrant (480, 270): the app gets the canvas point (960, 180)
     await b.page.mouse.click(480, 270);
     const downB = await until(() => demo.lines.find((l) => /^event pointer_down viewer=2 /.test(l)), 5000, "B's click");
@@ -97,6 +101,7 @@ test('a link that goes silent without closing shows "Connection stalled" within 
     assert.ok(took < 10000, `the banner came ${took} ms after the link went silent`);
     assert.ok(proxy.dropped > 0, 'the server kept sending (heartbeats) into the black hole');
     assert.equal((await stats(page)).stalls, 1);
+    await shot(page, 'viewers-stalled');
     assert.notEqual(await page.evaluate(() => window.rcanvas.state), 'connected');
     const shown = (await stats(page)).framesShown;
     proxy.paused = false;
