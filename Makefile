@@ -302,17 +302,20 @@ bench-anchor: bench-frames
 # 30 fps, loopback, 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms; fps, Mbit/s, PSNR, click-to-pixels latency.
 # BENCH_VNC_ARGS="--help" lists the options (links, codecs, noVNC's quality/compression pairs, seconds).
 BENCH_VNC_ARGS ?=
-# Two kinds of content (issue 17): the corpus slideshow (1920x1080 frames of FRAMES) and a generated motion sequence
-# (rcanvas-testframes --motion: a pan and zoom over a dense coloured line plot, 64 frames, the last followed by the
-# first without a jump), each with the source at every rate of BENCH_VNC_FPS.
+# The content (issue 17): the corpus slideshow (1920x1080 frames of FRAMES) and generated motion sequences
+# (rcanvas-testframes --motion, 64 frames, the last followed by the first without a jump): motion, a pan and zoom
+# over a dense coloured line plot; rotate, a 3D scatter plot orbited (every point moves by its depth). Each with the
+# source at every rate of BENCH_VNC_FPS.
 BENCH_VNC_FPS ?= 30 60
-BENCH_VNC_CONTENT ?= slideshow motion
+BENCH_VNC_CONTENT ?= slideshow motion rotate
 bench-vnc: bench-deps tests/browser/node_modules
 	$(CONFIGURE)
 	cmake --build build -j $(JOBS) --target rcanvas-demo bench-x11-player rcanvas-testframes
-	rm -rf build/bench-motion && ./build/rcanvas-testframes build/bench-motion --motion pan-1920x1080 64 >/dev/null
+	rm -rf build/bench-motion build/bench-rotate
+	./build/rcanvas-testframes build/bench-motion --motion pan-1920x1080 64 >/dev/null
+	./build/rcanvas-testframes build/bench-rotate --motion rotate-1920x1080 64 >/dev/null
 	for c in $(BENCH_VNC_CONTENT); do for f in $(BENCH_VNC_FPS); do \
-	  dir=$(FRAMES); [ $$c = motion ] && dir=$(abspath build/bench-motion); \
+	  dir=$(FRAMES); [ $$c = motion ] && dir=$(abspath build/bench-motion); [ $$c = rotate ] && dir=$(abspath build/bench-rotate); \
 	  echo "== bench-vnc: $$c at $$f fps"; \
 	  (cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	    node bench_vnc.mjs --frames $$dir --fps $$f $(BENCH_VNC_ARGS)) || exit 1; \

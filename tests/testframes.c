@@ -432,7 +432,7 @@ uint8_t *tf_smooth_new(uint32_t w, uint32_t h) {
 
 /* ---- motion sequences ---- */
 
-static const char *const k_motion_names[TF_MOTIONS] = {"pan"};
+static const char *const k_motion_names[TF_MOTIONS] = {"pan", "rotate"};
 
 const char *tf_motion_name(tf_motion m) { return m >= 0 && m < TF_MOTIONS ? k_motion_names[m] : "?"; }
 
@@ -508,11 +508,90 @@ static void draw_pan(canvas *c, uint32_t i, uint32_t n) {
 #undef SY
 }
 
+/* The rotation: a 3D scatter plot (three Gaussian clusters and a helix, 2400 points coloured by height through
+ * viridis, shaded as spheres, far ones first) in a wireframe box, turning 360° about the vertical axis over the
+ * sequence with a 20° tilt, in perspective: every pixel of the plot moves, at a different speed and direction by
+ * depth, the motion of a pygfx/fastplotlib 3D view being orbited. Frame n is frame 0 again. */
+typedef struct rot_pt { double x, y, depth, r; uint8_t col[3]; } rot_pt;
+static int cmp_depth(const void *a, const void *b) { /* far (larger depth) first */
+    double da = ((const rot_pt *)a)->depth, db = ((const rot_pt *)b)->depth;
+    return da < db ? 1 : da > db ? -1 : 0;
+}
+static void draw_disc(canvas *c, const rot_pt *p) {
+    int x0 = (int)floor(p->x - p->r - 1), x1 = (int)ceil(p->x + p->r + 1);
+    int y0 = (int)floor(p->y - p->r - 1), y1 = (int)ceil(p->y + p->r + 1);
+    for (int y = y0; y <= y1; y++)
+        for (int x = x0; x <= x1; x++) {
+            double dx = (x + 0.5 - p->x) / p->r, dy = (y + 0.5 - p->y) / p->r, d2 = dx * dx + dy * dy;
+            double cover = (1 - sqrt(d2)) * p->r + 0.5; /* the edge's distance in pixels: anti-aliased */
+            if (cover <= 0) continue;
+            double nz = d2 < 1 ? sqrt(1 - d2) : 0;
+            double lit = 0.35 + 0.65 * fmax(0, 0.55 * nz - 0.45 * dx - 0.45 * dy + 0.2); /* light from top left */
+            uint8_t col[3];
+            for (int k = 0; k < 3; k++) col[k] = (uint8_t)fmin(255, p->col[k] * lit + 60 * pow(fmax(0, nz - 0.6), 3));
+            blend(c, x, y, col, (int)(fmin(cover, 1) * 255));
+        }
+}
+static void draw_rotate(canvas *c, uint32_t i, uint32_t n) {
+    enum { NPTS = 2400 };
+    const double pi = 3.14159265358979323846;
+    rot_pt *pts = malloc(NPTS * sizeof *pts);
+    fill(c, k_white);
+    if (!pts) return; /* out of memory: the white frame */
+    int w = c->w, h = c->h;
+    double th = 2 * pi * i / n, tilt = 20 * pi / 180;
+    double ct = cos(th), st = sin(th), cx = cos(tilt), sx = sin(tilt);
+    double f = 1.15 * h, dist = 4.2; /* focal length (px) and the camera's distance (box half-size 1) */
+#define PROJ(X, Y, Z, OX, OY, OD) do { \
+        double rx_ = ct * (X) + st * (Z), rz_ = -st * (X) + ct * (Z); \
+        double ry_ = cx * (Y) - sx * rz_, rd_ = sx * (Y) + cx * rz_ + dist; \
+        OX = w / 2.0 + f * rx_ / rd_, OY = h / 2.0 - f * ry_ / rd_, OD = rd_; \
+    } while (0)
+    /* the box's 12 edges */
+    static const int e[12][2] = {{0, 1}, {1, 3}, {3, 2}, {2, 0}, {4, 5}, {5, 7}, {7, 6}, {6, 4},
+                                 {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    for (int k = 0; k < 12; k++) {
+        double ax, ay, ad, bx, by, bd;
+        int a = e[k][0], b = e[k][1];
+        PROJ(a & 1 ? 1.0 : -1.0, a & 2 ? 1.0 : -1.0, a & 4 ? 1.0 : -1.0, ax, ay, ad);
+        PROJ(b & 1 ? 1.0 : -1.0, b & 2 ? 1.0 : -1.0, b & 4 ? 1.0 : -1.0, bx, by, bd);
+        (void)ad, (void)bd;
+        if (ax >= 0 && ay >= 0 && bx >= 0 && by >= 0)
+            aa_line(c, llround(ax * 256), llround(ay * 256), llround(bx * 256), llround(by * 256), k_frame);
+    }
+    /* the points: a fixed cloud (the same every frame), turned */
+    for (int k = 0; k < NPTS; k++) {
+        double X, Y, Z;
+        uint64_t hs = hash3(0x5CA77E5, (uint64_t)k, 1);
+        double u1 = ((hs >> 11) + 1) / 9007199254740993.0, u2 = (double)(hash3(hs, 2, 3) >> 11) / 9007199254740992.0;
+        double u3 = ((hash3(hs, 4, 5) >> 11) + 1) / 9007199254740993.0, u4 = (double)(hash3(hs, 6, 7) >> 11) / 9007199254740992.0;
+        double g1 = sqrt(-2 * log(u1)) * cos(2 * pi * u2), g2 = sqrt(-2 * log(u1)) * sin(2 * pi * u2);
+        double g3 = sqrt(-2 * log(u3)) * cos(2 * pi * u4);
+        int kind = k % 4;
+        if (kind == 3) { /* the helix */
+            double t = (double)k / NPTS * 6 * pi;
+            X = 0.75 * cos(t), Z = 0.75 * sin(t), Y = -0.9 + 1.8 * (double)k / NPTS;
+        } else {
+            static const double ctr[3][3] = {{-0.45, -0.35, 0.3}, {0.4, 0.3, -0.35}, {0.1, 0.5, 0.5}};
+            X = ctr[kind][0] + 0.18 * g1, Y = ctr[kind][1] + 0.18 * g2, Z = ctr[kind][2] + 0.18 * g3;
+        }
+        rot_pt *p = &pts[k];
+        PROJ(X, Y, Z, p->x, p->y, p->depth);
+        p->r = 0.015 * f / p->depth;
+        colormap(k_viridis, (int64_t)fmin(65535, fmax(0, (Y + 1) / 2 * 65535)), p->col);
+    }
+#undef PROJ
+    qsort(pts, NPTS, sizeof pts[0], cmp_depth);
+    for (int k = 0; k < NPTS; k++) draw_disc(c, &pts[k]);
+    free(pts);
+}
+
 void tf_motion_draw(tf_motion m, uint32_t i, uint32_t n, uint32_t w, uint32_t h, uint8_t *rgba, size_t pitch) {
     if (!rgba || w < 1 || h < 1 || n < 1 || pitch < (size_t)w * 4) return;
     canvas c = {rgba, (int)w, (int)h, pitch};
     switch (m) {
     case TF_MOTION_PAN: draw_pan(&c, i % n, n); break;
+    case TF_MOTION_ROTATE: draw_rotate(&c, i % n, n); break;
     default: fill(&c, k_white); break;
     }
 }

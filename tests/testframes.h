@@ -62,8 +62,11 @@ uint8_t *tf_smooth_new(uint32_t w, uint32_t h);
  *   pan   a dense plot of 32 coloured signals in stacked panels with a grid, the camera moving 40 px right and
  *         20 px down a frame and zooming ±20 % over the loop (frame n is frame 0 again). Drawn with libm: not
  *         pinned by a checksum.
+ *   rotate  a 3D scatter plot (2400 shaded points in three clusters and a helix, in a wireframe box) turning 360°
+ *         about the vertical axis over the loop, in perspective: motion that differs by depth, as when a 3D view
+ *         is orbited. Drawn with libm: not pinned by a checksum.
  * rcanvas-testframes OUTDIR --motion pan-1920x1080 64 writes such a loop as PNG files (the demo's --frames). */
-typedef enum tf_motion { TF_MOTION_PAN, TF_MOTIONS } tf_motion;
+typedef enum tf_motion { TF_MOTION_PAN, TF_MOTION_ROTATE, TF_MOTIONS } tf_motion;
 const char *tf_motion_name(tf_motion m);
 /* Motion by name; -1 if unknown. */
 int tf_motion_parse(const char *name, tf_motion *m);

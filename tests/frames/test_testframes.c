@@ -110,10 +110,42 @@ static void test_properties(void) {
     }
 }
 
+/* The motion loops: frame n is frame 0 again (the demo plays them in a loop without a jump), consecutive frames
+ * differ almost everywhere the content is, and the content covers a good part of the frame. */
+static void test_motions(void) {
+    enum { MW = 320, MH = 180, N = 16 };
+    uint8_t *a = malloc((size_t)MW * MH * 4), *b = malloc((size_t)MW * MH * 4);
+    if (!a || !b) { CHECK(0); free(a); free(b); return; }
+    for (int m = 0; m < TF_MOTIONS; m++) {
+        tf_motion parsed;
+        CHECK(tf_motion_parse(tf_motion_name((tf_motion)m), &parsed) == 0 && parsed == (tf_motion)m);
+        tf_motion_draw((tf_motion)m, 0, N, MW, MH, a, (size_t)MW * 4);
+        tf_motion_draw((tf_motion)m, N, N, MW, MH, b, (size_t)MW * 4);
+        CHECK_MSG(!memcmp(a, b, (size_t)MW * MH * 4), "%s: frame %d is not frame 0", tf_motion_name((tf_motion)m), N);
+        tf_motion_draw((tf_motion)m, 1, N, MW, MH, b, (size_t)MW * 4);
+        size_t ink = 0, moved = 0;
+        for (size_t i = 0; i < (size_t)MW * MH; i++) {
+            const uint8_t *p = a + i * 4, *q = b + i * 4;
+            if (p[0] < 250 || p[1] < 250 || p[2] < 250) ink++;
+            if (memcmp(p, q, 3)) moved++;
+            CHECK(p[3] == 255);
+        }
+        printf("motion %s: %.1f %% of the frame drawn, %.1f %% changed from frame 0 to 1\n",
+               tf_motion_name((tf_motion)m), 100.0 * ink / (MW * MH), 100.0 * moved / (MW * MH));
+        CHECK_MSG(ink > (size_t)MW * MH / 20, "%s: %zu pixels drawn", tf_motion_name((tf_motion)m), ink);
+        CHECK_MSG(moved > ink / 2, "%s: %zu of %zu drawn pixels changed", tf_motion_name((tf_motion)m), moved, ink);
+    }
+    tf_motion none;
+    CHECK(tf_motion_parse("spin", &none) == -1);
+    free(a);
+    free(b);
+}
+
 int main(void) {
     test_checksums();
     if (getenv("TF_PRINT")) return 0;
     test_pitch_alpha();
     test_properties();
+    test_motions();
     TEST_MAIN_END();
 }
