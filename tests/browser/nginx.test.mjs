@@ -280,7 +280,14 @@ test('nginx: /host-a/ and /host-b/ reach their own server over https and wss; ea
 test('nginx: wrong tokens, a foreign Host and unknown paths are refused through nginx; http redirects to https', { skip: skipNginx }, async () => {
   const { ports, tokenA, tokenB } = env;
   const p = ports.nginx, origin = `https://${NAME}:${p}`;
-  assert.equal((await get(p, `/host-a/?token=${tokenA}`)).status, 200);
+  const ok = await get(p, `/host-a/?token=${tokenA}`);
+  assert.equal(ok.status, 200);
+  // the token cookie: its server's Path, and Secure, since nginx says the browser came over https
+  // (X-Forwarded-Proto): without it the browser would send the token in clear text to http://NAME/host-a/
+  assert.equal(ok.headers['set-cookie'][0],
+    `rcanvas_token_${env.a.port}=${tokenA}; Path=/host-a; HttpOnly; SameSite=Strict; Secure`);
+  const direct = await get(env.a.port, `/host-a/?token=${tokenA}`, { plain: true, host: `127.0.0.1:${env.a.port}` });
+  assert.ok(!direct.headers['set-cookie'][0].includes('Secure'), 'over plain http, straight to rcanvas: no Secure');
   const wrong = await get(p, '/host-a/?token=0123456789abcdef0123456789abcdef');
   assert.equal(wrong.status, 403);
   assert.match(wrong.body, /wrong token/);                     // rcanvas' answer, passed on by nginx
@@ -359,6 +366,8 @@ test('HAProxy: /host-a/ and /host-b/ reach their own server; 101 logged per back
     const { haproxy, ports, tokenA, tokenB } = env;
     await bothHosts(ports.haproxy, 'haproxy');
     const p = ports.haproxy, origin = `https://${NAME}:${p}`;
+    const ok = await get(p, `/host-b/?token=${tokenB}`);
+    assert.match(ok.headers['set-cookie'][0], /; Path=\/host-b; HttpOnly; SameSite=Strict; Secure$/);
     assert.equal((await get(p, '/host-a/?token=0123456789abcdef0123456789abcdef')).status, 403);
     assert.equal((await get(p, `/host-b/ws?token=${tokenA}`, { upgrade: true, origin })).status, 403);
     assert.equal((await get(p, `/host-b/ws?token=${tokenB}`, { upgrade: true, origin })).status, 101);
