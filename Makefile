@@ -10,9 +10,11 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
                 libopenh264-dev libvpx-dev libyuv-dev libwebp-dev libaom-dev
 # What the tests need on top (deps): headless Chromium for the browser tests, Mesa's lavapipe and the validation
 # layers for the Vulkan tests, dav1d (the AV1 decoder of test_av1), curl and openssl (test_h2c_curl, test_cli),
-# clang and its runtime (the fuzz targets), Debian's Python test modules, and Node.js (NODE_PACKAGES).
+# clang and its runtime (the fuzz targets), nginx and haproxy (tests/browser/nginx.test.mjs runs deploy/'s proxy
+# configurations in front of two servers; it starts them itself, on free ports, and the Debian services they come
+# with are not used), Debian's Python test modules, and Node.js (NODE_PACKAGES).
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
-                clang libclang-rt-dev \
+                clang libclang-rt-dev nginx haproxy \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
                 python3-wheel python3-venv
 APT_PACKAGES := $(DEMO_APT_PACKAGES) $(TEST_APT_PACKAGES)

@@ -7,6 +7,7 @@
  * It shows the app side of rcanvas: wait for a due draw, drain events, render at the physical size, present.
  */
 #include <ctype.h>
+#include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -46,6 +48,8 @@ static const char USAGE[] =
     "  --token T            interactive token (input, may become active): 22-128 characters of A-Z a-z 0-9 _ -\n"
     "                       (default: random, 128 bits)\n"
     "  --view-token T       view-only token (frames, no input, never active): same rule (default: random)\n"
+    "  --token-file FILE, --view-token-file FILE  the token from FILE (one line; not readable by others),\n"
+    "                       kept out of the command line that every local user sees in ps\n"
     "  --allow-host NAME    accept this Host name (any port), against DNS rebinding; repeatable; \"*\" = any.\n"
     "                       Bound to loopback, localhost, 127.0.0.1 and [::1] are accepted without it\n"
     "  --allow-origin ORIGIN  accept WebSocket upgrades from this Origin too (e.g. https://proxy.example); repeatable\n"
@@ -105,6 +109,33 @@ static int token_problem(const char *t, char *why, size_t cap) {
     return 0;
 }
 
+/* --token-file, --view-token-file (issue 20: a service's token stays out of ps, which shows every command line to
+ * every local user): the token from path's first line (a final "\n" or "\r\n" dropped), into out (cap bytes, 130
+ * hold any good one). 0, or 1 and what is wrong in why: unreadable, readable by others, or the token rule. */
+static int read_token_file(const char *path, char *out, size_t cap, char *why, size_t whycap) {
+    FILE *f = fopen(path, "r");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st)) {
+        snprintf(why, whycap, "cannot be read: %s", strerror(errno));
+        if (f) fclose(f);
+        return 1;
+    }
+    if (st.st_mode & S_IROTH) {
+        fclose(f);
+        snprintf(why, whycap, "is readable by others (chmod o-r)");
+        return 1;
+    }
+    size_t n = fread(out, 1, cap - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    if (n > 0 && out[n - 1] == '\n') out[--n] = '\0';
+    if (n > 0 && out[n - 1] == '\r') out[--n] = '\0';
+    char rule[64];
+    if (!token_problem(out, rule, sizeof rule)) return 0;
+    snprintf(why, whycap, "%s: must be 22 to 128 characters of A-Z a-z 0-9 _ -", rule);
+    return 1;
+}
+
 /* Parses argv into the configs. Returns -1 to go on, or the exit status (0 after --help, CLI_USAGE after an error,
  * which it has reported). */
 typedef struct video_opts {
@@ -148,6 +179,14 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             char why[64];
             if (token_problem(v, why, sizeof why)) return cli_error(PROG, "%s: %s: must be %s", a, why, rule);
             *(a[2] == 't' ? &scfg->token : &scfg->view_token) = v;
+        } else if (!strcmp(a, "--token-file") || !strcmp(a, "--view-token-file")) {
+            static char tokens[2][130];
+            int view = a[2] == 'v';
+            char why[128];
+            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a file holding the token");
+            if (read_token_file(v, tokens[view], sizeof tokens[view], why, sizeof why))
+                return cli_error(PROG, "%s %s: %s", a, v, why);
+            *(view ? &scfg->view_token : &scfg->token) = tokens[view];
         } else if (!strcmp(a, "--allow-host") || !strcmp(a, "--allow-origin")) {
             int host = a[8] == 'h';
             if (!(v = cli_value(argc, argv, &i)) || !*v || strlen(v) > 255)

@@ -65,6 +65,21 @@ int rc_auth_cookie(const char *h, const char *name, char *out, size_t cap) {
 
 void rc_auth_cookie_name(int port, char *out, size_t cap) { snprintf(out, cap, "rcanvas_token_%d", port); }
 
+void rc_auth_token_cookie(int port, const char *token, const char *base, int secure, char *out, size_t cap) {
+    char name[40];
+    rc_auth_cookie_name(port, name, sizeof name);
+    snprintf(out, cap, "%s=%s; Path=%s; HttpOnly; SameSite=Strict%s", name, token, base[0] ? base : "/",
+             secure ? "; Secure" : "");
+}
+
+int rc_auth_forwarded_https(const char *v) {
+    if (!v) return 0;
+    while (*v == ' ' || *v == '\t') v++;
+    if (strncasecmp(v, "https", 5)) return 0;
+    for (v += 5; *v == ' ' || *v == '\t'; v++) {}
+    return *v == '\0' || *v == ',';
+}
+
 /* ---- rate limit ---- */
 
 void rc_auth_prefix(const char *addr, char *out, size_t cap) {

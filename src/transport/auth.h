@@ -45,6 +45,20 @@ int rc_auth_cookie(const char *header, const char *name, char *out, size_t cap);
  * servers on one host keep theirs apart). */
 void rc_auth_cookie_name(int port, char *out, size_t cap);
 
+/* The Set-Cookie value that trades a page's ?token= for the cookie, into out (cap bytes; 512 hold any token of
+ * 128 characters and any base path): "rcanvas_token_PORT=TOKEN; Path=BASE; HttpOnly; SameSite=Strict", and
+ * "; Secure" when secure (RFC 6265 4.1.2.5: the browser then never sends it over plain http). HttpOnly: no
+ * script reads it; SameSite=Strict: no other site's page sends it. base "" is Path=/. */
+void rc_auth_token_cookie(int port, const char *token, const char *base, int secure, char *out, size_t cap);
+
+/* 1 if a reverse proxy that terminated TLS says so: an X-Forwarded-Proto value (the de facto header nginx's
+ * `proxy_set_header X-Forwarded-Proto $scheme`, HAProxy and Caddy send) whose first entry is "https" (ignoring
+ * case and spaces; a chain of proxies appends, so the first is the one the browser reached). NULL or anything
+ * else: 0. Only the cookie's Secure flag follows it (issue 20: behind a TLS proxy the cookie lacked Secure and
+ * went out in clear text on a visit to the site's http:// address); a client that forges it makes its own cookie
+ * only stricter, so nothing here needs the proxy to be trusted. */
+int rc_auth_forwarded_https(const char *x_forwarded_proto);
+
 /* ---- rate limit on wrong tokens ---- */
 
 /* Wrong tokens are counted per network, not per address: an IPv4 address's /24, an IPv6 address's /64 (one host

@@ -149,13 +149,17 @@ static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src,
     return RC_ROLE_NONE;
 }
 
-/* The Set-Cookie value that trades a page's ?token= for the cookie (HttpOnly: no script reads it; SameSite=Strict:
- * no other site's page sends it), so that the client can drop the token from the address bar. */
-static void token_cookie(rc_transport *s, const char *token, char *out, size_t cap) {
-    char name[40];
-    rc_auth_cookie_name(s->port, name, sizeof name);
-    snprintf(out, cap, "%s=%s; Path=%s; HttpOnly; SameSite=Strict%s", name, token, s->base[0] ? s->base : "/",
-             s->tls ? "; Secure" : ""); /* with TLS, never sent over plain http */
+/* The Set-Cookie value that trades a page's ?token= for the cookie (auth.c), so that the client can drop the token
+ * from the address bar. Secure with TLS here, or behind a proxy that terminated it and says so in
+ * X-Forwarded-Proto (issue 20): never sent over plain http then. */
+static void token_cookie(struct lws *wsi, rc_transport *s, const char *token, char *out, size_t cap) {
+    static const char xfp_name[] = "x-forwarded-proto:";
+    char xfp[64];
+    int n = lws_hdr_custom_length(wsi, xfp_name, (int)sizeof xfp_name - 1);
+    int forwarded = n > 0 && n < (int)sizeof xfp &&
+                    lws_hdr_custom_copy(wsi, xfp, (int)sizeof xfp, xfp_name, (int)sizeof xfp_name - 1) >= 0 &&
+                    rc_auth_forwarded_https(xfp);
+    rc_auth_token_cookie(s->port, token, s->base, s->tls || forwarded, out, cap);
 }
 
 static const char k_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
@@ -388,7 +392,7 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
     size_t len = 0;
     char root[256], cookie[512];
     rc_auth_root_prefix(path, root, sizeof root);
-    if (src == RC_TOKEN_QUERY) token_cookie(s, token, cookie, sizeof cookie);
+    if (src == RC_TOKEN_QUERY) token_cookie(wsi, s, token, cookie, sizeof cookie);
     char *page = render_page(cname, title, root, src == RC_TOKEN_QUERY, &len);
     if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
     ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len, src == RC_TOKEN_QUERY ? cookie : NULL);

@@ -80,6 +80,13 @@ dd "$D: --token: 5 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" 
 dd "$D: --token: character 4 is not allowed: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token 'abc!defghijklmnopqrstuvw'
 long=$(printf '%0129d' 0)
 dd "$D: --token: 129 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token "$long"
+# --token-file (issue 20): the file named with what is wrong, the token itself never shown
+printf 'short\n' > "$t/short.token"; chmod 600 "$t/short.token"
+printf 'abcdefghijklmnopqrstuvwxyz0123\n' > "$t/open.token"; chmod 644 "$t/open.token"
+dd "$D: --token-file $t/short.token: 5 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token-file "$t/short.token"
+dd "$D: --view-token-file $t/open.token: is readable by others (chmod o-r)" --view-token-file "$t/open.token"
+dd "$D: --token-file $t/none.token: cannot be read: No such file or directory" --token-file "$t/none.token"
+dd "$D: --token-file: needs a value (a file holding the token)" --token-file
 # TLS (issue 11): a certificate needs its key and the other way round; self-signed is the one --tls mode
 dd "$D: --tls-cert: needs a value (a PEM file)" --tls-cert
 dd "$D: --tls-key: needs a value (a PEM file)" --tls-key --port 0

@@ -47,6 +47,20 @@ static void test_bearer_cookie(void) {
     CHECK(!rc_auth_cookie("rcanvas_token_80800=x; xrcanvas_token_8080=y", "rcanvas_token_8080", out, sizeof out));
     CHECK(!rc_auth_cookie("rcanvas_token_8080=", "rcanvas_token_8080", out, sizeof out));
     CHECK(!rc_auth_cookie("", "rcanvas_token_8080", out, sizeof out));
+    /* the Set-Cookie value: Secure with TLS, or behind a TLS proxy (X-Forwarded-Proto: https; issue 20) */
+    char sc[512];
+    rc_auth_token_cookie(8081, "tok", "/host-a", 0, sc, sizeof sc);
+    CHECK(!strcmp(sc, "rcanvas_token_8081=tok; Path=/host-a; HttpOnly; SameSite=Strict"));
+    rc_auth_token_cookie(8081, "tok", "", 1, sc, sizeof sc);
+    CHECK(!strcmp(sc, "rcanvas_token_8081=tok; Path=/; HttpOnly; SameSite=Strict; Secure"));
+    CHECK(rc_auth_forwarded_https("https"));
+    CHECK(rc_auth_forwarded_https("HTTPS"));
+    CHECK(rc_auth_forwarded_https(" https , http")); /* a chain: the first proxy's, the one the browser reached */
+    CHECK(!rc_auth_forwarded_https("http, https"));
+    CHECK(!rc_auth_forwarded_https("http"));
+    CHECK(!rc_auth_forwarded_https("httpsx"));
+    CHECK(!rc_auth_forwarded_https(""));
+    CHECK(!rc_auth_forwarded_https(NULL));
     rc_auth_cookie_name(8123, out, sizeof out);
     CHECK(!strcmp(out, "rcanvas_token_8123"));
 }
