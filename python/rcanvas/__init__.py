@@ -276,7 +276,7 @@ class Canvas:
         cfg.refine_ms = int(refine_ms)
         h = ctypes.c_void_p()
         self._cv = threading.Condition()  # guards _h, _busy, _closing: close() waits for calls in other threads
-        self._busy = 0
+        self._busy = {}  # thread ident -> calls of that thread inside rcanvas with the handle
         self._closing = False
         with server._lock:
             r = lib().rcanvas_canvas_new(server.handle, ctypes.byref(cfg), ctypes.byref(h))
@@ -303,17 +303,25 @@ class Canvas:
     def _use(self):
         # The handle for one call, counted, so that close() (any thread) frees the canvas only once no call is
         # inside rcanvas with it; RCANVAS_ECLOSED once close() has begun.
+        # Counted per thread: a KeyboardInterrupt can land between the count and the try below (or in the
+        # finally's lock), leaving a count that no call holds; close() from that same thread then waited for it
+        # for ever (test_pip_install caught `python -m rcanvas` hanging on Ctrl-C under load). A thread that calls
+        # close() is in no call itself, so close() waits only for the other threads' counts.
+        me = threading.get_ident()
         with self._cv:
             if self._h is None or self._closing:
                 raise RcanvasError(ECLOSED, "canvas closed")
-            self._busy += 1
+            self._busy[me] = self._busy.get(me, 0) + 1
             h = self._h
         try:
             yield h
         finally:
             with self._cv:
-                self._busy -= 1
-                if not self._busy:
+                n = self._busy.get(me, 0) - 1
+                if n > 0:
+                    self._busy[me] = n
+                else:
+                    self._busy.pop(me, None)
                     self._cv.notify_all()
 
     @property
@@ -469,10 +477,12 @@ class Canvas:
     # -- lifetime
 
     def _quiesce(self):
-        # Refuses new calls and waits for those under way in other threads (wait() leaves within WAIT_SLICE_S).
+        # Refuses new calls and waits for those under way in other threads (wait() leaves within WAIT_SLICE_S);
+        # the calling thread's own count, if an interrupt left one, is no call under way (_use).
+        me = threading.get_ident()
         with self._cv:
             self._closing = True
-            while self._busy:
+            while any(t != me for t in self._busy):
                 self._cv.wait()
 
     def _detach(self):

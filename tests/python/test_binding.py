@@ -281,3 +281,37 @@ def test_repr_html_behind_a_proxy_uses_a_url_on_the_notebooks_origin():
         assert c.url.startswith(f"http://127.0.0.1:{s.port}/user/me/proxy/8080/?token=")
     finally:
         s.close()
+
+
+def test_close_after_an_interrupt_inside_a_call_does_not_hang():
+    """A KeyboardInterrupt that lands inside the call bookkeeping (after a call was counted, before its try) left
+    a count no call held, and close() from that thread waited for it for ever: `python -m rcanvas` hung on Ctrl-C
+    (test_pip_install, under load). Entering the count without leaving it stands for that interrupt."""
+    s = rcanvas.Server(port=0)
+    c = s.canvas(name="interrupted")
+    stuck = c._use()
+    stuck.__enter__()  # counted, never left: what the interrupt leaves behind
+    closer = threading.Thread(target=c.close, daemon=True)
+    # another thread's call is under way: close() in a third thread waits for it ...
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive(), "close() did not wait for another thread's call"
+    stuck.__exit__(None, None, None)
+    closer.join(5)
+    assert not closer.is_alive(), "close() did not return once the other thread's call left"
+    # ... and the same thread's own leftover count is not waited for (before: this close() never returned)
+    c2 = s.canvas(name="interrupted2")
+    done = threading.Event()
+
+    def interrupted_then_close():
+        left = c2._use()  # kept: a generator let go would be closed, and its finally would run
+        left.__enter__()
+        c2.close()
+        s.close()
+        done.set()
+
+    t = threading.Thread(target=interrupted_then_close, daemon=True)
+    t.start()
+    t.join(5)
+    assert done.is_set(), "close() waited for the calling thread's own leftover count"
+    assert c2.closed
