@@ -100,6 +100,8 @@ export class SfuView {
     const vo = el('div', 'rcanvas-viewonly', this.root);
     vo.textContent = 'view only';
     vo.title = 'Relayed by Janus (WebRTC): this page shows the canvas; its mouse and keys do not reach the app.';
+    vo.style.right = 'auto';           // top left: the stats overlay has the top right corner
+    vo.style.left = '8px';
     this.statsEl = el('pre', 'rcanvas-stats', this.root);
     this.statsEl.setAttribute('aria-hidden', 'true');
     this.statsEl.hidden = true;

@@ -8,11 +8,13 @@
 //   Chromium ── client/sfu.html (nginx: the page, /vendor/janus.js, /janus proxied) ◀──┘
 //
 // What is asserted: a viewer through Janus shows the picture the app drew (a known pattern of 8 solid blocks,
-// written here as PNG: each block's colour at its centre, and the PSNR of the whole frame); a late joiner gets
-// a picture within 1 s of its ICE connecting although the demo sends keyframes only when asked
-// (--keyframe-interval 0: its PLI through Janus did it); 8 viewers at once all show frames, while the rcanvas
-// server's CPU (utime + stime) does not grow with them: Janus does the fan-out. Skipped only when janus, its
-// streaming plugin, janus.js, adapter.js or nginx are not installed (make deps installs them: TEST_APT_PACKAGES).
+// written here as two PNGs that differ in a small ticking square, so that rcanvas has a new frame to send each
+// time: each block's colour at its centre, and the PSNR of the rest of the frame); a late joiner gets a picture
+// within 1 s of its ICE connecting although the demo sends keyframes only when asked (--keyframe-interval 0: the
+// PLI that Janus sends to rcanvas' RTCP socket for a new viewer, or the browser's own, did it); 8 viewers at once
+// all show frames, while the rcanvas server's CPU (utime + stime) does not grow with them: Janus does the fan-out.
+// Skipped only when janus, its streaming plugin, janus.js, adapter.js or nginx are not installed (make deps
+// installs them: TEST_APT_PACKAGES). Chromium gets WEBRTC_LOOPBACK_ARGS (janus.mjs says why each).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -29,12 +31,17 @@ const BLOCKS = [[230, 30, 30], [30, 200, 40], [40, 60, 220], [240, 240, 240],
 const missing = janusMissing() || (fs.existsSync(NGINX_BIN) ? null : `nginx is not installed (${NGINX_BIN})`);
 const skip = missing ? `${missing}: the Janus SFU tests need it` : false;
 
-/** The expected pattern (W × H RGBA). */
-function pattern() {
+// rcanvas sends a frame only when the picture changes: the two frames the demo plays in turn differ in a
+// TICK × TICK square at the bottom right (black, then white), which the picture checks leave out
+const TICK = 32;
+const inTick = (x, y) => x >= W - TICK && y >= H - TICK;
+
+/** The expected pattern (W × H RGBA); `tick` 0 or 1 is the colour of the ticking square. */
+function pattern(tick) {
   const px = Buffer.alloc(W * H * 4);
   for (let y = 0; y < H; y++)
     for (let x = 0; x < W; x++) {
-      const c = BLOCKS[Math.floor(y / 180) * 4 + Math.floor(x / 160)];
+      const c = inTick(x, y) ? [255 * tick, 255 * tick, 255 * tick] : BLOCKS[Math.floor(y / 180) * 4 + Math.floor(x / 160)];
       px.set([c[0], c[1], c[2], 255], (y * W + x) * 4);
     }
   return px;
@@ -67,7 +74,8 @@ async function withSfu(fn, { fps = 15 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-sfu-frames-'));
   let janus, web, demo, browser;
   try {
-    fs.writeFileSync(path.join(dir, 'blocks.png'), png(W, H, pattern()));
+    fs.writeFileSync(path.join(dir, 'blocks0.png'), png(W, H, pattern(0)));
+    fs.writeFileSync(path.join(dir, 'blocks1.png'), png(W, H, pattern(1)));
     janus = await startJanus();
     web = await startWebFront(`127.0.0.1:${janus.httpPort}`);
     demo = await startDemo(['--frames', dir, '--fps', String(fps), '--codec', 'h264', '--keyframe-interval', '0',
@@ -104,7 +112,7 @@ const shownAtLeast = (page, n, what, ms = 20000) =>
 /** The <video>'s current picture drawn into a canvas at its own size, compared with the pattern in the page:
  *  {w, h, psnr (dB, R, G and B), centres: [[r, g, b], …] of each block}. */
 function measurePicture(page) {
-  return page.evaluate(([blocks, w, h]) => {
+  return page.evaluate(([blocks, w, h, tick]) => {
     const v = document.querySelector('video');
     const c = document.createElement('canvas');
     c.width = v.videoWidth; c.height = v.videoHeight;
@@ -115,6 +123,7 @@ function measurePicture(page) {
     let se = 0, seIn = 0, nIn = 0;
     for (let y = 0; y < h; y++)
       for (let x = 0; x < w; x++) {
+        if (x >= w - tick - 8 && y >= h - tick - 8) continue;   // the ticking square (and the blocking around it)
         const b = blocks[Math.floor(y / 180) * 4 + Math.floor(x / 160)], i = (y * w + x) * 4;
         const inner = x % 160 >= 8 && x % 160 < 152 && y % 180 >= 8 && y % 180 < 172;
         for (let k = 0; k < 3; k++) {
@@ -124,14 +133,14 @@ function measurePicture(page) {
         }
         if (inner) nIn++;
       }
-    const mse = se / (w * h * 3), mseIn = seIn / (nIn * 3);
+    const mse = se / ((w * h - (tick + 8) ** 2) * 3), mseIn = seIn / (nIn * 3);
     const db = (m) => (m === 0 ? 99 : 10 * Math.log10((255 * 255) / m));
     const centres = blocks.map((_, n) => {
       const i = ((Math.floor(n / 4) * 180 + 90) * w + (n % 4) * 160 + 80) * 4;
       return [d[i], d[i + 1], d[i + 2]];
     });
     return { w, h, psnr: db(mse), psnrInner: db(mseIn), centres };
-  }, [BLOCKS, W, H]);
+  }, [BLOCKS, W, H, TICK]);
 }
 
 test('a viewer through Janus shows the picture the app drew (block colours, PSNR ≥ 30 dB), with the stats overlay', { skip }, async () => {
@@ -161,7 +170,7 @@ test('a viewer through Janus shows the picture the app drew (block colours, PSNR
   });
 });
 
-test('a late joiner through Janus gets a picture within 1 s of its ICE connecting (its PLI makes rcanvas send a keyframe)', { skip }, async () => {
+test('a late joiner through Janus gets a picture within 1 s of its ICE connecting (a PLI through Janus makes rcanvas send a keyframe)', { skip }, async () => {
   await withSfu(async ({ browser, web }) => {
     const first = await openSfu(browser, web);
     await shownAtLeast(first.page, 10, 'the first viewer shows frames');
