@@ -258,7 +258,7 @@ export class SfuView {
       framesShown: this.framesShown, fps: this.fps(), frameWidth: this.video.videoWidth,
       frameHeight: this.video.videoHeight, codec: 'h264', encoder: 'H.264 WebRTC (Janus)', tilesPerFrame: 1,
       kBPerFrame: r.kBPerFrame || 0, mbps: Math.round((r.mbps || 0) * 1000) / 1000, latencyMs: r.latencyMs ?? null,
-      decodeMs: r.decodeMs ?? null, drawMs: null, presentMs: r.jitterBufferMs ?? null, ...r,
+      decodeMs: r.decodeMs ?? null, drawMs: null, presentMs: null, ...r,   // the browser draws the <video> itself
       iceConnectedAt: this.iceConnectedAt, firstFrameAt: this.firstFrameAt, connects: this.connects,
       errors: this.errors.slice(-10),
     };

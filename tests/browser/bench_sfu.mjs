@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
-import { cpuSeconds, janusMissing, startJanus, startWebFront, WEBRTC_LOOPBACK_ARGS } from './janus.mjs';
+import { cpuSeconds, janusMissing, startJanus, startWebFront, WEBRTC_LOCAL_ARGS } from './janus.mjs';
 
 const MARKER = { x: 64, y: 64, size: 256 };      // examples/demo/frames.h: FRAME_MARKER_*
 
@@ -166,7 +166,7 @@ async function run(o, browser, mode, n) {
 const o = parseArgs(process.argv.slice(2));
 const why = janusMissing();
 if (why) fail(why);
-const browser = await launchBrowser(WEBRTC_LOOPBACK_ARGS);
+const browser = await launchBrowser(WEBRTC_LOCAL_ARGS);
 const rows = [];
 const f = (x, d = 1) => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d));
 try {

@@ -23,15 +23,22 @@ export const JANUS_JS = '/usr/share/javascript/janus-gateway/janus.js';         
 export const ADAPTER_JS = '/usr/share/javascript/webrtc-adapter/adapter.js';     // libjs-webrtc-adapter
 export const TEMPLATES = path.join(root, 'deploy', 'janus');
 
-// Chromium's WebRTC on loopback in headless mode: without these, its ICE offers only mDNS (.local) host
-// candidates, which Janus cannot resolve (WebRtcHideLocalIpsWithMdns), and it leaves out loopback addresses from
-// candidate gathering altogether (--allow-loopback-in-peer-connection); the IP handling policy ('default') does
-// not need --enforce-webrtc-ip-permission-check, whose default is already off.
-export const WEBRTC_LOOPBACK_ARGS = [
-  '--allow-loopback-in-peer-connection',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--autoplay-policy=no-user-gesture-required',
-];
+// Chromium's flags for WebRTC with a Janus on the same host (headless): its host candidates as IP addresses, not
+// the mDNS names (<uuid>.local) it hands out by default (WebRtcHideLocalIpsWithMdns), which Janus ignores
+// (ignore_mdns in janus.jcfg: resolving them would need a multicast DNS lookup); without the flag ICE still
+// connects, but only through the peer-reflexive candidate Janus learns from the browser's first check.
+// --allow-loopback-in-peer-connection is not needed: Janus's ICE (libnice) never gathers loopback addresses, so a
+// browser's 127.0.0.1 candidate would have no partner; both sides use the host's interface address (the packets
+// stay in this host's kernel all the same). Muted video plays without a gesture: no autoplay flag either.
+export const WEBRTC_LOCAL_ARGS = ['--disable-features=WebRtcHideLocalIpsWithMdns'];
+
+/** The interface Janus's ICE uses here: the first with an IPv4 address other than loopback ({name, address}),
+ *  or null (then Janus has no candidate to offer: libnice skips loopback). */
+export function iceInterface() {
+  for (const [name, addrs] of Object.entries(os.networkInterfaces()))
+    for (const a of addrs || []) if (a.family === 'IPv4' && !a.internal) return { name, address: a.address };
+  return null;
+}
 
 /** Where Debian keeps Janus's plugins: /usr/lib/<multiarch>/janus, or null when janus is not installed. */
 export function janusLibDir() {
@@ -54,6 +61,7 @@ export function janusMissing() {
   if (!janusLibDir()) return 'janus has no streaming plugin or HTTP transport (/usr/lib/*/janus)';
   if (!fs.existsSync(JANUS_JS)) return `janus.js is not installed (${JANUS_JS}; apt-get install libjs-janus-gateway)`;
   if (!fs.existsSync(ADAPTER_JS)) return `adapter.js is not installed (${ADAPTER_JS}; apt-get install libjs-webrtc-adapter)`;
+  if (!iceInterface()) return 'this host has no network interface with an IPv4 address besides loopback, and Janus\'s ICE (libnice) gathers no loopback candidates';
   return null;
 }
 
@@ -108,7 +116,7 @@ export function writeJanusConfig(opts) {
   const vars = {
     CFG_DIR: dir, PLUGINS_DIR: plugins, TRANSPORTS_DIR: transports, EMPTY_DIR: empty,
     DEBUG_LEVEL: opts.debugLevel ?? 3, RTP_PORT_RANGE: opts.rtpRange || '40000-59999', NACK_MS: 200,
-    ICE_ENFORCE: opts.iceEnforce || 'lo',
+    ICE_ENFORCE: opts.iceEnforce || iceInterface().name,
     HTTP_IP: '127.0.0.1', HTTP_PORT: opts.httpPort,
     MOUNTPOINT_ID: opts.mountpoint ?? 1, RTP_IFACE: '127.0.0.1', VIDEO_PORT: opts.videoPort,
     VIDEO_RTCP_PORT: opts.videoPort + 1, VIDEO_PT: opts.videoPt ?? 96,

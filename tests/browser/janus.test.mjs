@@ -14,7 +14,7 @@
 // PLI that Janus sends to rcanvas' RTCP socket for a new viewer, or the browser's own, did it); 8 viewers at once
 // all show frames, while the rcanvas server's CPU (utime + stime) does not grow with them: Janus does the fan-out.
 // Skipped only when janus, its streaming plugin, janus.js, adapter.js or nginx are not installed (make deps
-// installs them: TEST_APT_PACKAGES). Chromium gets WEBRTC_LOOPBACK_ARGS (janus.mjs says why each).
+// installs them: TEST_APT_PACKAGES). Chromium gets WEBRTC_LOCAL_ARGS (janus.mjs says why each).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
-import { cpuSeconds, janusMissing, NGINX_BIN, startJanus, startWebFront, WEBRTC_LOOPBACK_ARGS } from './janus.mjs';
+import { cpuSeconds, janusMissing, NGINX_BIN, startJanus, startWebFront, WEBRTC_LOCAL_ARGS } from './janus.mjs';
 
 const W = 640, H = 360;
 // 4 × 2 solid blocks of 160 × 180 (the block edges at multiples of 16 across, so most macroblocks are flat)
@@ -80,7 +80,7 @@ async function withSfu(fn, { fps = 15 } = {}) {
     web = await startWebFront(`127.0.0.1:${janus.httpPort}`);
     demo = await startDemo(['--frames', dir, '--fps', String(fps), '--codec', 'h264', '--keyframe-interval', '0',
                             '--rtp-out', `127.0.0.1:${janus.videoPort}`]);
-    browser = await launchBrowser(WEBRTC_LOOPBACK_ARGS);
+    browser = await launchBrowser(WEBRTC_LOCAL_ARGS);
     await fn({ janus, web, demo, browser });
   } catch (err) {
     if (janus) err.message += `\n--- janus log (tail) ---\n${janus.log().slice(-2500)}`;
