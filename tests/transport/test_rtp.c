@@ -67,7 +67,7 @@ static int cap_emit(void *user, const uint8_t *prefix, size_t pl, const uint8_t 
     capture *c = user;
     if (c->n == 64 || pl + len > sizeof c->p[0].b) return 1;
     cap_pkt *p = &c->p[c->n++];
-    memcpy(p->b, prefix, pl);
+    if (pl) memcpy(p->b, prefix, pl); /* a single NAL unit packet has no prefix (NULL) */
     memcpy(p->b + pl, data, len);
     p->n = pl + len;
     p->marker = marker;
@@ -493,6 +493,49 @@ static int present_and_wait(rcanvas_canvas *cv, rx *r, int t, rc_session *s) {
     return -1;
 }
 
+static void drain(rc_session *s) {
+    rc_packet *pk;
+    while (s && rc_session_next(s, rc_now_us(), &pk, NULL)) {
+        uint32_t seq = pk->seq;
+        rc_packet_unref(pk);
+        rc_session_ack(s, seq, 0, rc_now_us());
+    }
+}
+
+/* Presents n frames from *t on, one every ~25 ms whatever the encoder does (so the scene is never still for the
+ * 150 ms after which a video tier paints its frame over: those encodes would count too), the session s taking its
+ * packets; then waits for the pipeline to empty. Returns the frames encoded and the encodes made meanwhile. */
+static void stream_frames(rcanvas_canvas *cv, int *t, int n, rc_session *s, uint64_t *enc, uint64_t *encodes) {
+    rc_canvas_counters c0, c1;
+    rc_canvas_get_counters(cv, &c0);
+    for (int i = 0; i < n; i++) {
+        gen_frame(g_rgba, W, H, W * 4, *t, 1.0);
+        if (g_nsrc < (int)(sizeof g_src / sizeof g_src[0])) {
+            rc_image img = {g_rgba, W, H, W * 4, RCANVAS_FORMAT_RGBA8};
+            rc_i420_from_image(&g_src[g_nsrc++], &img);
+        }
+        (*t)++;
+        rcanvas_frame f = {.pixels = g_rgba, .width = W, .height = H, .pitch = W * 4, .format = RCANVAS_FORMAT_RGBA8};
+        int pr = rcanvas_present(cv, &f);
+        CHECK(pr == RCANVAS_OK || pr == RCANVAS_EBUSY); /* EBUSY: every slot in use, that frame is left out */
+        for (int k = 0; k < 5; k++) {
+            drain(s);
+            usleep(5000);
+        }
+    }
+    for (int i = 0; i < 2000; i++) { /* 10 s */
+        rc_canvas_debug d;
+        drain(s);
+        rc_canvas_get_debug(cv, &d);
+        if (!d.encoding_seq && !d.pending_seq) break;
+        usleep(5000);
+    }
+    drain(s);
+    rc_canvas_get_counters(cv, &c1);
+    *enc = c1.encoded - c0.encoded;
+    *encodes = c1.encode_count - c0.encode_count;
+}
+
 static void send_rtcp(rx *r, int port, const uint8_t *b, size_t n) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -585,7 +628,7 @@ static void test_h264_stream(rcanvas_server *srv) {
     c.port = r.port;
     c.mtu = 400;
     c.payload_type = 101;
-    c.kbps = 12000; /* the rung of a new WebSocket viewer (10 Mbit/s first guess): one tier for both */
+    c.kbps = 12000; /* the rung (5-16 Mbit/s) of the 10 Mbit/s session below: one tier for both */
     rcanvas_rtp_output *o = NULL;
     CHECK_EQ_INT(rcanvas_canvas_add_rtp_output(cv, &c, &o), RCANVAS_OK);
     if (!o) return;
@@ -593,21 +636,20 @@ static void test_h264_stream(rcanvas_server *srv) {
     CHECK_EQ_INT(rcanvas_rtp_output_stats(o, &st), RCANVAS_OK);
     CHECK(st.ssrc != 0 && st.local_port > 0);
     CHECK_EQ_INT(rcanvas_canvas_viewer_count(cv), 1);
-    rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_H264, .protocol = 2};
+    /* a viewer whose link measures 10 Mbit/s (rung 1), held there: a test loop's instant acks would otherwise
+     * measure a LAN and move it to rung 0 within seconds, as a real viewer on one would */
+    rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_H264, .protocol = 2, .fixed_bps = 10e6};
     rc_session *ws = NULL;
     CHECK_EQ_INT(rc_session_open(cv, &caps, &ws), RCANVAS_OK);
 
     /* the stream, shared with the WebSocket-less session */
-    rc_canvas_counters c0, c1;
     g_nsrc = 0;
     int t = 0;
     CHECK_EQ_INT(present_and_wait(cv, &r, t++, ws), 0); /* the first frame: the encoder starts */
-    rc_canvas_get_counters(cv, &c0);
-    for (int i = 1; i < NFRAMES; i++) CHECK_EQ_INT(present_and_wait(cv, &r, t++, ws), 0);
-    usleep(50000);
-    rc_canvas_get_counters(cv, &c1);
-    uint64_t enc = c1.encoded - c0.encoded, encodes = c1.encode_count - c0.encode_count;
-    CHECK(enc >= NFRAMES - 2);
+    uint64_t enc, encodes;
+    stream_frames(cv, &t, NFRAMES - 1, ws, &enc, &encodes);
+    usleep(100000); /* the last packets on their way */
+    CHECK(enc >= 4);
     CHECK_MSG(encodes == enc, "%llu encodes for %llu frames: the RTP output did not share the tier's encoder",
               (unsigned long long)encodes, (unsigned long long)enc);
     rc_session_close(ws);
@@ -618,7 +660,7 @@ static void test_h264_stream(rcanvas_server *srv) {
     static au aus[256];
     stream_check sc = {0};
     int nau = depacketize(&r, 0, npk, 101, st.ssrc, 400, 0, aus, 256, &sc);
-    CHECK(nau >= NFRAMES);
+    CHECK(nau >= 1 + (int)enc); /* every frame encoded was sent (paint-overs of the last one may follow) */
     CHECK_EQ_INT(sc.bad_version, 0);
     CHECK_EQ_INT(sc.bad_pt, 0);
     CHECK_EQ_INT(sc.bad_ssrc, 0);
@@ -649,7 +691,7 @@ static void test_h264_stream(rcanvas_server *srv) {
         prev = which;
         decoded++;
     }
-    CHECK(decoded >= NFRAMES);
+    CHECK(decoded == nau);
     CHECK_MSG(minp >= PSNR_MIN, "lowest Y PSNR %.1f dB", minp);
     CHECK(order_ok);
     printf("h264: %d packets, %d access units (%d FU-A), %d decoded, lowest Y PSNR %.1f dB\n", npk, nau, fu, decoded,
@@ -742,19 +784,20 @@ static void test_rungs_apart(rcanvas_server *srv) {
     c.port = r.port;
     rcanvas_rtp_output *o = NULL;
     CHECK_EQ_INT(rcanvas_canvas_add_rtp_output(cv, &c, &o), RCANVAS_OK);
-    rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_H264, .protocol = 2};
+    /* a viewer whose link measures 10 Mbit/s (rung 1), held there: a test loop's instant acks would otherwise
+     * measure a LAN and move it to rung 0 within seconds, as a real viewer on one would */
+    rc_session_caps caps = {.codecs = 1u << RCANVAS_CODEC_H264, .protocol = 2, .fixed_bps = 10e6};
     rc_session *ws = NULL;
     CHECK_EQ_INT(rc_session_open(cv, &caps, &ws), RCANVAS_OK);
     int t = 0;
     CHECK_EQ_INT(present_and_wait(cv, &r, t++, ws), 0);
-    rc_canvas_counters c0, c1;
-    rc_canvas_get_counters(cv, &c0);
-    for (int i = 1; i < 8; i++) CHECK_EQ_INT(present_and_wait(cv, &r, t++, ws), 0);
-    usleep(50000);
-    rc_canvas_get_counters(cv, &c1);
-    uint64_t enc = c1.encoded - c0.encoded, encodes = c1.encode_count - c0.encode_count;
-    CHECK_MSG(encodes == 2 * enc, "%llu encodes for %llu frames (two tiers expected)", (unsigned long long)encodes,
-              (unsigned long long)enc);
+    uint64_t enc, encodes;
+    stream_frames(cv, &t, 10, ws, &enc, &encodes);
+    /* two tiers in lock-step: two encodes a frame (a tier may skip a frame its viewer had no room for, and catch up
+     * on it alone: so not exactly 2x, but far from the 1x of a shared encoder) */
+    CHECK(enc >= 4);
+    CHECK_MSG(encodes * 4 >= 7 * enc && encodes <= 2 * enc + 2, "%llu encodes for %llu frames (two tiers expected)",
+              (unsigned long long)encodes, (unsigned long long)enc);
     rc_session_state s;
     rc_session_get_state(ws, &s);
     CHECK_MSG(s.bitrate_kbps > 1.5 * 4000, "the 10 Mbit/s session's bitrate is %.0f kbit/s", s.bitrate_kbps);
