@@ -468,9 +468,12 @@ int main(int argc, char **argv) {
         vo.rtp.host = vo.rtp_host;
         int e = rcanvas_canvas_add_rtp_output(cv, &vo.rtp, &ro);
         if (e) {
-            fprintf(stderr, "rcanvas-demo: --rtp-out %s:%d: %s%s\n", vo.rtp_host, vo.rtp.port, rcanvas_strerror(e),
-                    e == RCANVAS_ENET ? " (HOST must be an IP address or a name that resolves)"
-                    : e == RCANVAS_ECODEC ? " (--rtp-codec: this build has no encoder for it)" : "");
+            if (e == RCANVAS_ENET) /* the library logged why */
+                fprintf(stderr, "rcanvas-demo: --rtp-out %s:%d: HOST must be an IP address or a name that resolves, "
+                        "with a route to it\n", vo.rtp_host, vo.rtp.port);
+            else
+                fprintf(stderr, "rcanvas-demo: --rtp-out %s:%d: %s%s\n", vo.rtp_host, vo.rtp.port, rcanvas_strerror(e),
+                        e == RCANVAS_ECODEC ? " (--rtp-codec: this build has no encoder for it)" : "");
             rcanvas_server_free(srv);
             frame_set_free(fs);
             return 1;

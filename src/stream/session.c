@@ -341,8 +341,8 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
         /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered); a
          * fixed-rate consumer's acks are its own sends: its link is what it was configured with */
         if (!(s->caps.fixed_bps > 0))
-            rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us, now_us,
-                       hold_us, q == seq);
+            rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us,
+                           now_us, hold_us, q == seq);
     }
     if (found) {
         /* the window covers the round trip at the rate frames would come, not at the rate the app was held to by
