@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { sfuOptions } from '../../client/sfu.js';
 import { cpuSeconds, janusMissing, NGINX_BIN, startJanus, startWebFront, WEBRTC_LOCAL_ARGS } from './janus.mjs';
 
 const W = 640, H = 360;
@@ -142,6 +143,20 @@ function measurePicture(page) {
     return { w, h, psnr: db(mse), psnrInner: db(mseIn), centres };
   }, [BLOCKS, W, H, TICK]);
 }
+
+test('the SFU page\'s URL parameters: defaults, TURN, and a bad value named in the error (no Janus needed)', () => {
+  assert.deepEqual(sfuOptions('https://front.example/client/sfu.html'),
+                   { janus: 'https://front.example/janus', mountpoint: 1, stats: false, iceServers: [] });
+  const o = sfuOptions('http://f/client/sfu.html?janus=http://127.0.0.1:8088/janus&mountpoint=7&stats=1' +
+                       '&turn=turns:t.example:443?transport=tcp&turnuser=u&turnpass=p');
+  assert.equal(o.janus, 'http://127.0.0.1:8088/janus');
+  assert.equal(o.mountpoint, 7);
+  assert.equal(o.stats, true);
+  assert.deepEqual(o.iceServers, [{ urls: 'turns:t.example:443?transport=tcp', username: 'u', credential: 'p' }]);
+  assert.throws(() => sfuOptions('http://f/?mountpoint=1;drop'), /mountpoint=1;drop/);
+  assert.throws(() => sfuOptions('http://f/?janus=javascript:alert(1)'), /janus=javascript/);
+  assert.throws(() => sfuOptions('http://f/?turn=stun:x'), /turn=stun:x/);
+});
 
 test('a viewer through Janus shows the picture the app drew (block colours, PSNR ≥ 30 dB), with the stats overlay', { skip }, async () => {
   await withSfu(async ({ browser, web }) => {
