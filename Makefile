@@ -13,10 +13,14 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
 # clang and its runtime (the fuzz targets), nginx and haproxy (tests/browser/nginx.test.mjs runs deploy/'s proxy
 # configurations in front of two servers; it starts them itself, on free ports, and the Debian services they come
 # with are not used), Debian's Python test modules, and Node.js (NODE_PACKAGES).
+# Issue 20 (tests/browser/janus.test.mjs, make bench-sfu): Janus with its streaming plugin (janus), its browser
+# library janus.js (libjs-janus-gateway, MIT) and webrtc-adapter (libjs-webrtc-adapter, which janus.js needs) for
+# the SFU viewer page, and nginx, the web front that serves that page and proxies the Janus API (deploy/janus/).
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
                 clang libclang-rt-dev nginx haproxy \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
-                python3-wheel python3-venv
+                python3-wheel python3-venv \
+                janus libjs-janus-gateway libjs-webrtc-adapter
 APT_PACKAGES := $(DEMO_APT_PACKAGES) $(TEST_APT_PACKAGES)
 # The demo's --gpu renders with Vulkan: a driver (Mesa's, lavapipe on the CPU where there is no GPU).
 DEMO_VK_DRIVER := $(if $(findstring --gpu,$(DEMO_ARGS)),mesa-vulkan-drivers)
@@ -47,7 +51,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc test-python python-test-deps bench-rendercanvas clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas clean
 
 all: build
 
@@ -322,6 +326,18 @@ bench-vnc: bench-deps tests/browser/node_modules
 	  (cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	    node bench_vnc.mjs --frames $$dir --fps $$f $(BENCH_VNC_ARGS)) || exit 1; \
 	done; done
+
+# Issue 20: viewers through Janus (the SFU: rcanvas-demo --rtp-out → Janus → WebRTC) against direct WebSocket viewers,
+# 1, 4 and 16 of each (BENCH_SFU_VIEWERS), on the generated pan (1280×720, 30 fps): fps per viewer, glass-to-glass
+# latency of the click marker, rcanvas' and Janus's CPU. Prints a table (docs/benchmarks.md has one); asserts nothing.
+BENCH_SFU_VIEWERS ?= 1,4,16
+BENCH_SFU_ARGS ?=
+bench-sfu: deps tests/browser/node_modules
+	$(CONFIGURE)
+	cmake --build build -j $(JOBS) --target rcanvas-demo rcanvas-testframes
+	rm -rf build/bench-sfu-motion && ./build/rcanvas-testframes build/bench-sfu-motion --motion pan-1280x720 64 >/dev/null
+	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) \
+	  node bench_sfu.mjs --frames $(abspath build/bench-sfu-motion) --viewers $(BENCH_SFU_VIEWERS) $(BENCH_SFU_ARGS)
 
 # Benchmarks print figures (nothing is asserted): encoders over the corpus, then the end-to-end runs.
 bench: bench-encode bench-video bench-vk bench-vk-damage bench-jpeg-gpu bench-damage bench-e2e bench-fanout

@@ -443,6 +443,68 @@ RCANVAS_API int rcanvas_poll_event(rcanvas_canvas *canvas, rcanvas_event *out);
 RCANVAS_API const char *rcanvas_event_type_name(rcanvas_event_type type);
 
 
+/* ---- RTP output (issue 20) ---------------------------------------------------------------------------------
+ * A canvas's H.264 or VP8 stream sent as plain RTP over UDP (RFC 3550) to one address, e.g. a Janus streaming
+ * mountpoint (docs/sfu.md, "RTP output"), beside its WebSocket viewers. The output is a view-only viewer of the
+ * canvas: it shares the encoder (tier) of its codec and rate rung with the WebSocket viewers there (one encode per
+ * frame, not one more), never becomes the active viewer, never resizes the canvas, and counts in
+ * rcanvas_canvas_viewer_count(). Its rate is configured, not measured (UDP has no acks): `kbps` is its link target,
+ * so it shares a tier with WebSocket viewers whose links fall in the same rung and never pulls those of another rung
+ * up or down. RTP goes to host:port and an RTCP sender report (RFC 3550 §6.4.1) to host:port+1 about once a
+ * second, both from one local UDP socket; a PLI (RFC 4585 §6.3.1) or FIR (RFC 5104 §4.3.1) sent back to that socket
+ * (Janus's videortcpport answers to where the RTCP came from) from the host's address asks for a keyframe. */
+typedef struct rcanvas_rtp_output rcanvas_rtp_output;
+
+typedef struct rcanvas_rtp_config {
+    const char *host;           /* where to send: an IPv4/IPv6 literal or a name that resolves (the first address);
+                                   required */
+    int port;                   /* RTP port, 1–65534 (RTCP goes to port + 1); required */
+    rcanvas_codec codec;        /* RCANVAS_CODEC_H264 (default) or RCANVAS_CODEC_VP8, if built in */
+    int payload_type;           /* RTP payload type, 96–127 (dynamic, RFC 3551 §6); default 96 */
+    int mtu;                    /* the most RTP payload bytes a packet carries (the FU-A or VP8 fragment size),
+                                   RC_RTP_MTU_MIN 64 – 65000; default 1200 (below a 1500-byte path with headers) */
+    int kbps;                   /* the rate the output's frames aim at, kbit/s, 100–200000; default 4000 */
+    uint32_t ssrc;              /* RTP SSRC; 0 (default) = random (getrandom) */
+    int keyframe_ms;            /* a keyframe at least every this many ms, 0–3600000; default 0 = only when a PLI or
+                                   FIR asks (set it when the receiver sends no RTCP) */
+} rcanvas_rtp_config;
+
+/* The defaults above; host NULL and port 0, which the caller must set. NULL ignored. */
+RCANVAS_API void rcanvas_rtp_config_init(rcanvas_rtp_config *cfg);
+
+/* Starts an RTP output of canvas: resolves host, binds a UDP socket on the local address that reaches it (port
+ * chosen by the system) and starts the output's thread; frames go out as the canvas encodes them. The first one is
+ * a keyframe, with its SPS and PPS in band for H.264 (every IDR carries them). Returns RCANVAS_OK and *out;
+ * RCANVAS_EINVAL (NULL argument, a field out of range, codec neither H.264 nor VP8), RCANVAS_ECODEC (this build
+ * has no encoder for the codec), RCANVAS_ENET (host does not resolve, or no socket/route to it), RCANVAS_ECLOSED
+ * (the canvas is closing), RCANVAS_ENOMEM, RCANVAS_ETHREAD. Any thread. The output lives until
+ * rcanvas_rtp_output_free, rcanvas_canvas_free or rcanvas_server_free, whichever comes first. */
+RCANVAS_API int rcanvas_canvas_add_rtp_output(rcanvas_canvas *canvas, const rcanvas_rtp_config *cfg,
+                                              rcanvas_rtp_output **out);
+
+/* Stops and frees an output: its thread ends, its socket closes (no BYE is sent). NULL ignored. Any thread, not
+ * after its canvas was freed (rcanvas_canvas_free and rcanvas_server_free free their canvases' outputs). */
+RCANVAS_API void rcanvas_rtp_output_free(rcanvas_rtp_output *out);
+
+/* What an output has done so far. */
+typedef struct rcanvas_rtp_stats {
+    uint32_t ssrc;              /* its SSRC */
+    int local_port;             /* the UDP port it sends from and reads RTCP on */
+    uint64_t packets;           /* RTP packets sent */
+    uint64_t octets;            /* RTP payload bytes sent (headers not counted, as in the SR, RFC 3550 §6.4.1) */
+    uint64_t frames;            /* frames (access units) sent */
+    uint64_t keyframes;         /* ... of which keyframes (IDR, VP8 key frames) */
+    uint64_t skipped;           /* packets of the session not sent: another codec (its tier fell back to JPEG) */
+    uint64_t send_errors;       /* RTP packets the socket refused (sendmsg failed) */
+    uint64_t sr_sent;           /* RTCP sender reports sent */
+    uint64_t rtcp_received;     /* RTCP datagrams read (from the host's address) */
+    uint64_t rtcp_bad;          /* ... of which malformed, or from another address: ignored */
+    uint64_t pli, fir;          /* PLIs and new FIR requests for its SSRC */
+    size_t max_payload;         /* the largest RTP payload sent, bytes (at most mtu) */
+} rcanvas_rtp_stats;
+/* Copies the counters into *stats. RCANVAS_OK, or RCANVAS_EINVAL (NULL). Any thread. */
+RCANVAS_API int rcanvas_rtp_output_stats(rcanvas_rtp_output *out, rcanvas_rtp_stats *stats);
+
 /* ---- GPU frames (Vulkan) ------------------------------------------------------------------------------------
  * rcanvas_present_vk() and the readback ring are declared in <rcanvas_vk.h> (it includes <vulkan/vulkan.h>).
  * A program that only presents CPU frames needs neither that header nor -lvulkan. */

@@ -13,6 +13,7 @@
 #include "core/util.h"
 #include "stream/canvas.h"
 #include "stream/session.h"
+#include "transport/rtp.h"
 #include "transport/tls.h"
 #include "transport/auth.h"
 #include "transport/transport.h"
@@ -32,6 +33,11 @@ struct rcanvas_server {
     pthread_mutex_t mu;        /* the list of canvases, for shutdown */
     rcanvas_canvas **canvases;
     int ncanvases, cap;
+    /* RTP outputs (issue 20), woken with the transport. rtp_mu is a leaf lock: taken under a canvas's lock (its
+     * notify) and around nothing but this list. */
+    pthread_mutex_t rtp_mu;
+    rcanvas_rtp_output **rtp;
+    int nrtp, rtp_cap;
 };
 
 void rcanvas_server_config_init(rcanvas_server_config *cfg) {
@@ -104,6 +110,25 @@ static int check_access_config(const rcanvas_server_config *cfg) {
 static void notify_transport(void *user) {
     rcanvas_server *s = user;
     if (s->transport) rc_transport_wake(s->transport);
+    pthread_mutex_lock(&s->rtp_mu);
+    for (int i = 0; i < s->nrtp; i++) rc_rtp_output_wake(s->rtp[i]);
+    pthread_mutex_unlock(&s->rtp_mu);
+}
+
+/* Takes the outputs of canvas c (all of them if c is NULL) out of the list and frees them: their sessions close. */
+static void free_rtp_outputs(rcanvas_server *s, rcanvas_canvas *c) {
+    for (;;) {
+        rcanvas_rtp_output *o = NULL;
+        pthread_mutex_lock(&s->rtp_mu);
+        for (int i = 0; i < s->nrtp && !o; i++)
+            if (!c || rc_rtp_output_canvas(s->rtp[i]) == c) {
+                o = s->rtp[i];
+                s->rtp[i] = s->rtp[--s->nrtp];
+            }
+        pthread_mutex_unlock(&s->rtp_mu);
+        if (!o) return;
+        rc_rtp_output_free(o);
+    }
 }
 
 static void server_destroy(rcanvas_server *s) {
@@ -111,7 +136,9 @@ static void server_destroy(rcanvas_server *s) {
     rc_pool_free(s->pool);
     rc_registry_free(s->registry);
     free(s->canvases);
+    free(s->rtp);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->rtp_mu);
     free(s);
 }
 
@@ -137,6 +164,7 @@ int rcanvas_server_new(const rcanvas_server_config *cfg, rcanvas_server **out) {
     rcanvas_server *s = calloc(1, sizeof(*s));
     if (!s) return RCANVAS_ENOMEM;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->rtp_mu, NULL);
     snprintf(s->host, sizeof s->host, "%s", host);
     s->max_frame_dim = cfg->max_frame_dim;
     s->max_canvas_pixels = cfg->max_canvas_pixels;
@@ -194,6 +222,7 @@ void rcanvas_server_free(rcanvas_server *s) {
      *    finish while the transport can still be woken */
     for (int i = 0; i < n; i++) rc_registry_remove(s->registry, list[i]);
     for (int i = 0; i < n; i++) rc_canvas_close(list[i]);
+    free_rtp_outputs(s, NULL); /* their threads stop, their sessions close */
     /* 2. the transport stops; closing its connections closes every session */
     rc_transport_free(s->transport);
     s->transport = NULL;
@@ -302,6 +331,54 @@ void rcanvas_canvas_free(rcanvas_canvas *c) {
     pthread_mutex_unlock(&s->mu);
     rc_registry_remove(s->registry, c); /* no new sessions */
     rc_canvas_close(c);                 /* the transport closes its sessions with 1001 */
+    free_rtp_outputs(s, c);             /* and the RTP outputs theirs */
     rc_canvas_wait_sessions(c);
     rc_canvas_destroy(c);
 }
+
+/* ---- RTP outputs (issue 20; src/transport/rtp.c) ---- */
+
+int rcanvas_canvas_add_rtp_output(rcanvas_canvas *c, const rcanvas_rtp_config *cfg, rcanvas_rtp_output **out) {
+    if (!c || !cfg || !out) return RCANVAS_EINVAL;
+    *out = NULL;
+    rcanvas_server *s = rc_canvas_owner(c);
+    pthread_mutex_lock(&s->rtp_mu);
+    if (s->nrtp == s->rtp_cap) {
+        int cap = s->rtp_cap ? 2 * s->rtp_cap : 4;
+        rcanvas_rtp_output **l = realloc(s->rtp, (size_t)cap * sizeof(*l));
+        if (l) s->rtp = l, s->rtp_cap = cap;
+    }
+    int room = s->nrtp < s->rtp_cap;
+    pthread_mutex_unlock(&s->rtp_mu);
+    if (!room) return RCANVAS_ENOMEM;
+    rcanvas_rtp_output *o = NULL;
+    int r = rc_rtp_output_new(c, cfg, &s->log, &o);
+    if (r) return r;
+    pthread_mutex_lock(&s->rtp_mu);
+    if (s->nrtp < s->rtp_cap) s->rtp[s->nrtp++] = o;
+    else r = RCANVAS_ENOMEM; /* another thread took the room meanwhile */
+    pthread_mutex_unlock(&s->rtp_mu);
+    if (r) {
+        rc_rtp_output_free(o);
+        return r;
+    }
+    rc_rtp_output_wake(o); /* a packet made before it was in the list */
+    *out = o;
+    return RCANVAS_OK;
+}
+
+void rcanvas_rtp_output_free(rcanvas_rtp_output *o) {
+    if (!o) return;
+    rcanvas_server *s = rc_canvas_owner(rc_rtp_output_canvas(o));
+    int found = 0;
+    pthread_mutex_lock(&s->rtp_mu);
+    for (int i = 0; i < s->nrtp && !found; i++)
+        if (s->rtp[i] == o) {
+            s->rtp[i] = s->rtp[--s->nrtp];
+            found = 1;
+        }
+    pthread_mutex_unlock(&s->rtp_mu);
+    if (found) rc_rtp_output_free(o);
+}
+
+int rcanvas_rtp_output_stats(rcanvas_rtp_output *o, rcanvas_rtp_stats *st) { return rc_rtp_output_get_stats(o, st); }

@@ -60,6 +60,16 @@ static const char USAGE[] =
     "  --bitrate KBPS       top video bitrate in kbit/s, 100-200000: each viewer's follows its link up to it\n"
     "                       (default 50000)\n"
     "  --keyframe-interval N  video: a keyframe every N frames, 0 = only when a viewer needs one (default 0)\n"
+    "  --rtp-out HOST:PORT  also send the canvas's video as RTP over UDP to HOST:PORT (an IP address, [IPv6]\n"
+    "                       or a name; PORT 1-65534), RTCP sender reports to PORT+1, both from one local port\n"
+    "                       where PLI/FIR feedback is read (e.g. a Janus streaming mountpoint: docs/sfu.md)\n"
+    "  --rtp-codec h264|vp8 the RTP stream's codec (default h264: constrained baseline, packetization-mode=1)\n"
+    "  --rtp-kbps KBPS      the RTP stream's rate, 100-200000 kbit/s: its encoder is shared with the WebSocket\n"
+    "                       viewers whose links fall in the same rate rung (default 4000)\n"
+    "  --rtp-mtu BYTES      largest RTP payload, 64-65000 (default 1200)\n"
+    "  --rtp-pt N           RTP payload type, 96-127 (default 96)\n"
+    "  --rtp-keyframe-ms MS a keyframe at least every MS ms, 0-3600000 (default 0: only when a PLI or FIR\n"
+    "                       asks; set it for a receiver that sends no RTCP)\n"
     "  --refine-codec png|webp  codec of the lossless refinement (default png; webp: half the bytes, more CPU)\n"
     "  --video-threads N    threads of each video encoder, 1-64 (default: --threads; VP8: 1)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
@@ -144,7 +154,37 @@ typedef struct video_opts {
     int video_threads;                   /* 0: the library's default */
     int tls_self_signed;                 /* --tls self-signed (issue 11) */
     const char *tls_dir;                 /* --tls-dir, NULL: the default (tls_default_dir) */
+    char rtp_host[256];                  /* --rtp-out HOST:PORT (issue 20); "" = no RTP output */
+    rcanvas_rtp_config rtp;              /* its settings (--rtp-*) */
+    int rtp_given;                       /* some --rtp-* other than --rtp-out was given */
 } video_opts;
+
+/* --rtp-out HOST:PORT: HOST an IPv4 address, a name, or [IPv6]; PORT 1-65534 (RTCP goes to PORT+1). 0, or
+ * CLI_USAGE after naming what is wrong. */
+static int parse_rtp_out(const char *opt, const char *v, video_opts *vo) {
+    static const char rule[] = "HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004";
+    if (!v || !*v) return cli_missing(PROG, opt, rule);
+    const char *colon = strrchr(v, ':');
+    const char *h = v;
+    size_t hl = colon ? (size_t)(colon - v) : 0;
+    if (*v == '[') { /* [IPv6]:PORT */
+        const char *close = strchr(v, ']');
+        if (!close || close[1] != ':') return cli_error(PROG, "%s %s: must be %s", opt, v, rule);
+        h = v + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+    } else if (colon && memchr(v, ':', hl)) {
+        return cli_error(PROG, "%s %s: an IPv6 address goes in brackets: [ADDR]:PORT", opt, v);
+    }
+    if (!colon || hl == 0 || hl >= sizeof vo->rtp_host) return cli_error(PROG, "%s %s: must be %s", opt, v, rule);
+    long port;
+    if (cli_parse_long(colon + 1, 1, 65534, &port))
+        return cli_error(PROG, "%s %s: the port must be an integer from 1 to 65534 (RTCP goes to PORT+1)", opt, v);
+    memcpy(vo->rtp_host, h, hl);
+    vo->rtp_host[hl] = '\0';
+    vo->rtp.port = (int)port;
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
@@ -241,6 +281,25 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             static const char *const refine[] = {"png", "webp", NULL};
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), refine)) < 0) return CLI_USAGE;
             vo->refine_codec = k ? RCANVAS_CODEC_WEBP : RCANVAS_CODEC_PNG;
+        } else if (!strcmp(a, "--rtp-out")) {
+            if (parse_rtp_out(a, cli_value(argc, argv, &i), vo)) return CLI_USAGE;
+        } else if (!strcmp(a, "--rtp-codec")) {
+            static const char *const rtp_codecs[] = {"h264", "vp8", NULL};
+            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), rtp_codecs)) < 0) return CLI_USAGE;
+            vo->rtp.codec = k == 0 ? RCANVAS_CODEC_H264 : RCANVAS_CODEC_VP8;
+            vo->rtp_given = 1;
+        } else if (!strcmp(a, "--rtp-kbps")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->rtp.kbps)) return CLI_USAGE;
+            vo->rtp_given = 1;
+        } else if (!strcmp(a, "--rtp-mtu")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 64, 65000, &vo->rtp.mtu)) return CLI_USAGE;
+            vo->rtp_given = 1;
+        } else if (!strcmp(a, "--rtp-pt")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 96, 127, &vo->rtp.payload_type)) return CLI_USAGE;
+            vo->rtp_given = 1;
+        } else if (!strcmp(a, "--rtp-keyframe-ms")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &vo->rtp.keyframe_ms)) return CLI_USAGE;
+            vo->rtp_given = 1;
         } else if (!strcmp(a, "--keyframe-interval")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
@@ -278,6 +337,8 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
                          scfg->ping_ms, scfg->idle_timeout_ms);
     }
     /* --gpu renders the fractal itself: a frame directory or the test pattern would be ignored */
+    if (vo->rtp_given && !vo->rtp_host[0]) return cli_error(PROG, "--rtp-codec, --rtp-kbps, --rtp-mtu, --rtp-pt and "
+                                                             "--rtp-keyframe-ms need --rtp-out HOST:PORT");
     if (*gpu && *frames_dir) return cli_error(PROG, "--gpu: cannot be combined with --frames");
     if (*gpu && *test_scene) return cli_error(PROG, "--gpu: cannot be combined with --scene test");
     /* TLS: a certificate and its key, or a self-signed one, not both */
@@ -384,6 +445,7 @@ int main(int argc, char **argv) {
     const char *frames_dir = NULL;
     int print_events = 0, gpu = 0, test_scene = 0;
     video_opts vo = {0};
+    rcanvas_rtp_config_init(&vo.rtp);
     int st = parse_args(argc, argv, &scfg, &ccfg, &frames_dir, &test_scene, &print_events, &gpu, &vo);
     if (st >= 0) return st;
     scfg.log = log_cb;
@@ -440,6 +502,27 @@ int main(int argc, char **argv) {
     if (!r && vo.video_threads) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_ENCODER_THREADS, vo.video_threads);
     if (!r && vo.keyframe_interval)
         r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_KEYFRAME_INTERVAL, vo.keyframe_interval);
+    if (!r && vo.rtp_host[0]) { /* issue 20: the canvas's video as RTP too (docs/sfu.md, "RTP output") */
+        rcanvas_rtp_output *ro = NULL;
+        vo.rtp.host = vo.rtp_host;
+        int e = rcanvas_canvas_add_rtp_output(cv, &vo.rtp, &ro);
+        if (e) {
+            if (e == RCANVAS_ENET) /* the library logged why */
+                fprintf(stderr, "rcanvas-demo: --rtp-out %s:%d: HOST must be an IP address or a name that resolves, "
+                        "with a route to it\n", vo.rtp_host, vo.rtp.port);
+            else
+                fprintf(stderr, "rcanvas-demo: --rtp-out %s:%d: %s%s\n", vo.rtp_host, vo.rtp.port, rcanvas_strerror(e),
+                        e == RCANVAS_ECODEC ? " (--rtp-codec: this build has no encoder for it)" : "");
+            rcanvas_server_free(srv);
+            frame_set_free(fs);
+            return 1;
+        }
+        rcanvas_rtp_stats rs;
+        rcanvas_rtp_output_stats(ro, &rs);
+        printf("rcanvas-demo: rtp %s to %s:%d (RTCP to port %d, from local port %d), payload type %d, SSRC %08x, "
+               "mtu %d, %d kbit/s\n", vo.rtp.codec == RCANVAS_CODEC_VP8 ? "vp8" : "h264", vo.rtp_host, vo.rtp.port,
+               vo.rtp.port + 1, rs.local_port, vo.rtp.payload_type, rs.ssrc, vo.rtp.mtu, vo.rtp.kbps);
+    }
 #if RCANVAS_HAVE_VULKAN
     rcanvas_vk *vk = NULL;
 #endif

@@ -260,6 +260,12 @@ int rcanvas_canvas_viewer_count(rcanvas_canvas *c) {
 
 /* ---- introspection ---- */
 
+void rc_canvas_get_counters(rcanvas_canvas *c, rc_canvas_counters *out) {
+    pthread_mutex_lock(&c->mu);
+    *out = c->counters;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out) {
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&c->mu);

@@ -111,6 +111,8 @@ typedef struct rc_canvas_debug {
     uint64_t skipped;         /* frames identical to the one before: not encoded (damage) */
 } rc_canvas_debug;
 void rc_canvas_get_debug(rcanvas_canvas *c, rc_canvas_debug *out);
+/* A snapshot of the canvas's counters (session.h: presented, encoded, encode_count, ...). Any thread. */
+void rc_canvas_get_counters(rcanvas_canvas *c, rc_canvas_counters *out);
 /* A reference to the newest live packet (refined = 0) or its lossless refinement (1), or NULL. */
 rc_packet *rc_canvas_latest_packet(rcanvas_canvas *c, int refined);
 

@@ -58,19 +58,25 @@ int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us) {
 
 /* JPEG and PNG every client decodes (protocol 1 knows only them; the refinement is PNG by default). */
 static int decodes(const rc_session *s, const rc_codec_type *codec) {
-    unsigned mask = s->caps.codecs | (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
+    unsigned mask = s->caps.exact_codecs ? s->caps.codecs
+                                         : s->caps.codecs | (1u << RCANVAS_CODEC_JPEG) | (1u << RCANVAS_CODEC_PNG);
     return codec && codec->wire_id < 32 && (mask & (1u << codec->wire_id));
 }
 
 int rc_session_decodes(const rc_session *s, const rc_codec_type *codec) { return decodes(s, codec); }
 
 void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
-    const rc_codec_type *want = &rc_codec_jpeg;
+    const rc_codec_type *want = NULL;
     for (int i = 0; i < c->nprefs; i++)
         if (decodes(s, c->prefs[i])) {
             want = c->prefs[i];
             break;
         }
+    /* a consumer of exactly one codec (an RTP output) gets its codec even where the canvas prefers another one */
+    for (int w = 0; !want && s->caps.exact_codecs && w < 32; w++)
+        if ((s->caps.codecs & (1u << w)) && rc_codec_for((rcanvas_codec)w) && !(c->codecs_disabled & (1u << w)))
+            want = rc_codec_for((rcanvas_codec)w);
+    if (!want) want = &rc_codec_jpeg;
     int t = rc_canvas_tier_for_locked(c, want, s->rung);
     /* every tier taken: its codec at any rung, else JPEG (tier 0 or made) */
     for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, want, r);
@@ -181,7 +187,8 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
      * within a round trip or two; its first rung change is not held back by RC_RUNG_MOVE_US. */
     double start = RC_LINK_START_BPS;
     for (rc_session *o = c->sessions; o; o = o->next)
-        if (o->link.target_bps > start) start = o->link.target_bps;
+        if (!o->caps.fixed_bps && o->link.target_bps > start) start = o->link.target_bps;
+    if (s->caps.fixed_bps > 0) start = s->caps.fixed_bps; /* a configured rate (RTP output): not measured */
     rc_link_init(&s->link, start);
     s->rung = rung_of(start);
     s->tier = -1;
@@ -331,9 +338,11 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
             int64_t rtt = now_us - s->inflight[head].present_us;
             s->rtt_us = rtt < 0 ? 0 : rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
         }
-        /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered) */
-        rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us, now_us,
-                       hold_us, q == seq);
+        /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered); a
+         * fixed-rate consumer's acks are its own sends: its link is what it was configured with */
+        if (!(s->caps.fixed_bps > 0))
+            rc_link_on_ack(&s->link, &s->inflight[head].rec, s->inflight[head].bytes, s->inflight[head].sent_us,
+                           now_us, hold_us, q == seq);
     }
     if (found) {
         /* the window covers the round trip at the rate frames would come, not at the rate the app was held to by
@@ -341,8 +350,10 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
         double fps = rc_canvas_unheld_fps_locked(c, now_us);
         if (s->tier >= 0 && c->tiers[s->tier].steer.fps_cap > 0 && c->tiers[s->tier].steer.fps_cap < fps)
             fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
-        s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
-        rung_check_locked(c, s, now_us);
+        if (!(s->caps.fixed_bps > 0)) {
+            s->window = rc_link_window(&s->link, fps, c->max_in_flight, RC_MAX_INFLIGHT);
+            rung_check_locked(c, s, now_us);
+        }
         /* its tier skipped frames while it was full: the catch-up on `last` is the tick's (side_check_locked,
          * canvas_refine.c) */
         if (s->tier >= 0 && c->last && (!c->tiers[s->tier].latest || c->tiers[s->tier].latest->seq < c->last->seq))

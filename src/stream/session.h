@@ -26,6 +26,14 @@ typedef struct rc_session_caps {
     int protocol;    /* the client's protocol version (1, or 2 when it listed codecs) */
     int view_only;   /* a view-only viewer (issue 11): gets frames, never becomes active; the transport drops its
                         input, and rc_session_push_event ignores any that reaches it */
+    /* Issue 20 (RTP output, src/transport/rtp.c): a consumer that acks each packet as soon as it sent it (UDP has
+     * no acks), so its acks say nothing about its link. fixed_bps > 0: its link target is this rate (bit/s), set
+     * once, never moved by its acks, its window stays max_in_flight, and its rung is that rate's; it is also left
+     * out of the first guess of later viewers' links (it is not this server's measured uplink). 0 = from acks. */
+    double fixed_bps;
+    /* 1: it decodes exactly the codecs of `codecs` (no JPEG/PNG fallback, so no lossless refinement in PNG); if
+     * none of the canvas's preferences is among them, it gets a tier of the first of them anyway. */
+    int exact_codecs;
 } rc_session_caps;
 
 /* Opens a session on canvas c. The first session of a canvas that is not view-only becomes the active one (its size and acks drive

@@ -64,6 +64,15 @@ dd "$D: --quality 101: must be an integer from 1 to 100" --quality 101
 dd "$D: --fps -3: must be a number from 0 to 1000" --fps -3
 dd "$D: --fps nan: must be a number from 0 to 1000" --fps nan
 dd "$D: --fps 1e999: must be a number from 0 to 1000" --fps 1e999
+# issue 20: the RTP output's flags
+dd "$D: --rtp-out 127.0.0.1:0: the port must be an integer from 1 to 65534 (RTCP goes to PORT+1)" --rtp-out 127.0.0.1:0
+dd "$D: --rtp-out 127.0.0.1: must be HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004" --rtp-out 127.0.0.1
+dd "$D: --rtp-out ::1:5004: an IPv6 address goes in brackets: [ADDR]:PORT" --rtp-out ::1:5004
+dd "$D: --rtp-pt 95: must be an integer from 96 to 127" --rtp-out 127.0.0.1:5004 --rtp-pt 95
+dd "$D: --rtp-mtu 63: must be an integer from 64 to 65000" --rtp-out 127.0.0.1:5004 --rtp-mtu 63
+dd "$D: --rtp-kbps 99: must be an integer from 100 to 200000" --rtp-out 127.0.0.1:5004 --rtp-kbps 99
+dd "$D: --rtp-codec av1: must be one of: h264, vp8" --rtp-codec av1
+dd "$D: --rtp-codec, --rtp-kbps, --rtp-mtu, --rtp-pt and --rtp-keyframe-ms need --rtp-out HOST:PORT" --rtp-kbps 500
 dd "$D: --threads 257: must be an integer from 0 to 256" --threads 257
 dd "$D: --max-viewers 0: must be an integer from 1 to 100000" --max-viewers 0
 dd "$D: --max-viewers 16x: must be an integer from 1 to 100000" --max-viewers 16x
