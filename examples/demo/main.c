@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "frames.h"
@@ -48,7 +50,8 @@ static const char USAGE[] =
     "  --token T            interactive token (input, may become active): 22-128 characters of A-Z a-z 0-9 _ -\n"
     "                       (default: random, 128 bits)\n"
     "  --view-token T       view-only token (frames, no input, never active): same rule (default: random)\n"
-    "  --token-file FILE, --view-token-file FILE  the token from FILE (one line; not readable by others),\n"
+    "  --token-file FILE, --view-token-file FILE  the token from FILE (one line; a regular file of yours or\n"
+    "                       root's, not readable by others, writable by its owner alone),\n"
     "                       kept out of the command line that every local user sees in ps\n"
     "  --allow-host NAME    accept this Host name (any port), against DNS rebinding; repeatable; \"*\" = any.\n"
     "                       Bound to loopback, localhost, 127.0.0.1 and [::1] are accepted without it\n"
@@ -121,18 +124,29 @@ static int token_problem(const char *t, char *why, size_t cap) {
 
 /* --token-file, --view-token-file (issue 20: a service's token stays out of ps, which shows every command line to
  * every local user): the token from path's first line (a final "\n" or "\r\n" dropped), into out (cap bytes, 130
- * hold any good one). 0, or 1 and what is wrong in why: unreadable, readable by others, or the token rule. */
+ * hold any good one). 0, or 1 and what is wrong in why: unreadable, not a regular file, readable by others, writable
+ * by group or others, owned by another user (not root), or the token rule. */
 static int read_token_file(const char *path, char *out, size_t cap, char *why, size_t whycap) {
-    FILE *f = fopen(path, "r");
+    /* O_NONBLOCK: a FIFO must not hang the start (it is refused below: not a regular file) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (!f || fstat(fileno(f), &st)) {
+    if (fd < 0 || fstat(fd, &st)) {
         snprintf(why, whycap, "cannot be read: %s", strerror(errno));
-        if (f) fclose(f);
+        if (fd >= 0) close(fd);
         return 1;
     }
-    if (st.st_mode & S_IROTH) {
-        fclose(f);
-        snprintf(why, whycap, "is readable by others (chmod o-r)");
+    /* checked on the open file (no race with a rename): a regular file, that no other user reads, and that only
+     * we or root own and can write (a file another user owns or can write would let that user pick the token) */
+    const char *bad = !S_ISREG(st.st_mode)                          ? "is not a regular file"
+                      : (st.st_mode & S_IROTH)                      ? "is readable by others (chmod o-r)"
+                      : (st.st_mode & (S_IWGRP | S_IWOTH))          ? "is writable by group or others (chmod go-w)"
+                      : (st.st_uid != geteuid() && st.st_uid != 0) ? "is owned by another user"
+                                                                     : NULL;
+    FILE *f = bad ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (!bad) snprintf(why, whycap, "cannot be read: %s", strerror(errno));
+        else snprintf(why, whycap, "%s", bad);
+        close(fd);
         return 1;
     }
     size_t n = fread(out, 1, cap - 1, f);

@@ -277,6 +277,7 @@ class Canvas:
         h = ctypes.c_void_p()
         self._cv = threading.Condition()  # guards _h, _busy, _closing: close() waits for calls in other threads
         self._busy = {}  # thread ident -> calls of that thread inside rcanvas with the handle
+        self._free_deferred = False  # close() came from inside a call of its own thread: freed when it leaves
         self._closing = False
         with server._lock:
             r = lib().rcanvas_canvas_new(server.handle, ctypes.byref(cfg), ctypes.byref(h))
@@ -323,6 +324,9 @@ class Canvas:
                 else:
                     self._busy.pop(me, None)
                     self._cv.notify_all()
+                free_now = self._free_deferred and not self._busy
+            if free_now:
+                self.close()  # a close() from inside a call of this thread (a signal handler): done now
 
     @property
     def closed(self):
@@ -483,7 +487,8 @@ class Canvas:
         with self._cv:
             self._closing = True
             while any(t != me for t in self._busy):
-                self._cv.wait()
+                self._cv.wait(WAIT_SLICE_S)  # bounded: a notify an interrupt cut off is not waited for
+            return me in self._busy
 
     def _detach(self):
         # The server is being freed (its lock held): it frees the canvas.
@@ -493,8 +498,12 @@ class Canvas:
     def close(self):
         """Closes its viewers (1001 "canvas closed") and frees the canvas. Any thread: calls on it in other
         threads return first (wait() within WAIT_SLICE_S, raising RCANVAS_ECLOSED) and later calls raise
-        RCANVAS_ECLOSED. Idempotent."""
-        self._quiesce()
+        RCANVAS_ECLOSED. Idempotent. Called from inside a call of the same thread (a signal handler that runs
+        during wait()), the canvas is closed to new calls now and freed when that call returns; an interrupt that
+        left a call's count behind (_use) leaves the canvas to the server's close() then."""
+        if self._quiesce():
+            self._free_deferred = True
+            return
         with self._server._lock:
             h, self._h = self._h, None
             if h is not None:

@@ -321,6 +321,13 @@ test('nginx: wrong tokens, a foreign Host and unknown paths are refused through 
   const plain = await get(ports.nginxHttp, '/host-a/', { plain: true, host: NAME });
   assert.equal(plain.status, 301);
   assert.equal(plain.headers.location, `https://${NAME}/host-a/`);
+  // a token sent to the plain port is redirected, not kept in a log; the redirect names the configured host, not
+  // the client's Host header (no open redirect when this server is the port's default)
+  const plainTok = await get(ports.nginxHttp, `/host-a/?token=${tokenA}`, { plain: true, host: 'evil.example' });
+  assert.equal(plainTok.status, 301);
+  assert.equal(plainTok.headers.location, `https://${NAME}/host-a/?token=${tokenA}`);
+  for (const log of ['access.log', 'other.log', 'error.log'])
+    assert.ok(!readLog(path.join(tmp, 'nginx', log)).includes(tokenA), `nginx's ${log} holds the token`);
 });
 
 test(`nginx and HAProxy: a still scene stays connected over ${IDLE_MS / 1000} s idle behind a ${SHORT_TIMEOUT} proxy timeout; behind 1 s without pings it is cut`, { skip: skipNginx }, async () => {

@@ -315,3 +315,17 @@ def test_close_after_an_interrupt_inside_a_call_does_not_hang():
     t.join(5)
     assert done.is_set(), "close() waited for the calling thread's own leftover count"
     assert c2.closed
+
+
+def test_close_from_inside_a_call_of_the_same_thread_frees_when_the_call_returns():
+    """A signal handler that closes the canvas while wait() is inside rcanvas (same thread): the handle must stay
+    valid until that call returns, and be freed then (not hang, not free it under the call)."""
+    s = rcanvas.Server(port=0)
+    c = s.canvas(name="reentrant")
+    with c._use() as h:
+        c.close()  # as from a handler that ran inside the call
+        assert c._h == h and c.closed, "freed under a call of its own thread"
+        with pytest.raises(rcanvas.RcanvasError):
+            c.request_draw()  # closed to new calls at once
+    assert c._h is None, "not freed once the call returned"
+    s.close()

@@ -96,6 +96,13 @@ dd "$D: --token-file $t/short.token: 5 characters: must be 22 to 128 characters 
 dd "$D: --view-token-file $t/open.token: is readable by others (chmod o-r)" --view-token-file "$t/open.token"
 dd "$D: --token-file $t/none.token: cannot be read: No such file or directory" --token-file "$t/none.token"
 dd "$D: --token-file: needs a value (a file holding the token)" --token-file
+# ... a file another user could write (and so pick the token), a FIFO (it must not hang the start), a directory
+printf 'abcdefghijklmnopqrstuvwxyz0123\n' > "$t/gw.token"; chmod 620 "$t/gw.token"
+dd "$D: --token-file $t/gw.token: is writable by group or others (chmod go-w)" --token-file "$t/gw.token"
+mkfifo "$t/fifo.token"
+dd "$D: --token-file $t/fifo.token: is not a regular file" --token-file "$t/fifo.token"
+mkdir "$t/dir.token"; chmod 700 "$t/dir.token"
+dd "$D: --token-file $t/dir.token: is not a regular file" --token-file "$t/dir.token"
 # TLS (issue 11): a certificate needs its key and the other way round; self-signed is the one --tls mode
 dd "$D: --tls-cert: needs a value (a PEM file)" --tls-cert
 dd "$D: --tls-key: needs a value (a PEM file)" --tls-key --port 0
