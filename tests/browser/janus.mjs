@@ -202,8 +202,17 @@ export async function startWebFront(janusHttp) {
   fs.chmodSync(dir, 0o755);                       // nginx's worker (user nobody when started as root) reads it
   fs.mkdirSync(path.join(dir, 'tmp'));
   fs.chmodSync(path.join(dir, 'tmp'), 0o777);
+  // a copy of client/ in that dir: the worker cannot reach the checkout itself where a folder above it is private
+  // (CI clones into a mktemp -d folder, 0700: every file was 403, "open() ... failed (13: Permission denied)")
+  const clientDir = path.join(dir, 'client');
+  fs.cpSync(path.join(root, 'client'), clientDir, { recursive: true });
+  for (const f of fs.readdirSync(clientDir, { recursive: true })) {
+    const p = path.join(clientDir, f);
+    fs.chmodSync(p, fs.statSync(p).isDirectory() ? 0o755 : 0o644);
+  }
+  fs.chmodSync(clientDir, 0o755);
   const conf = fillTemplate('nginx.conf', {
-    DIR: dir, LISTEN: `127.0.0.1:${port}`, CLIENT_DIR: path.join(root, 'client'), JANUS_JS, ADAPTER_JS,
+    DIR: dir, LISTEN: `127.0.0.1:${port}`, CLIENT_DIR: clientDir, JANUS_JS, ADAPTER_JS,
     JANUS_HTTP: janusHttp,
   });
   fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
