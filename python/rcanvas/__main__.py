@@ -9,6 +9,7 @@ strokes, key "c" clears them. Ctrl-C stops it (exit status 0); a bad option or a
 import argparse
 import logging
 import math
+import signal
 import sys
 import time
 
@@ -137,7 +138,18 @@ def main(argv=None):
         print(f"rcanvas demo: open {canvas.url}   (press and drag to paint, key c clears; Ctrl-C stops)", flush=True)
         scene = Scene()
         t0 = last = time.monotonic()
-        while True:
+        # Ctrl-C raises KeyboardInterrupt as usual, and also sets a flag the loop checks: an interrupt that lands
+        # while Python code runs inside a C callback (the library's log callback) is printed and swallowed by
+        # ctypes, and the demo then ran on; with the flag it still stops within one wait (0.25 s).
+        stop = []
+
+        def on_sigint(signum, frame):
+            stop.append(signum)
+            raise KeyboardInterrupt
+
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)
+        while not stop:
             wake = canvas.wait(0.25)  # a bounded wait: Ctrl-C is seen within a quarter second
             ratio = canvas.get_size()["pixel_ratio"] or 1.0
             scene.resize(*canvas.physical_size)
@@ -153,6 +165,7 @@ def main(argv=None):
                 now = time.monotonic()
                 canvas.present(scene.render(now - t0, min(0.1, now - last)))
                 last = now
+        return 0
     except KeyboardInterrupt:
         return 0
     finally:

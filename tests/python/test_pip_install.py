@@ -55,6 +55,7 @@ def _clean_env(**extra):
     """The environment of a user's shell: no RCANVAS_LIBRARY (make test-python sets it), no PYTHONPATH."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RCANVAS_LIBRARY", "PYTHONPATH", "PYTHONHOME", "PIP_REQUIRE_VIRTUALENV")}
+    env["PYTHONFAULTHANDLER"] = "1"  # a hang found by _stop shows every thread's stack (SIGABRT)
     env.update(extra)
     return env
 
@@ -260,6 +261,14 @@ def _stop(proc, sig):
         proc.send_signal(sig)
     try:
         return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        # still running: its threads' Python stacks (PYTHONFAULTHANDLER, _clean_env) say where it hangs
+        proc.send_signal(signal.SIGABRT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            err = "(no output)"
+        raise AssertionError(f"{proc.args} did not exit within 30 s of signal {sig}; its stderr ends:\n{err[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
