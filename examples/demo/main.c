@@ -563,6 +563,15 @@ int main(int argc, char **argv) {
         frame_set_free(fs);
         return 1;
     }
+    /* the handlers before the URLs go out: whoever reads them (a script, a test) may stop us at once, and a
+     * signal before them killed the demo instead of stopping it cleanly (test_hello caught it in hello.c) */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
     char url[512], view_url[512], fp[100];
     rcanvas_server_url(srv, NULL, url, sizeof url);
     rcanvas_server_view_url(srv, NULL, view_url, sizeof view_url);
@@ -573,13 +582,6 @@ int main(int argc, char **argv) {
     printf("rcanvas-demo: open %s   (interactive: your mouse and keys reach the app)\n", url);
     printf("rcanvas-demo: view only (to share; input is ignored): %s\n", view_url);
     fflush(stdout);
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     uint8_t *pixels = NULL;
     size_t cap = 0;

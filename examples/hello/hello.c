@@ -92,12 +92,14 @@ int main(int argc, char **argv) {
         rcanvas_server_free(srv);
         return 1;
     }
-    printf("hello: open %s\n", url); /* the token is part of the URL: without it the server answers 401 */
-    fflush(stdout);
-
+    /* before the URL goes out: whoever reads it (a user, a script, test_hello) may stop us at once, and a signal
+     * that came before the handlers killed the program instead of stopping it cleanly */
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+
+    printf("hello: open %s\n", url); /* the token is part of the URL: without it the server answers 401 */
+    fflush(stdout);
 
     uint8_t *pixels = NULL;
     size_t cap = 0;
