@@ -232,7 +232,11 @@ class Viewer:
 def _start(cmd, env, pattern, cwd):
     """Starts cmd; returns (proc, url) once a stdout line matches pattern (group 1: the URL), within 60 s. A thread
     keeps reading stdout (proc.lines), so that the pipe never fills."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    # SIGINT at its default: a test run from a background job (CI's, a chroot's) inherits it ignored, and Python
+    # leaves an ignored SIGINT ignored, so the Ctrl-C test's demo never saw its SIGINT (the chroot's make test,
+    # twice; test_signals does the same)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.lines = queue.Queue()
 
     def read():
