@@ -16,7 +16,7 @@
 //                 mountpoint  the streaming plugin's mountpoint id (default 1)
 //                 stats=1  open the overlay;  turn, turnuser, turnpass  a TURN server for viewers behind NAT
 //                 (docs/scaling.md); without it no ICE server at all (janus.js's default is a public STUN server)
-import { formatStats, StatsOverlay } from './stats.js';
+import { Badge, formatStats, StatsOverlay } from './stats.js';
 
 const STATS_MS = 250;                  // getStats() this often (the overlay renders at the same rate)
 const RETRY_MS = 2000;                 // a lost Janus session is tried again after this
@@ -37,19 +37,6 @@ export function sfuOptions(href) {
     iceServers.push({ urls: turn, username: q.get('turnuser') || undefined, credential: q.get('turnpass') || undefined });
   }
   return { janus, mountpoint: Number(mp), stats: q.get('stats') === '1', iceServers };
-}
-
-/** The small status line (the same element and contract as view.js's badge, which StatsOverlay drives). */
-class Badge {
-  constructor(el) { this.el = el; }
-  get isHint() { return this.el.classList.contains('rcanvas-hint'); }
-  set(text, { hint = false } = {}) {
-    this.el.textContent = text;
-    this.el.hidden = !text;
-    this.el.classList.toggle('rcanvas-hint', hint);
-    this.el.classList.remove('rcanvas-fade');
-  }
-  fade() { this.el.classList.add('rcanvas-fade'); }
 }
 
 export class SfuView {

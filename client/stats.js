@@ -167,6 +167,22 @@ export function formatStats(s) {
  * The overlay of one view (a <pre>) and its hint in the view's badge. F2 toggles it when the focus is in the view
  * or nowhere in particular (the page body): a page's own text fields keep their F2.
  */
+/**
+ * The view's small status line (an element of class rcanvas-badge): a text, shown when not empty; `hint` marks a
+ * passing hint ("F2: stats") that StatsOverlay may replace and fade. view.js and sfu.js both use it.
+ */
+export class Badge {
+  constructor(el) { this.el = el; }
+  get isHint() { return this.el.classList.contains('rcanvas-hint'); }
+  set(text, { hint = false } = {}) {
+    this.el.textContent = text;
+    this.el.hidden = !text;
+    this.el.classList.toggle('rcanvas-hint', hint);
+    this.el.classList.remove('rcanvas-fade');
+  }
+  fade() { this.el.classList.add('rcanvas-fade'); }
+}
+
 export class StatsOverlay {
   constructor({ pre, badge, root, snapshot, window: win = window }) {
     this.pre = pre;

@@ -28,7 +28,7 @@ import {
   ackMessage, drawsPixelated, parseLink, endpointsFrom, FLAG_REFINEMENT, keyframeMessage, nowSeconds, parseFrameHeader,
   tilePayload, visibilityMessage, withCodecs,
 } from './protocol.js';
-import { Stats, StatsOverlay } from './stats.js';
+import { Badge, Stats, StatsOverlay } from './stats.js';
 
 const RESIZE_MIN_MS = 33;              // at most one resize event this often (about 30 a second; sendResize)
 const BAR_COLOR = '#111';              // the letterbox bars: the view's background (rcanvas.css)
@@ -56,19 +56,6 @@ function ensureStylesheet(doc) {
   link.rel = 'stylesheet';
   link.href = STYLESHEET;
   doc.head.appendChild(link);
-}
-
-/** The small status line of a view: "connecting…" or the "F2: stats" hint. */
-class Badge {
-  constructor(el) { this.el = el; }
-  get isHint() { return this.el.classList.contains('rcanvas-hint'); }
-  set(text, { hint = false } = {}) {
-    this.el.textContent = text;
-    this.el.hidden = !text;
-    this.el.classList.toggle('rcanvas-hint', hint);
-    this.el.classList.remove('rcanvas-fade');
-  }
-  fade() { this.el.classList.add('rcanvas-fade'); }
 }
 
 const BANNER_TITLES = {

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { root, sleep } from './lib.mjs';
+import { root, sleep, stopProcess } from './lib.mjs';
 
 export const JANUS_BIN = process.env.JANUS || '/usr/bin/janus';
 export const JANUS_JS = '/usr/share/javascript/janus-gateway/janus.js';          // libjs-janus-gateway
@@ -143,19 +143,7 @@ export async function startJanus(opts = {}) {
   proc.stdout.on('data', (d) => { log += d; if (log.length > 1e6) log = log.slice(-5e5); });
   proc.stderr.on('data', (d) => { log += d; });
   const url = `http://127.0.0.1:${httpPort}/janus`;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-      await gone;
-      clearTimeout(t);
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
+  const stop = stopper(proc, dir);
   const t0 = Date.now();
   try {
     for (;;) {
@@ -179,6 +167,12 @@ export async function startJanus(opts = {}) {
   }
   return { proc, pid: proc.pid, url, httpPort, videoPort, rtcpPort: videoPort + 1, mountpoint: vars.MOUNTPOINT_ID,
            secret: vars.SECRET, dir, startMs: Date.now() - t0, log: () => log, stop };
+}
+
+/** A stop() for proc and its temp dir: SIGTERM (SIGKILL after 5 s), then the dir removed; safe to call twice. */
+function stopper(proc, dir) {
+  let stopping = null;
+  return () => stopping || (stopping = stopProcess(proc).then(() => fs.rmSync(dir, { recursive: true, force: true })));
 }
 
 /** utime + stime of process pid, in seconds (/proc/PID/stat fields 14 and 15, in clock ticks: CLK_TCK 100). */
@@ -221,19 +215,7 @@ export async function startWebFront(janusHttp) {
   let log = '';
   proc.stdout.on('data', (d) => { log += d; });
   proc.stderr.on('data', (d) => { log += d; });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');                         // nginx: fast shutdown (its workers go with it)
-      const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
-      await gone;
-      clearTimeout(t);
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
+  const stop = stopper(proc, dir);                 // nginx: SIGTERM is its fast shutdown
   const origin = `http://127.0.0.1:${port}`;
   const t0 = Date.now();
   for (;;) {

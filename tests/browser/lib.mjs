@@ -30,6 +30,19 @@ export async function launchBrowser(extraArgs = []) {
   });
 }
 
+/**
+ * Ends a child process: `signal` (default SIGTERM), then SIGKILL if it is still there after killAfterMs. Resolves
+ * once it has exited (at once when it already has). Safe to call twice.
+ */
+export function stopProcess(proc, { signal = 'SIGTERM', killAfterMs = 5000 } = {}) {
+  return new Promise((res) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return res();
+    const t = setTimeout(() => proc.kill('SIGKILL'), killAfterMs);
+    proc.once('exit', () => { clearTimeout(t); res(); });
+    proc.kill(signal);
+  });
+}
+
 export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
 /** Polls fn() until it returns a truthy value or timeoutMs passes; returns the value or throws. */

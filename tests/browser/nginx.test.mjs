@@ -24,7 +24,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { canvasPixel, launchBrowser, openPage, root, sleep, startDemo, until } from './lib.mjs';
+import { canvasPixel, launchBrowser, openPage, root, sleep, startDemo, stopProcess, until } from './lib.mjs';
 
 const NGINX = '/usr/sbin/nginx';
 const HAPROXY = '/usr/sbin/haproxy';
@@ -114,11 +114,7 @@ function startProxy(cmd, args, what) {
   proc.stderr.on('data', (d) => { out += d; });
   return {
     proc, what, out: () => out,
-    stop: () => new Promise((res) => {
-      if (proc.exitCode !== null || proc.signalCode !== null) return res();
-      proc.once('exit', () => res());
-      proc.kill('SIGTERM');
-    }),
+    stop: () => stopProcess(proc),
   };
 }
 

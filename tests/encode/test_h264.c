@@ -24,6 +24,7 @@
 #include "codec/yuv.h"
 #include "gen_frames.h"
 #include "test.h"
+#include "video_decoders.h"
 
 /* Lowest Y PSNR of any frame, 2 dB under what was measured (openh264 2.3.1 on x86-64 AVX2, CAMERA_VIDEO_REAL_TIME,
  * 2 threads; other SIMD paths round differently). The scene is hard for its rate — random glyphs and noisy curves
@@ -149,58 +150,13 @@ static void parse_sps(const uint8_t *r, size_t n, sps_info *s) {
     }
 }
 
-/* ---- decoding ---- */
+/* ---- decoding: openh264 (tests/video_decoders.h) ---- */
 
-typedef struct decoded {
-    const uint8_t *y, *u, *v;
-    int w, h, stride_y, stride_uv;
-} decoded;
-
-static ISVCDecoder *decoder_new(void) {
-    ISVCDecoder *d = NULL;
-    if (WelsCreateDecoder(&d) || !d) return NULL;
-    int level = WELS_LOG_QUIET;
-    (*d)->SetOption(d, DECODER_OPTION_TRACE_LEVEL, &level);
-    SDecodingParam p;
-    memset(&p, 0, sizeof p);
-    p.sVideoProperty.size = sizeof p.sVideoProperty;
-    p.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_AVC;
-    p.eEcActiveIdc = ERROR_CON_DISABLE; /* no concealment: a broken packet must show as an error */
-    if ((*d)->Initialize(d, &p)) {
-        WelsDestroyDecoder(d);
-        return NULL;
-    }
-    return d;
-}
-
-static void decoder_free(ISVCDecoder *d) {
-    if (!d) return;
-    (*d)->Uninitialize(d);
-    WelsDestroyDecoder(d);
-}
-
-/* Decodes one access unit; 0 with the picture in *out, or -1. */
-static int decode(ISVCDecoder *d, const rc_buf *pkt, decoded *out) {
-    uint8_t *dst[3] = {0};
-    SBufferInfo bi;
-    memset(&bi, 0, sizeof bi);
-    DECODING_STATE st = (*d)->DecodeFrameNoDelay(d, rc_buf_data(pkt), (int)pkt->len, dst, &bi);
-    if (st != dsErrorFree || bi.iBufferStatus != 1) return -1;
-    out->y = bi.pDst[0];
-    out->u = bi.pDst[1];
-    out->v = bi.pDst[2];
-    out->w = bi.UsrData.sSystemBuffer.iWidth;
-    out->h = bi.UsrData.sSystemBuffer.iHeight;
-    out->stride_y = bi.UsrData.sSystemBuffer.iStride[0];
-    out->stride_uv = bi.UsrData.sSystemBuffer.iStride[1];
-    return 0;
-}
-
-static double psnr_y(const decoded *d, const rc_i420 *src) {
+static double psnr_y(const yuv_view *d, const rc_i420 *src) {
     return gen_psnr_plane(d->y, d->stride_y, src->y, src->stride_y, (int)src->width, (int)src->height);
 }
 
-static void patch_error(const decoded *d, double *mean_err, int *pixel_err) {
+static void patch_error(const yuv_view *d, double *mean_err, int *pixel_err) {
     gen_patch_error(d->y, d->u, d->v, d->stride_y, d->stride_uv, mean_err, pixel_err);
 }
 
@@ -259,10 +215,10 @@ static void stream_free(stream *s) {
 static int coded(uint32_t n) { return n < 16 ? 16 : (int)((n + 1) & ~1u); }
 
 /* The packet decodes on d at the coded size of the frame, and the frame's part has PSNR ≥ min. Returns the PSNR. */
-static double check_decode(stream *s, ISVCDecoder *d, int t, double min, decoded *out) {
-    decoded dd;
+static double check_decode(stream *s, ISVCDecoder *d, int t, double min, yuv_view *out) {
+    yuv_view dd;
     if (!out) out = &dd;
-    if (decode(d, &s->pkt, out)) {
+    if (h264_decode(d, rc_buf_data(&s->pkt), s->pkt.len, out)) {
         CHECK_MSG(0, "%ux%u frame %d (%zu bytes) does not decode", s->w, s->h, t, s->pkt.len);
         return 0;
     }
@@ -278,7 +234,7 @@ static double check_decode(stream *s, ISVCDecoder *d, int t, double min, decoded
 static void test_720p(void) {
     stream s;
     if (stream_init(&s, 1280, 720, 4000, 2)) return;
-    ISVCDecoder *d = decoder_new();
+    ISVCDecoder *d = h264_open();
     CHECK(d != NULL);
     double psnr_min = 99, psnr_sum = 0;
     int npsnr = 0, worst_pixel = 0;
@@ -318,7 +274,7 @@ static void test_720p(void) {
         }
         /* The slices: one per thread. */
         if (t == 1) CHECK_EQ_INT(s.nals.non_idr, 2);
-        decoded dec;
+        yuv_view dec;
         double p = check_decode(&s, d, t, t < 40 ? PSNR_720P_MIN : 0, &dec);
         if (t < 40) {
             psnr_min = fmin(psnr_min, p);
@@ -331,10 +287,10 @@ static void test_720p(void) {
             if (pe > worst_pixel) worst_pixel = pe;
         }
         if (t == 20) { /* the requested IDR decodes on its own */
-            ISVCDecoder *fresh = decoder_new();
+            ISVCDecoder *fresh = h264_open();
             CHECK(fresh != NULL);
             if (fresh) check_decode(&s, fresh, t, PSNR_720P_MIN, NULL);
-            decoder_free(fresh);
+            h264_close(fresh);
         }
     }
     /* Here the rate is tight for the scene (the IDR at frame 20 starves the next frames): the flat patch's chroma is
@@ -352,7 +308,7 @@ static void test_720p(void) {
            "bytes/frame\n",
            bytes[0], mean, 4000e3 / 8 / 30, psnr_min, psnr_sum / (npsnr ? npsnr : 1), PSNR_720P_MIN, worst_mean, worst_pixel, low,
            high);
-    decoder_free(d);
+    h264_close(d);
     stream_free(&s);
 }
 
@@ -361,13 +317,13 @@ static void test_720p(void) {
 static void test_colour(void) {
     stream s;
     if (stream_init(&s, 640, 360, 3000, 2)) return;
-    ISVCDecoder *d = decoder_new();
+    ISVCDecoder *d = h264_open();
     CHECK(d != NULL);
     double worst_mean = 0;
     int worst_pixel = 0;
     for (int t = 0; t < 15 && d; t++) {
         if (stream_encode(&s, t)) break;
-        decoded dec;
+        yuv_view dec;
         check_decode(&s, d, t, 30, &dec);
         double me;
         int pe;
@@ -379,7 +335,7 @@ static void test_colour(void) {
     CHECK_MSG(worst_pixel <= 3, "flat patch (200, 40, 90): a pixel off by %d levels", worst_pixel);
     printf("640x360, 3000 kbit/s: flat patch (200, 40, 90) back within %.2f levels (mean), %d (any pixel)\n",
            worst_mean, worst_pixel);
-    decoder_free(d);
+    h264_close(d);
     stream_free(&s);
 }
 
@@ -387,7 +343,7 @@ static void test_colour(void) {
 static void test_interval_and_resize(void) {
     stream s;
     if (stream_init(&s, 320, 240, 500, 1)) return;
-    ISVCDecoder *d = decoder_new();
+    ISVCDecoder *d = h264_open();
     CHECK(d != NULL);
     int keys[40] = {0};
     for (int t = 0; t < 40 && d; t++) {
@@ -413,7 +369,7 @@ static void test_interval_and_resize(void) {
         CHECK_MSG(s.info.keyframe == (t == 40), "after resize, frame %d: keyframe %d", t, s.info.keyframe);
         check_decode(&s, d, t, 30, NULL); /* the same decoder follows the new SPS */
     }
-    decoder_free(d);
+    h264_close(d);
     stream_free(&s);
 }
 
@@ -421,7 +377,7 @@ static void test_interval_and_resize(void) {
 static void test_odd_sizes(void) {
     stream s;
     if (stream_init(&s, 333, 197, 600, 2)) return;
-    ISVCDecoder *d = decoder_new();
+    ISVCDecoder *d = h264_open();
     CHECK(d != NULL);
     double low = 99;
     for (int t = 0; t < 30 && d; t++) {
@@ -431,21 +387,21 @@ static void test_odd_sizes(void) {
     }
     printf("333x197, 600 kbit/s: decoded at %dx%d, Y PSNR min %.2f dB (threshold %.1f)\n", coded(333), coded(197), low,
            PSNR_ODD_MIN);
-    decoder_free(d);
+    h264_close(d);
 
     static const uint32_t sizes[][2] = {{1001, 777}, {7, 5}, {17, 16}, {16, 31}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         stream_resize(&s, sizes[i][0], sizes[i][1]);
-        d = decoder_new();
+        d = h264_open();
         if (!d || stream_encode(&s, 3)) break;
         CHECK(s.info.keyframe);
         double p = check_decode(&s, d, 3, 25, NULL);
         printf("%ux%u: decoded at %dx%d, Y PSNR %.2f dB over the %ux%u frame\n", s.w, s.h, coded(s.w), coded(s.h), p,
                s.w, s.h);
-        decoder_free(d);
+        h264_close(d);
         d = NULL;
     }
-    decoder_free(d);
+    h264_close(d);
     stream_free(&s);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * video_decoders.h — reference decoders for the video benchmarks (bench-video, bench-anchor): each decodes one
+ * video_decoders.h — reference decoders for the video tests and benchmarks (test_h264, test_rtp, bench-video,
+ * bench-anchor, the paint-over test's scorer): each decodes one
  * packet (one access unit / frame) to planar YUV, to measure what a viewer sees. openh264 (constrained baseline, what
  * rc_codec_h264 writes) when RCANVAS_HAVE_H264, libvpx VP8/VP9 (VP9 profiles 0 and 1: 4:2:0 and 4:4:4) when
  * RCANVAS_HAVE_VPX, and libavcodec's H.264 (any profile: x264's high) when RCANVAS_BENCH_AVCODEC. Header only, for
@@ -32,7 +33,9 @@ typedef struct yuv_view {
     int chroma444;
 } yuv_view;
 
-/* A codec's reference decoder. */
+/* A codec's reference decoder. decode() gives 0 with the picture of that packet in *out, or -1 when the packet
+ * does not decode or gives no picture (these decoders are set for no delay: each frame's picture comes from its own
+ * packet). */
 typedef struct video_decoder {
     void *(*open)(void);
     int (*decode)(void *d, const uint8_t *data, size_t len, yuv_view *out); /* 0 or -1 */
@@ -47,7 +50,9 @@ static inline void *h264_open(void) {
     (*d)->SetOption(d, DECODER_OPTION_TRACE_LEVEL, &level);
     SDecodingParam p;
     memset(&p, 0, sizeof p);
+    p.sVideoProperty.size = sizeof p.sVideoProperty;
     p.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_AVC;
+    p.eEcActiveIdc = ERROR_CON_DISABLE; /* no concealment: a broken access unit must show as an error */
     if ((*d)->Initialize(d, &p)) {
         WelsDestroyDecoder(d);
         return NULL;
@@ -65,8 +70,9 @@ static inline int h264_decode(void *dp, const uint8_t *data, size_t len, yuv_vie
                       bi.UsrData.sSystemBuffer.iStride[1], 0};
     return 0;
 }
-static inline void h264_close(void *dp) {
+static inline void h264_close(void *dp) { /* NULL: nothing */
     ISVCDecoder *d = dp;
+    if (!d) return;
     (*d)->Uninitialize(d);
     WelsDestroyDecoder(d);
 }
