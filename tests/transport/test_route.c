@@ -3,12 +3,14 @@
  * test_route — the HTTP routing decision (src/transport/route.c) without a server: each path shape goes to its
  * kind with the right canvas name, the token check answers 401/403/0 (a token in any argument position, "token"
  * without "=", a longer or shorter token), an upgrade's Origin is checked against Host and the allow-list, and a
- * canvas name over RC_NAME_MAX is 404. /metrics needs the token and is not an upgrade path.
+ * canvas name over RC_NAME_MAX is 404. /metrics needs the token and is not an upgrade path. The embedded client
+ * (cmake/embed.cmake) holds the viewer's modules but not the SFU page, which works only behind the Janus front.
  */
 #include <string.h>
 
 #include "stream/session.h"
 #include "test.h"
+#include "transport/assets.h"
 #include "transport/route.h"
 
 static const char *k_token = "s3cret-token-0123456789abcdef";
@@ -187,7 +189,23 @@ static void test_origin(void) {
     CHECK(!strcmp(route("/ws", 1, "http://evil.example", "localhost", wrong).reason, "wrong token"));
 }
 
+/* /client/NAME serves rc_assets: the viewer's modules are there; sfu.html and sfu.js are not (they need Janus's
+ * janus.js and a web front that proxies /janus: docs/sfu.md), so the server answers 404 for them. */
+static void test_assets(void) {
+    int view = 0, stats = 0, html = 0, sfu = 0;
+    for (const rc_asset *a = rc_assets; a->name; a++) {
+        view += !strcmp(a->name, "view.js");
+        stats += !strcmp(a->name, "stats.js");
+        html += !strcmp(a->name, "index.html");
+        sfu += !strncmp(a->name, "sfu.", 4);
+        CHECK_MSG(a->len > 0 && a->data[a->len] == 0, "%s: empty or not NUL-terminated", a->name);
+    }
+    CHECK(view == 1 && stats == 1 && html == 1);
+    CHECK_MSG(sfu == 0, "%d sfu.* files embedded", sfu);
+}
+
 int main(void) {
+    test_assets();
     test_paths();
     test_token();
     test_origin();
