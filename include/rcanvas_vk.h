@@ -41,10 +41,10 @@ typedef struct rcanvas_vk_config {
     uint32_t row_pitch_alignment;
     int validation; /* own device only: enable VK_LAYER_KHRONOS_validation if installed and count its errors */
     int gpu_jpeg;   /* 1 (default): while the canvas's codec is JPEG, encode on the GPU (Vulkan compute, codec
-                       "jpeg-gpu": plain baseline JPEG for the browser), one frame at a time; a frame that comes
-                       while it is busy, or one it cannot take, is encoded on the CPU, and so are the changed tiles
-                       of a frame where damage (below) found at most 1/8 of the tiles changed (they go alone, far
-                       smaller than the whole frame). The staged pixels still serve the lossless refinement.
+                       "jpeg-gpu": plain baseline JPEG for the browser), up to ring_depth frames at a time (an
+                       encoder per staging buffer); a frame it cannot take is encoded on the CPU, and so are the
+                       changed tiles of a frame where damage (below) found at most 1/8 of the tiles changed (they go
+                       alone, far smaller than the whole frame). The staged pixels still serve the lossless refinement.
                        0 = CPU encoders only. */
     int damage;     /* Changed tiles found on the GPU (64×64 px, a hash per tile in a compute pass beside the copy):
                        only the tiles a staging buffer lacks are read back to host memory, and the canvas is told

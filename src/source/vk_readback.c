@@ -8,6 +8,11 @@
  * Slot life: FREE → (present_vk) SUBMITTED → (fence) HELD by the canvas → (release) FREE.
  * With damage on (vk_damage.h), the same command buffer also finds the tiles that changed on the GPU and reads back
  * only those the slot lacks; the canvas gets the slot (still a complete frame) and the dirty map.
+ * GPU JPEG: each slot has its own encoder (the first one's pipelines shared: rc_gpu_jpeg_new_sibling), recorded into
+ * the slot's command buffer, so that as many frames are encoded on the GPU at once as the ring holds (issue 21: with
+ * one encoder, a frame that came while the previous one was encoding went to the CPU encoder). A slot's encoder is
+ * finished as soon as the canvas has copied its bytes, so it is free again when its slot is (should the canvas let go
+ * of the slot even sooner, the next frame in it gets RCANVAS_EBUSY from the encoder and goes to the CPU encoder).
  */
 #include <vulkan/vulkan.h>
 
@@ -41,6 +46,7 @@ typedef struct slot {
     int64_t submit_us;
     int gpu_encoded;          /* this copy also ran the GPU JPEG encoder */
     int gpu_read_image;       /* ... reading the image in its DCT pass (no input copy) */
+    rc_gpu_jpeg *gj;          /* this slot's GPU JPEG encoder (vk->gj[i] for slot i; NULL: CPU encoding only) */
 } slot;
 
 struct rcanvas_vk {
@@ -77,9 +83,19 @@ struct rcanvas_vk {
     int thread_started;
     rc_vk_stats stats;
     rc_vk_sink sink;          /* optional override of the canvas (benchmarks) */
-    rc_gpu_jpeg *gj;          /* the GPU JPEG encoder (NULL: CPU encoding only) */
+    rc_gpu_jpeg *gj[MAX_RING]; /* GPU JPEG encoders, one per slot: [0] owns the pipelines, the rest are its
+                                  siblings (all NULL: CPU encoding only) */
     rc_vk_damage *dmg;        /* damage on the GPU (NULL: off, every frame read back whole) */
 };
+
+/* Frees the GPU JPEG encoders, the owner ([0]) last; the slots have none after it. */
+static void free_gpu_jpeg(rcanvas_vk *vk) {
+    for (int i = MAX_RING - 1; i >= 0; i--) {
+        rc_gpu_jpeg_free(vk->gj[i]);
+        vk->gj[i] = NULL;
+        vk->slots[i].gj = NULL;
+    }
+}
 
 /* Tells the canvas whether its JPEG frames come from the GPU encoder; viewers are told ("encoder" messages,
  * docs/protocol.md). */
@@ -330,10 +346,21 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
                     RC_DAMAGE_TILE);
     }
     if (!r && canvas && cfg->gpu_jpeg) {
-        int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj);
-        if (g) rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no GPU JPEG encoder (%s); JPEG on the CPU", rcanvas_strerror(g));
-        else rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: GPU JPEG encoder ready (codec jpeg-gpu for JPEG canvases)");
-        set_canvas_gpu_jpeg(vk, vk->gj != NULL);
+        /* one encoder per slot; RCANVAS_GPU_JPEG_ENCODERS=N (1..ring depth, benchmarks) makes fewer, slot i using
+         * encoder i mod N (N=1: the one shared encoder of before issue 21) */
+        const char *envn = getenv("RCANVAS_GPU_JPEG_ENCODERS");
+        int n = envn && atoi(envn) >= 1 && atoi(envn) <= vk->depth ? atoi(envn) : vk->depth;
+        int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj[0]);
+        for (int i = 1; !g && i < n; i++) g = rc_gpu_jpeg_new_sibling(vk->gj[0], &vk->gj[i]);
+        if (g) {
+            rc_log(vk->log, RCANVAS_LOG_WARN, "vulkan: no GPU JPEG encoder (%s); JPEG on the CPU", rcanvas_strerror(g));
+            free_gpu_jpeg(vk);
+        } else {
+            rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: GPU JPEG encoder ready, %d encodes in flight at most (codec "
+                   "jpeg-gpu for JPEG canvases)", n);
+            for (int i = 0; i < vk->depth; i++) vk->slots[i].gj = vk->gj[i % n];
+        }
+        set_canvas_gpu_jpeg(vk, vk->gj[0] != NULL);
     }
     if (!r) {
         if (rc_thread_create(&vk->thread, readback_main, vk)) r = RCANVAS_ETHREAD;
@@ -360,7 +387,7 @@ int rc_vk_damage_enabled(const rcanvas_vk *vk) { return vk && vk->dmg; }
 
 void rc_vk_set_sink(rcanvas_vk *vk, rc_vk_sink sink) {
     vk->sink = sink;
-    if (vk->gj) set_canvas_gpu_jpeg(vk, !sink.deliver); /* a sink takes the frames: the canvas sees none */
+    if (vk->gj[0]) set_canvas_gpu_jpeg(vk, !sink.deliver); /* a sink takes the frames: the canvas sees none */
 }
 
 void rcanvas_vk_free(rcanvas_vk *vk) {
@@ -381,8 +408,8 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
         pthread_cond_wait(&vk->freed, &vk->mu);
     }
     pthread_mutex_unlock(&vk->mu);
-    if (vk->gj) set_canvas_gpu_jpeg(vk, 0);
-    rc_gpu_jpeg_free(vk->gj);
+    if (vk->gj[0]) set_canvas_gpu_jpeg(vk, 0);
+    free_gpu_jpeg(vk);
     if (vk->device) {
         vkDeviceWaitIdle(vk->device);
         rc_vk_damage_free(vk->dmg);
@@ -448,10 +475,10 @@ void rc_vk_release_slot(void *arg) {
     pthread_mutex_unlock(&vk->mu);
 }
 
-static void release_gpu_encoder(rcanvas_vk *vk, slot *s) {
+static void release_gpu_encoder(slot *s) {
     if (!s->gpu_encoded) return;
     s->gpu_encoded = 0;
-    rc_gpu_jpeg_finish(vk->gj);
+    rc_gpu_jpeg_finish(s->gj);
 }
 
 /* A frame whose command buffer was recorded with the damage passes never ran, or its readback failed: the slot
@@ -519,9 +546,9 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
      * the staged pixels serve the lossless refinement (and the CPU fallback). An image the encoder can sample is
      * read in GENERAL layout, by the copy and by the DCT pass alike, so neither waits for a layout change. */
     rc_encode_params ep = {0};
-    if (vk->gj && vk->canvas) rc_canvas_get_params(vk->canvas, &ep);
-    int gpu_jpeg = vk->gj && vk->canvas && ep.codec == RCANVAS_CODEC_JPEG;
-    VkImageLayout work = gpu_jpeg && rc_gpu_jpeg_reads_image(vk->gj, f->format, f->usage)
+    if (s->gj && vk->canvas) rc_canvas_get_params(vk->canvas, &ep);
+    int gpu_jpeg = s->gj && vk->canvas && ep.codec == RCANVAS_CODEC_JPEG;
+    VkImageLayout work = gpu_jpeg && rc_gpu_jpeg_reads_image(s->gj, f->format, f->usage)
                              ? VK_IMAGE_LAYOUT_GENERAL
                              : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -559,9 +586,9 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
         vkCmdCopyImageToBuffer(s->cmd, f->image, work, s->buf, 1, &region);
         if (vk->dmg) rc_vk_damage_skip(vk->dmg, idx);
     }
-    s->gpu_encoded = gpu_jpeg && rc_gpu_jpeg_record(vk->gj, s->cmd, f->image, f->format, f->usage, work, f->width,
+    s->gpu_encoded = gpu_jpeg && rc_gpu_jpeg_record(s->gj, s->cmd, f->image, f->format, f->usage, work, f->width,
                                                     f->height, ep.quality, ep.subsampling) == RCANVAS_OK;
-    s->gpu_read_image = s->gpu_encoded && rc_gpu_jpeg_read_directly(vk->gj);
+    s->gpu_read_image = s->gpu_encoded && rc_gpu_jpeg_read_directly(s->gj);
     if (final != work) { /* after the copies and the DCT pass's reads */
         VkImageMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
                                   .srcAccessMask = 0,
@@ -584,7 +611,7 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     vr = vkEndCommandBuffer(s->cmd);
     if (vr == VK_SUCCESS) vr = vkResetFences(vk->device, 1, &s->fence);
     if (vr != VK_SUCCESS) {
-        release_gpu_encoder(vk, s);
+        release_gpu_encoder(s);
         damage_lost(vk, idx);
         return vkerr(vk, vr, "recording the copy");
     }
@@ -596,7 +623,7 @@ int rcanvas_present_vk(rcanvas_vk *vk, const rcanvas_vk_frame *f) {
     s->submit_us = rc_now_us();
     vr = vkQueueSubmit(vk->queue, 1, &si, s->fence);
     if (vr != VK_SUCCESS) {
-        release_gpu_encoder(vk, s);
+        release_gpu_encoder(s);
         damage_lost(vk, idx);
         return vkerr(vk, vr, "vkQueueSubmit");
     }
@@ -692,7 +719,7 @@ static void *readback_main(void *arg) {
         vk->fifo_len--;
         if (vr != VK_SUCCESS) {
             if (vr == VK_ERROR_DEVICE_LOST) vk->lost = 1;
-            if (s->gpu_encoded) rc_gpu_jpeg_finish(vk->gj), s->gpu_encoded = 0;
+            if (s->gpu_encoded) rc_gpu_jpeg_finish(s->gj), s->gpu_encoded = 0;
             damage_lost(vk, idx);
             s->state = SLOT_FREE;
             pthread_cond_broadcast(&vk->freed);
@@ -719,7 +746,7 @@ static void *readback_main(void *arg) {
         int pr = RCANVAS_OK;
         int tiles_instead = s->gpu_encoded && damage_small(&dmg);
         if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, &dmg, rc_vk_release_slot, s);
-        else if (s->gpu_encoded && !tiles_instead && rc_gpu_jpeg_result(vk->gj, &jpeg, &jlen) == RCANVAS_OK)
+        else if (s->gpu_encoded && !tiles_instead && rc_gpu_jpeg_result(s->gj, &jpeg, &jlen) == RCANVAS_OK)
             /* the GPU JPEG encoder made the whole frame, and much of it changed: it goes whole */
             pr = rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, &rc_codec_jpeg_gpu,
                                                     jpeg, jlen);
@@ -727,7 +754,7 @@ static void *readback_main(void *arg) {
             pr = present_with_damage(vk->canvas, &img, rc_vk_release_slot, s, &dmg); /* CPU JPEG (or PNG) */
         if (pr != RCANVAS_OK && vk->dmg) rc_vk_damage_invalidate(vk->dmg); /* the canvas did not take it */
         if (s->gpu_encoded) { /* the canvas has copied the bytes: the encoder may take the next frame */
-            rc_gpu_jpeg_finish(vk->gj);
+            rc_gpu_jpeg_finish(s->gj);
             s->gpu_encoded = 0;
             pthread_mutex_lock(&vk->mu);
             vk->stats.gpu_encoded += jpeg != NULL;

@@ -499,6 +499,70 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     rcanvas_canvas_free(c);
 }
 
+/* Issue 21.1: frames presented back to back are all encoded on the GPU, each by its slot's own encoder (the ring's
+ * depth of them, sharing the first one's pipelines). With one encoder for the ring, every frame presented while
+ * another was still encoding went to the CPU encoder (RCANVAS_EBUSY from rc_gpu_jpeg_record): here frames 2–4. The
+ * last frame's packet is the GPU's JPEG of the last image. */
+static void test_gpu_jpeg_pipelined(rcanvas_server *srv) {
+    rcanvas_canvas *c;
+    rcanvas_vk *vk4 = NULL;
+    jpeg_canvas_ring(srv, "gpujpegpipe", 0, -1, &c, &vk4);
+    enum { N = 4 }; /* the default ring depth */
+    const uint32_t w = 200, h = 120;
+    gpu_image g[N];
+    VkCommandBuffer cb[N];
+    for (int i = 0; i < N; i++) {
+        CHECK(image_new(&g[i], w, h, VK_FORMAT_R8G8B8A8_UNORM) == 0);
+        fill(g[i].up_ptr, w, h, 40u * (unsigned)i + 1);
+        cb[i] = upload(&g[i], VK_NULL_HANDLE, VK_NULL_HANDLE);
+    }
+    rc_vk_stats st0, st;
+    rc_vk_get_stats(vk4, &st0);
+    int ok = 0;
+    for (int i = 0; i < N; i++) { /* no wait between them: each is recorded while the earlier ones still run */
+        rcanvas_vk_frame f = {.image = g[i].image, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
+                              .layout = VK_IMAGE_LAYOUT_GENERAL};
+        ok += rcanvas_present_vk(vk4, &f) == RCANVAS_OK;
+    }
+    CHECK_EQ_INT(ok, N);
+    for (int i = 0; i < 5000; i++) {
+        rc_vk_get_stats(vk4, &st);
+        if (st.delivered - st0.delivered >= (uint64_t)ok) break;
+        usleep(1000);
+    }
+    CHECK_EQ_INT((int)(st.delivered - st0.delivered), ok);
+    CHECK_MSG(st.gpu_encoded - st0.gpu_encoded == st.delivered - st0.delivered,
+              "%d of %d frames presented back to back were encoded on the GPU", (int)(st.gpu_encoded - st0.gpu_encoded),
+              (int)(st.delivered - st0.delivered));
+    for (int i = 0; i < 5000 && latest_seq(c) < (uint32_t)ok; i++) usleep(1000);
+    rc_packet *pk = rc_canvas_latest_packet(c, 0);
+    CHECK(pk && pk->ntiles == 1 && pk->codec == &rc_codec_jpeg_gpu);
+    if (pk) {
+        uint8_t *px;
+        uint32_t dw, dh;
+        int d = rc_decode_jpeg(rc_buf_data(&pk->tiles[0].data), pk->tiles[0].data.len, &px, &dw, &dh);
+        CHECK_MSG(d == 0 && dw == w && dh == h, "the last GPU-encoded packet does not decode");
+        if (!d) {
+            double best = 0;
+            int which = -1;
+            for (int i = 0; i < N; i++) { /* the source is RGBA: compare as it is */
+                double p = rc_psnr_rgb(px, (size_t)w * 4, g[i].up_ptr, (size_t)w * 4, w, h);
+                if (p > best) best = p, which = i;
+            }
+            CHECK_MSG(which == N - 1 && best > 30.0, "the last packet shows image %d (%.2f dB), not image %d", which,
+                      best, N - 1);
+            free(px);
+        }
+        rc_packet_unref(pk);
+    }
+    rcanvas_vk_free(vk4);
+    for (int i = 0; i < N; i++) {
+        vkFreeCommandBuffers(g_dev, g_pool, 1, &cb[i]);
+        image_free(&g[i]);
+    }
+    rcanvas_canvas_free(c);
+}
+
 /* A JPEG canvas with damage on the GPU: a frame where few tiles changed goes as those tiles (the CPU encodes
  * them) and not as the GPU's whole-frame JPEG; one where most changed goes whole from the GPU. Each picture is
  * checked by decoding its tiles over the previous one (PSNR against the source). */
@@ -913,6 +977,7 @@ int main(void) {
     test_refusals(c);
     test_busy(srv);
     test_gpu_jpeg(srv);
+    test_gpu_jpeg_pipelined(srv);
     test_gpu_jpeg_damage(srv);
     test_damage_sink();
     test_damage_canvas(c);

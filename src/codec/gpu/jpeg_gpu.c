@@ -138,6 +138,7 @@ typedef struct buf {
 struct rc_gpu_jpeg {
     rc_codec base;            /* first: this encoder is the codec "jpeg-gpu" (rc_codec_jpeg_gpu) */
     atomic_int in_flight;     /* an asynchronous encode (rc_gpu_jpeg_record) not yet finished */
+    const rc_gpu_jpeg *owner; /* a sibling (rc_gpu_jpeg_new_sibling): dsl, layout and pipe[] are the owner's */
     const rc_logger *log;
     VkPhysicalDevice phys;
     VkDevice dev;
@@ -271,6 +272,52 @@ static uint32_t subgroup_scan_size(VkPhysicalDevice phys) {
     return sg.subgroupSize;
 }
 
+/* What one encode in flight needs of its own: the descriptor set, command buffer and fence of the synchronous
+ * paths, timestamp queries and the small fixed buffers (divisors, Huffman tables, control, header). Frees nothing on
+ * failure (rc_gpu_jpeg_free does). */
+static int encode_state_new(rc_gpu_jpeg *e) {
+    VkDevice dev = e->dev;
+    VkDescriptorPoolSize ps[2] = {{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = NBIND},
+                                  {.type = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, .descriptorCount = 1}};
+    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
+                                      .poolSizeCount = 2, .pPoolSizes = ps};
+    VkResult r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
+    VkDescriptorSetAllocateInfo dai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = e->dpool,
+                                       .descriptorSetCount = 1, .pSetLayouts = &e->dsl};
+    if (r == VK_SUCCESS) r = vkAllocateDescriptorSets(dev, &dai, &e->set);
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = e->family};
+    if (r == VK_SUCCESS) r = vkCreateCommandPool(dev, &cpi, NULL, &e->cpool);
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(e->phys, &props);
+    e->ts_ns = props.limits.timestampPeriod;
+    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                 .queryCount = 7};
+    if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
+    /* small fixed buffers */
+    int rr = r == VK_SUCCESS ? RCANVAS_OK : vkfail(e, r, "encoder state setup");
+    if (!rr) rr = buf_reserve(e, B_DIV, 128 * sizeof(float));
+    if (!rr) rr = buf_reserve(e, B_TAB, (2 * 12 + 2 * 256) * sizeof(uint32_t));
+    if (!rr) rr = buf_reserve(e, B_CTL, 64);
+    if (!rr) rr = buf_reserve(e, B_HDR, 1024);
+    if (rr) return rr;
+    uint32_t *tab = e->bufs[B_TAB].map; /* code | length << 24 */
+    for (int t = 0; t < 2; t++)
+        for (int ac = 0; ac < 2; ac++) {
+            uint16_t code[256];
+            uint8_t len[256];
+            rc_jpeg_huff_codes(t, ac, code, len);
+            for (int s = 0; s < (ac ? 256 : 12); s++)
+                tab[(ac ? 24 + t * 256 : t * 12) + s] = code[s] | ((uint32_t)len[s] << 24);
+        }
+    return RCANVAS_OK;
+}
+
 int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueue queue, const rc_logger *log,
                     rc_gpu_jpeg **out) {
     static const rc_logger quiet = {0};
@@ -336,47 +383,34 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (envp && !strcmp(envp, "intervals")) e->path = RC_GPU_JPEG_INTERVALS;
     const char *force = getenv("RCANVAS_GPU_JPEG_MCUS_PER_INTERVAL"); /* benchmarks: other interval sizes */
     if (force && atoi(force) >= 1 && atoi(force) <= 65535) e->restart_cfg = (uint32_t)atoi(force);
-    VkDescriptorPoolSize ps[2] = {{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = NBIND},
-                                  {.type = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, .descriptorCount = 1}};
-    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
-                                      .poolSizeCount = 2, .pPoolSizes = ps};
-    if (r == VK_SUCCESS) r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
-    VkDescriptorSetAllocateInfo dai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = e->dpool,
-                                       .descriptorSetCount = 1, .pSetLayouts = &e->dsl};
-    if (r == VK_SUCCESS) r = vkAllocateDescriptorSets(dev, &dai, &e->set);
-    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = family};
-    if (r == VK_SUCCESS) r = vkCreateCommandPool(dev, &cpi, NULL, &e->cpool);
-    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
-                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
-    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
-    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(phys, &props);
-    e->ts_ns = props.limits.timestampPeriod;
-    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                 .queryCount = 7};
-    if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
-    /* small fixed buffers */
-    int rr = r == VK_SUCCESS ? RCANVAS_OK : vkfail(e, r, "pipeline setup");
-    if (!rr) rr = buf_reserve(e, B_DIV, 128 * sizeof(float));
-    if (!rr) rr = buf_reserve(e, B_TAB, (2 * 12 + 2 * 256) * sizeof(uint32_t));
-    if (!rr) rr = buf_reserve(e, B_CTL, 64);
-    if (!rr) rr = buf_reserve(e, B_HDR, 1024);
+    int rr = r == VK_SUCCESS ? encode_state_new(e) : vkfail(e, r, "pipeline setup");
     if (rr) {
         rc_gpu_jpeg_free(e);
         return rr;
     }
-    uint32_t *tab = e->bufs[B_TAB].map; /* code | length << 24 */
-    for (int t = 0; t < 2; t++)
-        for (int ac = 0; ac < 2; ac++) {
-            uint16_t code[256];
-            uint8_t len[256];
-            rc_jpeg_huff_codes(t, ac, code, len);
-            for (int s = 0; s < (ac ? 256 : 12); s++)
-                tab[(ac ? 24 + t * 256 : t * 12) + s] = code[s] | ((uint32_t)len[s] << 24);
-        }
+    *out = e;
+    return RCANVAS_OK;
+}
+
+int rc_gpu_jpeg_new_sibling(rc_gpu_jpeg *owner, rc_gpu_jpeg **out) {
+    if (!owner || owner->owner || !out) return RCANVAS_EINVAL;
+    rc_gpu_jpeg *e = calloc(1, sizeof(*e));
+    if (!e) return RCANVAS_ENOMEM;
+    e->base.type = &rc_codec_jpeg_gpu;
+    e->owner = owner;
+    e->log = owner->log;
+    e->phys = owner->phys, e->dev = owner->dev, e->family = owner->family, e->queue = owner->queue;
+    e->dsl = owner->dsl, e->layout = owner->layout;
+    memcpy(e->pipe, owner->pipe, sizeof e->pipe);
+    e->have_blocks = owner->have_blocks, e->have_image_input = owner->have_image_input;
+    e->subgroup_size = owner->subgroup_size, e->input_copy = owner->input_copy;
+    memcpy(e->sampled_ok, owner->sampled_ok, sizeof e->sampled_ok);
+    e->spin_us = owner->spin_us, e->path = owner->path, e->restart_cfg = owner->restart_cfg;
+    int r = encode_state_new(e);
+    if (r) {
+        rc_gpu_jpeg_free(e);
+        return r;
+    }
     *out = e;
     return RCANVAS_OK;
 }
@@ -390,10 +424,12 @@ void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
     if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
     if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
-    for (int i = 0; i < NPIPE; i++)
-        if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
-    if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
-    if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
+    if (!e->owner) { /* a sibling's are its owner's */
+        for (int i = 0; i < NPIPE; i++)
+            if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
+        if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
+        if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
+    }
     free(e);
 }
 

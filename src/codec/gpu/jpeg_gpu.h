@@ -23,6 +23,17 @@ typedef struct rc_gpu_jpeg rc_gpu_jpeg;
 /* Creates the encoder on the app's (or rcanvas's) device. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
 int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, VkQueue queue, const rc_logger *log,
                     rc_gpu_jpeg **out);
+/* A second encoder on owner's device that shares its pipelines, pipeline layout and descriptor set layout (no
+ * shader compilation: about the cost of a command pool, a fence and four small buffers; its frame buffers grow at
+ * its first encode), with its own buffers, descriptor set, command buffer, fence and timestamps: so that several
+ * encodes can be in flight at once, one per encoder (issue 21: the readback ring gives each staging slot its own).
+ * It takes owner's configuration (rc_gpu_jpeg_configure) as it is now. owner must be an encoder from
+ * rc_gpu_jpeg_new, and outlive it (free the siblings first). Each encoder is used by one thread at a time; different
+ * ones may be used at once, except that the synchronous calls submit to the shared queue (its rule: one submitter at
+ * a time). RCANVAS_OK, RCANVAS_EINVAL (owner NULL or itself a sibling),
+ * RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
+int rc_gpu_jpeg_new_sibling(rc_gpu_jpeg *owner, rc_gpu_jpeg **out);
+/* Frees an encoder (a sibling: not its owner's pipelines). Waits for the device to be idle. NULL: nothing. */
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e);
 
 typedef struct rc_gpu_jpeg_times {
@@ -59,8 +70,8 @@ int rc_gpu_jpeg_encode_image(rc_gpu_jpeg *e, VkImage image, VkFormat format, VkI
  * GENERAL when the image can be sampled, so that its own copy and the DCT pass read it without a layout change
  * between them, else TRANSFER_SRC_OPTIMAL). The caller submits; once its fence has signalled, rc_gpu_jpeg_result() gives the file (valid
  * until the next record/encode), and rc_gpu_jpeg_finish() ends the encode — also when the submission failed.
- * One encode in flight at a time: RCANVAS_EBUSY while one is (use the CPU encoder for this frame; nothing was
- * recorded). RCANVAS_EFRAME_SIZE if the device's storage buffers are too small for this frame (likewise). */
+ * One encode in flight per encoder: RCANVAS_EBUSY while one is (use a sibling, or the CPU encoder for this frame;
+ * nothing was recorded). RCANVAS_EFRAME_SIZE if the device's storage buffers are too small for this frame (likewise). */
 int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkFormat format, VkImageUsageFlags usage,
                        VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss);
 /* Whether an image of this format and usage would be read directly by the DCT pass (no input copy). */
