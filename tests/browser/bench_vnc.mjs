@@ -396,6 +396,11 @@ async function measure(page, selector, link, o, frames) {
     await sleep(250 + Math.random() * 300);              // not in step with the frame clock
   }
   const lat = await page.evaluate(() => window.__bench.lat);
+  if (o.verbose) {
+    const st = await page.evaluate(() => (window.rcanvas ? window.rcanvas.stats() : null));
+    console.log(`    clicks (ms, in order): ${lat.map((x) => x.toFixed(0)).join(' ')}` +
+                (st ? `; rcanvas link ${JSON.stringify(st.link)}, keyframe requests ${st.keyframeRequests}, decoder resets ${st.decoderResets}` : ''));
+  }
   return { fps, rafs, torn, ownFps, mbps, psnr, psnrMin, framesSeen: byRef.size,
            latP50: pct(lat, 0.5), latP95: pct(lat, 0.95), clicks: lat.length, missed };
 }
