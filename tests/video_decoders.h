@@ -5,7 +5,8 @@
  * packet (one access unit / frame) to planar YUV, to measure what a viewer sees. openh264 (constrained baseline, what
  * rc_codec_h264 writes) when RCANVAS_HAVE_H264, libvpx VP8/VP9 (VP9 profiles 0 and 1: 4:2:0 and 4:4:4) when
  * RCANVAS_HAVE_VPX, and libavcodec's H.264 (any profile: x264's high) when RCANVAS_BENCH_AVCODEC. Header only, for
- * programs that link those libraries themselves.
+ * programs that link those libraries themselves: every one found, since an -O0 build emits the decoder tables
+ * (and so references the functions) even when a program uses one codec.
  */
 #ifndef RC_BENCH_VIDEO_DECODERS_H
 #define RC_BENCH_VIDEO_DECODERS_H
