@@ -94,6 +94,8 @@ extern const rc_codec_type rc_codec_h264, rc_codec_vp8, rc_codec_vp9, rc_codec_w
 /* The lossless WebP for the refinement: wire id RCANVAS_CODEC_WEBP like rc_codec_webp, which rc_codec_for returns. */
 extern const rc_codec_type rc_codec_webp_lossless;
 extern const rc_codec_type rc_codec_av1;
+/* H.264 in Vulkan compute shaders (codec/gpu/h264_gpu.h): instances come from rc_gpu_h264_new, not create(). */
+extern const rc_codec_type rc_codec_h264_gpu;
 
 /* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
 const rc_codec_type *rc_codec_for(rcanvas_codec codec);

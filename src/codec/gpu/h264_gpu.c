@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the six pipelines, one
+ * command buffer per picture, the parameter sets, NAL framing, and the rate control.
+ *
+ * The choices, and why:
+ *  - One slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster order). Across a
+ *    slice boundary nothing is predicted: the macroblock above is "not available" (6.4.8), so intra prediction,
+ *    the motion vector predictor and CAVLC's nC see only the left neighbour. That makes P pictures fully parallel
+ *    (every macroblock at once; the predictor is the left macroblock's vector, known before coding) and IDR
+ *    pictures parallel across rows (a row is left-to-right sequential, one workgroup each). The price is a slice
+ *    header per row (about 4 bytes with its NAL framing) and weaker prediction from above: measured in
+ *    docs/benchmarks.md against openh264.
+ *  - Whole-pixel motion vectors: the reconstruction needs no 6-tap interpolation (8.4.2.2.1); pans and drags of
+ *    screen content move by whole pixels. Chroma at half-pixel positions (odd vectors) uses the bilinear rule.
+ *  - Deblocking off (disable_deblocking_filter_idc 1): the filter (8.7) runs in macroblock order with each edge
+ *    reading the previous edge's output, a sequential dependency across the picture that would have to be
+ *    mirrored bit-exactly; rcanvas refines still pictures losslessly anyway, and the paint-over (QP 24) leaves
+ *    little blocking to filter.
+ *  - Planes one sample per uint: simple indexing in every stage; 4K costs 50 MB per plane set on the device.
+ */
+#include "codec/gpu/h264_gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t k_yuv[] =
+#include "h264_yuv.comp.inc"
+    ;
+static const uint32_t k_me[] =
+#include "h264_me.comp.inc"
+    ;
+static const uint32_t k_mb[] =
+#include "h264_mb.comp.inc"
+    ;
+static const uint32_t k_cavlc[] =
+#include "h264_cavlc.comp.inc"
+    ;
+static const uint32_t k_scan[] =
+#include "h264_scan.comp.inc"
+    ;
+static const uint32_t k_copy[] =
+#include "h264_copy.comp.inc"
+    ;
+
+enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, NBUF };
+#define NBIND 12
+enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, NPIPE };
+#define NTS 8
+#define MBI_STRIDE 32u
+#define LEV_STRIDE 408u
+#define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
+
+typedef struct pc_t { /* h264_common.glsl's push constants */
+    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass;
+} pc_t;
+
+typedef struct buf {
+    VkBuffer b;
+    VkDeviceMemory m;
+    VkDeviceSize cap;
+    void *map;
+} buf;
+
+struct rc_gpu_h264 {
+    rc_codec base; /* first: the codec "h264-gpu" (rc_codec_h264_gpu) */
+    const rc_logger *log;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    uint32_t family;
+    VkQueue queue;
+    pthread_mutex_t *qlock;
+    VkDescriptorSetLayout dsl;
+    VkPipelineLayout layout;
+    VkPipeline pipe[NPIPE];
+    VkDescriptorPool dpool;
+    VkDescriptorSet set[2]; /* by the parity of the picture: which RECx/Qx is this picture's and which the reference */
+    VkCommandPool cpool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries;
+    int have_ts;
+    double ts_ns;
+    buf bufs[NBUF];
+    int dirty;
+    /* the stream */
+    uint32_t w, h, mbw, mbh;
+    int parity;       /* this picture writes REC/Q of this parity */
+    int have_ref;     /* a picture was coded at this size: P pictures can follow */
+    int want_key;
+    uint32_t frame_num, idr_pic_id, since_key;
+    double qp_p;      /* the rate control's QP for P pictures */
+    int last_qp;
+};
+
+static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
+    rc_log(e->log, RCANVAS_LOG_ERROR, "gpu h264: %s failed (VkResult %d)", what, (int)r);
+    return r == VK_ERROR_DEVICE_LOST ? RCANVAS_EDEVICE_LOST : RCANVAS_EVULKAN;
+}
+
+static int find_mem(rc_gpu_h264 *e, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(e->phys, &mp);
+    int best = -1;
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & want) != want) continue;
+        if (best < 0 || ((f & prefer) == prefer && (mp.memoryTypes[best].propertyFlags & prefer) != prefer)) best = (int)i;
+    }
+    return best;
+}
+
+static void buf_free(rc_gpu_h264 *e, buf *b) {
+    if (b->map) vkUnmapMemory(e->dev, b->m);
+    if (b->b) vkDestroyBuffer(e->dev, b->b, NULL);
+    if (b->m) vkFreeMemory(e->dev, b->m, NULL);
+    memset(b, 0, sizeof(*b));
+}
+
+static int is_host(int i) { return i == B_IN || i == B_CTL || i == B_HOST || i == B_DBG; }
+
+/* Buffer i holds at least `need` bytes (grown, contents lost). Host buffers are mapped; B_HOST and B_DBG prefer
+ * host-cached memory (the CPU reads them), the rest are device-local. */
+static int buf_reserve(rc_gpu_h264 *e, int i, VkDeviceSize need) {
+    buf *b = &e->bufs[i];
+    if (b->cap >= need) return RCANVAS_OK;
+    buf_free(e, b);
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       (i == B_CTL ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0)};
+    VkResult r = vkCreateBuffer(e->dev, &bci, NULL, &b->b);
+    if (r != VK_SUCCESS) return vkfail(e, r, "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(e->dev, b->b, &req);
+    int host = is_host(i);
+    int type = host ? find_mem(e, req.memoryTypeBits,
+                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                               i == B_HOST || i == B_DBG ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0)
+                    : find_mem(e, req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) {
+        buf_free(e, b);
+        return RCANVAS_EVULKAN;
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = (uint32_t)type};
+    r = vkAllocateMemory(e->dev, &mai, NULL, &b->m);
+    if (r == VK_SUCCESS) r = vkBindBufferMemory(e->dev, b->b, b->m, 0);
+    if (r == VK_SUCCESS && host) r = vkMapMemory(e->dev, b->m, 0, VK_WHOLE_SIZE, 0, &b->map);
+    if (r != VK_SUCCESS) {
+        buf_free(e, b);
+        return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? RCANVAS_EFRAME_SIZE
+                                                                                      : vkfail(e, r, "buffer memory");
+    }
+    b->cap = need;
+    e->dirty = 1;
+    return RCANVAS_OK;
+}
+
+static VkResult make_pipe(rc_gpu_h264 *e, const uint32_t *code, size_t size, VkPipeline *out) {
+    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
+    VkShaderModule sm;
+    VkResult r = vkCreateShaderModule(e->dev, &smi, NULL, &sm);
+    if (r != VK_SUCCESS) return r;
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = sm, .pName = "main"},
+        .layout = e->layout};
+    r = vkCreateComputePipelines(e->dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
+    vkDestroyShaderModule(e->dev, sm, NULL);
+    return r;
+}
+
+int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueue queue, pthread_mutex_t *queue_lock,
+                    const rc_logger *log, rc_gpu_h264 **out) {
+    static const rc_logger quiet = {0};
+    if (!out) return RCANVAS_EINVAL;
+    *out = NULL;
+    if (!phys || !dev || !queue) return RCANVAS_EINVAL;
+    rc_gpu_h264 *e = calloc(1, sizeof(*e));
+    if (!e) return RCANVAS_ENOMEM;
+    e->base.type = &rc_codec_h264_gpu;
+    e->log = log ? log : &quiet;
+    e->phys = phys, e->dev = dev, e->family = family, e->queue = queue, e->qlock = queue_lock;
+    e->qp_p = 30;
+    VkDescriptorSetLayoutBinding b[NBIND];
+    for (int i = 0; i < NBIND; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo dli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = NBIND, .pBindings = b};
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = sizeof(pc_t)};
+    VkResult r = vkCreateDescriptorSetLayout(dev, &dli, NULL, &e->dsl);
+    VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
+                                      .pSetLayouts = &e->dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
+    if (r == VK_SUCCESS) r = vkCreatePipelineLayout(dev, &pli, NULL, &e->layout);
+    static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
+        {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
+        {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}};
+    for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = make_pipe(e, k[i].code, k[i].size, &e->pipe[i]);
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
+    VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
+                                      .poolSizeCount = 1, .pPoolSizes = &ps};
+    if (r == VK_SUCCESS) r = vkCreateDescriptorPool(dev, &dpi, NULL, &e->dpool);
+    VkDescriptorSetLayout two[2] = {e->dsl, e->dsl};
+    VkDescriptorSetAllocateInfo dai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                       .descriptorPool = e->dpool, .descriptorSetCount = 2, .pSetLayouts = two};
+    if (r == VK_SUCCESS) r = vkAllocateDescriptorSets(dev, &dai, e->set);
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = family};
+    if (r == VK_SUCCESS) r = vkCreateCommandPool(dev, &cpi, NULL, &e->cpool);
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(phys, &props);
+    e->ts_ns = props.limits.timestampPeriod;
+    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                 .queryCount = NTS};
+    if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
+    if (r != VK_SUCCESS) {
+        int rr = vkfail(e, r, "encoder setup");
+        rc_gpu_h264_free(e);
+        return rr;
+    }
+    *out = e;
+    return RCANVAS_OK;
+}
+
+void rc_gpu_h264_free(rc_gpu_h264 *e) {
+    if (!e) return;
+    if (e->fence) vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX); /* a failed submit leaves it unsignalled:
+                                                                                * rc_gpu_h264_encode_cpu waited then */
+    for (int i = 0; i < NBUF; i++) buf_free(e, &e->bufs[i]);
+    for (int i = 0; i < NPIPE; i++)
+        if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
+    if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
+    if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
+    if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
+    if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
+    if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
+    if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
+    free(e);
+}
+
+void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
+    if (e) e->want_key = 1;
+}
+
+/* ---- buffers for a picture size ---- */
+
+static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
+    if (w != e->w || h != e->h) e->have_ref = 0; /* a new size starts with an IDR picture */
+    e->w = w, e->h = h;
+    e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
+    VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
+    VkDeviceSize planes = (lw * lh + lw * lh / 2) * 4, q = (lw / 4) * (lh / 4) * 4;
+    VkDeviceSize outb = (n * MAX_BYTES_PER_MB + e->mbh * 64ull + 3) & ~3ull;
+    int r = buf_reserve(e, B_IN, (VkDeviceSize)w * h * 4);
+    if (!r) r = buf_reserve(e, B_SRC, planes);
+    if (!r) r = buf_reserve(e, B_RECA, planes);
+    if (!r) r = buf_reserve(e, B_RECB, planes);
+    if (!r) r = buf_reserve(e, B_QA, q);
+    if (!r) r = buf_reserve(e, B_QB, q);
+    if (!r) r = buf_reserve(e, B_MBI, n * MBI_STRIDE * 4);
+    if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
+    if (!r) r = buf_reserve(e, B_BITS, n * 2 * 4);
+    if (!r) r = buf_reserve(e, B_OUT, outb);
+    if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 1) * 4ull);
+    if (!r) r = buf_reserve(e, B_HOST, outb);
+    if (r) {
+        e->w = e->h = 0;
+        e->have_ref = 0;
+        return r;
+    }
+    if (e->dirty) {
+        for (int p = 0; p < 2; p++) {
+            static const int map_even[NBIND] = {B_IN, B_SRC, B_RECB, B_RECA, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST};
+            static const int map_odd[NBIND] = {B_IN, B_SRC, B_RECA, B_RECB, B_QB, B_QA, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST};
+            const int *map = p ? map_odd : map_even;
+            VkDescriptorBufferInfo bi[NBIND];
+            VkWriteDescriptorSet wr[NBIND];
+            for (int i = 0; i < NBIND; i++) {
+                bi[i] = (VkDescriptorBufferInfo){.buffer = e->bufs[map[i]].b, .range = VK_WHOLE_SIZE};
+                wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = e->set[p],
+                                               .dstBinding = (uint32_t)i, .descriptorCount = 1,
+                                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &bi[i]};
+            }
+            vkUpdateDescriptorSets(e->dev, NBIND, wr, 0, NULL);
+        }
+        e->dirty = 0;
+    }
+    return RCANVAS_OK;
+}
+
+/* ---- parameter sets and NAL framing ---- */
+
+typedef struct bw {
+    uint8_t b[128];
+    size_t bits;
+} bw;
+static void bw_put(bw *w, uint32_t v, int n) {
+    for (int i = n - 1; i >= 0; i--, w->bits++)
+        if ((v >> i) & 1) w->b[w->bits >> 3] |= (uint8_t)(0x80 >> (w->bits & 7));
+}
+static void bw_ue(bw *w, uint32_t k) {
+    int m = 0;
+    while ((k + 1) >> (m + 1)) m++;
+    bw_put(w, 0, m);
+    bw_put(w, k + 1, m + 1);
+}
+static void bw_trailing(bw *w) {
+    bw_put(w, 1, 1);
+    while (w->bits & 7) w->bits++;
+}
+
+/* Appends a NAL unit: start code, header, the RBSP with emulation prevention bytes (7.4.1: 0x03 after two zero bytes
+ * before a byte ≤ 3). */
+static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
+    if (rc_buf_reserve(out, out->len + 5 + n + n / 2 + 1)) return RCANVAS_ENOMEM;
+    uint8_t *o = rc_buf_data(out) + out->len;
+    size_t k = 0;
+    o[k++] = 0, o[k++] = 0, o[k++] = 0, o[k++] = 1, o[k++] = header;
+    int zeros = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = rbsp[i];
+        if (zeros >= 2 && c <= 3) {
+            o[k++] = 3;
+            zeros = 0;
+        }
+        o[k++] = c;
+        zeros = c ? 0 : zeros + 1;
+    }
+    out->len += k;
+    return RCANVAS_OK;
+}
+
+/* The smallest level (Table A-1) whose MaxFS and MaxMBPS (at 60 pictures a second) hold this size. */
+static int level_idc(uint32_t mbs) {
+    static const struct { int idc; uint32_t fs, mbps; } t[] = {
+        {30, 1620, 40500}, {31, 3600, 108000}, {32, 5120, 216000}, {40, 8192, 245760}, {42, 8704, 522240},
+        {50, 22080, 589824}, {51, 36864, 983040}, {52, 36864, 2073600}, {60, 139264, 4177920}, {62, 139264, 16711680}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (mbs <= t[i].fs && mbs * 60 <= t[i].mbps) return t[i].idc;
+    return 62;
+}
+
+static int put_parameter_sets(rc_gpu_h264 *e, rc_buf *out) {
+    bw s = {{0}, 0};
+    bw_put(&s, 66, 8);         /* profile_idc: Baseline */
+    bw_put(&s, 0xC0, 8);       /* constraint_set0_flag, constraint_set1_flag: Constrained Baseline */
+    bw_put(&s, (uint32_t)level_idc(e->mbw * e->mbh), 8);
+    bw_ue(&s, 0);              /* seq_parameter_set_id */
+    bw_ue(&s, 0);              /* log2_max_frame_num_minus4 */
+    bw_ue(&s, 2);              /* pic_order_cnt_type 2: output order is decoding order */
+    bw_ue(&s, 1);              /* max_num_ref_frames */
+    bw_put(&s, 0, 1);          /* gaps_in_frame_num_value_allowed_flag */
+    bw_ue(&s, e->mbw - 1);
+    bw_ue(&s, e->mbh - 1);
+    bw_put(&s, 1, 1);          /* frame_mbs_only_flag */
+    bw_put(&s, 1, 1);          /* direct_8x8_inference_flag */
+    uint32_t cr = (e->mbw * 16 - e->w) / 2, cb = (e->mbh * 16 - e->h) / 2; /* CropUnitX = CropUnitY = 2 */
+    bw_put(&s, cr || cb, 1);   /* frame_cropping_flag */
+    if (cr || cb) {
+        bw_ue(&s, 0);
+        bw_ue(&s, cr);
+        bw_ue(&s, 0);
+        bw_ue(&s, cb);
+    }
+    bw_put(&s, 1, 1);          /* vui_parameters_present_flag */
+    bw_put(&s, 0, 1);          /* aspect_ratio_info_present_flag */
+    bw_put(&s, 0, 1);          /* overscan_info_present_flag */
+    bw_put(&s, 1, 1);          /* video_signal_type_present_flag: what h264_yuv.comp made — */
+    bw_put(&s, 5, 3);          /*   video_format unspecified */
+    bw_put(&s, 0, 1);          /*   limited range */
+    bw_put(&s, 1, 1);          /*   colour_description_present_flag */
+    bw_put(&s, 6, 8);          /*   BT.601 (SMPTE 170M) primaries, */
+    bw_put(&s, 6, 8);          /*   transfer, */
+    bw_put(&s, 6, 8);          /*   and matrix, as rc_codec_h264 signals */
+    bw_put(&s, 0, 1);          /* chroma_loc_info_present_flag */
+    bw_put(&s, 0, 1);          /* timing_info_present_flag */
+    bw_put(&s, 0, 1);          /* nal_hrd_parameters_present_flag */
+    bw_put(&s, 0, 1);          /* vcl_hrd_parameters_present_flag */
+    bw_put(&s, 0, 1);          /* pic_struct_present_flag */
+    bw_put(&s, 1, 1);          /* bitstream_restriction_flag: */
+    bw_put(&s, 1, 1);          /*   motion_vectors_over_pic_boundaries_flag */
+    bw_ue(&s, 0);              /*   max_bytes_per_pic_denom */
+    bw_ue(&s, 0);              /*   max_bits_per_mb_denom */
+    bw_ue(&s, 15);             /*   log2_max_mv_length_horizontal */
+    bw_ue(&s, 15);             /*   log2_max_mv_length_vertical */
+    bw_ue(&s, 0);              /*   max_num_reorder_frames: each picture is shown when decoded */
+    bw_ue(&s, 1);              /*   max_dec_frame_buffering */
+    bw_trailing(&s);
+    bw p = {{0}, 0};
+    bw_ue(&p, 0);              /* pic_parameter_set_id */
+    bw_ue(&p, 0);              /* seq_parameter_set_id */
+    bw_put(&p, 0, 1);          /* entropy_coding_mode_flag: CAVLC */
+    bw_put(&p, 0, 1);          /* bottom_field_pic_order_in_frame_present_flag */
+    bw_ue(&p, 0);              /* num_slice_groups_minus1 */
+    bw_ue(&p, 0);              /* num_ref_idx_l0_default_active_minus1 */
+    bw_ue(&p, 0);              /* num_ref_idx_l1_default_active_minus1 */
+    bw_put(&p, 0, 1);          /* weighted_pred_flag */
+    bw_put(&p, 0, 2);          /* weighted_bipred_idc */
+    bw_ue(&p, 0);              /* pic_init_qp_minus26 (se 0) */
+    bw_ue(&p, 0);              /* pic_init_qs_minus26 */
+    bw_ue(&p, 0);              /* chroma_qp_index_offset */
+    bw_put(&p, 1, 1);          /* deblocking_filter_control_present_flag */
+    bw_put(&p, 0, 1);          /* constrained_intra_pred_flag */
+    bw_put(&p, 0, 1);          /* redundant_pic_cnt_present_flag */
+    bw_trailing(&p);
+    int r = put_nal(out, 0x67, s.b, s.bits / 8);
+    return r ? r : put_nal(out, 0x68, p.b, p.bits / 8);
+}
+
+/* Table 8-15: QPc of qPI (chroma_qp_index_offset 0). */
+static uint32_t chroma_qp(int qp) {
+    static const uint8_t t[22] = {29, 30, 31, 32, 32, 33, 34, 34, 35, 35, 36, 36, 37, 37, 37, 38, 38, 38, 39, 39, 39, 39};
+    return (uint32_t)(qp < 30 ? qp : t[qp - 30]);
+}
+
+/* ---- one picture ---- */
+
+static void barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1,
+                         &mb, 0, NULL, 0, NULL);
+}
+static void cbarrier(VkCommandBuffer cb) {
+    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+static void stage(rc_gpu_h264 *e, VkCommandBuffer cb, int pipe, const pc_t *pc, uint32_t gx, uint32_t gy) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[pipe]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+    vkCmdDispatch(cb, gx, gy, 1);
+}
+static void ts(rc_gpu_h264 *e, VkCommandBuffer cb, uint32_t i) {
+    if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, i);
+}
+
+static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc) {
+    uint32_t n = e->mbw * e->mbh;
+    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS);
+    ts(e, cb, 0);
+    vkCmdFillBuffer(cb, e->bufs[B_OUT].b, 0, VK_WHOLE_SIZE, 0);
+    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
+    ts(e, cb, 1);
+    stage(e, cb, P_YUV, pc, (e->mbw * 4 + 7) / 8, (e->mbh * 4 + 7) / 8);
+    cbarrier(cb);
+    ts(e, cb, 2);
+    if (!pc->intra) {
+        stage(e, cb, P_ME, pc, e->mbw, e->mbh);
+        cbarrier(cb);
+    }
+    ts(e, cb, 3);
+    if (pc->intra) stage(e, cb, P_MB, pc, e->mbh, 1);
+    else stage(e, cb, P_MB, pc, e->mbw, e->mbh);
+    cbarrier(cb);
+    ts(e, cb, 4);
+    pc->pass = 0;
+    stage(e, cb, P_CAVLC, pc, (n + 63) / 64, 1);
+    cbarrier(cb);
+    ts(e, cb, 5);
+    stage(e, cb, P_SCAN, pc, 1, 1);
+    cbarrier(cb);
+    pc->pass = 1;
+    stage(e, cb, P_CAVLC, pc, (n + 63) / 64, 1);
+    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+    ts(e, cb, 6);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_COPY]);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
+    barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    ts(e, cb, 7);
+}
+
+static VkResult submit_wait(rc_gpu_h264 *e) {
+    VkResult vr = vkEndCommandBuffer(e->cmd);
+    if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
+    if (vr == VK_SUCCESS) {
+        if (e->qlock) pthread_mutex_lock(e->qlock);
+        vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
+        if (e->qlock) pthread_mutex_unlock(e->qlock);
+    }
+    if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX);
+    return vr;
+}
+
+static int pick_qp(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, int key) {
+    int qp;
+    if (p && p->paint) qp = RC_GPU_H264_PAINT_QP;
+    else if (qp_override) qp = qp_override;
+    else qp = (int)lround(e->qp_p) - (key ? 4 : 0);
+    return qp < 12 ? 12 : qp > 51 ? 51 : qp;
+}
+
+/* The rate control's step after a picture of `bytes` at qp: bits ∝ 2^(−qp/6) (the QP step), so the QP that would
+ * have hit the target is qp + 6·log2(bits / target); the P QP moves half-way there, by at most 4. */
+static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int key, size_t bytes) {
+    if (!p || p->paint || p->bitrate_kbps <= 0 || key || !bytes) return;
+    double fps = p->fps > 0 ? p->fps : 30;
+    double target = p->bitrate_kbps * 1000.0 / fps;
+    double step = 6.0 * log2((double)bytes * 8.0 / target) * 0.5;
+    step = step > 4 ? 4 : step < -4 ? -4 : step;
+    e->qp_p = qp + step;
+    if (e->qp_p < 12) e->qp_p = 12;
+    if (e->qp_p > 51) e->qp_p = 51;
+}
+
+int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_params *p, int qp_override,
+                           rc_buf *out, rc_gpu_h264_info *info) {
+    int64_t t0 = rc_now_us();
+    if (!e || !img || !img->pixels || !out || !rc_format_bpp(img->format) || img->width == 0 || img->height == 0 ||
+        img->width > 16384 || img->height > 16384 || img->pitch < (size_t)img->width * 4 || qp_override < 0 ||
+        qp_override > 51)
+        return RCANVAS_EINVAL;
+    int r = prepare(e, img->width, img->height);
+    if (r) return r;
+    uint8_t *in = e->bufs[B_IN].map;
+    for (uint32_t y = 0; y < img->height; y++)
+        memcpy(in + (size_t)y * img->width * 4, img->pixels + (size_t)y * img->pitch, (size_t)img->width * 4);
+    int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
+    int qp = pick_qp(e, p, qp_override, key);
+    if (key) e->frame_num = 0;
+    pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
+               .intra = (uint32_t)key, .frame_num = e->frame_num, .idr_pic_id = e->idr_pic_id, .in_pitch = e->w,
+               .bgra = img->format == RCANVAS_FORMAT_BGRA8,
+               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0)))};
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult vr = vkResetCommandBuffer(e->cmd, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
+    if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
+    record(e, e->cmd, &pc);
+    vr = submit_wait(e);
+    if (vr != VK_SUCCESS) {
+        e->have_ref = 0;
+        return vkfail(e, vr, "encode submit/wait");
+    }
+    const uint32_t *ctl = e->bufs[B_CTL].map;
+    const uint8_t *bytes = e->bufs[B_HOST].map;
+    size_t start = out->len;
+    if (key) r = put_parameter_sets(e, out);
+    uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
+    for (uint32_t row = 0; row < e->mbh && !r; row++) r = put_nal(out, nal, bytes + ctl[4 + row], ctl[5 + row] - ctl[4 + row]);
+    if (r) {
+        out->len = start;
+        e->have_ref = 0;
+        return r;
+    }
+    e->have_ref = 1;
+    e->want_key = 0;
+    e->since_key = key ? 1 : e->since_key + 1;
+    if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
+    e->frame_num = (e->frame_num + 1) & 15;
+    e->parity ^= 1;
+    e->last_qp = qp;
+    rate_update(e, p, qp, key, out->len - start);
+    if (info) {
+        memset(info, 0, sizeof *info);
+        info->keyframe = key;
+        info->qp = qp;
+        uint64_t t[NTS];
+        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS, sizeof t, t, sizeof t[0],
+                                                VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
+            for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
+            info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
+        }
+        info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
+    }
+    return RCANVAS_OK;
+}
+
+int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, uint32_t *height) {
+    if (!e || !i420 || !e->have_ref) return RCANVAS_EINVAL;
+    uint32_t lw = e->mbw * 16, lh = e->mbh * 16;
+    size_t n = (size_t)lw * lh * 3 / 2;
+    int r = buf_reserve(e, B_DBG, n * 4);
+    if (r) return r;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult vr = vkResetCommandBuffer(e->cmd, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
+    if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
+    /* the last picture wrote the REC of the parity before the flip */
+    VkBufferCopy c = {.size = n * 4};
+    vkCmdCopyBuffer(e->cmd, e->bufs[e->parity ? B_RECA : B_RECB].b, e->bufs[B_DBG].b, 1, &c);
+    barrier(e->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    vr = submit_wait(e);
+    if (vr != VK_SUCCESS) return vkfail(e, vr, "reconstruction copy");
+    uint8_t *o = malloc(n);
+    if (!o) return RCANVAS_ENOMEM;
+    const uint32_t *s = e->bufs[B_DBG].map;
+    for (size_t i = 0; i < n; i++) o[i] = (uint8_t)s[i];
+    *i420 = o;
+    if (width) *width = lw;
+    if (height) *height = lh;
+    return RCANVAS_OK;
+}
+
+/* ---- the codec interface ---- */
+
+static int gpu_create(const rc_codec_type *type, rc_codec **out) {
+    (void)type;
+    (void)out;
+    return RCANVAS_EINVAL; /* needs a Vulkan device: made with rc_gpu_h264_new() */
+}
+
+static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info) {
+    rc_gpu_h264_info gi;
+    int r = rc_gpu_h264_encode_cpu((rc_gpu_h264 *)c, img, p, 0, out, &gi);
+    if (!r && info) info->keyframe = gi.keyframe;
+    return r;
+}
+
+static void gpu_request_keyframe(rc_codec *c) { rc_gpu_h264_request_keyframe((rc_gpu_h264 *)c); }
+static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }
+
+const rc_codec_type rc_codec_h264_gpu = {
+    .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028",
+    .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT,
+    .create = gpu_create, .encode = gpu_encode, .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * h264_gpu.h — an H.264 encoder in Vulkan compute shaders, for GPUs without a video engine (A100, H100, H200 have
+ * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra16x16 macroblocks and P
+ * pictures of P_L0_16x16 / P_Skip macroblocks with one whole-pixel motion vector each; CAVLC; one slice per
+ * macroblock row, so that every row is coded in parallel; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded;
+ * or a VkImage, see below). Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
+ * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
+ * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → CAVLC bit counts
+ * (h264_cavlc.comp) → bit offsets (h264_scan.comp) → CAVLC bits → the used bytes into host memory
+ * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes. h264_gpu.c says what
+ * each choice costs and why.
+ *
+ * Threading: an encoder is used by one thread at a time; it submits to the queue it was given (the caller keeps
+ * the queue's external synchronization rule: rc_gpu_h264_new's `queue_lock`, when not NULL, is held around each
+ * vkQueueSubmit).
+ */
+#ifndef RC_H264_GPU_H
+#define RC_H264_GPU_H
+
+#include <pthread.h>
+#include <vulkan/vulkan.h>
+
+#include "codec/codec.h"
+#include "core/util.h"
+
+typedef struct rc_gpu_h264 rc_gpu_h264;
+
+/* Creates the encoder on a device (Vulkan 1.1; the shaders are SPIR-V 1.3). queue_lock: held around each submit, or
+ * NULL. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
+int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, VkQueue queue,
+                    pthread_mutex_t *queue_lock, const rc_logger *log, rc_gpu_h264 **out);
+/* Frees an encoder (waits for its work). NULL: nothing. */
+void rc_gpu_h264_free(rc_gpu_h264 *e);
+
+/* What one encode did. */
+typedef struct rc_gpu_h264_info {
+    int keyframe;       /* 1: an IDR picture (with SPS and PPS) */
+    int qp;             /* the picture's QP (12–51) */
+    int skipped_mbs;    /* P_Skip macroblocks */
+    double stage_ms[7]; /* GPU time: upload copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
+                         * write, copy out (timestamp queries; 0 where the device has none) */
+    double gpu_ms;      /* first to last timestamp */
+    double wall_ms;     /* the call, CPU clock */
+} rc_gpu_h264_info;
+
+/* Encodes one picture of a CPU bitmap (RGBA8, BGRA8 or RGBX8, any size 1–16384 × 1–16384 pixels; a width or
+ * height not a multiple of 16 is coded padded and cropped in the SPS, an odd one shows one repeated column or
+ * row) and appends the access unit to out. The QP: p->paint → RC_GPU_H264_PAINT_QP; else qp_override 12–51 when
+ * not 0 (tests); else the rate control from p->bitrate_kbps and p->fps (bits per picture = bitrate / fps; the QP
+ * moves by the log ratio of the last picture's bits to that, at most 4 a picture, IDR pictures 4 below P; the
+ * H.264 QP step of 2^(1/6) per unit is the model). An IDR picture at the first encode, after a size change, on
+ * rc_gpu_h264_request_keyframe, and every p->keyframe_interval pictures when > 0. info may be NULL.
+ * RCANVAS_EINVAL (bad image), RCANVAS_EFRAME_SIZE (too large for the device's buffers), RCANVAS_ENOMEM,
+ * RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST. */
+int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_params *p, int qp_override,
+                           rc_buf *out, rc_gpu_h264_info *info);
+/* The next picture is an IDR picture. */
+void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
+
+#define RC_GPU_H264_PAINT_QP 24
+
+/* Test hook: the last picture's reconstruction (what a decoder shows before cropping), I420 at the padded size
+ * (16·⌈w/16⌉ × 16·⌈h/16⌉; chroma half that), copied into malloc'd memory. RCANVAS_OK, RCANVAS_EINVAL (no picture
+ * yet), RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
+int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, uint32_t *height);
+
+#endif

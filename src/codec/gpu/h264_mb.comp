@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+// h264_mb.comp — GPU H.264 stage 3: prediction, the 4×4 integer transform, quantization, and the reconstruction a
+// decoder makes from the levels (ITU-T H.264 clause 8.5: 8.5.10 Intra16x16 DC, 8.5.11 chroma DC, 8.5.12 scaling
+// and the inverse transform, with flat scaling matrices), so that the next picture predicts from exactly what the
+// decoder has (no drift).
+//  - P pictures (pc.intra 0): one workgroup per macroblock. P_L0_16x16 with the motion vector of h264_me, the
+//    chroma by the bilinear rule of 8.4.2.2.2 (the half-sample positions of odd vectors), or P_Skip when the
+//    vector is (0,0) — the P_Skip vector in a slice of one macroblock row, since the macroblock above is in another
+//    slice (8.4.1.1) — and every level is 0.
+//  - IDR pictures (pc.intra 1): Intra16x16 with the left neighbour only (the one above is in another slice):
+//    luma horizontal or DC and chroma horizontal or DC, whichever has the smaller SAD; so a row is sequential and
+//    one workgroup codes one row, left to right.
+// Forward quantization as in the JM reference encoder: (|c| × MF + f) >> (15 + qp/6), f = 2^qbits/3 intra,
+// /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
+// 16 invocations: one per 4×4 luma block; the first 8 also take the 4×4 chroma blocks (Cb 0–3, Cr 0–3).
+#version 450
+#include "h264_common.glsl"
+layout(local_size_x = 16) in;
+
+const int MF[18] = int[](13107, 5243, 8066, 11916, 4660, 7490, 10082, 4194, 6554,
+                         9362, 3647, 5825, 8192, 3355, 5243, 7282, 2893, 4559);
+const int V[18] = int[](10, 16, 13, 11, 18, 14, 13, 20, 16, 14, 23, 18, 16, 25, 20, 18, 29, 23);
+// zig-zag scan of a 4×4 block: coding index → raster index (y·4 + x)  (Table 8-13, frame macroblocks)
+const uint ZZ[16] = uint[](0u, 1u, 4u, 8u, 5u, 2u, 3u, 6u, 9u, 12u, 13u, 10u, 7u, 11u, 14u, 15u);
+// luma4x4BlkIdx → (x, y) of the block in 4×4 units (6.4.3)
+const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
+const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
+
+shared int pred[256];   // luma prediction, raster 16×16
+shared int predc[128];  // chroma prediction, Cb then Cr, raster 8×8
+shared int dcc[16];     // luma DC coefficients (raster of blocks), then levels
+shared int cdc[8];      // chroma DC coefficients per component (raster 2×2), then levels
+shared uint sad[4];     // mode decision
+shared uint nzflag[3];  // luma AC / luma any, chroma DC, chroma AC nonzero
+
+int pos_class(uint r) {   // raster index → 0 (both even), 1 (both odd), 2 (else)
+    uint x = r & 3u, y = r >> 2;
+    return ((x | y) & 1u) == 0u ? 0 : ((x & y) & 1u) != 0u ? 1 : 2;
+}
+
+int quant(int c, int mf, int qbits, int f) {
+    int a = (abs(c) * mf + f) >> qbits;
+    a = min(a, 2047);
+    return c < 0 ? -a : a;
+}
+
+void fwd4(inout int b[16]) {   // Y = Cf X Cf^T (8.5.12.2's inverse in reverse)
+    for (int i = 0; i < 4; i++) {
+        int a = b[i * 4] + b[i * 4 + 3], bb = b[i * 4 + 1] + b[i * 4 + 2];
+        int c = b[i * 4 + 1] - b[i * 4 + 2], d = b[i * 4] - b[i * 4 + 3];
+        b[i * 4] = a + bb; b[i * 4 + 1] = 2 * d + c; b[i * 4 + 2] = a - bb; b[i * 4 + 3] = d - 2 * c;
+    }
+    for (int i = 0; i < 4; i++) {
+        int a = b[i] + b[12 + i], bb = b[4 + i] + b[8 + i];
+        int c = b[4 + i] - b[8 + i], d = b[i] - b[12 + i];
+        b[i] = a + bb; b[4 + i] = 2 * d + c; b[8 + i] = a - bb; b[12 + i] = d - 2 * c;
+    }
+}
+
+void inv4(inout int d[16]) {   // 8.5.12.2: rows first, then columns, then (x + 32) >> 6
+    for (int i = 0; i < 4; i++) {
+        int e0 = d[i * 4] + d[i * 4 + 2], e1 = d[i * 4] - d[i * 4 + 2];
+        int e2 = (d[i * 4 + 1] >> 1) - d[i * 4 + 3], e3 = d[i * 4 + 1] + (d[i * 4 + 3] >> 1);
+        d[i * 4] = e0 + e3; d[i * 4 + 1] = e1 + e2; d[i * 4 + 2] = e1 - e2; d[i * 4 + 3] = e0 - e3;
+    }
+    for (int i = 0; i < 4; i++) {
+        int g0 = d[i] + d[8 + i], g1 = d[i] - d[8 + i];
+        int g2 = (d[4 + i] >> 1) - d[12 + i], g3 = d[4 + i] + (d[12 + i] >> 1);
+        d[i] = (g0 + g3 + 32) >> 6; d[4 + i] = (g1 + g2 + 32) >> 6;
+        d[8 + i] = (g1 - g2 + 32) >> 6; d[12 + i] = (g0 - g3 + 32) >> 6;
+    }
+}
+
+uint cplane(uint c) { return c == 0u ? plane_u() : plane_v(); }
+
+// Codes macroblock (mbx, mby): prediction already in pred/predc; writes levels, TotalCoeffs, flags, reconstruction.
+void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
+    uint mb = mby * pc.mbw + mbx;
+    uint L = lw(), CW = cwid();
+    int qp = int(pc.qp), qpc = int(pc.qpc);
+    int qbits = 15 + qp / 6, qbitsc = 15 + qpc / 6;
+    int f = intra ? (1 << qbits) / 3 : (1 << qbits) / 6;
+    int fc = intra ? (1 << qbitsc) / 3 : (1 << qbitsc) / 6;
+    int m = qp % 6, mc = qpc % 6;
+    uint lbase = mb * LEV_STRIDE;
+    if (t < 3u) nzflag[t] = 0u;
+    barrier();
+    // luma block t
+    uint bx = BX[t], by = BY[t];
+    int b[16];
+    for (uint r = 0u; r < 16u; r++) {
+        uint x = bx * 4u + (r & 3u), y = by * 4u + (r >> 2);
+        b[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
+    }
+    fwd4(b);
+    int lv[16];
+    for (uint r = 0u; r < 16u; r++) lv[r] = quant(b[r], MF[m * 3 + pos_class(r)], qbits, f);
+    if (intra) { dcc[by * 4u + bx] = b[0]; lv[0] = 0; }
+    uint tc = 0u;
+    for (uint k = 0u; k < 16u; k++) {
+        lev[lbase + 16u + t * 16u + k] = lv[ZZ[k]];
+        tc += lv[ZZ[k]] != 0 ? 1u : 0u;
+    }
+    if (tc != 0u) atomicOr(nzflag[0], 1u << (t >> 2));   // per 8×8 (luma4x4BlkIdx / 4)
+    // chroma blocks: invocation t < 8 takes component t / 4, block t % 4
+    int cb[16];
+    uint cc = t >> 2, cbk = t & 3u;
+    if (t < 8u) {
+        uint cx0 = (cbk & 1u) * 4u, cy0 = (cbk >> 1) * 4u;
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = cx0 + (r & 3u), y = cy0 + (r >> 2);
+            cb[r] = int(src[cplane(cc) + (mby * 8u + y) * CW + mbx * 8u + x]) - predc[cc * 64u + y * 8u + x];
+        }
+        fwd4(cb);
+        cdc[cc * 4u + cbk] = cb[0];
+        uint ac = 0u;
+        for (uint k = 1u; k < 16u; k++) {
+            int l = quant(cb[ZZ[k]], MF[mc * 3 + pos_class(ZZ[k])], qbitsc, fc);
+            cb[ZZ[k]] = l;
+            lev[lbase + LEV_CAC + t * 16u + k] = l;
+            ac += l != 0 ? 1u : 0u;
+        }
+        mbi[mb * MBI_STRIDE + 8u + 16u + t] = ac;
+        if (ac != 0u) atomicOr(nzflag[2], 1u);
+    }
+    barrier();
+    // DC transforms: invocation 0 the luma DC (Intra16x16), 1 and 2 the chroma DC of Cb and Cr
+    if (t == 0u && intra) {
+        int d[16];
+        for (int i = 0; i < 16; i++) d[i] = dcc[i];
+        // 4×4 Hadamard, then / 2
+        for (int i = 0; i < 4; i++) {
+            int a = d[i * 4] + d[i * 4 + 1], bb = d[i * 4 + 2] + d[i * 4 + 3];
+            int c = d[i * 4] - d[i * 4 + 1], e = d[i * 4 + 2] - d[i * 4 + 3];
+            d[i * 4] = a + bb; d[i * 4 + 1] = a - bb; d[i * 4 + 2] = c - e; d[i * 4 + 3] = c + e;
+        }
+        for (int i = 0; i < 4; i++) {
+            int a = d[i] + d[4 + i], bb = d[8 + i] + d[12 + i];
+            int c = d[i] - d[4 + i], e = d[8 + i] - d[12 + i];
+            d[i] = a + bb; d[4 + i] = a - bb; d[8 + i] = c - e; d[12 + i] = c + e;
+        }
+        uint any = 0u;
+        for (int i = 0; i < 16; i++) {
+            int l = quant(d[i] >> 1, MF[m * 3], qbits + 1, 2 * f);
+            dcc[i] = l;
+            any |= l != 0 ? 1u : 0u;
+        }
+        for (uint k = 0u; k < 16u; k++) lev[lbase + k] = dcc[ZZ[k]];
+    }
+    if (t == 1u || t == 2u) {
+        uint c = t - 1u;
+        int w0 = cdc[c * 4u], w1 = cdc[c * 4u + 1u], w2 = cdc[c * 4u + 2u], w3 = cdc[c * 4u + 3u];
+        int y[4] = int[](w0 + w1 + w2 + w3, w0 - w1 + w2 - w3, w0 + w1 - w2 - w3, w0 - w1 - w2 + w3);
+        uint any = 0u;
+        for (uint i = 0u; i < 4u; i++) {
+            int l = quant(y[i], MF[mc * 3], qbitsc + 1, 2 * fc);
+            cdc[c * 4u + i] = l;
+            lev[lbase + LEV_CDC + c * 4u + i] = l;
+            any |= l != 0 ? 1u : 0u;
+        }
+        if (any != 0u) atomicOr(nzflag[1], 1u);
+    }
+    barrier();
+    // the decisions: coded_block_pattern, P_Skip
+    uint cbpl = nzflag[0], cbpc = nzflag[2] != 0u ? 2u : nzflag[1] != 0u ? 1u : 0u;
+    if (intra && cbpl != 0u) cbpl = 15u;   // Intra16x16: all AC blocks or none
+    bool skip = false;
+    if (!intra) {
+        int mvx = int(mbi[mb * MBI_STRIDE + 1u]), mvy = int(mbi[mb * MBI_STRIDE + 2u]);
+        skip = mvx == 0 && mvy == 0 && cbpl == 0u && cbpc == 0u;
+    }
+    // TotalCoeff of block t as a neighbour sees it (0 where its 8×8 is not coded)
+    mbi[mb * MBI_STRIDE + 8u + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
+    if (cbpc != 2u && t < 8u) mbi[mb * MBI_STRIDE + 8u + 16u + t] = 0u;
+    if (t == 0u)
+        mbi[mb * MBI_STRIDE] = (skip ? 1u : 0u) | (lmode << 1) | (cmode << 3) | ((cbpl | (cbpc << 4)) << 8) |
+                               (intra ? 1u << 16 : 0u);
+    // reconstruction from the levels, as the decoder does
+    {
+        int d[16];
+        for (uint r = 0u; r < 16u; r++) d[r] = 0;
+        for (uint k = 0u; k < 16u; k++) d[ZZ[k]] = lev[lbase + 16u + t * 16u + k];
+        for (uint r = 0u; r < 16u; r++) d[r] = (d[r] * V[m * 3 + pos_class(r)]) << (qp / 6);
+        if (intra) {   // 8.5.10: the inverse Hadamard of the DC levels, scaled
+            // f = H c H for this block's position: row by of H times c times column bx of H
+            const int H[16] = int[](1, 1, 1, 1, 1, 1, -1, -1, 1, -1, -1, 1, 1, -1, 1, -1);
+            int s = 0;
+            for (uint i = 0u; i < 4u; i++)
+                for (uint j = 0u; j < 4u; j++) s += H[by * 4u + i] * dcc[i * 4u + j] * H[j * 4u + bx];
+            int ls = 16 * V[m * 3];
+            d[0] = qp >= 36 ? (s * ls) << (qp / 6 - 6) : (s * ls + (1 << (5 - qp / 6))) >> (6 - qp / 6);
+        }
+        if (cbpl == 0u && !intra) for (uint r = 0u; r < 16u; r++) d[r] = 0;
+        inv4(d);
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = bx * 4u + (r & 3u), y = by * 4u + (r >> 2);
+            rec[(mby * 16u + y) * L + mbx * 16u + x] = uint(clamp(pred[y * 16u + x] + d[r], 0, 255));
+        }
+    }
+    if (t < 8u) {
+        int d[16];
+        for (uint r = 0u; r < 16u; r++) d[r] = 0;
+        if (cbpc == 2u)
+            for (uint k = 1u; k < 16u; k++) d[ZZ[k]] = lev[lbase + LEV_CAC + t * 16u + k];
+        for (uint r = 1u; r < 16u; r++) d[r] = (d[r] * V[mc * 3 + pos_class(r)]) << (qpc / 6);
+        // 8.5.11.2: f = H2 c H2, dcC = ((f × LevelScale(qPc % 6, 0, 0)) << (qPc / 6)) >> 5
+        int c0 = cdc[cc * 4u], c1 = cdc[cc * 4u + 1u], c2 = cdc[cc * 4u + 2u], c3 = cdc[cc * 4u + 3u];
+        int fdc = cbk == 0u ? c0 + c1 + c2 + c3 : cbk == 1u ? c0 - c1 + c2 - c3 : cbk == 2u ? c0 + c1 - c2 - c3
+                                                                                             : c0 - c1 - c2 + c3;
+        d[0] = ((fdc * 16 * V[mc * 3]) << (qpc / 6)) >> 5;
+        if (cbpc == 0u) for (uint r = 0u; r < 16u; r++) d[r] = 0;
+        inv4(d);
+        uint cx0 = (cbk & 1u) * 4u, cy0 = (cbk >> 1) * 4u;
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = cx0 + (r & 3u), y = cy0 + (r >> 2);
+            rec[cplane(cc) + (mby * 8u + y) * CW + mbx * 8u + x] =
+                uint(clamp(predc[cc * 64u + y * 8u + x] + d[r], 0, 255));
+        }
+    }
+}
+
+void inter_pred(uint mbx, uint mby, uint t) {
+    uint mb = mby * pc.mbw + mbx;
+    int mvx = int(mbi[mb * MBI_STRIDE + 1u]), mvy = int(mbi[mb * MBI_STRIDE + 2u]);
+    int W = int(lw()), Hh = int(lh()), CW = int(cwid()), CH = int(chei());
+    for (uint i = t; i < 256u; i += 16u) {
+        int x = int(mbx * 16u + (i & 15u)) + mvx, y = int(mby * 16u + (i >> 4)) + mvy;
+        pred[i] = int(ref[clamp(y, 0, Hh - 1) * W + clamp(x, 0, W - 1)]);
+    }
+    // chroma: the vector in 1/8 chroma samples is the luma vector in 1/4 samples (4·mv), 8.4.1.4 and 8.4.2.2.2
+    int vx = 4 * mvx, vy = 4 * mvy;
+    int fx = vx & 7, fy = vy & 7;
+    for (uint i = t; i < 128u; i += 16u) {
+        uint c = i >> 6, j = i & 63u;
+        int xi = int(mbx * 8u + (j & 7u)) + (vx >> 3), yi = int(mby * 8u + (j >> 3)) + (vy >> 3);
+        int x0 = clamp(xi, 0, CW - 1), x1 = clamp(xi + 1, 0, CW - 1);
+        int y0 = clamp(yi, 0, CH - 1), y1 = clamp(yi + 1, 0, CH - 1);
+        uint p = cplane(c);
+        int A = int(ref[p + y0 * CW + x0]), B = int(ref[p + y0 * CW + x1]);
+        int C = int(ref[p + y1 * CW + x0]), D = int(ref[p + y1 * CW + x1]);
+        predc[i] = ((8 - fx) * (8 - fy) * A + fx * (8 - fy) * B + (8 - fx) * fy * C + fx * fy * D + 32) >> 6;
+    }
+}
+
+// Intra16x16 with the left neighbour only: lmode 1 (horizontal) or 2 (DC); chroma cmode 1 (horizontal) or 0 (DC).
+void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
+    uint L = lw(), CW = cwid();
+    if (t < 4u) sad[t] = 0u;
+    barrier();
+    if (mbx == 0u) {
+        for (uint i = t; i < 256u; i += 16u) pred[i] = 128;
+        for (uint i = t; i < 128u; i += 16u) predc[i] = 128;
+        lmode = 2u;
+        cmode = 0u;
+        barrier();
+        return;
+    }
+    // luma: row t's left sample; SAD of the horizontal and the DC prediction
+    int left = int(rec[(mby * 16u + t) * L + mbx * 16u - 1u]);
+    pred[t] = left;   // temporarily: the left column
+    barrier();
+    int sum = 0;
+    for (uint i = 0u; i < 16u; i++) sum += pred[i];
+    int dc = (sum + 8) >> 4;
+    uint sh = 0u, sd = 0u;
+    for (uint x = 0u; x < 16u; x++) {
+        int s = int(src[(mby * 16u + t) * L + mbx * 16u + x]);
+        sh += uint(abs(s - left));
+        sd += uint(abs(s - dc));
+    }
+    atomicAdd(sad[0], sh);
+    atomicAdd(sad[1], sd);
+    // chroma: invocations 0–7 rows of Cb, 8–15 rows of Cr
+    uint c = t >> 3, row = t & 7u;
+    uint p = cplane(c);
+    int cl = int(rec[p + (mby * 8u + row) * CW + mbx * 8u - 1u]);
+    predc[c * 64u + row * 8u] = cl;   // temporarily: the left column in column 0
+    barrier();
+    int s4 = 0;
+    uint r0 = row & 4u;
+    for (uint i = 0u; i < 4u; i++) s4 += predc[c * 64u + (r0 + i) * 8u];
+    int cdcv = (s4 + 2) >> 2;
+    uint ch = 0u, cd = 0u;
+    for (uint x = 0u; x < 8u; x++) {
+        int s = int(src[p + (mby * 8u + row) * CW + mbx * 8u + x]);
+        ch += uint(abs(s - cl));
+        cd += uint(abs(s - cdcv));
+    }
+    atomicAdd(sad[2], ch);
+    atomicAdd(sad[3], cd);
+    barrier();
+    lmode = sad[0] < sad[1] ? 1u : 2u;
+    cmode = sad[2] < sad[3] ? 1u : 0u;
+    barrier();
+    for (uint x = 0u; x < 16u; x++) pred[t * 16u + x] = lmode == 1u ? left : dc;
+    for (uint x = 0u; x < 8u; x++) predc[c * 64u + row * 8u + x] = cmode == 1u ? cl : cdcv;
+    barrier();
+}
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    if (pc.intra == 0u) {
+        uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y;
+        inter_pred(mbx, mby, t);
+        barrier();
+        code_mb(mbx, mby, t, false, 0u, 0u);
+        return;
+    }
+    uint mby = gl_WorkGroupID.x;
+    for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
+        uint lmode, cmode;
+        intra_pred(mbx, mby, t, lmode, cmode);
+        code_mb(mbx, mby, t, true, lmode, cmode);
+        memoryBarrierBuffer();
+        barrier();
+    }
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_h264_gpu — the Vulkan compute H.264 encoder (codec/gpu/h264_gpu.h) on whatever device is there (lavapipe
+ * in CI), checked by a decoder:
+ *  - every access unit of generated motion sequences (a pan-and-zoom over a dense plot, a turning 3D scatter) at
+ *    sizes that are not multiples of 16 (odd ones too) decodes with openh264's decoder, and the decoded picture is
+ *    exactly the encoder's own reconstruction (no drift: what the next picture predicts from is what the viewer
+ *    has), at QPs 12–51 and under the rate control;
+ *  - the picture is the content: luma PSNR against the source's BT.601 luma above a bound for the QP;
+ *  - IDR pictures carry SPS and PPS and only IDR slices; P pictures only non-IDR slices; an IDR on request;
+ *  - a still picture repeated codes as P_Skip: a few bytes a row;
+ *  - the rate control moves the QP towards the bitrate asked for.
+ */
+#include <vulkan/vulkan.h>
+
+#include "rcanvas_vk.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "codec/gpu/h264_gpu.h"
+#include "source/vk_readback.h"
+#include "test.h"
+#include "testframes.h"
+#include "video_decoders.h"
+#include "vk_icd.h"
+
+static rc_gpu_h264 *g_enc;
+
+static void log_stderr(void *user, rcanvas_log_level level, const char *msg) {
+    (void)user;
+    (void)level;
+    fprintf(stderr, "%s\n", msg);
+}
+
+/* NAL unit types of an Annex B access unit, in order; returns how many. */
+static int nal_types(const uint8_t *p, size_t n, int *types, int cap) {
+    int k = 0;
+    for (size_t i = 0; i + 4 < n; i++)
+        if (p[i] == 0 && p[i + 1] == 0 && p[i + 2] == 0 && p[i + 3] == 1) {
+            if (k < cap) types[k] = p[i + 4] & 31;
+            k++;
+            i += 3;
+        }
+    return k;
+}
+
+static uint8_t luma601(const uint8_t *px) { return (uint8_t)(((66 * px[0] + 129 * px[1] + 25 * px[2] + 128) >> 8) + 16); }
+
+typedef struct run_stats {
+    int frames, decoded, exact, keyframes;
+    double min_psnr;
+    size_t bytes;
+} run_stats;
+
+/* Encodes n frames of motion m at w × h with QP qp (0: rate control at kbps), decoding each and comparing. */
+static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp, int kbps, int still) {
+    run_stats st = {0};
+    st.min_psnr = 1e9;
+    uint8_t *px = malloc((size_t)w * h * 4);
+    void *dec = h264_open();
+    rc_buf out = {0};
+    rc_gpu_h264_request_keyframe(g_enc);
+    for (int i = 0; i < n; i++) {
+        if (!still || i == 0) tf_motion_draw(m, (uint32_t)i, 64, w, h, px, (size_t)w * 4);
+        rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .fps = 30};
+        rc_gpu_h264_info info;
+        rc_buf_clear(&out);
+        int r = rc_gpu_h264_encode_cpu(g_enc, &img, &p, qp, &out, &info);
+        CHECK_EQ_INT(r, RCANVAS_OK);
+        if (r) break;
+        st.frames++;
+        st.keyframes += info.keyframe;
+        st.bytes += out.len;
+        int types[1024];
+        int nt = nal_types(rc_buf_data(&out), out.len, types, 1024);
+        uint32_t rows = (h + 15) / 16;
+        CHECK_EQ_INT(nt, (int)rows + (info.keyframe ? 2 : 0));
+        int bad_type = 0;
+        for (int k = 0; k < nt && k < 1024; k++) {
+            int want = info.keyframe ? (k == 0 ? 7 : k == 1 ? 8 : 5) : 1;
+            bad_type |= types[k] != want;
+        }
+        CHECK_MSG(!bad_type, "%ux%u frame %d: NAL unit types not as expected (keyframe %d)", w, h, i, info.keyframe);
+        yuv_view v;
+        if (!dec || h264_decode(dec, rc_buf_data(&out), out.len, &v)) {
+            CHECK_MSG(0, "%ux%u %s frame %d (qp %d, %zu bytes): openh264 did not decode it", w, h, tf_motion_name(m), i,
+                      info.qp, out.len);
+            continue;
+        }
+        st.decoded++;
+        uint8_t *rec = NULL;
+        uint32_t lw = 0, lh = 0;
+        CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &rec, &lw, &lh), RCANVAS_OK);
+        if (!rec) continue;
+        uint32_t ew = (w + 1) & ~1u, eh = (h + 1) & ~1u; /* cropping is in units of 2 */
+        CHECK_MSG(v.w == (int)ew && v.h == (int)eh, "decoded %dx%d, expected %ux%u", v.w, v.h, ew, eh);
+        long diff = 0;
+        int first_x = -1, first_y = -1, first_p = -1;
+        for (int pl = 0; pl < 3; pl++) {
+            int pw = pl ? (v.w + 1) / 2 : v.w, ph = pl ? (v.h + 1) / 2 : v.h;
+            const uint8_t *d = pl == 0 ? v.y : pl == 1 ? v.u : v.v;
+            int ds = pl ? v.stride_uv : v.stride_y;
+            const uint8_t *rp = rec + (pl == 0 ? 0 : pl == 1 ? (size_t)lw * lh : (size_t)lw * lh * 5 / 4);
+            uint32_t rs = pl ? lw / 2 : lw;
+            for (int y = 0; y < ph; y++)
+                for (int x = 0; x < pw; x++)
+                    if (d[y * ds + x] != rp[(size_t)y * rs + x]) {
+                        if (first_p < 0) first_p = pl, first_x = x, first_y = y;
+                        diff++;
+                    }
+        }
+        CHECK_MSG(diff == 0, "%ux%u %s frame %d (qp %d, key %d): %ld samples differ from the reconstruction, first "
+                             "plane %d (%d,%d)", w, h, tf_motion_name(m), i, info.qp, info.keyframe, diff, first_p,
+                  first_x, first_y);
+        st.exact += diff == 0;
+        double se = 0;
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                double e = (double)v.y[y * v.stride_y + x] - luma601(px + ((size_t)y * w + x) * 4);
+                se += e * e;
+            }
+        double mse = se / ((double)w * h);
+        double psnr = mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99;
+        if (psnr < st.min_psnr) st.min_psnr = psnr;
+        free(rec);
+    }
+    h264_close(dec);
+    rc_buf_free(&out);
+    free(px);
+    return st;
+}
+
+static void test_bit_exact(void) {
+    static const struct { uint32_t w, h; } sizes[] = {{33, 17}, {161, 97}, {176, 144}, {322, 181}};
+    static const int qps[] = {12, 24, 36, 51};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int m = 0; m < TF_MOTIONS; m++) {
+            int qp = qps[(s + (size_t)m) % 4];
+            run_stats st = run_sequence((tf_motion)m, sizes[s].w, sizes[s].h, 5, qp, 0, 0);
+            printf("%ux%u %s qp %d: %d frames, %d decoded, %d exact, %zu bytes, min luma PSNR %.1f dB\n", sizes[s].w,
+                   sizes[s].h, tf_motion_name((tf_motion)m), qp, st.frames, st.decoded, st.exact, st.bytes, st.min_psnr);
+            CHECK_EQ_INT(st.exact, 5);
+            CHECK_EQ_INT(st.keyframes, 1);
+            /* bounds for a dense plot in motion; QP 51 is the coarsest the standard has */
+            double want = qp <= 12 ? 40 : qp <= 24 ? 30 : qp <= 36 ? 22 : 12;
+            CHECK_MSG(st.min_psnr >= want, "%ux%u %s qp %d: min PSNR %.1f dB < %.0f", sizes[s].w, sizes[s].h,
+                      tf_motion_name((tf_motion)m), qp, st.min_psnr, want);
+        }
+}
+
+static void test_still_is_skipped(void) {
+    run_stats st = run_sequence(TF_MOTION_PAN, 320, 176, 4, 28, 0, 1);
+    CHECK_EQ_INT(st.exact, 4);
+    /* the three P pictures: 11 rows, each a slice of one mb_skip_run; about 8 bytes a row with its framing */
+    rc_buf out = {0};
+    uint8_t *px = malloc(320 * 176 * 4);
+    tf_motion_draw(TF_MOTION_PAN, 0, 64, 320, 176, px, 320 * 4);
+    rc_image img = {px, 320, 176, 320 * 4, RCANVAS_FORMAT_RGBA8};
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
+    rc_gpu_h264_info info;
+    CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, 28, &out, &info), RCANVAS_OK);
+    CHECK_EQ_INT(info.keyframe, 0);
+    printf("still P picture: %zu bytes for %d rows\n", out.len, 11);
+    CHECK_MSG(out.len <= 11 * 12, "a still picture took %zu bytes", out.len);
+    rc_gpu_h264_request_keyframe(g_enc);
+    rc_buf_clear(&out);
+    CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, 28, &out, &info), RCANVAS_OK);
+    CHECK_EQ_INT(info.keyframe, 1);
+    rc_buf_free(&out);
+    free(px);
+}
+
+static void test_rate_control(void) {
+    /* 200 kbit/s at 30 fps is 833 bytes a picture: a 320×180 pan starts far above, the QP must rise; 5 Mbit/s
+     * (20.8 kB a picture) must let it fall */
+    rc_buf out = {0};
+    uint8_t *px = malloc(320 * 180 * 4);
+    int qps[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        rc_gpu_h264_request_keyframe(g_enc);
+        rc_gpu_h264_info info = {0};
+        for (int i = 0; i < 20; i++) {
+            tf_motion_draw(TF_MOTION_PAN, (uint32_t)i, 64, 320, 180, px, 320 * 4);
+            rc_image img = {px, 320, 180, 320 * 4, RCANVAS_FORMAT_RGBA8};
+            rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = k ? 5000 : 200, .fps = 30};
+            rc_buf_clear(&out);
+            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, 0, &out, &info), RCANVAS_OK);
+        }
+        qps[k] = info.qp;
+        printf("rate control at %d kbit/s: QP %d after 20 pictures, last %zu bytes\n", k ? 5000 : 200, info.qp, out.len);
+    }
+    CHECK_MSG(qps[0] > 30 && qps[1] < 30, "QP %d at 200 kbit/s, %d at 5 Mbit/s (started at 30)", qps[0], qps[1]);
+    rc_buf_free(&out);
+    free(px);
+}
+
+int main(void) {
+    static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
+    test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.validation = 1;
+    rcanvas_vk *vk = NULL;
+    int r = rc_vk_new_internal(NULL, &vc, &lg, &vk);
+    CHECK_MSG(r == RCANVAS_OK, "no Vulkan device: %s", rcanvas_strerror(r));
+    if (r) TEST_MAIN_END();
+    r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                        rcanvas_vk_queue(vk), NULL, &lg, &g_enc);
+    CHECK_MSG(r == RCANVAS_OK, "rc_gpu_h264_new: %s", rcanvas_strerror(r));
+    if (r) TEST_MAIN_END();
+    test_bit_exact();
+    test_still_is_skipped();
+    test_rate_control();
+    rc_gpu_h264_free(g_enc);
+    CHECK_EQ_INT(rcanvas_vk_validation_errors(vk), 0);
+    rcanvas_vk_free(vk);
+    TEST_MAIN_END();
+}
