@@ -283,6 +283,7 @@ export function encoderLabel(codec, refinement, encoder) {
   if (!codec) return '–';
   if (refinement) return `${codec} (lossless refinement)`;
   if (codec === 'jpeg' && encoder === 'jpeg-gpu') return 'jpeg (gpu)';
+  if (codec === 'h264' && encoder === 'h264-gpu') return 'h264 (gpu, webcodecs)';
   if (VIDEO_CODECS.includes(codec)) return `${codec} (webcodecs)`;
   return codec;
 }

@@ -237,6 +237,10 @@ typedef enum rcanvas_codec {
     RCANVAS_CODEC_VP9 = 5,  /* libvpx, real-time, row-mt */
     RCANVAS_CODEC_AV1 = 6,  /* libaom real-time; opt-in (not in AUTO): 3.5–5× H.264's CPU at 1080p */
     RCANVAS_CODEC_WEBP = 7, /* libwebp, lossy image; quality applies */
+    RCANVAS_CODEC_H264_GPU = 8, /* H.264 (constrained baseline, as RCANVAS_CODEC_H264 on the wire) coded in Vulkan compute
+                                 * shaders on the first GPU (rcanvas's own device), for GPUs without a video engine;
+                                 * falls back to openh264 where no Vulkan 1.1 device runs it. Not in AUTO. Needs a
+                                 * build with Vulkan (RCANVAS_EINVAL otherwise) */
 } rcanvas_codec;
 
 typedef enum rcanvas_subsampling {

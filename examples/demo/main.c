@@ -58,7 +58,8 @@ static const char USAGE[] =
     "  --allow-origin ORIGIN  accept WebSocket upgrades from this Origin too (e.g. https://proxy.example); repeatable\n"
     "  --base-path /PREFIX  the prefix a reverse proxy serves the server under (e.g. /viz; docs/security.md)\n"
     "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
-    "                       vp8, vp9, webp or av1 (opt-in, not in auto: see docs/benchmarks.md); video goes\n"
+    "                       vp8, vp9, webp, av1 (opt-in, not in auto: see docs/benchmarks.md) or h264-gpu\n"
+    "                       (H.264 in Vulkan compute shaders, openh264 where no device runs it); video goes\n"
     "                       to viewers whose browser decodes it, JPEG to the others (default auto)\n"
     "  --bitrate KBPS       top video bitrate in kbit/s, 100-200000: each viewer's follows its link up to it\n"
     "                       (default 50000)\n"
@@ -203,10 +204,10 @@ static int parse_rtp_out(const char *opt, const char *v, video_opts *vo) {
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
     int idle_given = 0; /* --idle-timeout-ms was given (else --ping-ms 0 turns it off too) */
-    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", "av1", NULL};
+    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", "av1", "h264-gpu", NULL};
     static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
                                               RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
-                                              RCANVAS_CODEC_WEBP, RCANVAS_CODEC_AV1};
+                                              RCANVAS_CODEC_WEBP, RCANVAS_CODEC_AV1,  RCANVAS_CODEC_H264_GPU};
     static const char *const subs[] = {"420", "444", "auto", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;

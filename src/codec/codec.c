@@ -14,6 +14,7 @@ static const rc_codec_type *const k_codecs[] = {
     &rc_codec_png,
 #if RCANVAS_HAVE_VULKAN
     &rc_codec_jpeg_gpu,
+    &rc_codec_h264_gpu,
 #endif
 #if RCANVAS_HAVE_H264
     &rc_codec_h264,
@@ -33,8 +34,10 @@ static const rc_codec_type *const k_codecs[] = {
 #define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
 
 const rc_codec_type *rc_codec_for(rcanvas_codec codec) {
-    for (size_t i = 0; i < NCODECS; i++)
-        if (k_codecs[i]->wire_id == (uint8_t)codec && !(k_codecs[i]->flags & RC_CODEC_GPU)) return k_codecs[i];
+    for (size_t i = 0; i < NCODECS; i++) /* GPU codecs only where an option value of their own names them */
+        if (k_codecs[i]->option ? k_codecs[i]->option == (uint8_t)codec
+                                : k_codecs[i]->wire_id == (uint8_t)codec && !(k_codecs[i]->flags & RC_CODEC_GPU))
+            return k_codecs[i];
     return NULL;
 }
 

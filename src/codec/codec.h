@@ -72,6 +72,7 @@ struct rc_codec_type {
     uint8_t wire_id;       /* the codec byte of the frame header: which decoder the client uses (rcanvas_codec) */
     const char *webcodecs; /* video: the WebCodecs codec string the client configures its decoder with; else NULL */
     unsigned flags;        /* RC_CODEC_* */
+    uint8_t option;        /* the rcanvas_codec that selects it where that is not wire_id (h264-gpu: RCANVAS_CODEC_H264_GPU), else 0 */
     /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
      * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */
     int (*create)(const rc_codec_type *type, rc_codec **out);
@@ -96,6 +97,9 @@ extern const rc_codec_type rc_codec_webp_lossless;
 extern const rc_codec_type rc_codec_av1;
 /* H.264 in Vulkan compute shaders (codec/gpu/h264_gpu.h): instances come from rc_gpu_h264_new, not create(). */
 extern const rc_codec_type rc_codec_h264_gpu;
+
+/* The rcanvas_codec value that selects codec t (its bit in a canvas's codecs_disabled). */
+static inline unsigned rc_codec_option(const rc_codec_type *t) { return t->option ? t->option : t->wire_id; }
 
 /* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
 const rc_codec_type *rc_codec_for(rcanvas_codec codec);

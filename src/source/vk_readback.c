@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/gpu/gpu_device.h"
 #include "codec/gpu/jpeg_gpu.h"
 #include "source/vk_damage.h"
 #include "stream/canvas.h"
@@ -168,44 +169,10 @@ static int create_own_device(rcanvas_vk *vk, int validation) {
             .pfnUserCallback = on_validation, .pUserData = vk};
         if (create) create(vk->instance, &mi, NULL, &vk->messenger);
     }
-    uint32_t n = 0;
-    vkEnumeratePhysicalDevices(vk->instance, &n, NULL);
-    if (n == 0) {
-        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: no physical device");
-        return RCANVAS_EVULKAN;
-    }
-    VkPhysicalDevice devs[16];
-    if (n > 16) n = 16;
-    vkEnumeratePhysicalDevices(vk->instance, &n, devs);
-    vk->phys = devs[0];
-    for (uint32_t i = 0; i < n; i++) {
-        VkPhysicalDeviceProperties p;
-        vkGetPhysicalDeviceProperties(devs[i], &p);
-        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-            vk->phys = devs[i];
-            break;
-        }
-    }
-    uint32_t nf = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, NULL);
-    VkQueueFamilyProperties fam[32];
-    if (nf > 32) nf = 32;
-    vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nf, fam);
-    vk->family = UINT32_MAX;
-    for (uint32_t i = 0; i < nf && vk->family == UINT32_MAX; i++)
-        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) vk->family = i;
-    if (vk->family == UINT32_MAX) {
-        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan: no compute queue family");
-        return RCANVAS_EVULKAN;
-    }
-    float prio = 1.0f;
-    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = vk->family,
-                                   .queueCount = 1, .pQueuePriorities = &prio};
-    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qci};
-    r = vkCreateDevice(vk->phys, &dci, NULL, &vk->device);
+    int rr = rc_gpu_pick_device(vk->instance, vk->log, &vk->phys, &vk->family);
+    if (rr) return rr;
+    r = rc_gpu_create_device(vk->phys, vk->family, &vk->device, &vk->queue);
     if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateDevice");
-    vkGetDeviceQueue(vk->device, vk->family, 0, &vk->queue);
     return RCANVAS_OK;
 }
 

@@ -59,17 +59,17 @@ export async function until(fn, timeoutMs = 10000, what = 'condition') {
 
 /**
  * Starts rcanvas-demo (or `program`, which takes --port and --token too) with args; resolves once it printed its
- * URL. Returns {proc, url, port, token, lines, stop()}. `lines` collects stdout lines (events printed with
+ * URL (`env`: variables added to its environment). Returns {proc, url, port, token, lines, stop()}. `lines` collects stdout lines (events printed with
  * --print-events).
  */
-export function startDemo(args = [], { port = 0, token = undefined, program = demoPath } = {}) {
+export function startDemo(args = [], { port = 0, token = undefined, program = demoPath, env = undefined } = {}) {
   // The demo's default codec is auto (video where the browser decodes it); the tests written against its JPEG
   // frames (pixels, tiles, byte counts) say nothing of the codec, so rcanvas-demo gets --codec jpeg unless the test
   // names one; '--codec-default' (dropped here) keeps the demo's own default (video_e2e.test.mjs checks it).
   const defaulted = program === demoPath && !args.includes('--codec') && !args.includes('--codec-default');
   const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...(defaulted ? ['--codec', 'jpeg'] : []),
                 ...args.filter((a) => a !== '--codec-default')];
-  const proc = spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
   const lines = [];
   let stderr = '';
   let buf = '';

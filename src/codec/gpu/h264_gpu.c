@@ -21,6 +21,8 @@
  */
 #include "codec/gpu/h264_gpu.h"
 
+#include "codec/gpu/gpu_device.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,7 @@ struct rc_gpu_h264 {
     uint32_t family;
     VkQueue queue;
     pthread_mutex_t *qlock;
+    rc_gpu_device *shared; /* made by the codec table's create(): the process-wide device, released at free */
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
     VkPipeline pipe[NPIPE];
@@ -245,6 +248,7 @@ void rc_gpu_h264_free(rc_gpu_h264 *e) {
     if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
     if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
     if (e->dsl) vkDestroyDescriptorSetLayout(e->dev, e->dsl, NULL);
+    rc_gpu_device_release(e->shared);
     free(e);
 }
 
@@ -610,10 +614,22 @@ int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, 
 
 /* ---- the codec interface ---- */
 
+/* The codec table's instance (a canvas's H.264 tier with RCANVAS_CODEC_H264_GPU): on the process-wide device.
+ * RCANVAS_EVULKAN where there is none; the canvas then falls back to openh264. */
 static int gpu_create(const rc_codec_type *type, rc_codec **out) {
     (void)type;
-    (void)out;
-    return RCANVAS_EINVAL; /* needs a Vulkan device: made with rc_gpu_h264_new() */
+    rc_gpu_device *d = NULL;
+    int r = rc_gpu_device_acquire(NULL, &d);
+    if (r) return r;
+    rc_gpu_h264 *e = NULL;
+    r = rc_gpu_h264_new(d->phys, d->dev, d->family, d->queue, &d->queue_lock, NULL, &e);
+    if (r) {
+        rc_gpu_device_release(d);
+        return r;
+    }
+    e->shared = d;
+    *out = &e->base;
+    return RCANVAS_OK;
 }
 
 static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info) {
@@ -627,6 +643,6 @@ static void gpu_request_keyframe(rc_codec *c) { rc_gpu_h264_request_keyframe((rc
 static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }
 
 const rc_codec_type rc_codec_h264_gpu = {
-    .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028",
+    .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028", .option = RCANVAS_CODEC_H264_GPU,
     .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT,
     .create = gpu_create, .encode = gpu_encode, .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpu_device.c — see gpu_device.h.
+ */
+#include "codec/gpu/gpu_device.h"
+
+#include <stdlib.h>
+
+int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *phys, uint32_t *family) {
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(inst, &n, NULL);
+    if (n == 0) {
+        rc_log(log, RCANVAS_LOG_ERROR, "vulkan: no physical device");
+        return RCANVAS_EVULKAN;
+    }
+    VkPhysicalDevice devs[16];
+    if (n > 16) n = 16;
+    vkEnumeratePhysicalDevices(inst, &n, devs);
+    *phys = devs[0];
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(devs[i], &p);
+        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+            *phys = devs[i];
+            break;
+        }
+    }
+    uint32_t nf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(*phys, &nf, NULL);
+    VkQueueFamilyProperties fam[32];
+    if (nf > 32) nf = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(*phys, &nf, fam);
+    *family = UINT32_MAX;
+    for (uint32_t i = 0; i < nf && *family == UINT32_MAX; i++)
+        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) *family = i;
+    if (*family == UINT32_MAX) {
+        rc_log(log, RCANVAS_LOG_ERROR, "vulkan: no compute queue family");
+        return RCANVAS_EVULKAN;
+    }
+    return RCANVAS_OK;
+}
+
+VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue) {
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = family,
+                                   .queueCount = 1, .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci};
+    VkResult r = vkCreateDevice(phys, &dci, NULL, dev);
+    if (r == VK_SUCCESS) vkGetDeviceQueue(*dev, family, 0, queue);
+    return r;
+}
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static rc_gpu_device *g_dev;
+static int g_refs;
+static int64_t g_failed_us; /* when making it last failed, 0: not */
+
+static void destroy(rc_gpu_device *d) {
+    if (d->dev) vkDestroyDevice(d->dev, NULL);
+    if (d->instance) vkDestroyInstance(d->instance, NULL);
+    pthread_mutex_destroy(&d->queue_lock);
+    free(d);
+}
+
+int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
+    int r = RCANVAS_OK;
+    pthread_mutex_lock(&g_mu);
+    if (!g_dev && g_failed_us && rc_now_us() - g_failed_us < RC_GPU_DEVICE_RETRY_S * 1000000ll) r = RCANVAS_EVULKAN;
+    if (!g_dev && !r) {
+        rc_gpu_device *d = calloc(1, sizeof *d);
+        if (!d) r = RCANVAS_ENOMEM;
+        if (d) pthread_mutex_init(&d->queue_lock, NULL);
+        VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "rcanvas",
+                                 .apiVersion = VK_API_VERSION_1_1};
+        VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+        if (d && vkCreateInstance(&ici, NULL, &d->instance) != VK_SUCCESS) r = RCANVAS_EVULKAN;
+        if (d && !r) r = rc_gpu_pick_device(d->instance, log, &d->phys, &d->family);
+        if (d && !r) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(d->phys, &p);
+            if (p.apiVersion < VK_API_VERSION_1_1) r = RCANVAS_EVULKAN;
+        }
+        if (d && !r && rc_gpu_create_device(d->phys, d->family, &d->dev, &d->queue) != VK_SUCCESS) r = RCANVAS_EVULKAN;
+        if (r) {
+            if (d) destroy(d);
+            g_failed_us = rc_now_us();
+            rc_log(log, RCANVAS_LOG_WARN, "vulkan: no device for the GPU codecs (%s)", rcanvas_strerror(r));
+        } else {
+            g_dev = d;
+            g_failed_us = 0;
+        }
+    }
+    if (!r) g_refs++;
+    *out = r ? NULL : g_dev;
+    pthread_mutex_unlock(&g_mu);
+    return r;
+}
+
+void rc_gpu_device_release(rc_gpu_device *d) {
+    if (!d) return;
+    pthread_mutex_lock(&g_mu);
+    if (d == g_dev && --g_refs == 0) {
+        destroy(g_dev);
+        g_dev = NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
