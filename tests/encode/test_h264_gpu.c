@@ -9,7 +9,8 @@
  *  - the picture is the content: luma PSNR against the source's BT.601 luma above a bound for the QP;
  *  - IDR pictures carry SPS and PPS and only IDR slices; P pictures only non-IDR slices; an IDR on request;
  *  - a still picture repeated codes as P_Skip: a few bytes a row;
- *  - the rate control moves the QP towards the bitrate asked for.
+ *  - the rate control moves the QP towards the bitrate asked for;
+ *  - a VkImage (RGBA or BGRA) codes to the same picture and size as the same pixels from the CPU.
  */
 #include <vulkan/vulkan.h>
 
@@ -24,6 +25,7 @@
 #include "testframes.h"
 #include "video_decoders.h"
 #include "vk_icd.h"
+#include "vk_util.h"
 
 static rc_gpu_h264 *g_enc;
 
@@ -196,6 +198,49 @@ static void test_rate_control(void) {
     free(px);
 }
 
+static void test_image_input(rcanvas_vk *vk) {
+    const uint32_t w = 200, h = 120;
+    uint8_t *px = malloc((size_t)w * h * 4), *bgra = malloc((size_t)w * h * 4);
+    rc_buf a = {0}, b = {0};
+    for (int f = 0; f < 3; f++) {
+        tf_motion_draw(TF_MOTION_ROTATE, (uint32_t)f * 3, 64, w, h, px, (size_t)w * 4);
+        for (size_t i = 0; i < (size_t)w * h; i++) /* the same pixels stored as BGRA */
+            bgra[i * 4] = px[i * 4 + 2], bgra[i * 4 + 1] = px[i * 4 + 1], bgra[i * 4 + 2] = px[i * 4], bgra[i * 4 + 3] = 255;
+        int as_bgra = f == 2;
+        VkDeviceMemory mem = VK_NULL_HANDLE;
+        VkImage img = upload_image_as(vk, as_bgra ? bgra : px, w, h, as_bgra ? VK_FORMAT_B8G8R8A8_UNORM : VK_FORMAT_R8G8B8A8_UNORM,
+                                      VK_IMAGE_USAGE_TRANSFER_SRC_BIT, &mem);
+        CHECK(img != VK_NULL_HANDLE);
+        if (!img) break;
+        rc_image ci = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
+        rc_buf_clear(&a);
+        rc_buf_clear(&b);
+        rc_gpu_h264_request_keyframe(g_enc);
+        CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &ci, &p, 30, &a, NULL), RCANVAS_OK);
+        uint8_t *ra = NULL, *rb = NULL;
+        uint32_t lw = 0, lh = 0;
+        CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &ra, &lw, &lh), RCANVAS_OK);
+        rc_gpu_h264_request_keyframe(g_enc);
+        CHECK_EQ_INT(rc_gpu_h264_encode_image(g_enc, img, as_bgra ? VK_FORMAT_B8G8R8A8_UNORM : VK_FORMAT_R8G8B8A8_UNORM,
+                                              VK_IMAGE_LAYOUT_GENERAL, w, h, &p, 30, &b, NULL), RCANVAS_OK);
+        CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &rb, &lw, &lh), RCANVAS_OK);
+        /* the same picture; the streams differ in idr_pic_id only (its ue(v) length: a byte a slice at most) */
+        CHECK_MSG(a.len + 8 >= b.len && b.len + 8 >= a.len && a.len > 100 && ra && rb && !memcmp(ra, rb, (size_t)lw * lh * 3 / 2),
+                  "frame %d (%s): %zu bytes from the CPU, %zu from the image", f, as_bgra ? "BGRA" : "RGBA", a.len, b.len);
+        free(ra);
+        free(rb);
+        vkDestroyImage(rcanvas_vk_device(vk), img, NULL);
+        vkFreeMemory(rcanvas_vk_device(vk), mem, NULL);
+    }
+    CHECK_EQ_INT(rc_gpu_h264_encode_image(g_enc, VK_NULL_HANDLE, VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, w, h,
+                                          NULL, 0, &a, NULL), RCANVAS_EINVAL);
+    rc_buf_free(&a);
+    rc_buf_free(&b);
+    free(px);
+    free(bgra);
+}
+
 int main(void) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
@@ -213,6 +258,7 @@ int main(void) {
     test_bit_exact();
     test_still_is_skipped();
     test_rate_control();
+    test_image_input(vk);
     rc_gpu_h264_free(g_enc);
     CHECK_EQ_INT(rcanvas_vk_validation_errors(vk), 0);
     rcanvas_vk_free(vk);

@@ -47,7 +47,7 @@ static const uint32_t k_copy[] =
 #include "h264_copy.comp.inc"
     ;
 
-enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, NBUF };
+enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
 #define NBIND 12
 enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, NPIPE };
 #define NTS 8
@@ -122,10 +122,11 @@ static void buf_free(rc_gpu_h264 *e, buf *b) {
     memset(b, 0, sizeof(*b));
 }
 
-static int is_host(int i) { return i == B_IN || i == B_CTL || i == B_HOST || i == B_DBG; }
+static int is_host(int i) { return i == B_STAGE || i == B_CTL || i == B_HOST || i == B_DBG; }
 
-/* Buffer i holds at least `need` bytes (grown, contents lost). Host buffers are mapped; B_HOST and B_DBG prefer
- * host-cached memory (the CPU reads them), the rest are device-local. */
+/* Buffer i holds at least `need` bytes (grown, contents lost). Host buffers (B_STAGE: a CPU bitmap on its way in;
+ * B_CTL, B_HOST, B_DBG: results) are mapped; B_HOST and B_DBG prefer host-cached memory (the CPU reads them), the
+ * rest are device-local. */
 static int buf_reserve(rc_gpu_h264 *e, int i, VkDeviceSize need) {
     buf *b = &e->bufs[i];
     if (b->cap >= need) return RCANVAS_OK;
@@ -449,10 +450,32 @@ static void ts(rc_gpu_h264 *e, VkCommandBuffer cb, uint32_t i) {
     if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, i);
 }
 
-static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc) {
+/* The picture's input: a CPU bitmap in B_STAGE, or an image. */
+typedef struct input {
+    VkImage image; /* VK_NULL_HANDLE: B_STAGE */
+    VkImageLayout layout;
+} input;
+
+static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
     uint32_t n = e->mbw * e->mbh;
     if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS);
     ts(e, cb, 0);
+    if (in->image) { /* after every earlier command's writes to it (the app rendered it) */
+        VkImageMemoryBarrier ib = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                   .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT, .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                   .oldLayout = in->layout, .newLayout = in->layout,
+                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                   .image = in->image,
+                                   .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 0, NULL,
+                             1, &ib);
+        VkBufferImageCopy r = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                               .imageExtent = {e->w, e->h, 1}};
+        vkCmdCopyImageToBuffer(cb, in->image, in->layout, e->bufs[B_IN].b, 1, &r);
+    } else {
+        VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
+        vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_IN].b, 1, &c);
+    }
     vkCmdFillBuffer(cb, e->bufs[B_OUT].b, 0, VK_WHOLE_SIZE, 0);
     barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
@@ -521,31 +544,21 @@ static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int k
     if (e->qp_p > 51) e->qp_p = 51;
 }
 
-int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_params *p, int qp_override,
-                           rc_buf *out, rc_gpu_h264_info *info) {
-    int64_t t0 = rc_now_us();
-    if (!e || !img || !img->pixels || !out || !rc_format_bpp(img->format) || img->width == 0 || img->height == 0 ||
-        img->width > 16384 || img->height > 16384 || img->pitch < (size_t)img->width * 4 || qp_override < 0 ||
-        qp_override > 51)
-        return RCANVAS_EINVAL;
-    int r = prepare(e, img->width, img->height);
-    if (r) return r;
-    uint8_t *in = e->bufs[B_IN].map;
-    for (uint32_t y = 0; y < img->height; y++)
-        memcpy(in + (size_t)y * img->width * 4, img->pixels + (size_t)y * img->pitch, (size_t)img->width * 4);
+/* One picture from `in` (B_STAGE filled, or an image), after prepare(): records, submits, waits, frames. */
+static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
+                  rc_gpu_h264_info *info, int64_t t0) {
     int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
     int qp = pick_qp(e, p, qp_override, key);
     if (key) e->frame_num = 0;
     pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
                .intra = (uint32_t)key, .frame_num = e->frame_num, .idr_pic_id = e->idr_pic_id, .in_pitch = e->w,
-               .bgra = img->format == RCANVAS_FORMAT_BGRA8,
-               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0)))};
+               .bgra = (uint32_t)bgra, .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0)))};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
-    record(e, e->cmd, &pc);
+    record(e, e->cmd, &pc, in);
     vr = submit_wait(e);
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
@@ -554,7 +567,7 @@ int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
     size_t start = out->len;
-    if (key) r = put_parameter_sets(e, out);
+    int r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
     uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
     for (uint32_t row = 0; row < e->mbh && !r; row++) r = put_nal(out, nal, bytes + ctl[4 + row], ctl[5 + row] - ctl[4 + row]);
     if (r) {
@@ -583,6 +596,40 @@ int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;
+}
+
+int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_params *p, int qp_override,
+                           rc_buf *out, rc_gpu_h264_info *info) {
+    int64_t t0 = rc_now_us();
+    if (!e || !img || !img->pixels || !out || !rc_format_bpp(img->format) || img->width == 0 || img->height == 0 ||
+        img->width > 16384 || img->height > 16384 || img->pitch < (size_t)img->width * 4 || qp_override < 0 ||
+        qp_override > 51)
+        return RCANVAS_EINVAL;
+    int r = prepare(e, img->width, img->height);
+    if (!r) r = buf_reserve(e, B_STAGE, (VkDeviceSize)img->width * img->height * 4);
+    if (r) return r;
+    uint8_t *st = e->bufs[B_STAGE].map;
+    if (img->pitch == (size_t)img->width * 4) memcpy(st, img->pixels, (size_t)img->width * 4 * img->height);
+    else
+        for (uint32_t y = 0; y < img->height; y++)
+            memcpy(st + (size_t)y * img->width * 4, img->pixels + (size_t)y * img->pitch, (size_t)img->width * 4);
+    input in = {0};
+    return encode(e, &in, img->format == RCANVAS_FORMAT_BGRA8, p, qp_override, out, info, t0);
+}
+
+int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
+                             uint32_t h, const rc_encode_params *p, int qp_override, rc_buf *out,
+                             rc_gpu_h264_info *info) {
+    int64_t t0 = rc_now_us();
+    int bgra = format == VK_FORMAT_B8G8R8A8_UNORM || format == VK_FORMAT_B8G8R8A8_SRGB;
+    if (!e || !image || !out || w == 0 || h == 0 || w > 16384 || h > 16384 || qp_override < 0 || qp_override > 51 ||
+        (!bgra && format != VK_FORMAT_R8G8B8A8_UNORM && format != VK_FORMAT_R8G8B8A8_SRGB) ||
+        (layout != VK_IMAGE_LAYOUT_GENERAL && layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL))
+        return RCANVAS_EINVAL;
+    int r = prepare(e, w, h);
+    if (r) return r;
+    input in = {image, layout};
+    return encode(e, &in, bgra, p, qp_override, out, info, t0);
 }
 
 int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, uint32_t *height) {

@@ -3,8 +3,8 @@
  * h264_gpu.h — an H.264 encoder in Vulkan compute shaders, for GPUs without a video engine (A100, H100, H200 have
  * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra16x16 macroblocks and P
  * pictures of P_L0_16x16 / P_Skip macroblocks with one whole-pixel motion vector each; CAVLC; one slice per
- * macroblock row, so that every row is coded in parallel; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded;
- * or a VkImage, see below). Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
+ * macroblock row, so that every row is coded in parallel; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded)
+ * or a VkImage on the encoder's device. Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
  * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
  * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → CAVLC bit counts
  * (h264_cavlc.comp) → bit offsets (h264_scan.comp) → CAVLC bits → the used bytes into host memory
@@ -55,6 +55,14 @@ typedef struct rc_gpu_h264_info {
  * RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST. */
 int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_params *p, int qp_override,
                            rc_buf *out, rc_gpu_h264_info *info);
+/* Same for a w × h region at (0, 0) of a VkImage on the encoder's device (R8G8B8A8 or B8G8R8A8, _UNORM or _SRGB,
+ * the stored bytes coded as they are; created with VK_IMAGE_USAGE_TRANSFER_SRC_BIT; in `layout`, GENERAL or
+ * TRANSFER_SRC_OPTIMAL, and left so): copied into the encoder's input on the GPU in the same submission (w × h × 4
+ * bytes of device memory traffic), after every earlier command's writes to it; no pixel crosses to the host. Errors
+ * as rc_gpu_h264_encode_cpu. */
+int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
+                             uint32_t h, const rc_encode_params *p, int qp_override, rc_buf *out,
+                             rc_gpu_h264_info *info);
 /* The next picture is an IDR picture. */
 void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
 
