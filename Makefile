@@ -252,16 +252,19 @@ bench-vk-damage: bench-frames
 	./build/bench-vk --damage --frames 100 $(BENCH_FRAMES)
 
 # The kit for the GPU machine (../shared/GPU.md) in .gl/ (ignored): bench-vk, bench-jpeg-gpu, test_vk_readback,
-# test_jpeg_gpu, bench/nvjpeg.py, the Debian packages they need, the corpus frames. Then one run there, carrying .gl:
+# test_jpeg_gpu, test_h264_gpu, bench-h264-gpu, bench-anchor, rcanvas-demo, bench-fanout, bench/nvjpeg.py, the
+# Debian packages they need, the corpus frames. Then one run there, carrying .gl:
 #   eval "$$(bash .gl/unpack-runtime.sh .gl)"; cd .gl; ./test_vk_readback; ./test_jpeg_gpu;
 #   ./bench-jpeg-gpu --frames 300 --tj 3 frames; python3 nvjpeg.py frames; ./bench-vk --damage --frames 300 frames
 gpu-kit: bench-frames
 	@[ -f ../shared/gpu/pack-runtime.sh ] || { echo "gpu-kit: needs ../shared/gpu/pack-runtime.sh"; exit 1; }
 	mkdir -p .gl/frames
 	cp ../shared/gpu/pack-runtime.sh ../shared/gpu/unpack-runtime.sh build/bench-vk build/bench-jpeg-gpu \
-	  build/test_vk_readback build/test_jpeg_gpu bench/nvjpeg.py .gl/
+	  build/test_vk_readback build/test_jpeg_gpu build/test_h264_gpu build/bench-h264-gpu build/bench-anchor \
+	  build/rcanvas-demo build/bench-fanout bench/nvjpeg.py .gl/
 	cp $(BENCH_FRAMES)/*.png .gl/frames/
-	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback .gl/test_jpeg_gpu
+	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback .gl/test_jpeg_gpu \
+	  .gl/test_h264_gpu .gl/bench-h264-gpu .gl/bench-anchor .gl/rcanvas-demo .gl/bench-fanout
 
 # The Vulkan compute JPEG encoder per stage, beside libturbojpeg (few frames: on lavapipe each takes 0.1-0.5 s;
 # the H200 figures in docs/benchmarks.md use --frames 300).

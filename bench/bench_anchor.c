@@ -15,6 +15,8 @@
  *   x264-high-P   the same with profile high (CABAC, 8×8 transform, still no B-frames: zerolatency), decoded by
  *                 libavcodec (only when built with it)
  *   vp9           rc_codec_vp9: real-time, speed 8, CBR, AQ 3, row-mt, decoded by libvpx
+ *   h264-gpu      rc_codec_h264_gpu (issue 21): H.264 in Vulkan compute shaders on the first Vulkan device, its own
+ *                 rate control; CPU ms is the host's part (upload, submit, framing), decoded by openh264
  * x264 (GPL) is used only when this program was built with it (CMake finds x264 through pkg-config: make
  * bench-anchor-deps installs it); the library never links it. Without it the x264 rows are skipped, saying so.
  * Sequences (60 frames by default, --frames; 30 fps):
@@ -41,7 +43,7 @@
  * and right, or both above and below: the pixels of 1-px coloured lines and dots.
  * Prints markdown tables; asserts nothing. BENCH_ANCHOR_VERBOSE=1: part B video bytes and PSNR per frame on stderr.
  *   bench-anchor [--part a|b|ab] [--frames N] [--kbps K,...] [--chroma-kbps K,...] [--threads T]
- *                [--x264-presets P,...] [--seq NAME,...] [DIR]   (--help)
+ *                [--x264-presets P,...] [--seq NAME,...] [--encoders E,...] [DIR]   (--help)
  */
 #include <libyuv.h>
 #include <math.h>
@@ -833,13 +835,14 @@ static const char USAGE[] =
     "  --threads T           encoder threads, 1-64 (default 1)\n"
     "  --x264-presets P[,..] x264 presets for part A (default superfast,veryfast)\n"
     "  --seq S[,S...]        part A sequences: pan-lines,zoom-lines,rotate-render,slideshow (default all)\n"
+    "  --encoders E[,E...]   part A encoders besides openh264: x264-base-P, x264-high-P, vp9, h264-gpu (default all)\n"
     "  --vp9-check           check that part B's direct libvpx encoder, in 4:2:0, gives rc_codec_vp9's bytes\n"
     "  --help                print this and exit\n";
 
 int main(int argc, char **argv) {
     int nframes = 60, threads = 1, kbps[MAXK] = {2000, 4000, 8000, 16000}, nk = 4,
         ckbps[MAXK] = {500, 1000, 2000, 4000}, nck = 4, part_a = 1, part_bb = 1, vp9_check = 0;
-    const char *dir = NULL, *presets = "superfast,veryfast", *seqs = NULL;
+    const char *dir = NULL, *presets = "superfast,veryfast", *seqs = NULL, *encoders = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -862,6 +865,8 @@ int main(int argc, char **argv) {
             if (!(presets = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a list of x264 presets");
         } else if (!strcmp(a, "--seq")) {
             if (!(seqs = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a list of sequence names");
+        } else if (!strcmp(a, "--encoders")) {
+            if (!(encoders = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a list of encoder names");
         } else if (!strcmp(a, "--vp9-check")) {
             vp9_check = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -961,6 +966,15 @@ int main(int argc, char **argv) {
 #endif
         enc[ne++] = (anchor_enc){.name = "vp9", .dec = &vp9_decoder, .open = rcc_open, .encode = rcc_encode,
                                  .close = rcc_close, .type = &rc_codec_vp9};
+#if RCANVAS_HAVE_VULKAN
+        /* issue 21: H.264 in Vulkan compute shaders, on the first GPU */
+        enc[ne++] = (anchor_enc){.name = "h264-gpu", .dec = &h264_decoder, .open = rcc_open, .encode = rcc_encode,
+                                 .close = rcc_close, .type = &rc_codec_h264_gpu};
+#endif
+        int kept = 1; /* --encoders: openh264 (the reference) and those named */
+        for (int c = 1; c < ne; c++)
+            if (in_list(encoders, enc[c].name)) enc[kept++] = enc[c];
+        ne = kept;
 
         printf("\n### A. Encoders at equal target bitrate (1920x1080, %d fps, %d thread(s); PSNR of the decoded I420 "
                "against the source's)\n\n",

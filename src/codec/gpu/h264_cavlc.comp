@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // h264_cavlc.comp — GPU H.264 stage 4: the slice data, CAVLC (ITU-T H.264 clauses 7.3.4–7.3.5.3, 9.2), one
 // invocation per macroblock: the mb_skip_run before it, its macroblock_layer() and residual blocks; the invocation of
-// a row's first macroblock also writes the row's slice header (7.3.3), the last one the run of skipped macroblocks
-// that ends the row and the rbsp_stop_one_bit. Each row is one slice, so every neighbour a macroblock's syntax
-// depends on (nA for coeff_token, the motion vector predictor) is its left neighbour, known from h264_mb.
+// a slice's first macroblock also writes the slice header (7.3.3), the last one the run of skipped macroblocks
+// that ends the slice and the rbsp_stop_one_bit. An IDR picture has a slice per macroblock row (so the
+// macroblock above is in another slice: nC from the left only), a P picture one slice (nC from the left and above,
+// the vector predictor of mv_pred); everything a macroblock's syntax depends on is known from h264_me and h264_mb.
 // pc.pass 0 counts each macroblock's bits into bits[mb]; pass 1 (after h264_scan) writes them at bits[n + mb],
 // a bit offset into outw (zeroed), with atomicOr where two macroblocks share a word.
 #version 450
@@ -146,34 +147,36 @@ void block(uint off, uint n, int nc) {
 uint nzof(uint mb, uint k) { return mbi[mb * MBI_STRIDE + 8u + k]; }
 
 // nC of luma block blk (9.2.1): left from this or the left macroblock, above only inside this macroblock.
-int nc_luma(uint mb, uint mbx, uint blk) {
+bool top_in_slice(uint mby) { return pc.intra == 0u && mby > 0u; }
+
+int nc_luma(uint mb, uint mbx, uint mby, uint blk) {
     const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
     const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
     const uint IDX[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u); // raster→blk
     uint x = BX[blk], y = BY[blk];
-    bool ha = x > 0u || mbx > 0u, hb = y > 0u;
+    bool ha = x > 0u || mbx > 0u, hb = y > 0u || top_in_slice(mby);
     uint na = 0u, nb = 0u;
     if (x > 0u) na = nzof(mb, IDX[y * 4u + x - 1u]);
     else if (mbx > 0u) na = nzof(mb - 1u, IDX[y * 4u + 3u]);
-    if (hb) nb = nzof(mb, IDX[(y - 1u) * 4u + x]);
+    if (y > 0u) nb = nzof(mb, IDX[(y - 1u) * 4u + x]);
+    else if (hb) nb = nzof(mb - pc.mbw, IDX[12u + x]);
     return ha && hb ? int((na + nb + 1u) >> 1) : ha ? int(na) : hb ? int(nb) : 0;
 }
 
 // nC of chroma AC block b (0–3, raster 2×2) of component c.
-int nc_chroma(uint mb, uint mbx, uint c, uint b) {
+int nc_chroma(uint mb, uint mbx, uint mby, uint c, uint b) {
     uint x = b & 1u, y = b >> 1;
-    bool ha = x > 0u || mbx > 0u, hb = y > 0u;
+    bool ha = x > 0u || mbx > 0u, hb = y > 0u || top_in_slice(mby);
     uint na = 0u, nb = 0u;
     if (x > 0u) na = nzof(mb, 16u + c * 4u + b - 1u);
     else if (mbx > 0u) na = nzof(mb - 1u, 16u + c * 4u + b + 1u);
-    if (hb) nb = nzof(mb, 16u + c * 4u + b - 2u);
+    if (y > 0u) nb = nzof(mb, 16u + c * 4u + b - 2u);
+    else if (hb) nb = nzof(mb - pc.mbw, 16u + c * 4u + b + 2u);
     return ha && hb ? int((na + nb + 1u) >> 1) : ha ? int(na) : hb ? int(nb) : 0;
 }
 
-bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
-
-void slice_header(uint mby) {
-    ue(mby * pc.mbw);                 // first_mb_in_slice
+void slice_header(uint first_mb) {
+    ue(first_mb);                     // first_mb_in_slice
     ue(pc.intra != 0u ? 7u : 5u);     // slice_type: I or P, all slices of the picture alike
     ue(0u);                           // pic_parameter_set_id
     put(pc.frame_num & 15u, 4u);      // frame_num, log2_max_frame_num 4
@@ -195,22 +198,15 @@ void main() {
     if (mb >= n) return;
     uint mbx = mb % pc.mbw, mby = mb / pc.mbw;
     bpos = pc.pass == 0u ? 0u : bits[n + mb];
-    if (mbx == 0u) slice_header(mby);
-    uint flags = mbi[mb * MBI_STRIDE];
     bool intra = pc.intra != 0u;
-    bool last = mbx + 1u == pc.mbw;
-    if (!intra && (flags & 1u) != 0u) {   // P_Skip: counted by the next coded macroblock, or here at the row's end
-        if (last) {
-            uint run = 0u;
-            while (run <= mbx && skipped(mb - run)) run++;
-            ue(run);
-        }
+    if (intra ? mbx == 0u : mb == 0u) slice_header(intra ? mb : 0u);
+    uint flags = mbi[mb * MBI_STRIDE];
+    bool last = intra ? mbx + 1u == pc.mbw : mb + 1u == n;   // the slice's last macroblock
+    uint run = mbi[mb * MBI_STRIDE + 3u];                     // P_Skip macroblocks just before (h264_scan)
+    if (!intra && (flags & 1u) != 0u) {   // P_Skip: counted by the next coded macroblock, or here at the slice's end
+        if (last) ue(run + 1u);
     } else {
-        if (!intra) {
-            uint run = 0u;
-            while (run < mbx && skipped(mb - 1u - run)) run++;
-            ue(run);                                       // mb_skip_run
-        }
+        if (!intra) ue(run);                                     // mb_skip_run
         uint cbp = (flags >> 8) & 63u, cbpl = cbp & 15u, cbpc = cbp >> 4;
         if (intra) {
             uint lmode = (flags >> 1) & 3u, cmode = (flags >> 3) & 3u;
@@ -218,23 +214,20 @@ void main() {
             ue(cmode);                                               // intra_chroma_pred_mode
         } else {
             ue(0u);                                                  // mb_type P_L0_16x16
-            int mvx = int(mbi[mb * MBI_STRIDE + 1u]), mvy = int(mbi[mb * MBI_STRIDE + 2u]);
-            int px = 0, py = 0;                                      // mvp: the left macroblock's (8.4.1.3)
-            if (mbx > 0u) { px = int(mbi[(mb - 1u) * MBI_STRIDE + 1u]); py = int(mbi[(mb - 1u) * MBI_STRIDE + 2u]); }
-            if (mbx > 0u && skipped(mb - 1u)) { px = 0; py = 0; }
-            se(4 * (mvx - px));                                      // mvd_l0, quarter samples
-            se(4 * (mvy - py));
+            ivec2 mvd = mb_mv(mb) - mv_pred(mbx, mby);
+            se(mvd.x);                                               // mvd_l0, quarter samples
+            se(mvd.y);
             ue(CBP_INTER[cbpl | (cbpc << 4)]);                       // coded_block_pattern
         }
         if (intra || cbp != 0u) se(0);                               // mb_qp_delta
         uint base = mb * LEV_STRIDE;
         if (intra) {
-            block(base, 16u, nc_luma(mb, mbx, 0u));                  // Intra16x16DCLevel
+            block(base, 16u, nc_luma(mb, mbx, mby, 0u));                  // Intra16x16DCLevel
             if (cbpl != 0u)
-                for (uint b = 0u; b < 16u; b++) block(base + 16u + b * 16u + 1u, 15u, nc_luma(mb, mbx, b));
+                for (uint b = 0u; b < 16u; b++) block(base + 16u + b * 16u + 1u, 15u, nc_luma(mb, mbx, mby, b));
         } else {
             for (uint b = 0u; b < 16u; b++)
-                if ((cbpl & (1u << (b >> 2))) != 0u) block(base + 16u + b * 16u, 16u, nc_luma(mb, mbx, b));
+                if ((cbpl & (1u << (b >> 2))) != 0u) block(base + 16u + b * 16u, 16u, nc_luma(mb, mbx, mby, b));
         }
         if (cbpc != 0u) {
             block(base + LEV_CDC, 4u, -1);
@@ -243,7 +236,7 @@ void main() {
         if (cbpc == 2u)
             for (uint c = 0u; c < 2u; c++)
                 for (uint b = 0u; b < 4u; b++)
-                    block(base + LEV_CAC + (c * 4u + b) * 16u + 1u, 15u, nc_chroma(mb, mbx, c, b));
+                    block(base + LEV_CAC + (c * 4u + b) * 16u + 1u, 15u, nc_chroma(mb, mbx, mby, c, b));
     }
     if (last) put(1u, 1u);   // rbsp_stop_one_bit; the alignment zeros are outw's
     if (pc.pass == 0u) bits[mb] = bpos;

@@ -5,7 +5,9 @@
 // Planes are one sample per uint (values 0–255), padded to whole macroblocks: luma lw × lh (lw = 16·mbw,
 // lh = 16·mbh) at 0, then Cb and Cr, each (lw/2) × (lh/2). The padding repeats the image's last column and row, so
 // the decoder's cropped output is the image and the padded part predicts well.
-// Per macroblock: MBI (32 uints: [0] flags, [1] mv x, [2] mv y in whole pixels, [8 + k] TotalCoeff of block k:
+// Per macroblock: MBI (32 uints: [0] flags, [1] mv x, [2] mv y in quarter samples, [3] the P_Skip macroblocks
+// just before it (P pictures), [4] [5] the coarse search's vector, [6] [7] the last picture's vector (quarter
+// samples), [8 + k] TotalCoeff of block k:
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC) and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
@@ -21,7 +23,8 @@ layout(push_constant) uniform PC {
     uint in_pitch;    // input row pitch in pixels
     uint bgra;        // 1: input bytes are B, G, R, A
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
-    uint pass;        // CAVLC: 0 counts bits, 1 writes them
+    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; ME: 0 coarse, 1 fine)
+    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only
 } pc;
 
 layout(std430, binding = 0) readonly buffer In { uint inpx[]; };   // the image, 4 bytes per pixel
@@ -48,3 +51,69 @@ uint cwid() { return pc.mbw * 8u; }
 uint chei() { return pc.mbh * 8u; }
 uint plane_u() { return lw() * lh(); }
 uint plane_v() { return lw() * lh() + cwid() * chei(); }
+
+// ---- motion (P pictures: one slice, so every neighbour inside the picture is available) ----
+
+ivec2 mb_mv(uint mb) { return ivec2(int(mbi[mb * MBI_STRIDE + 1u]), int(mbi[mb * MBI_STRIDE + 2u])); }
+int median3(int a, int b, int c) { return max(min(a, b), min(max(a, b), c)); }
+
+// The motion vector predictor of a 16×16 partition (H.264 8.4.1.3), every neighbour being inter with refIdx 0 where
+// it is available (P pictures here have no intra macroblocks; P_Skip ones have refIdx 0 too). C is the macroblock
+// above right, or above left (D) where that is outside the picture.
+ivec2 mv_pred(uint mbx, uint mby) {
+    uint mb = mby * pc.mbw + mbx;
+    bool a = mbx > 0u, b = mby > 0u, c = mby > 0u && mbx + 1u < pc.mbw, d = mbx > 0u && mby > 0u;
+    ivec2 A = a ? mb_mv(mb - 1u) : ivec2(0), B = b ? mb_mv(mb - pc.mbw) : ivec2(0);
+    bool hc = c || d;
+    ivec2 C = c ? mb_mv(mb - pc.mbw + 1u) : d ? mb_mv(mb - pc.mbw - 1u) : ivec2(0);
+    if (!b && !hc && a) return A;                       // B and C outside: A
+    int n = int(a) + int(b) + int(hc);
+    if (n == 1) return a ? A : b ? B : C;              // one and only one with refIdx 0
+    return ivec2(median3(A.x, B.x, C.x), median3(A.y, B.y, C.y));
+}
+
+// The P_Skip vector (8.4.1.1): 0 at the picture's left or top edge, or where A or B stands still; else mv_pred.
+ivec2 skip_mv(uint mbx, uint mby) {
+    uint mb = mby * pc.mbw + mbx;
+    if (mbx == 0u || mby == 0u) return ivec2(0);
+    if (mb_mv(mb - 1u) == ivec2(0) || mb_mv(mb - pc.mbw) == ivec2(0)) return ivec2(0);
+    return mv_pred(mbx, mby);
+}
+
+// Luma of the reference at (x + fx/4, y + fy/4): the 6-tap half samples and the averaged quarter samples of
+// 8.4.2.2.1 (Table 8-12's positions a–s), reference samples outside the picture taken from its edge.
+int ref_y(int x, int y) { return int(ref[clamp(y, 0, int(lh()) - 1) * int(lw()) + clamp(x, 0, int(lw()) - 1)]); }
+int tap6(int a, int b, int c, int d, int e, int f) { return a - 5 * b + 20 * c + 20 * d - 5 * e + f; }
+int b1_at(int x, int y) {
+    return tap6(ref_y(x - 2, y), ref_y(x - 1, y), ref_y(x, y), ref_y(x + 1, y), ref_y(x + 2, y), ref_y(x + 3, y));
+}
+int half_h(int x, int y) { return clamp((b1_at(x, y) + 16) >> 5, 0, 255); }   // b: between (x, y) and (x + 1, y)
+int half_v(int x, int y) {                                                      // h: between (x, y) and (x, y + 1)
+    return clamp((tap6(ref_y(x, y - 2), ref_y(x, y - 1), ref_y(x, y), ref_y(x, y + 1), ref_y(x, y + 2),
+                       ref_y(x, y + 3)) + 16) >> 5, 0, 255);
+}
+int half_c(int x, int y) {                                                      // j: the centre
+    int j1 = tap6(b1_at(x, y - 2), b1_at(x, y - 1), b1_at(x, y), b1_at(x, y + 1), b1_at(x, y + 2), b1_at(x, y + 3));
+    return clamp((j1 + 512) >> 10, 0, 255);
+}
+int luma_q(int x, int y, int fx, int fy) {
+    if (fx == 0 && fy == 0) return ref_y(x, y);
+    if (fx == 0) {
+        int h = half_v(x, y);
+        return fy == 2 ? h : fy == 1 ? (ref_y(x, y) + h + 1) >> 1 : (ref_y(x, y + 1) + h + 1) >> 1;   // h, d, n
+    }
+    if (fy == 0) {
+        int b = half_h(x, y);
+        return fx == 2 ? b : fx == 1 ? (ref_y(x, y) + b + 1) >> 1 : (ref_y(x + 1, y) + b + 1) >> 1;   // b, a, c
+    }
+    if (fx == 2 || fy == 2) {
+        int j = half_c(x, y);
+        if (fx == 2 && fy == 2) return j;                                                            // j
+        if (fx == 2) return ((fy == 1 ? half_h(x, y) : half_h(x, y + 1)) + j + 1) >> 1;               // f, q
+        return ((fx == 1 ? half_v(x, y) : half_v(x + 1, y)) + j + 1) >> 1;                            // i, k
+    }
+    // e, g, p, r: the mean of a horizontal and a vertical half sample
+    int b = fy == 1 ? half_h(x, y) : half_h(x, y + 1);
+    int h = fx == 1 ? half_v(x, y) : half_v(x + 1, y);
+    return (b + h + 1) >> 1;
+}

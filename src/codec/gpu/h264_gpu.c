@@ -4,15 +4,15 @@
  * command buffer per picture, the parameter sets, NAL framing, and the rate control.
  *
  * The choices, and why:
- *  - One slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster order). Across a
- *    slice boundary nothing is predicted: the macroblock above is "not available" (6.4.8), so intra prediction,
- *    the motion vector predictor and CAVLC's nC see only the left neighbour. That makes P pictures fully parallel
- *    (every macroblock at once; the predictor is the left macroblock's vector, known before coding) and IDR
- *    pictures parallel across rows (a row is left-to-right sequential, one workgroup each). The price is a slice
- *    header per row (about 4 bytes with its NAL framing) and weaker prediction from above: measured in
- *    docs/benchmarks.md against openh264.
- *  - Whole-pixel motion vectors: the reconstruction needs no 6-tap interpolation (8.4.2.2.1); pans and drags of
- *    screen content move by whole pixels. Chroma at half-pixel positions (odd vectors) uses the bilinear rule.
+ *  - IDR pictures: one slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster
+ *    order). Across a slice boundary nothing is predicted — the macroblock above is "not available" (6.4.8) — so
+ *    Intra16x16 predicts from the left only and a row depends on nothing above it: the rows are coded in parallel,
+ *    each left to right by one workgroup. The price: a slice header per row and no prediction from above.
+ *  - P pictures: one slice. They have no intra macroblocks, so nothing in them depends on a neighbour's
+ *    reconstruction: every macroblock is coded at once, and the syntax that depends on neighbours (the vector
+ *    predictor's median of A, B, C; the P_Skip vector; nC from the left and above) is computed from their
+ *    vectors and counts after the fact. A uniform pan is thus P_Skip where its residual vanishes.
+ *  - Quarter-sample motion vectors with the standard's interpolation (8.4.2.2), searched on the GPU.
  *  - Deblocking off (disable_deblocking_filter_idc 1): the filter (8.7) runs in macroblock order with each edge
  *    reading the previous edge's output, a sequential dependency across the picture that would have to be
  *    mirrored bit-exactly; rcanvas refines still pictures losslessly anyway, and the paint-over (QP 24) leaves
@@ -56,7 +56,7 @@ enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, NPIPE };
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
 typedef struct pc_t { /* h264_common.glsl's push constants */
-    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass;
+    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass, me_flags;
 } pc_t;
 
 typedef struct buf {
@@ -96,6 +96,7 @@ struct rc_gpu_h264 {
     uint32_t frame_num, idr_pic_id, since_key;
     double qp_p;      /* the rate control's QP for P pictures */
     int last_qp;
+    uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -190,6 +191,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->log = log ? log : &quiet;
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue, e->qlock = queue_lock;
     e->qp_p = 30;
+    const char *me = getenv("RCANVAS_GPU_H264_ME");
+    if (me && !strcmp(me, "int")) e->me_flags |= 1;
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -484,6 +487,10 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     cbarrier(cb);
     ts(e, cb, 2);
     if (!pc->intra) {
+        pc->pass = 0; /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
+        stage(e, cb, P_ME, pc, e->mbw, e->mbh);
+        cbarrier(cb);
+        pc->pass = 1;
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
     }
@@ -491,6 +498,11 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     if (pc->intra) stage(e, cb, P_MB, pc, e->mbh, 1);
     else stage(e, cb, P_MB, pc, e->mbw, e->mbh);
     cbarrier(cb);
+    if (!pc->intra) { /* the mb_skip_run of each macroblock */
+        pc->pass = 2;
+        stage(e, cb, P_SCAN, pc, 1, 1);
+        cbarrier(cb);
+    }
     ts(e, cb, 4);
     pc->pass = 0;
     stage(e, cb, P_CAVLC, pc, (n + 63) / 64, 1);
@@ -552,7 +564,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (key) e->frame_num = 0;
     pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
                .intra = (uint32_t)key, .frame_num = e->frame_num, .idr_pic_id = e->idr_pic_id, .in_pitch = e->w,
-               .bgra = (uint32_t)bgra, .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0)))};
+               .bgra = (uint32_t)bgra, .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))),
+               .me_flags = e->me_flags};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
@@ -569,7 +582,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     size_t start = out->len;
     int r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
     uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
-    for (uint32_t row = 0; row < e->mbh && !r; row++) r = put_nal(out, nal, bytes + ctl[4 + row], ctl[5 + row] - ctl[4 + row]);
+    uint32_t slices = key ? e->mbh : 1; /* a slice per macroblock row in IDR pictures, one in P pictures */
+    for (uint32_t i = 0; i < slices && !r; i++) r = put_nal(out, nal, bytes + ctl[4 + i], ctl[5 + i] - ctl[4 + i]);
     if (r) {
         out->len = start;
         e->have_ref = 0;

@@ -3,10 +3,9 @@
 // decoder makes from the levels (ITU-T H.264 clause 8.5: 8.5.10 Intra16x16 DC, 8.5.11 chroma DC, 8.5.12 scaling
 // and the inverse transform, with flat scaling matrices), so that the next picture predicts from exactly what the
 // decoder has (no drift).
-//  - P pictures (pc.intra 0): one workgroup per macroblock. P_L0_16x16 with the motion vector of h264_me, the
-//    chroma by the bilinear rule of 8.4.2.2.2 (the half-sample positions of odd vectors), or P_Skip when the
-//    vector is (0,0) — the P_Skip vector in a slice of one macroblock row, since the macroblock above is in another
-//    slice (8.4.1.1) — and every level is 0.
+//  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 with the quarter-sample motion
+//    vector of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
+//    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0.
 //  - IDR pictures (pc.intra 1): Intra16x16 with the left neighbour only (the one above is in another slice):
 //    luma horizontal or DC and chroma horizontal or DC, whichever has the smaller SAD; so a row is sequential and
 //    one workgroup codes one row, left to right.
@@ -166,12 +165,15 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
     if (intra && cbpl != 0u) cbpl = 15u;   // Intra16x16: all AC blocks or none
     bool skip = false;
     if (!intra) {
-        int mvx = int(mbi[mb * MBI_STRIDE + 1u]), mvy = int(mbi[mb * MBI_STRIDE + 2u]);
-        skip = mvx == 0 && mvy == 0 && cbpl == 0u && cbpc == 0u;
+        skip = mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
     }
     // TotalCoeff of block t as a neighbour sees it (0 where its 8×8 is not coded)
     mbi[mb * MBI_STRIDE + 8u + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
     if (cbpc != 2u && t < 8u) mbi[mb * MBI_STRIDE + 8u + 16u + t] = 0u;
+    if (t == 0u && intra) {   // no vector: the next picture's temporal candidate starts from (0,0)
+        mbi[mb * MBI_STRIDE + 1u] = 0u;
+        mbi[mb * MBI_STRIDE + 2u] = 0u;
+    }
     if (t == 0u)
         mbi[mb * MBI_STRIDE] = (skip ? 1u : 0u) | (lmode << 1) | (cmode << 3) | ((cbpl | (cbpc << 4)) << 8) |
                                (intra ? 1u << 16 : 0u);
@@ -221,14 +223,14 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
 
 void inter_pred(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
-    int mvx = int(mbi[mb * MBI_STRIDE + 1u]), mvy = int(mbi[mb * MBI_STRIDE + 2u]);
-    int W = int(lw()), Hh = int(lh()), CW = int(cwid()), CH = int(chei());
+    ivec2 mv = mb_mv(mb);
+    int CW = int(cwid()), CH = int(chei());
     for (uint i = t; i < 256u; i += 16u) {
-        int x = int(mbx * 16u + (i & 15u)) + mvx, y = int(mby * 16u + (i >> 4)) + mvy;
-        pred[i] = int(ref[clamp(y, 0, Hh - 1) * W + clamp(x, 0, W - 1)]);
+        int x = int(mbx * 16u + (i & 15u)), y = int(mby * 16u + (i >> 4));
+        pred[i] = luma_q(x + (mv.x >> 2), y + (mv.y >> 2), mv.x & 3, mv.y & 3);
     }
-    // chroma: the vector in 1/8 chroma samples is the luma vector in 1/4 samples (4·mv), 8.4.1.4 and 8.4.2.2.2
-    int vx = 4 * mvx, vy = 4 * mvy;
+    // chroma: the vector in 1/8 chroma samples is the luma vector in 1/4 samples, 8.4.1.4 and 8.4.2.2.2
+    int vx = mv.x, vy = mv.y;
     int fx = vx & 7, fy = vy & 7;
     for (uint i = t; i < 128u; i += 16u) {
         uint c = i >> 6, j = i & 63u;

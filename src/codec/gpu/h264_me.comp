@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// h264_me.comp — GPU H.264 stage 2 (P pictures): one 16×16 motion vector per macroblock, whole pixels, by a
-// two-level search (the hierarchical search of e.g. Nam et al., "A fast hierarchical motion vector estimation
-// algorithm using mean pyramid", IEEE TCSVT 1995): a full search of ±ME_RANGE at 1/4 size (±4·ME_RANGE pixels) on
-// the 4×4 means, then ±2 pixels around that vector and around (0,0) on the reference's reconstruction. The cost is
-// SAD + lambda × the bits of the vector's components (se(v) lengths of the quarter-pel values), which keeps still
-// areas at (0,0), where they can be P_Skip. One workgroup per macroblock.
+// h264_me.comp — GPU H.264 stage 2 (P pictures): one 16×16 motion vector per macroblock, in quarter samples.
+// pc.pass 0, the coarse search: a full search of ±ME_RANGE on the 4×4 means of the source and of the reference's
+// source, the macroblock's 4×4 and a ring of one around them (±4·ME_RANGE pixels; the hierarchical search of e.g. Nam et al., "A fast hierarchical motion vector
+// estimation algorithm using mean pyramid", IEEE TCSVT 1995). pc.pass 1, the fine search on the reference's
+// reconstruction: ±2 whole pixels around the macroblock's coarse vector, around (0,0), around its vector in the last
+// picture and around the median of its neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
+// macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
+// around the best (8.4.2.2.1's interpolation, as the decoder makes it). The cost is SAD + lambda × the bits of
+// the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock.
 #version 450
 #include "h264_common.glsl"
 layout(local_size_x = 64) in;
@@ -14,6 +17,7 @@ layout(local_size_x = 64) in;
 
 shared uint scost[64];
 shared int sidx[64];
+shared uint ssad[8];
 
 uint se_bits(int v) {   // length of se(v)
     uint k = v > 0 ? uint(2 * v - 1) : uint(-2 * v);
@@ -34,53 +38,110 @@ void reduce(uint t, uint cost, int idx) {
     }
 }
 
-void main() {
-    uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
+ivec2 coarse_of(uint mb) { return ivec2(int(mbi[mb * MBI_STRIDE + 4u]), int(mbi[mb * MBI_STRIDE + 5u])); }
+
+void coarse(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
     int qw = int(pc.mbw * 4u), qh = int(pc.mbh * 4u);
-    // coarse: ±ME_RANGE on the 1/4-size means
     uint best = 0xFFFFFFFFu;
     int bi = 0x7FFFFFFF;
     for (int i = int(t); i < ME_SIDE * ME_SIDE; i += 64) {
         int dx = i % ME_SIDE - ME_RANGE, dy = i / ME_SIDE - ME_RANGE;
         uint sad = 0u;
-        for (int y = 0; y < 4; y++)
-            for (int x = 0; x < 4; x++) {
-                int cx = int(mbx) * 4 + x, cy = int(mby) * 4 + y;
+        for (int y = -1; y < 5; y++)   // the macroblock's 4×4 means and a ring around them: more texture to match
+            for (int x = -1; x < 5; x++) {
+                int cx = clamp(int(mbx) * 4 + x, 0, qw - 1), cy = clamp(int(mby) * 4 + y, 0, qh - 1);
                 int rx = clamp(cx + dx, 0, qw - 1), ry = clamp(cy + dy, 0, qh - 1);
                 sad += uint(abs(int(qcur[cy * qw + cx]) - int(qref[ry * qw + rx])));
             }
-        uint cost = sad * 16u + pc.lambda * (se_bits(dx * 16) + se_bits(dy * 16));
+        // a hint for the fine search: the vector's bits weigh a quarter of the fine search's
+        uint cost = sad * 16u + pc.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
-    int cdx = (sidx[0] % ME_SIDE - ME_RANGE) * 4, cdy = (sidx[0] / ME_SIDE - ME_RANGE) * 4;
-    barrier();
-    // fine: ±2 around (0,0) (candidates 0–24) and around the coarse vector (25–49), on the reconstruction
-    best = 0xFFFFFFFFu;
-    bi = 0x7FFFFFFF;
-    if (t < 50u) {
-        int k = int(t % 25u);
-        int dx = k % 5 - 2, dy = k / 5 - 2;
-        if (t >= 25u) { dx += cdx; dy += cdy; }
-        int W = int(lw()), H = int(lh());
-        uint sad = 0u;
-        for (int y = 0; y < 16; y++) {
-            int cy = int(mby) * 16 + y, ry = clamp(cy + dy, 0, H - 1);
-            for (int x = 0; x < 16; x++) {
-                int cx = int(mbx) * 16 + x, rx = clamp(cx + dx, 0, W - 1);
-                sad += uint(abs(int(src[cy * W + cx]) - int(ref[ry * W + rx])));
-            }
+    if (t == 0u) {
+        mbi[mb * MBI_STRIDE + 6u] = mbi[mb * MBI_STRIDE + 1u];   // the last picture's vector: a temporal candidate
+        mbi[mb * MBI_STRIDE + 7u] = mbi[mb * MBI_STRIDE + 2u];
+        mbi[mb * MBI_STRIDE + 4u] = uint((sidx[0] % ME_SIDE - ME_RANGE) * 16);   // 1/4 size → quarter samples
+        mbi[mb * MBI_STRIDE + 5u] = uint((sidx[0] / ME_SIDE - ME_RANGE) * 16);
+    }
+}
+
+uint sad_at(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {   // rows y0..y1-1 of the macroblock at vector q
+    uint s = 0u;
+    int W = int(lw());
+    for (uint y = y0; y < y1; y++)
+        for (uint x = 0u; x < 16u; x++) {
+            int cx = int(mbx * 16u + x), cy = int(mby * 16u + y);
+            int p = luma_q(cx + (q.x >> 2), cy + (q.y >> 2), q.x & 3, q.y & 3);
+            s += uint(abs(int(src[cy * W + cx]) - p));
         }
-        best = sad + pc.lambda * (se_bits(dx * 4) + se_bits(dy * 4));
-        bi = int(t);
+    return s;
+}
+
+void fine(uint mbx, uint mby, uint t) {
+    uint mb = mby * pc.mbw + mbx;
+    // the predictor the neighbours' vectors will likely make (their coarse ones; A, B, C as in mv_pred)
+    ivec2 A = mbx > 0u ? coarse_of(mb - 1u) : ivec2(0), B = mby > 0u ? coarse_of(mb - pc.mbw) : ivec2(0);
+    ivec2 C = mby > 0u && mbx + 1u < pc.mbw ? coarse_of(mb - pc.mbw + 1u) : mby > 0u && mbx > 0u ? coarse_of(mb - pc.mbw - 1u) : ivec2(0);
+    ivec2 pm = mby == 0u ? A : ivec2(median3(A.x, B.x, C.x), median3(A.y, B.y, C.y));
+    ivec2 prev = ivec2(int(mbi[mb * MBI_STRIDE + 6u]), int(mbi[mb * MBI_STRIDE + 7u])) & ~3;
+    // inside the level limits' vector range (Table A-1: ±2048 horizontally, ±512 vertically, in whole pixels), with
+    // room for the ±2 and the sub-sample steps
+    const ivec2 lim = ivec2(2040 * 4, 500 * 4);
+    ivec2 centre[4] = ivec2[](coarse_of(mb), ivec2(0), clamp(pm & ~3, -lim, lim), clamp(prev, -lim, lim));
+    // whole pixels: 4 × 25 candidates around the coarse vector, (0,0), the neighbours' median and the last
+    // picture's vector (a steady pan is found again even where the coarse search was fooled by a repeating grid)
+    uint best = 0xFFFFFFFFu;
+    int bi = 0x7FFFFFFF;
+    for (uint k = t; k < 100u; k += 64u) {
+        uint c = k / 25u, j = k % 25u;
+        ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+        uint cost = sad_at(mbx, mby, q, 0u, 16u) + pc.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
+        if (cost < best) { best = cost; bi = int(k); }
     }
     reduce(t, best, bi);
-    if (t == 0u) {
-        int k = sidx[0] % 25;
-        int dx = k % 5 - 2, dy = k / 5 - 2;
-        if (sidx[0] >= 25) { dx += cdx; dy += cdy; }
-        mbi[mb * MBI_STRIDE + 1u] = uint(dx);
-        mbi[mb * MBI_STRIDE + 2u] = uint(dy);
+    uint k = uint(sidx[0]);
+    ivec2 bq = centre[k / 25u];
+    bq += ivec2(int((k % 25u) % 5u) - 2, int((k % 25u) / 5u) - 2) * 4;
+    uint bcost = scost[0];
+    barrier();
+    // half, then quarter samples: 8 neighbours each, 8 invocations a candidate (2 rows each)
+    for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u; step >>= 1) {
+        if (t < 8u) ssad[t] = 0u;
+        barrier();
+        uint c = t >> 3, part = t & 7u;
+        int dx = int(c % 3u) - 1, dy = int(c / 3u) - 1;   // candidates 0–8 minus the centre (4): 0,1,2,3,5,6,7,8
+        uint ci = c < 4u ? c : c + 1u;
+        ivec2 q = bq + ivec2(int(ci % 3u) - 1, int(ci / 3u) - 1) * step;
+        atomicAdd(ssad[c], sad_at(mbx, mby, q, part * 2u, part * 2u + 2u));
+        barrier();
+        if (t == 0u) {
+            ivec2 nb = bq;
+            uint nc = bcost;
+            for (uint i = 0u; i < 8u; i++) {
+                uint ii = i < 4u ? i : i + 1u;
+                ivec2 qq = bq + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
+                uint cost = ssad[i] + pc.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
+                if (cost < nc) { nc = cost; nb = qq; }
+            }
+            sidx[0] = nb.x;
+            sidx[1] = nb.y;
+            scost[0] = nc;
+        }
+        barrier();
+        bq = ivec2(sidx[0], sidx[1]);
+        bcost = scost[0];
+        barrier();
     }
+    if (t == 0u) {
+        mbi[mb * MBI_STRIDE + 1u] = uint(bq.x);
+        mbi[mb * MBI_STRIDE + 2u] = uint(bq.y);
+    }
+}
+
+void main() {
+    uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
+    if (pc.pass == 0u) coarse(mbx, mby, t);
+    else fine(mbx, mby, t);
 }

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench-h264-gpu — the Vulkan compute H.264 encoder (issue 21; src/codec/gpu/h264_gpu.h) for speed and density.
+ *   single (default): at each --size, a generated motion sequence (tests/testframes.h: the pan over a dense plot
+ *     and the turning 3D scatter, 16 frames each uploaded once as VkImages) coded from the VkImages for --frames
+ *     frames (an IDR, then P pictures) at a fixed QP (--qp, default 28) and then under the rate control at --kbps:
+ *     per stage GPU ms (timestamp queries: input copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
+ *     write, copy out), GPU ms and wall ms per picture (medians, IDR pictures apart), the process's CPU ms per
+ *     picture (getrusage over the timed loop: recording, submitting, the fence wait, NAL framing), bytes per
+ *     picture; and the same pixels from the CPU (rc_gpu_h264_encode_cpu: the upload copy included).
+ *   --density K[,K...]: K canvases at once, each a thread coding the pan at --size, paced at --fps (default 60)
+ *     for --seconds S (default 5): with h264-gpu (K encoders on one device, one queue) and with openh264
+ *     (rc_codec_h264, one thread each, from CPU bitmaps, at --kbps): pictures/s per canvas (mean, the slowest),
+ *     the process's CPU (cores busy) and CPU ms per picture.
+ * Prints markdown tables; asserts nothing.
+ *   bench-h264-gpu [--size WxH[,WxH...]] [--frames N] [--qp Q] [--kbps K] [--density K,...] [--fps F] [--seconds S]
+ */
+#include <vulkan/vulkan.h>
+
+#include "rcanvas_vk.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "codec/codec.h"
+#include "codec/gpu/h264_gpu.h"
+#include "source/vk_readback.h"
+#include "testframes.h"
+#include "vk_util.h"
+
+#define PROG "bench-h264-gpu"
+#define NSRC 16
+
+static int64_t cpu_us(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec + (int64_t)ru.ru_stime.tv_sec * 1000000 +
+           ru.ru_stime.tv_usec;
+}
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
+typedef struct seqimg {
+    uint32_t w, h;
+    uint8_t *rgba[NSRC];
+    VkImage img[NSRC];
+    VkDeviceMemory mem[NSRC];
+} seqimg;
+
+static int seq_make(rcanvas_vk *vk, tf_motion m, uint32_t w, uint32_t h, seqimg *s) {
+    memset(s, 0, sizeof *s);
+    s->w = w, s->h = h;
+    for (int i = 0; i < NSRC; i++) {
+        s->rgba[i] = malloc((size_t)w * h * 4);
+        if (!s->rgba[i]) return -1;
+        tf_motion_draw(m, (uint32_t)i, 64, w, h, s->rgba[i], (size_t)w * 4);
+        s->img[i] = upload_image_as(vk, s->rgba[i], w, h, VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                                    &s->mem[i]);
+        if (!s->img[i]) return -1;
+    }
+    return 0;
+}
+static void seq_free(rcanvas_vk *vk, seqimg *s) {
+    for (int i = 0; i < NSRC; i++) {
+        if (s->img[i]) vkDestroyImage(rcanvas_vk_device(vk), s->img[i], NULL);
+        if (s->mem[i]) vkFreeMemory(rcanvas_vk_device(vk), s->mem[i], NULL);
+        free(s->rgba[i]);
+    }
+}
+
+/* One run: n pictures of s (cycling its frames back and forth so that motion continues), from the images or the
+ * CPU. */
+static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int n, int qp, int kbps, int from_cpu) {
+    double st[7][4096], gpu[4096], wall[4096], kgpu = 0;
+    int np = 0, nk = 0;
+    size_t pbytes = 0, kbytes = 0;
+    rc_buf out = {0};
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .fps = 60};
+    rc_gpu_h264_request_keyframe(e);
+    if (n > 4096) n = 4096;
+    int64_t c0 = cpu_us();
+    int lastqp = 0;
+    for (int i = 0; i < n; i++) {
+        int k = i % (2 * NSRC - 2);
+        k = k < NSRC ? k : 2 * NSRC - 2 - k;
+        rc_gpu_h264_info info;
+        rc_buf_clear(&out);
+        int r;
+        if (from_cpu) {
+            rc_image img = {s->rgba[k], s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8};
+            r = rc_gpu_h264_encode_cpu(e, &img, &p, qp, &out, &info);
+        } else {
+            r = rc_gpu_h264_encode_image(e, s->img[k], VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, s->w, s->h,
+                                         &p, qp, &out, &info);
+        }
+        if (r) {
+            fprintf(stderr, "%s: encode failed: %s\n", PROG, rcanvas_strerror(r));
+            break;
+        }
+        lastqp = info.qp;
+        if (info.keyframe) {
+            nk++, kbytes += out.len, kgpu += info.gpu_ms;
+            continue;
+        }
+        for (int j = 0; j < 7; j++) st[j][np] = info.stage_ms[j];
+        gpu[np] = info.gpu_ms, wall[np] = info.wall_ms;
+        pbytes += out.len;
+        np++;
+    }
+    double cpu_ms = (double)(cpu_us() - c0) / 1000.0 / (n ? n : 1);
+    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.1f (%.2f ms) |\n",
+           seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qp ? "fixed" : "rate ctl", median(st[0], np),
+           median(st[1], np), median(st[2], np), median(st[3], np), median(st[4], np), median(st[5], np),
+           median(st[6], np), median(gpu, np), median(wall, np), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
+           nk ? (double)kbytes / nk / 1000.0 : 0, nk ? kgpu / nk : 0);
+    (void)lastqp;
+    fflush(stdout);
+    rc_buf_free(&out);
+}
+
+/* ---- density ---- */
+
+typedef struct dens_job {
+    int gpu;                /* 1: h264-gpu on the shared device; 0: openh264 */
+    rcanvas_vk *vk;
+    pthread_mutex_t *qlock;
+    const seqimg *s;
+    double fps, seconds;
+    int kbps;
+    pthread_barrier_t *start;
+    int frames, errors;
+    double gpu_ms;
+} dens_job;
+
+static void sleep_until_us(int64_t t) {
+    int64_t now = rc_now_us();
+    if (t > now) {
+        struct timespec ts = {(time_t)((t - now) / 1000000), (long)((t - now) % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *dens_thread(void *arg) {
+    dens_job *j = arg;
+    rc_gpu_h264 *ge = NULL;
+    rc_codec *ce = NULL;
+    if (j->gpu) {
+        if (rc_gpu_h264_new(rcanvas_vk_physical_device(j->vk), rcanvas_vk_device(j->vk), rcanvas_vk_queue_family(j->vk),
+                            rcanvas_vk_queue(j->vk), j->qlock, NULL, &ge))
+            j->errors++;
+    } else if (rc_codec_new(&rc_codec_h264, &ce)) {
+        j->errors++;
+    }
+    rc_buf out = {0};
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = j->kbps, .fps = j->fps, .threads = 1};
+    pthread_barrier_wait(j->start);
+    int64_t t0 = rc_now_us(), period = (int64_t)(1e6 / j->fps);
+    for (int i = 0; !j->errors; i++) {
+        int64_t due = t0 + (int64_t)i * period;
+        if (due - t0 >= (int64_t)(j->seconds * 1e6)) break;
+        sleep_until_us(due);
+        int k = i % (2 * NSRC - 2);
+        k = k < NSRC ? k : 2 * NSRC - 2 - k;
+        rc_buf_clear(&out);
+        int r;
+        if (ge) {
+            rc_gpu_h264_info info;
+            r = rc_gpu_h264_encode_image(ge, j->s->img[k], VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, j->s->w,
+                                         j->s->h, &p, 0, &out, &info);
+            j->gpu_ms += info.gpu_ms;
+        } else {
+            rc_image img = {j->s->rgba[k], j->s->w, j->s->h, (size_t)j->s->w * 4, RCANVAS_FORMAT_RGBA8};
+            r = ce ? rc_codec_encode(ce, &img, &p, &out, NULL) : RCANVAS_EINVAL;
+        }
+        if (r) j->errors++;
+        else j->frames++;
+    }
+    rc_gpu_h264_free(ge);
+    rc_codec_free(ce);
+    rc_buf_free(&out);
+    return NULL;
+}
+
+static void run_density(rcanvas_vk *vk, const seqimg *s, int k, int gpu, double fps, double seconds, int kbps) {
+    pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)k + 1);
+    dens_job *jobs = calloc((size_t)k, sizeof *jobs);
+    pthread_t *th = calloc((size_t)k, sizeof *th);
+    for (int i = 0; i < k; i++) {
+        jobs[i] = (dens_job){.gpu = gpu, .vk = vk, .qlock = &qlock, .s = s, .fps = fps, .seconds = seconds,
+                             .kbps = kbps, .start = &start};
+        pthread_create(&th[i], NULL, dens_thread, &jobs[i]);
+    }
+    pthread_barrier_wait(&start);
+    int64_t c0 = cpu_us(), w0 = rc_now_us();
+    for (int i = 0; i < k; i++) pthread_join(th[i], NULL);
+    double wall_s = (double)(rc_now_us() - w0) / 1e6, cpu_s = (double)(cpu_us() - c0) / 1e6;
+    int total = 0, slowest = 1 << 30, errors = 0;
+    double gms = 0;
+    for (int i = 0; i < k; i++) {
+        total += jobs[i].frames;
+        errors += jobs[i].errors;
+        gms += jobs[i].gpu_ms;
+        if (jobs[i].frames < slowest) slowest = jobs[i].frames;
+    }
+    char g[32] = "–";
+    if (gpu && total) snprintf(g, sizeof g, "%.3f", gms / total);
+    printf("| %d | %s | %ux%u @ %.0f | %.1f | %.1f | %.2f | %.3f | %s | %d |\n", k, gpu ? "h264-gpu" : "openh264", s->w,
+           s->h, fps, total / wall_s / k, slowest / wall_s, cpu_s / wall_s, total ? cpu_s * 1000 / total : 0, g, errors);
+    fflush(stdout);
+    free(jobs);
+    free(th);
+    pthread_barrier_destroy(&start);
+}
+
+static const char USAGE[] =
+    "usage: bench-h264-gpu [options]\n"
+    "  --size WxH[,WxH...]   picture sizes (default 1920x1080,3840x2160)\n"
+    "  --frames N            pictures per single run, 8-4096 (default 300)\n"
+    "  --qp Q                the fixed QP of the single runs, 12-51 (default 28)\n"
+    "  --kbps K              the rate-controlled runs' and openh264's bitrate, kbit/s (default 8000)\n"
+    "  --density K[,K...]    canvases at once (instead of the single runs), each at the first --size\n"
+    "  --fps F               density: pictures per second per canvas, 1-240 (default 60)\n"
+    "  --seconds S           density: seconds per run, 1-120 (default 5)\n"
+    "  --help                print this and exit\n";
+
+int main(int argc, char **argv) {
+    int frames = 300, qp = 28, kbps = 8000, dens[16], nd = 0;
+    double fps = 60, seconds = 5;
+    uint32_t sw[8] = {1920, 3840}, sh[8] = {1080, 2160};
+    int ns = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (!strcmp(a, "--frames")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 8, 4096, &frames)) return CLI_USAGE;
+        } else if (!strcmp(a, "--qp")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 12, 51, &qp)) return CLI_USAGE;
+        } else if (!strcmp(a, "--kbps")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &kbps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--fps")) {
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 240, &fps)) return CLI_USAGE;
+        } else if (!strcmp(a, "--seconds")) {
+            if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 120, &seconds)) return CLI_USAGE;
+        } else if (!strcmp(a, "--size") || !strcmp(a, "--density")) {
+            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a comma-separated list");
+            char buf[256], *save = NULL;
+            snprintf(buf, sizeof buf, "%s", v);
+            int is_size = !strcmp(a, "--size");
+            if (is_size) ns = 0;
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                unsigned x, y;
+                long kk;
+                if (is_size && ns < 8 && sscanf(t, "%ux%u", &x, &y) == 2 && x >= 16 && y >= 16 && x <= 8192 && y <= 8192)
+                    sw[ns] = x, sh[ns++] = y;
+                else if (!is_size && nd < 16 && !cli_parse_long(t, 1, 256, &kk)) dens[nd++] = (int)kk;
+                else return cli_error(PROG, "%s %s: %s", a, v, is_size ? "each WxH, 16-8192 a side" : "each 1-256");
+            }
+        } else {
+            return cli_error(PROG, "%s: unknown option", a);
+        }
+    }
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    rcanvas_vk *vk = NULL;
+    int r = rc_vk_new_internal(NULL, &vc, NULL, &vk);
+    if (r) {
+        fprintf(stderr, "%s: no Vulkan device: %s\n", PROG, rcanvas_strerror(r));
+        return 1;
+    }
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(rcanvas_vk_physical_device(vk), &props);
+    printf("device: %s; %ld CPUs online\n\n", props.deviceName, sysconf(_SC_NPROCESSORS_ONLN));
+    if (nd) {
+        seqimg s;
+        if (seq_make(vk, TF_MOTION_PAN, sw[0], sh[0], &s)) return 1;
+        printf("| canvases | encoder | size @ fps asked | pictures/s per canvas (mean) | slowest canvas | CPU cores "
+               "busy | CPU ms/picture | GPU ms/picture | errors |\n|---|---|---|---|---|---|---|---|---|\n");
+        for (int d = 0; d < nd; d++) {
+            run_density(vk, &s, dens[d], 1, fps, seconds, kbps);
+            run_density(vk, &s, dens[d], 0, fps, seconds, kbps);
+        }
+        seq_free(vk, &s);
+        rcanvas_vk_free(vk);
+        return 0;
+    }
+    rc_gpu_h264 *e = NULL;
+    if (rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                        rcanvas_vk_queue(vk), NULL, NULL, &e))
+        return 1;
+    printf("| sequence | input | QP | copy in | colour | motion | MBs | CAVLC count | scan+write | copy out | GPU "
+           "ms/P | wall ms/P | CPU ms/picture | kB/P | kB/IDR (GPU ms) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int si = 0; si < ns; si++)
+        for (int m = 0; m < TF_MOTIONS; m++) {
+            seqimg s;
+            if (seq_make(vk, (tf_motion)m, sw[si], sh[si], &s)) return 1;
+            run_single(e, &s, tf_motion_name((tf_motion)m), frames, qp, 0, 0);
+            run_single(e, &s, tf_motion_name((tf_motion)m), frames, 0, kbps, 0);
+            run_single(e, &s, tf_motion_name((tf_motion)m), frames / 2, qp, 0, 1);
+            seq_free(vk, &s);
+        }
+    rc_gpu_h264_free(e);
+    rcanvas_vk_free(vk);
+    return 0;
+}
