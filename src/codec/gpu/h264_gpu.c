@@ -97,6 +97,7 @@ struct rc_gpu_h264 {
     double qp_p;      /* the rate control's QP for P pictures */
     int last_qp;
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
+    double p_avg;      /* recent P pictures' RBSP bytes (moving average): the scene-cut test */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -263,7 +264,7 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 /* ---- buffers for a picture size ---- */
 
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
-    if (w != e->w || h != e->h) e->have_ref = 0; /* a new size starts with an IDR picture */
+    if (w != e->w || h != e->h) e->have_ref = 0, e->p_avg = 0; /* a new size starts with an IDR picture */
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -556,16 +557,13 @@ static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int k
     if (e->qp_p > 51) e->qp_p = 51;
 }
 
-/* One picture from `in` (B_STAGE filled, or an image), after prepare(): records, submits, waits, frames. */
-static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
-                  rc_gpu_h264_info *info, int64_t t0) {
-    int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
-    int qp = pick_qp(e, p, qp_override, key);
-    if (key) e->frame_num = 0;
+/* One GPU pass over the picture in `in` as an IDR (key) or P picture at qp: records, submits, waits. The slices'
+ * RBSPs are then in B_HOST (their offsets in B_CTL). */
+static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) {
     pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
-               .intra = (uint32_t)key, .frame_num = e->frame_num, .idr_pic_id = e->idr_pic_id, .in_pitch = e->w,
-               .bgra = (uint32_t)bgra, .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))),
-               .me_flags = e->me_flags};
+               .intra = (uint32_t)key, .frame_num = key ? 0 : e->frame_num, .idr_pic_id = e->idr_pic_id,
+               .in_pitch = e->w, .bgra = (uint32_t)bgra,
+               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))), .me_flags = e->me_flags};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
@@ -577,10 +575,34 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
     }
+    return RCANVAS_OK;
+}
+
+/* One picture from `in` (B_STAGE filled, or an image), after prepare(): the GPU pass(es), then the framing. */
+static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
+                  rc_gpu_h264_info *info, int64_t t0) {
+    int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
+    int qp = pick_qp(e, p, qp_override, key);
+    int r = gpu_pass(e, in, bgra, key, qp);
+    if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
+    /* A scene cut: P pictures have no intra macroblocks, so a picture unlike its reference can cost more as a P
+     * picture than as an IDR one. A P picture over 3× the recent P pictures' mean is coded again as an IDR
+     * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
+     * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
+     * only: one or two more GPU passes. */
+    if (!key && e->p_avg > 0 && ctl[0] > 3 * e->p_avg) {
+        size_t pbytes = ctl[0];
+        int kqp = pick_qp(e, p, qp_override, 1);
+        r = gpu_pass(e, in, bgra, 1, kqp);
+        if (!r && ctl[0] < pbytes * 3 / 2) key = 1, qp = kqp;
+        else if (!r) r = gpu_pass(e, in, bgra, 0, qp);
+        if (r) return r;
+    }
+    if (key) e->frame_num = 0;
     size_t start = out->len;
-    int r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
+    r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
     uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
     uint32_t slices = key ? e->mbh : 1; /* a slice per macroblock row in IDR pictures, one in P pictures */
     for (uint32_t i = 0; i < slices && !r; i++) r = put_nal(out, nal, bytes + ctl[4 + i], ctl[5 + i] - ctl[4 + i]);
@@ -592,6 +614,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     e->have_ref = 1;
     e->want_key = 0;
     e->since_key = key ? 1 : e->since_key + 1;
+    if (!key) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * ctl[0] : ctl[0];
     if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
     e->frame_num = (e->frame_num + 1) & 15;
     e->parity ^= 1;
