@@ -97,7 +97,7 @@ struct rc_gpu_h264 {
     double qp_p;      /* the rate control's QP for P pictures */
     int last_qp;
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
-    double p_avg;      /* recent P pictures' RBSP bytes (moving average): the scene-cut test */
+    double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -588,11 +588,15 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
     /* A scene cut: P pictures have no intra macroblocks, so a picture unlike its reference can cost more as a P
-     * picture than as an IDR one. A P picture over 3× the recent P pictures' mean is coded again as an IDR
+     * picture than as an IDR one. A P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the
+     * 2^(QP/6) step) is coded again as an IDR
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
      * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
      * only: one or two more GPU passes. */
-    if (!key && e->p_avg > 0 && ctl[0] > 3 * e->p_avg) {
+    double pnorm = key ? 0 : ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
+    int cut = !key && e->p_avg > 0 && pnorm > 3 * e->p_avg;
+    if (!key) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm; /* also at a cut: it adapts */
+    if (cut) {
         size_t pbytes = ctl[0];
         int kqp = pick_qp(e, p, qp_override, 1);
         r = gpu_pass(e, in, bgra, 1, kqp);
@@ -614,7 +618,6 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     e->have_ref = 1;
     e->want_key = 0;
     e->since_key = key ? 1 : e->since_key + 1;
-    if (!key) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * ctl[0] : ctl[0];
     if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
     e->frame_num = (e->frame_num + 1) & 15;
     e->parity ^= 1;
