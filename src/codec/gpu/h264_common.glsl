@@ -80,40 +80,10 @@ ivec2 skip_mv(uint mbx, uint mby) {
     return mv_pred(mbx, mby);
 }
 
-// Luma of the reference at (x + fx/4, y + fy/4): the 6-tap half samples and the averaged quarter samples of
-// 8.4.2.2.1 (Table 8-12's positions a–s), reference samples outside the picture taken from its edge.
+// Luma of the reference at (x + fx/4, y + fy/4), 8.4.2.2.1 (h264_interp.glsl), reference samples outside the
+// picture taken from its edge.
 int ref_y(int x, int y) { return int(ref[clamp(y, 0, int(lh()) - 1) * int(lw()) + clamp(x, 0, int(lw()) - 1)]); }
 int tap6(int a, int b, int c, int d, int e, int f) { return a - 5 * b + 20 * c + 20 * d - 5 * e + f; }
-int b1_at(int x, int y) {
-    return tap6(ref_y(x - 2, y), ref_y(x - 1, y), ref_y(x, y), ref_y(x + 1, y), ref_y(x + 2, y), ref_y(x + 3, y));
-}
-int half_h(int x, int y) { return clamp((b1_at(x, y) + 16) >> 5, 0, 255); }   // b: between (x, y) and (x + 1, y)
-int half_v(int x, int y) {                                                      // h: between (x, y) and (x, y + 1)
-    return clamp((tap6(ref_y(x, y - 2), ref_y(x, y - 1), ref_y(x, y), ref_y(x, y + 1), ref_y(x, y + 2),
-                       ref_y(x, y + 3)) + 16) >> 5, 0, 255);
-}
-int half_c(int x, int y) {                                                      // j: the centre
-    int j1 = tap6(b1_at(x, y - 2), b1_at(x, y - 1), b1_at(x, y), b1_at(x, y + 1), b1_at(x, y + 2), b1_at(x, y + 3));
-    return clamp((j1 + 512) >> 10, 0, 255);
-}
-int luma_q(int x, int y, int fx, int fy) {
-    if (fx == 0 && fy == 0) return ref_y(x, y);
-    if (fx == 0) {
-        int h = half_v(x, y);
-        return fy == 2 ? h : fy == 1 ? (ref_y(x, y) + h + 1) >> 1 : (ref_y(x, y + 1) + h + 1) >> 1;   // h, d, n
-    }
-    if (fy == 0) {
-        int b = half_h(x, y);
-        return fx == 2 ? b : fx == 1 ? (ref_y(x, y) + b + 1) >> 1 : (ref_y(x + 1, y) + b + 1) >> 1;   // b, a, c
-    }
-    if (fx == 2 || fy == 2) {
-        int j = half_c(x, y);
-        if (fx == 2 && fy == 2) return j;                                                            // j
-        if (fx == 2) return ((fy == 1 ? half_h(x, y) : half_h(x, y + 1)) + j + 1) >> 1;               // f, q
-        return ((fx == 1 ? half_v(x, y) : half_v(x + 1, y)) + j + 1) >> 1;                            // i, k
-    }
-    // e, g, p, r: the mean of a horizontal and a vertical half sample
-    int b = fy == 1 ? half_h(x, y) : half_h(x, y + 1);
-    int h = fx == 1 ? half_v(x, y) : half_v(x + 1, y);
-    return (b + h + 1) >> 1;
-}
+#define REF_Y(x, y) ref_y(x, y)
+#include "h264_interp.glsl"
+#undef REF_Y

@@ -67,20 +67,48 @@ void coarse(uint mbx, uint mby, uint t) {
     }
 }
 
-uint sad_at(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {   // rows y0..y1-1 of the macroblock at vector q
+// The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
+// samples from (tox, toy), edge samples repeated as ref_y does.
+#define TILE 24
+shared uint tile[TILE * TILE];
+shared uint srcs[256];   // the macroblock's source samples
+shared uint csad[25];
+int tox, toy;
+int tile_y(int x, int y) { return int(tile[(y - toy) * TILE + (x - tox)]); }
+#define REF_Y(x, y) tile_y(x, y)
+#define b1_at b1_at_t
+#define half_h half_h_t
+#define half_v half_v_t
+#define half_c half_c_t
+#define luma_q luma_q_t
+#include "h264_interp.glsl"
+#undef REF_Y
+#undef b1_at
+#undef half_h
+#undef half_v
+#undef half_c
+#undef luma_q
+
+void load_tile(int x0, int y0, uint t) {   // all invocations; ends with a barrier
+    barrier();
+    tox = x0, toy = y0;
+    for (uint i = t; i < TILE * TILE; i += 64u) tile[i] = uint(ref_y(x0 + int(i % TILE), y0 + int(i / TILE)));
+    barrier();
+}
+
+// SAD of rows y0..y1-1 of the macroblock at vector q (quarter samples), from the tile.
+uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
     uint s = 0u;
-    int W = int(lw());
+    int bx = int(mbx * 16u) + (q.x >> 2), by = int(mby * 16u) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
     for (uint y = y0; y < y1; y++)
-        for (uint x = 0u; x < 16u; x++) {
-            int cx = int(mbx * 16u + x), cy = int(mby * 16u + y);
-            int p = luma_q(cx + (q.x >> 2), cy + (q.y >> 2), q.x & 3, q.y & 3);
-            s += uint(abs(int(src[cy * W + cx]) - p));
-        }
+        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - luma_q_t(bx + int(x), by + int(y), fx, fy)));
     return s;
 }
 
 void fine(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
+    int W = int(lw());
+    for (uint i = t; i < 256u; i += 64u) srcs[i] = src[(mby * 16u + i / 16u) * W + mbx * 16u + (i & 15u)];
     // the predictor the neighbours' vectors will likely make (their coarse ones; A, B, C as in mv_pred)
     ivec2 A = mbx > 0u ? coarse_of(mb - 1u) : ivec2(0), B = mby > 0u ? coarse_of(mb - pc.mbw) : ivec2(0);
     ivec2 C = mby > 0u && mbx + 1u < pc.mbw ? coarse_of(mb - pc.mbw + 1u) : mby > 0u && mbx > 0u ? coarse_of(mb - pc.mbw - 1u) : ivec2(0);
@@ -90,48 +118,52 @@ void fine(uint mbx, uint mby, uint t) {
     // room for the ±2 and the sub-sample steps
     const ivec2 lim = ivec2(2040 * 4, 500 * 4);
     ivec2 centre[4] = ivec2[](coarse_of(mb), ivec2(0), clamp(pm & ~3, -lim, lim), clamp(prev, -lim, lim));
-    // whole pixels: 4 × 25 candidates around the coarse vector, (0,0), the neighbours' median and the last
-    // picture's vector (a steady pan is found again even where the coarse search was fooled by a repeating grid)
-    uint best = 0xFFFFFFFFu;
-    int bi = 0x7FFFFFFF;
-    for (uint k = t; k < 100u; k += 64u) {
-        uint c = k / 25u, j = k % 25u;
-        ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-        uint cost = sad_at(mbx, mby, q, 0u, 16u) + pc.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
-        if (cost < best) { best = cost; bi = int(k); }
+    // whole pixels: ±2 around the coarse vector, (0,0), the neighbours' median and the last picture's vector (a
+    // steady pan is found again even where the coarse search was fooled by a repeating grid); a centre equal to an
+    // earlier one is not searched again. Two invocations a candidate, 8 rows each.
+    ivec2 bq = ivec2(0);
+    uint bcost = 0xFFFFFFFFu, bsad = 0u;
+    for (uint c = 0u; c < 4u; c++) {
+        bool dup = false;
+        for (uint d = 0u; d < c; d++) dup = dup || centre[d] == centre[c];
+        if (dup) continue;
+        load_tile(int(mbx * 16u) + (centre[c].x >> 2) - 4, int(mby * 16u) + (centre[c].y >> 2) - 4, t);
+        if (t < 25u) csad[t] = 0u;
+        barrier();
+        if (t < 50u) {
+            uint j = t >> 1;
+            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+            atomicAdd(csad[j], sad_t(mbx, mby, q, (t & 1u) * 8u, (t & 1u) * 8u + 8u));
+        }
+        barrier();
+        for (uint j = 0u; j < 25u; j++) {   // every invocation the same choice, in the same order
+            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+            uint cost = csad[j] + pc.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
+            if (cost < bcost) { bcost = cost; bq = q; bsad = csad[j]; }
+        }
+        barrier();
     }
-    reduce(t, best, bi);
-    uint k = uint(sidx[0]);
-    ivec2 bq = centre[k / 25u];
-    bq += ivec2(int((k % 25u) % 5u) - 2, int((k % 25u) / 5u) - 2) * 4;
-    uint bcost = scost[0];
-    barrier();
-    // half, then quarter samples: 8 neighbours each, 8 invocations a candidate (2 rows each)
-    for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u; step >>= 1) {
+    // half, then quarter samples: 8 neighbours each, 8 invocations a candidate (2 rows each), from one tile around
+    // the best whole-pixel vector (every tap of ±3/4 sample lies within it); not where that one matches exactly
+    load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
+    for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u && bsad > 0u; step >>= 1) {
         if (t < 8u) ssad[t] = 0u;
         barrier();
         uint c = t >> 3, part = t & 7u;
-        int dx = int(c % 3u) - 1, dy = int(c / 3u) - 1;   // candidates 0–8 minus the centre (4): 0,1,2,3,5,6,7,8
-        uint ci = c < 4u ? c : c + 1u;
+        uint ci = c < 4u ? c : c + 1u;   // the 3×3 neighbourhood without its centre
         ivec2 q = bq + ivec2(int(ci % 3u) - 1, int(ci / 3u) - 1) * step;
-        atomicAdd(ssad[c], sad_at(mbx, mby, q, part * 2u, part * 2u + 2u));
+        atomicAdd(ssad[c], sad_t(mbx, mby, q, part * 2u, part * 2u + 2u));
         barrier();
-        if (t == 0u) {
-            ivec2 nb = bq;
-            uint nc = bcost;
-            for (uint i = 0u; i < 8u; i++) {
-                uint ii = i < 4u ? i : i + 1u;
-                ivec2 qq = bq + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
-                uint cost = ssad[i] + pc.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
-                if (cost < nc) { nc = cost; nb = qq; }
-            }
-            sidx[0] = nb.x;
-            sidx[1] = nb.y;
-            scost[0] = nc;
+        ivec2 nb = bq;
+        uint nc = bcost;
+        for (uint i = 0u; i < 8u; i++) {
+            uint ii = i < 4u ? i : i + 1u;
+            ivec2 qq = bq + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
+            uint cost = ssad[i] + pc.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
+            if (cost < nc) { nc = cost; nb = qq; }
         }
-        barrier();
-        bq = ivec2(sidx[0], sidx[1]);
-        bcost = scost[0];
+        bq = nb;
+        bcost = nc;
         barrier();
     }
     if (t == 0u) {
