@@ -8,7 +8,7 @@
  *   the server's CPU (% of one core, from /proc/PID/stat) and its network thread's part (the thread named
  *   "rcanvas-net": /proc/PID/task/TID/stat), CPU µs per viewer-frame (server, and network thread alone), and this
  *   process's own CPU (the viewers), so that one sees whether the client side could be the limit.
- *   bench-fanout [--viewers 1,16,100] [--seconds S] [--demo PATH] [-- DEMO ARGS...]
+ *   bench-fanout [--viewers 1,16,100] [--seconds S] [--codecs h264,jpeg] [--demo PATH] [-- DEMO ARGS...]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,12 +25,15 @@
 #include "ws_viewers.h"
 
 #define PROG "bench-fanout"
+static const char *g_codecs; /* --codecs: NULL for protocol 1 viewers */
 static const char USAGE[] =
     "usage: bench-fanout [options] [-- DEMO OPTIONS...]\n"
     "  --viewers LIST       comma-separated viewer counts, each 1-4096 (default 1,16,100)\n"
     "  --seconds S          measuring window per count, 1-600 (default 10)\n"
     "  --settle S           seconds between the last viewer's first frame and the window, 0-60 (default 2)\n"
     "  --size WxH           the size each viewer asks for (CSS px, pixel ratio 1; default 640x480)\n"
+    "  --codecs LIST        the viewers decode these (the upgrade URL's codecs=, e.g. h264,jpeg: protocol 2);\n"
+    "                       default: protocol 1 viewers (JPEG/PNG)\n"
     "  --demo PATH          the rcanvas-demo to run (default: rcanvas-demo beside this program)\n"
     "  --help               print this and exit\n"
     "  DEMO OPTIONS go to rcanvas-demo after --port 0 --max-viewers N (e.g. -- --codec jpeg --fps 60)\n";
@@ -188,7 +191,8 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
         fprintf(stderr, "%s: %s did not print its URL\n", PROG, exe);
         return 1;
     }
-    wsv_config cfg = {.port = d.port, .token = d.token, .n = n, .width = w, .height = h, .pixel_ratio = 1};
+    wsv_config cfg = {.port = d.port, .token = d.token, .n = n, .width = w, .height = h, .pixel_ratio = 1,
+                      .codecs = g_codecs};
     wsv *v = NULL;
     if (wsv_start(&cfg, &v)) {
         fprintf(stderr, "%s: cannot start %d viewers\n", PROG, n);
@@ -303,6 +307,8 @@ int main(int argc, char **argv) {
             char x;
             if (sscanf(v, "%d%c%d", &w, &x, &h) != 3 || x != 'x' || w < 16 || h < 16 || w > 8192 || h > 8192)
                 return cli_error(PROG, "%s %s: must be WxH, each 16-8192, e.g. 640x480", a, v);
+        } else if (!strcmp(a, "--codecs")) {
+            if (!(g_codecs = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a codec list such as h264,jpeg");
         } else if (!strcmp(a, "--demo")) {
             if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "the path of rcanvas-demo");
             exe = v;
