@@ -40,22 +40,29 @@ void reduce(uint t, uint cost, int idx) {
 
 ivec2 coarse_of(uint mb) { return ivec2(int(mbi[mb * MBI_STRIDE + 4u]), int(mbi[mb * MBI_STRIDE + 5u])); }
 
+#define QSIDE (6 + 2 * ME_RANGE)
+shared uint qrs[QSIDE * QSIDE];   // the reference's 1/4-size luma around the macroblock
+shared uint qcs[36];              // the macroblock's 6 × 6
+
 void coarse(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
     int qw = int(pc.mbw * 4u), qh = int(pc.mbh * 4u);
+    int x0 = int(mbx) * 4 - 1, y0 = int(mby) * 4 - 1;
+    for (uint i = t; i < QSIDE * QSIDE; i += 64u)
+        qrs[i] = qref[clamp(y0 - ME_RANGE + int(i / QSIDE), 0, qh - 1) * qw + clamp(x0 - ME_RANGE + int(i % QSIDE), 0, qw - 1)];
+    if (t < 36u) qcs[t] = qcur[clamp(y0 + int(t / 6u), 0, qh - 1) * qw + clamp(x0 + int(t % 6u), 0, qw - 1)];
+    barrier();
     uint best = 0xFFFFFFFFu;
     int bi = 0x7FFFFFFF;
     for (int i = int(t); i < ME_SIDE * ME_SIDE; i += 64) {
         int dx = i % ME_SIDE - ME_RANGE, dy = i / ME_SIDE - ME_RANGE;
         uint sad = 0u;
-        for (int y = -1; y < 5; y++)   // the macroblock's 4×4 means and a ring around them: more texture to match
-            for (int x = -1; x < 5; x++) {
-                int cx = clamp(int(mbx) * 4 + x, 0, qw - 1), cy = clamp(int(mby) * 4 + y, 0, qh - 1);
-                int rx = clamp(cx + dx, 0, qw - 1), ry = clamp(cy + dy, 0, qh - 1);
-                sad += uint(abs(int(qcur[cy * qw + cx]) - int(qref[ry * qw + rx])));
-            }
+        // the macroblock's 4×4 means and a ring around them: more texture to match
+        for (int y = 0; y < 6; y++)
+            for (int x = 0; x < 6; x++)
+                sad += uint(abs(int(qcs[y * 6 + x]) - int(qrs[(y + dy + ME_RANGE) * QSIDE + x + dx + ME_RANGE])));
         // a hint for the fine search: the vector's bits weigh a quarter of the fine search's
-        uint cost = sad * 16u + pc.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
+    uint cost = sad * 16u + pc.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
@@ -88,6 +95,62 @@ int tile_y(int x, int y) { return int(tile[(y - toy) * TILE + (x - tox)]); }
 #undef half_v
 #undef half_c
 #undef luma_q
+
+// The sub-sample stage's planes over R, the 18 × 18 whole-sample positions from (rx0, ry0) = the best whole-pixel
+// block's origin − 1: b (half, right), h (half, below), j (centre), made once from the tile (b1: the unclipped
+// horizontal 6-tap sums, rows from ry0 − 2), so that each quarter sample is a few lookups (the same values as
+// luma_q's, 8.4.2.2.1).
+#define RS 18
+shared int b1s[(RS + 5) * RS];
+shared uint pb[RS * RS], ph[RS * RS], pj[RS * RS];
+int rx0, ry0;
+
+void make_planes(uint t) {   // all invocations; after load_tile; ends with a barrier
+    for (uint i = t; i < (RS + 5) * RS; i += 64u) {
+        int u = rx0 + int(i % RS), v = ry0 - 2 + int(i / RS);
+        b1s[i] = tap6(tile_y(u - 2, v), tile_y(u - 1, v), tile_y(u, v), tile_y(u + 1, v), tile_y(u + 2, v), tile_y(u + 3, v));
+    }
+    barrier();
+    for (uint i = t; i < RS * RS; i += 64u) {
+        uint c = i % RS, r = i / RS;
+        int u = rx0 + int(c), v = ry0 + int(r);
+        pb[i] = uint(clamp((b1s[(r + 2u) * RS + c] + 16) >> 5, 0, 255));
+        ph[i] = uint(clamp((tap6(tile_y(u, v - 2), tile_y(u, v - 1), tile_y(u, v), tile_y(u, v + 1), tile_y(u, v + 2),
+                                 tile_y(u, v + 3)) + 16) >> 5, 0, 255));
+        int j1 = tap6(b1s[r * RS + c], b1s[(r + 1u) * RS + c], b1s[(r + 2u) * RS + c], b1s[(r + 3u) * RS + c],
+                      b1s[(r + 4u) * RS + c], b1s[(r + 5u) * RS + c]);
+        pj[i] = uint(clamp((j1 + 512) >> 10, 0, 255));
+    }
+    barrier();
+}
+
+int luma_p(int x, int y, int fx, int fy) {   // luma_q from the planes: (x, y) and (x + 1, y + 1) inside R
+    int i = (y - ry0) * RS + (x - rx0);
+    if (fx == 0 && fy == 0) return tile_y(x, y);
+    if (fx == 0) {
+        int h = int(ph[i]);
+        return fy == 2 ? h : fy == 1 ? (tile_y(x, y) + h + 1) >> 1 : (tile_y(x, y + 1) + h + 1) >> 1;
+    }
+    if (fy == 0) {
+        int b = int(pb[i]);
+        return fx == 2 ? b : fx == 1 ? (tile_y(x, y) + b + 1) >> 1 : (tile_y(x + 1, y) + b + 1) >> 1;
+    }
+    if (fx == 2 || fy == 2) {
+        int j = int(pj[i]);
+        if (fx == 2 && fy == 2) return j;
+        if (fx == 2) return (int(fy == 1 ? pb[i] : pb[i + RS]) + j + 1) >> 1;
+        return (int(fx == 1 ? ph[i] : ph[i + 1]) + j + 1) >> 1;
+    }
+    return (int(fy == 1 ? pb[i] : pb[i + RS]) + int(fx == 1 ? ph[i] : ph[i + 1]) + 1) >> 1;
+}
+
+uint sad_p(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
+    uint s = 0u;
+    int bx = int(mbx * 16u) + (q.x >> 2), by = int(mby * 16u) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
+    for (uint y = y0; y < y1; y++)
+        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - luma_p(bx + int(x), by + int(y), fx, fy)));
+    return s;
+}
 
 void load_tile(int x0, int y0, uint t) {   // all invocations; ends with a barrier
     barrier();
@@ -146,13 +209,15 @@ void fine(uint mbx, uint mby, uint t) {
     // half, then quarter samples: 8 neighbours each, 8 invocations a candidate (2 rows each), from one tile around
     // the best whole-pixel vector (every tap of ±3/4 sample lies within it); not where that one matches exactly
     load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
+    rx0 = tox + 3, ry0 = toy + 3;
+    if ((pc.me_flags & 1u) == 0u && bsad > 0u) make_planes(t);
     for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u && bsad > 0u; step >>= 1) {
         if (t < 8u) ssad[t] = 0u;
         barrier();
         uint c = t >> 3, part = t & 7u;
         uint ci = c < 4u ? c : c + 1u;   // the 3×3 neighbourhood without its centre
         ivec2 q = bq + ivec2(int(ci % 3u) - 1, int(ci / 3u) - 1) * step;
-        atomicAdd(ssad[c], sad_t(mbx, mby, q, part * 2u, part * 2u + 2u));
+        atomicAdd(ssad[c], sad_p(mbx, mby, q, part * 2u, part * 2u + 2u));
         barrier();
         ivec2 nb = bq;
         uint nc = bcost;
