@@ -262,6 +262,7 @@ gpu-kit: bench-frames
 	cp ../shared/gpu/pack-runtime.sh ../shared/gpu/unpack-runtime.sh build/bench-vk build/bench-jpeg-gpu \
 	  build/test_vk_readback build/test_jpeg_gpu build/test_h264_gpu build/bench-h264-gpu build/bench-anchor \
 	  build/rcanvas-demo build/bench-fanout bench/nvjpeg.py .gl/
+	cp -P build/librcanvas.so* .gl/ # rcanvas-demo's own library (LD_LIBRARY_PATH=.gl there)
 	cp $(BENCH_FRAMES)/*.png .gl/frames/
 	bash .gl/pack-runtime.sh .gl .gl/bench-vk .gl/bench-jpeg-gpu .gl/test_vk_readback .gl/test_jpeg_gpu \
 	  .gl/test_h264_gpu .gl/bench-h264-gpu .gl/bench-anchor .gl/rcanvas-demo .gl/bench-fanout

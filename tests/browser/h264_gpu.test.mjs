@@ -5,21 +5,14 @@
 // frames that decode; with no Vulkan driver the canvas falls back to openh264 and the viewer still gets H.264.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, startDemo, until, canvasPixel, openPage } from './lib.mjs';
+import { launchBrowser, startDemo, until, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 
 const PATCHES = [[100, 75, [255, 0, 0]], [300, 75, [0, 255, 0]], [300, 225, [255, 255, 255]], [100, 225, [0, 0, 255]]];
-async function patchError(page, patches = PATCHES) {
-  let worst = 0;
-  for (const [x, y, want] of patches) {
-    const got = await canvasPixel(page, x, y);
-    for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(got[c] - want[c]));
-  }
-  return worst;
-}
+const patchError = (page, patches = PATCHES) => patchAt(page, patches);
 
 test('h264-gpu: the test scene decodes in Chromium within a few levels, then exact once refined', async () => {
   const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--bitrate', '20000', '--refine-ms', '1500']);

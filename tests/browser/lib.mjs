@@ -122,3 +122,14 @@ export async function canvasPixel(page, x, y) {
     return Array.from(g.getImageData(px, py, 1, 1).data);
   }, [x, y]);
 }
+
+/** The largest per-channel difference between the canvas's pixels at the listed points and the colours wanted
+ *  there: patches = [[x, y, [r, g, b]], ...]. */
+export async function patchError(page, patches) {
+  let worst = 0;
+  for (const [x, y, want] of patches) {
+    const got = await canvasPixel(page, x, y);
+    for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(got[c] - want[c]));
+  }
+  return worst;
+}

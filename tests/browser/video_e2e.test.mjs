@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
-import { CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel, openPage } from './lib.mjs';
+import { CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -26,14 +26,7 @@ const openViewer = (url, viewport, b = browser) => openPage(b, url, viewport);
 // same stream at 20 and 100 Mbit/s gives the same 251, so it is not the encoder's quantization.
 const PATCHES = [[100, 75, [255, 0, 0]], [300, 75, [0, 255, 0]], [300, 225, [255, 255, 255]]];
 const BLUE = [100, 225, [0, 0, 255]];
-async function patchError(page, patches = PATCHES) {
-  let worst = 0;
-  for (const [x, y, want] of patches) {
-    const got = await canvasPixel(page, x, y);
-    for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(got[c] - want[c]));
-  }
-  return worst;
-}
+const patchError = (page, patches = PATCHES) => patchAt(page, patches);
 
 for (const codec of ['h264', 'vp9', 'vp8', 'av1']) {
   test(`${codec}: the viewer is put on ${codec}; the test scene comes back within ±3 levels, then exact once refined`, async () => {

@@ -5,6 +5,7 @@
 #include "codec/gpu/gpu_device.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *phys, uint32_t *family) {
     uint32_t n = 0;
@@ -48,6 +49,69 @@ VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *
                               .pQueueCreateInfos = &qci};
     VkResult r = vkCreateDevice(phys, &dci, NULL, dev);
     if (r == VK_SUCCESS) vkGetDeviceQueue(*dev, family, 0, queue);
+    return r;
+}
+
+int rc_gpu_find_memory(VkPhysicalDevice phys, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(phys, &mp);
+    int best = -1;
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & want) != want) continue;
+        if (best < 0 || ((f & prefer) == prefer && (mp.memoryTypes[best].propertyFlags & prefer) != prefer)) best = (int)i;
+    }
+    return best;
+}
+
+void rc_gpu_buf_free(VkDevice dev, rc_gpu_buf *b) {
+    if (b->map) vkUnmapMemory(dev, b->m);
+    if (b->b) vkDestroyBuffer(dev, b->b, NULL);
+    if (b->m) vkFreeMemory(dev, b->m, NULL);
+    memset(b, 0, sizeof(*b));
+}
+
+VkResult rc_gpu_buf_make(VkPhysicalDevice phys, VkDevice dev, rc_gpu_buf *b, VkDeviceSize size, VkBufferUsageFlags usage,
+                         int host, int cached) {
+    rc_gpu_buf_free(dev, b);
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size, .usage = usage};
+    VkResult r = vkCreateBuffer(dev, &bci, NULL, &b->b);
+    if (r != VK_SUCCESS) return r;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(dev, b->b, &req);
+    int type = host ? rc_gpu_find_memory(phys, req.memoryTypeBits,
+                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                         cached ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0)
+                    : rc_gpu_find_memory(phys, req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) {
+        rc_gpu_buf_free(dev, b);
+        return VK_ERROR_FEATURE_NOT_PRESENT;
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                .memoryTypeIndex = (uint32_t)type};
+    r = vkAllocateMemory(dev, &mai, NULL, &b->m);
+    if (r == VK_SUCCESS) r = vkBindBufferMemory(dev, b->b, b->m, 0);
+    if (r == VK_SUCCESS && host) r = vkMapMemory(dev, b->m, 0, VK_WHOLE_SIZE, 0, &b->map);
+    if (r != VK_SUCCESS) {
+        rc_gpu_buf_free(dev, b);
+        return r;
+    }
+    b->cap = size;
+    return VK_SUCCESS;
+}
+
+VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint32_t *code, size_t size, VkPipeline *out) {
+    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
+    VkShaderModule sm;
+    VkResult r = vkCreateShaderModule(dev, &smi, NULL, &sm);
+    if (r != VK_SUCCESS) return r;
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = sm, .pName = "main"},
+        .layout = layout};
+    r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
+    vkDestroyShaderModule(dev, sm, NULL);
     return r;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpu_device.h — Vulkan devices for the GPU codecs: picking a device and its compute queue (shared with the
- * readback ring's own device, source/vk_readback.c), and one process-wide device for GPU codecs that are made
- * without the app's device (the codec table's "h264-gpu" for CPU frames).
+ * gpu_device.h — Vulkan plumbing of the GPU codecs: picking a device and its compute queue (shared with the
+ * readback ring's own device, source/vk_readback.c); buffers with their memory and compute pipelines (jpeg_gpu.c,
+ * h264_gpu.c); and one process-wide device for GPU codecs that are made without the app's device (the codec
+ * table's "h264-gpu" for CPU frames).
  */
 #ifndef RC_GPU_DEVICE_H
 #define RC_GPU_DEVICE_H
@@ -17,6 +18,25 @@
 int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *phys, uint32_t *family);
 /* A device with one queue of that family. VkResult of vkCreateDevice. */
 VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue);
+
+/* A buffer with its own memory: `map` is its mapping when host-visible, NULL otherwise; cap its size in bytes. */
+typedef struct rc_gpu_buf {
+    VkBuffer b;
+    VkDeviceMemory m;
+    VkDeviceSize cap;
+    void *map;
+} rc_gpu_buf;
+/* A memory type of `bits` with all of `want`, one with `prefer` too where there is one; -1 if none. */
+int rc_gpu_find_memory(VkPhysicalDevice phys, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer);
+/* Makes *b (freed first) a buffer of `size` bytes and `usage`: host 1 → host-visible, coherent and mapped (host-cached
+ * preferred when `cached`: the CPU reads it), host 0 → device-local preferred. VkResult (VK_ERROR_FEATURE_NOT_PRESENT:
+ * no memory type fits); on failure *b is empty. */
+VkResult rc_gpu_buf_make(VkPhysicalDevice phys, VkDevice dev, rc_gpu_buf *b, VkDeviceSize size, VkBufferUsageFlags usage,
+                         int host, int cached);
+/* Frees *b (unmaps first) and empties it. An empty one: nothing. */
+void rc_gpu_buf_free(VkDevice dev, rc_gpu_buf *b);
+/* A compute pipeline of SPIR-V `code` (size bytes), entry point main, with `layout`. VkResult. */
+VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint32_t *code, size_t size, VkPipeline *out);
 
 /* The process-wide device: made at the first acquire (a Vulkan 1.1 instance without layers, rc_gpu_pick_device),
  * kept while anyone holds it, destroyed at the last release. Submissions to its queue from different threads hold

@@ -59,12 +59,7 @@ typedef struct pc_t { /* h264_common.glsl's push constants */
     uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass, me_flags;
 } pc_t;
 
-typedef struct buf {
-    VkBuffer b;
-    VkDeviceMemory m;
-    VkDeviceSize cap;
-    void *map;
-} buf;
+typedef rc_gpu_buf buf;
 
 struct rc_gpu_h264 {
     rc_codec base; /* first: the codec "h264-gpu" (rc_codec_h264_gpu) */
@@ -105,25 +100,6 @@ static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
     return r == VK_ERROR_DEVICE_LOST ? RCANVAS_EDEVICE_LOST : RCANVAS_EVULKAN;
 }
 
-static int find_mem(rc_gpu_h264 *e, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
-    VkPhysicalDeviceMemoryProperties mp;
-    vkGetPhysicalDeviceMemoryProperties(e->phys, &mp);
-    int best = -1;
-    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
-        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
-        if (!(bits & (1u << i)) || (f & want) != want) continue;
-        if (best < 0 || ((f & prefer) == prefer && (mp.memoryTypes[best].propertyFlags & prefer) != prefer)) best = (int)i;
-    }
-    return best;
-}
-
-static void buf_free(rc_gpu_h264 *e, buf *b) {
-    if (b->map) vkUnmapMemory(e->dev, b->m);
-    if (b->b) vkDestroyBuffer(e->dev, b->b, NULL);
-    if (b->m) vkFreeMemory(e->dev, b->m, NULL);
-    memset(b, 0, sizeof(*b));
-}
-
 static int is_host(int i) { return i == B_STAGE || i == B_CTL || i == B_HOST || i == B_DBG; }
 
 /* Buffer i holds at least `need` bytes (grown, contents lost). Host buffers (B_STAGE: a CPU bitmap on its way in;
@@ -132,52 +108,14 @@ static int is_host(int i) { return i == B_STAGE || i == B_CTL || i == B_HOST || 
 static int buf_reserve(rc_gpu_h264 *e, int i, VkDeviceSize need) {
     buf *b = &e->bufs[i];
     if (b->cap >= need) return RCANVAS_OK;
-    buf_free(e, b);
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need,
-                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       (i == B_CTL ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0)};
-    VkResult r = vkCreateBuffer(e->dev, &bci, NULL, &b->b);
-    if (r != VK_SUCCESS) return vkfail(e, r, "vkCreateBuffer");
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(e->dev, b->b, &req);
-    int host = is_host(i);
-    int type = host ? find_mem(e, req.memoryTypeBits,
-                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                               i == B_HOST || i == B_DBG ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0)
-                    : find_mem(e, req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0) {
-        buf_free(e, b);
-        return RCANVAS_EVULKAN;
-    }
-    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
-                                .memoryTypeIndex = (uint32_t)type};
-    r = vkAllocateMemory(e->dev, &mai, NULL, &b->m);
-    if (r == VK_SUCCESS) r = vkBindBufferMemory(e->dev, b->b, b->m, 0);
-    if (r == VK_SUCCESS && host) r = vkMapMemory(e->dev, b->m, 0, VK_WHOLE_SIZE, 0, &b->map);
-    if (r != VK_SUCCESS) {
-        buf_free(e, b);
-        return r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? RCANVAS_EFRAME_SIZE
-                                                                                      : vkfail(e, r, "buffer memory");
-    }
-    b->cap = need;
+    VkResult r = rc_gpu_buf_make(e->phys, e->dev, b, need,
+                                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (i == B_CTL ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0),
+                                 is_host(i), i == B_HOST || i == B_DBG);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) return RCANVAS_EFRAME_SIZE;
+    if (r != VK_SUCCESS) return vkfail(e, r, "buffer");
     e->dirty = 1;
     return RCANVAS_OK;
-}
-
-static VkResult make_pipe(rc_gpu_h264 *e, const uint32_t *code, size_t size, VkPipeline *out) {
-    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
-    VkShaderModule sm;
-    VkResult r = vkCreateShaderModule(e->dev, &smi, NULL, &sm);
-    if (r != VK_SUCCESS) return r;
-    VkComputePipelineCreateInfo ci = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = sm, .pName = "main"},
-        .layout = e->layout};
-    r = vkCreateComputePipelines(e->dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
-    vkDestroyShaderModule(e->dev, sm, NULL);
-    return r;
 }
 
 int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueue queue, pthread_mutex_t *queue_lock,
@@ -208,7 +146,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
         {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}};
-    for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = make_pipe(e, k[i].code, k[i].size, &e->pipe[i]);
+    for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
                                       .poolSizeCount = 1, .pPoolSizes = &ps};
@@ -244,7 +182,7 @@ void rc_gpu_h264_free(rc_gpu_h264 *e) {
     if (!e) return;
     if (e->fence) vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX); /* a failed submit leaves it unsignalled:
                                                                                 * rc_gpu_h264_encode_cpu waited then */
-    for (int i = 0; i < NBUF; i++) buf_free(e, &e->bufs[i]);
+    for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     for (int i = 0; i < NPIPE; i++)
         if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);

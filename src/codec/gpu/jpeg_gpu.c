@@ -11,6 +11,8 @@
  */
 #include "codec/gpu/jpeg_gpu.h"
 
+#include "codec/gpu/gpu_device.h"
+
 #include <stdatomic.h>
 
 #include <math.h>
@@ -128,12 +130,7 @@ enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT,
 #define BIND_IMAGE 13 /* binding 13: the app's image (sampled image), read by P_DCT_IMG only */
 enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, P_DCT_IMG, NPIPE };
 
-typedef struct buf {
-    VkBuffer b;
-    VkDeviceMemory m;
-    VkDeviceSize cap;
-    void *map;
-} buf;
+typedef rc_gpu_buf buf;
 
 struct rc_gpu_jpeg {
     rc_codec base;            /* first: this encoder is the codec "jpeg-gpu" (rc_codec_jpeg_gpu) */
@@ -181,25 +178,6 @@ static int vkfail(rc_gpu_jpeg *e, VkResult r, const char *what) {
     return r == VK_ERROR_DEVICE_LOST ? RCANVAS_EDEVICE_LOST : RCANVAS_EVULKAN;
 }
 
-static int find_mem(rc_gpu_jpeg *e, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
-    VkPhysicalDeviceMemoryProperties mp;
-    vkGetPhysicalDeviceMemoryProperties(e->phys, &mp);
-    int best = -1;
-    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
-        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
-        if (!(bits & (1u << i)) || (f & want) != want) continue;
-        if (best < 0 || ((f & prefer) == prefer && (mp.memoryTypes[best].propertyFlags & prefer) != prefer)) best = (int)i;
-    }
-    return best;
-}
-
-static void buf_free(rc_gpu_jpeg *e, buf *b) {
-    if (b->map) vkUnmapMemory(e->dev, b->m);
-    if (b->b) vkDestroyBuffer(e->dev, b->b, NULL);
-    if (b->m) vkFreeMemory(e->dev, b->m, NULL);
-    memset(b, 0, sizeof(*b));
-}
-
 /* Ensures buffer i holds `need` bytes. Host buffers (control, header, tables, divisors, output, staging) are
  * mapped; the output prefers host-cached memory (the CPU reads it), the rest device-local. */
 static int buf_reserve(rc_gpu_jpeg *e, int i, VkDeviceSize need) {
@@ -208,49 +186,14 @@ static int buf_reserve(rc_gpu_jpeg *e, int i, VkDeviceSize need) {
     /* No wait here: no encode is pending when buffers grow (the synchronous calls wait for their fence, and the
      * readback ring records a new encode only after the previous one was consumed), and vkDeviceWaitIdle would
      * need every queue of the app's device to be idle and unused by other threads. */
-    buf_free(e, b);
     int host = i == B_CTL || i == B_HDR || i == B_TAB || i == B_DIV || i == B_OUT || i == B_STAGE;
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                                VK_BUFFER_USAGE_TRANSFER_SRC_BIT | (i == B_CTL ? VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT : 0);
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need, .usage = usage};
-    VkResult r = vkCreateBuffer(e->dev, &bci, NULL, &b->b);
-    if (r != VK_SUCCESS) return vkfail(e, r, "vkCreateBuffer");
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(e->dev, b->b, &req);
-    int type = host ? find_mem(e, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                               i == B_OUT ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0)
-                    : find_mem(e, req.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0) {
-        buf_free(e, b);
-        return RCANVAS_EVULKAN;
-    }
-    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
-                                .memoryTypeIndex = (uint32_t)type};
-    r = vkAllocateMemory(e->dev, &mai, NULL, &b->m);
-    if (r == VK_SUCCESS) r = vkBindBufferMemory(e->dev, b->b, b->m, 0);
-    if (r == VK_SUCCESS && host) r = vkMapMemory(e->dev, b->m, 0, VK_WHOLE_SIZE, 0, &b->map);
-    if (r != VK_SUCCESS) {
-        buf_free(e, b);
-        return vkfail(e, r, "buffer memory");
-    }
-    b->cap = need;
+    VkResult r = rc_gpu_buf_make(e->phys, e->dev, b, need, usage, host, i == B_OUT);
+    if (r == VK_ERROR_FEATURE_NOT_PRESENT) return RCANVAS_EVULKAN;
+    if (r != VK_SUCCESS) return vkfail(e, r, "buffer memory");
     e->dirty_set = 1;
     return RCANVAS_OK;
-}
-
-static VkResult make_pipe(rc_gpu_jpeg *e, const uint32_t *code, size_t size, VkPipeline *out) {
-    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size, .pCode = code};
-    VkShaderModule sm;
-    VkResult r = vkCreateShaderModule(e->dev, &smi, NULL, &sm);
-    if (r != VK_SUCCESS) return r;
-    VkComputePipelineCreateInfo ci = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = sm, .pName = "main"},
-        .layout = e->layout};
-    r = vkCreateComputePipelines(e->dev, VK_NULL_HANDLE, 1, &ci, NULL, out);
-    vkDestroyShaderModule(e->dev, sm, NULL);
-    return r;
 }
 
 /* The subgroup size when the prefix sums can use subgroup arithmetic (Vulkan 1.1 VkPhysicalDeviceSubgroupProperties:
@@ -340,23 +283,23 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
                                       .pSetLayouts = &e->dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
     if (r == VK_SUCCESS) r = vkCreatePipelineLayout(dev, &pli, NULL, &e->layout);
-    if (r == VK_SUCCESS) r = make_pipe(e, k_dct, sizeof k_dct, &e->pipe[0]);
-    if (r == VK_SUCCESS) r = make_pipe(e, k_huff, sizeof k_huff, &e->pipe[1]);
-    if (r == VK_SUCCESS) r = make_pipe(e, k_scan, sizeof k_scan, &e->pipe[2]);
-    if (r == VK_SUCCESS) r = make_pipe(e, k_pack, sizeof k_pack, &e->pipe[3]);
+    if (r == VK_SUCCESS) r = rc_gpu_make_pipeline(e->dev, e->layout, k_dct, sizeof k_dct, &e->pipe[0]);
+    if (r == VK_SUCCESS) r = rc_gpu_make_pipeline(e->dev, e->layout, k_huff, sizeof k_huff, &e->pipe[1]);
+    if (r == VK_SUCCESS) r = rc_gpu_make_pipeline(e->dev, e->layout, k_scan, sizeof k_scan, &e->pipe[2]);
+    if (r == VK_SUCCESS) r = rc_gpu_make_pipeline(e->dev, e->layout, k_pack, sizeof k_pack, &e->pipe[3]);
     /* The block-parallel path: where its pipelines cannot be made, encodes keep to the interval path. */
     if (r == VK_SUCCESS) {
         e->subgroup_size = subgroup_scan_size(phys);
-        if (e->subgroup_size && make_pipe(e, k_bscan_sg, sizeof k_bscan_sg, &e->pipe[P_BSCAN]) != VK_SUCCESS)
+        if (e->subgroup_size && rc_gpu_make_pipeline(e->dev, e->layout, k_bscan_sg, sizeof k_bscan_sg, &e->pipe[P_BSCAN]) != VK_SUCCESS)
             e->subgroup_size = 0, e->pipe[P_BSCAN] = VK_NULL_HANDLE;
-        e->have_blocks = make_pipe(e, k_blk, sizeof k_blk, &e->pipe[P_BLK]) == VK_SUCCESS &&
-                         (e->pipe[P_BSCAN] || make_pipe(e, k_bscan, sizeof k_bscan, &e->pipe[P_BSCAN]) == VK_SUCCESS) &&
-                         make_pipe(e, k_place, sizeof k_place, &e->pipe[P_PLACE]) == VK_SUCCESS &&
-                         make_pipe(e, k_bpack, sizeof k_bpack, &e->pipe[P_BPACK]) == VK_SUCCESS;
+        e->have_blocks = rc_gpu_make_pipeline(e->dev, e->layout, k_blk, sizeof k_blk, &e->pipe[P_BLK]) == VK_SUCCESS &&
+                         (e->pipe[P_BSCAN] || rc_gpu_make_pipeline(e->dev, e->layout, k_bscan, sizeof k_bscan, &e->pipe[P_BSCAN]) == VK_SUCCESS) &&
+                         rc_gpu_make_pipeline(e->dev, e->layout, k_place, sizeof k_place, &e->pipe[P_PLACE]) == VK_SUCCESS &&
+                         rc_gpu_make_pipeline(e->dev, e->layout, k_bpack, sizeof k_bpack, &e->pipe[P_BPACK]) == VK_SUCCESS;
         if (!e->have_blocks) rc_log(e->log, RCANVAS_LOG_WARN, "gpu jpeg: block-parallel pipelines unavailable; "
                                                               "coding one restart interval per invocation");
         /* reading the app's image in the DCT pass: where this cannot be made, the image is copied first */
-        e->have_image_input = make_pipe(e, k_dct_img, sizeof k_dct_img, &e->pipe[P_DCT_IMG]) == VK_SUCCESS;
+        e->have_image_input = rc_gpu_make_pipeline(e->dev, e->layout, k_dct_img, sizeof k_dct_img, &e->pipe[P_DCT_IMG]) == VK_SUCCESS;
     }
     /* The input: read in the DCT pass where the image can be sampled, on a GPU. On a CPU device (Mesa lavapipe)
      * the copy is a memcpy and texel fetches are emulated: 1920×1080 text q75 4:2:0 took 39 ms in the DCT pass
@@ -419,7 +362,7 @@ void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (!e) return;
     vkDeviceWaitIdle(e->dev);
     if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
-    for (int i = 0; i < NBUF; i++) buf_free(e, &e->bufs[i]);
+    for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
     if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
     if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
