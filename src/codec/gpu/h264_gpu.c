@@ -483,12 +483,19 @@ static int pick_qp(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, i
 }
 
 /* The rate control's step after a picture of `bytes` at qp: bits ∝ 2^(−qp/6) (the QP step), so the QP that would
- * have hit the target is qp + 6·log2(bits / target); the P QP moves half-way there, by at most 4. */
+ * have hit the target is qp + 6·log2(bits / target); the P QP moves half-way there, by at most 4. An IDR picture
+ * counts as a quarter of its excess (one is worth several P pictures' budget, but a slideshow of IDR pictures must
+ * still raise the QP). */
 static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int key, size_t bytes) {
-    if (!p || p->paint || p->bitrate_kbps <= 0 || key || !bytes) return;
+    if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
     double fps = p->fps > 0 ? p->fps : 30;
     double target = p->bitrate_kbps * 1000.0 / fps;
     double step = 6.0 * log2((double)bytes * 8.0 / target) * 0.5;
+    if (key) {
+        if (step <= 0) return;
+        step *= 0.25;
+        qp += 4; /* the IDR QP is 4 below the P one */
+    }
     step = step > 4 ? 4 : step < -4 ? -4 : step;
     e->qp_p = qp + step;
     if (e->qp_p < 12) e->qp_p = 12;
