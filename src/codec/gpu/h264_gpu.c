@@ -93,6 +93,7 @@ struct rc_gpu_h264 {
     int last_qp;
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
+    double debt;       /* the rate control's bucket: bits over budget */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -202,7 +203,7 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 /* ---- buffers for a picture size ---- */
 
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
-    if (w != e->w || h != e->h) e->have_ref = 0, e->p_avg = 0; /* a new size starts with an IDR picture */
+    if (w != e->w || h != e->h) e->have_ref = 0, e->p_avg = 0, e->debt = 0; /* a new size starts with an IDR */
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -482,22 +483,22 @@ static int pick_qp(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, i
     return qp < 12 ? 12 : qp > 51 ? 51 : qp;
 }
 
-/* The rate control's step after a picture of `bytes` at qp: bits ∝ 2^(−qp/6) (the QP step), so the QP that would
- * have hit the target is qp + 6·log2(bits / target); the P QP moves half-way there, by at most 4. An IDR picture
- * counts as a quarter of its excess (one is worth several P pictures' budget, but a slideshow of IDR pictures must
- * still raise the QP). */
+/* The rate control, after a picture of `bytes` at qp. The model: bits ∝ 2^(−qp/6) (the QP step), so the QP that
+ * would have hit the per-picture target (bitrate / fps) is qp + 6·log2(bits / target); after a P picture the P QP
+ * moves half-way there. And a leaky bucket of the bits over budget (decaying 3 % a picture, IDR pictures counted in
+ * full): while it is in debt the QP does not fall, and rises by 6·log2(1 + debt / half a second's budget), so a
+ * slideshow of cuts (IDR pictures between still P pictures of a few bytes) settles at its bitrate too. At most 4
+ * a picture either way. */
 static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int key, size_t bytes) {
     if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
     double fps = p->fps > 0 ? p->fps : 30;
-    double target = p->bitrate_kbps * 1000.0 / fps;
-    double step = 6.0 * log2((double)bytes * 8.0 / target) * 0.5;
-    if (key) {
-        if (step <= 0) return;
-        step *= 0.25;
-        qp += 4; /* the IDR QP is 4 below the P one */
-    }
+    double target = p->bitrate_kbps * 1000.0 / fps, bits = (double)bytes * 8.0;
+    e->debt = e->debt * 0.97 + bits - target;
+    if (e->debt < -target * fps) e->debt = -target * fps; /* at most a second of savings */
+    double step = key ? 0 : 6.0 * log2(bits / target) * 0.5;
+    if (e->debt > 0) step = fmax(step, 0) + 6.0 * log2(1 + e->debt / (target * fps * 0.5));
     step = step > 4 ? 4 : step < -4 ? -4 : step;
-    e->qp_p = qp + step;
+    e->qp_p = (key ? qp + 4 : qp) + step; /* an IDR picture's QP is 4 below the P QP */
     if (e->qp_p < 12) e->qp_p = 12;
     if (e->qp_p > 51) e->qp_p = 51;
 }
