@@ -256,7 +256,8 @@ class Canvas:
 
     title; width/height: the initial logical size (CSS pixels) until a viewer reports its own; pixel_ratio;
     update_mode: "manual", "ondemand" (default), "continuous" or "fastest"; max_fps (0 = no cap);
-    max_in_flight; codec: "jpeg" (default), "png", "webp", "h264", "vp8", "vp9", "av1", "auto"; quality 1-100;
+    max_in_flight; codec: "jpeg" (default), "png", "webp", "h264", "vp8", "vp9", "av1", "auto", "h264-gpu" (H.264 in Vulkan
+    compute shaders, openh264 where no Vulkan device runs it); quality 1-100;
     subsampling "auto" (default: 4:4:4 where 4:2:0 would blur thin coloured detail), "420" or "444"; refine_ms. Raises RcanvasError (RCANVAS_EEXIST, RCANVAS_ENAME, RCANVAS_EINVAL).
     """
 
