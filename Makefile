@@ -16,11 +16,12 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
 # Issue 20 (tests/browser/janus.test.mjs, make bench-sfu): Janus with its streaming plugin (janus), its browser
 # library janus.js (libjs-janus-gateway, MIT) and webrtc-adapter (libjs-webrtc-adapter, which janus.js needs) for
 # the SFU viewer page, and nginx, the web front that serves that page and proxies the Janus API (deploy/janus/).
+# Issue 21: libavcodec-dev, a second H.264 decoder that test_h264_gpu checks the GPU encoder's streams with.
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
                 clang libclang-rt-dev nginx haproxy \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
                 python3-wheel python3-venv \
-                janus libjs-janus-gateway libjs-webrtc-adapter
+                janus libjs-janus-gateway libjs-webrtc-adapter libavcodec-dev
 APT_PACKAGES := $(DEMO_APT_PACKAGES) $(TEST_APT_PACKAGES)
 # The demo's --gpu renders with Vulkan: a driver (Mesa's, lavapipe on the CPU where there is no GPU).
 DEMO_VK_DRIVER := $(if $(findstring --gpu,$(DEMO_ARGS)),mesa-vulkan-drivers)

@@ -3,7 +3,8 @@
  * test_h264_gpu — the Vulkan compute H.264 encoder (codec/gpu/h264_gpu.h) on whatever device is there (lavapipe
  * in CI), checked by a decoder:
  *  - every access unit of generated motion sequences (a pan-and-zoom over a dense plot, a turning 3D scatter) at
- *    sizes that are not multiples of 16 (odd ones too) decodes with openh264's decoder, and the decoded picture is
+ *    sizes that are not multiples of 16 (odd ones too) decodes with openh264's decoder (and libavcodec's where
+ *    the build found it: RCANVAS_BENCH_AVCODEC), and the decoded picture is
  *    exactly the encoder's own reconstruction (no drift: what the next picture predicts from is what the viewer
  *    has), at QPs 12–51 and under the rate control;
  *  - the picture is the content: luma PSNR against the source's BT.601 luma above a bound for the QP;
@@ -50,6 +51,26 @@ static int nal_types(const uint8_t *p, size_t n, int *types, int cap) {
 
 static uint8_t luma601(const uint8_t *px) { return (uint8_t)(((66 * px[0] + 129 * px[1] + 25 * px[2] + 128) >> 8) + 16); }
 
+/* Samples of decoded picture v that differ from the reconstruction rec (I420 at lw × lh); where the first is. */
+static long diff_recon(const yuv_view *v, const uint8_t *rec, uint32_t lw, uint32_t lh, int *fp, int *fx, int *fy) {
+    long diff = 0;
+    *fp = *fx = *fy = -1;
+    for (int pl = 0; pl < 3; pl++) {
+        int pw = pl ? (v->w + 1) / 2 : v->w, ph = pl ? (v->h + 1) / 2 : v->h;
+        const uint8_t *d = pl == 0 ? v->y : pl == 1 ? v->u : v->v;
+        int ds = pl ? v->stride_uv : v->stride_y;
+        const uint8_t *rp = rec + (pl == 0 ? 0 : pl == 1 ? (size_t)lw * lh : (size_t)lw * lh * 5 / 4);
+        uint32_t rs = pl ? lw / 2 : lw;
+        for (int y = 0; y < ph; y++)
+            for (int x = 0; x < pw; x++)
+                if (d[y * ds + x] != rp[(size_t)y * rs + x]) {
+                    if (*fp < 0) *fp = pl, *fx = x, *fy = y;
+                    diff++;
+                }
+    }
+    return diff;
+}
+
 typedef struct run_stats {
     int frames, decoded, exact, keyframes;
     double min_psnr;
@@ -62,6 +83,10 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
     st.min_psnr = 1e9;
     uint8_t *px = malloc((size_t)w * h * 4);
     void *dec = h264_open();
+#if RCANVAS_BENCH_AVCODEC /* libavcodec's decoder too, where it is installed */
+    void *dec2 = lavc_h264_open();
+    CHECK(dec2 != NULL);
+#endif
     rc_buf out = {0};
     rc_gpu_h264_request_keyframe(g_enc);
     for (int i = 0; i < n; i++) {
@@ -99,21 +124,15 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
         if (!rec) continue;
         uint32_t ew = (w + 1) & ~1u, eh = (h + 1) & ~1u; /* cropping is in units of 2 */
         CHECK_MSG(v.w == (int)ew && v.h == (int)eh, "decoded %dx%d, expected %ux%u", v.w, v.h, ew, eh);
-        long diff = 0;
-        int first_x = -1, first_y = -1, first_p = -1;
-        for (int pl = 0; pl < 3; pl++) {
-            int pw = pl ? (v.w + 1) / 2 : v.w, ph = pl ? (v.h + 1) / 2 : v.h;
-            const uint8_t *d = pl == 0 ? v.y : pl == 1 ? v.u : v.v;
-            int ds = pl ? v.stride_uv : v.stride_y;
-            const uint8_t *rp = rec + (pl == 0 ? 0 : pl == 1 ? (size_t)lw * lh : (size_t)lw * lh * 5 / 4);
-            uint32_t rs = pl ? lw / 2 : lw;
-            for (int y = 0; y < ph; y++)
-                for (int x = 0; x < pw; x++)
-                    if (d[y * ds + x] != rp[(size_t)y * rs + x]) {
-                        if (first_p < 0) first_p = pl, first_x = x, first_y = y;
-                        diff++;
-                    }
-        }
+        int first_x, first_y, first_p;
+        long diff = diff_recon(&v, rec, lw, lh, &first_p, &first_x, &first_y);
+#if RCANVAS_BENCH_AVCODEC
+        yuv_view v2;
+        int p2, x2, y2;
+        CHECK_MSG(dec2 && !lavc_decode(dec2, rc_buf_data(&out), out.len, &v2) &&
+                      diff_recon(&v2, rec, lw, lh, &p2, &x2, &y2) == 0,
+                  "%ux%u %s frame %d: libavcodec's picture is not the reconstruction", w, h, tf_motion_name(m), i);
+#endif
         CHECK_MSG(diff == 0, "%ux%u %s frame %d (qp %d, key %d): %ld samples differ from the reconstruction, first "
                              "plane %d (%d,%d)", w, h, tf_motion_name(m), i, info.qp, info.keyframe, diff, first_p,
                   first_x, first_y);
@@ -130,6 +149,9 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
         free(rec);
     }
     h264_close(dec);
+#if RCANVAS_BENCH_AVCODEC
+    if (dec2) lavc_close(dec2);
+#endif
     rc_buf_free(&out);
     free(px);
     return st;
