@@ -15,8 +15,9 @@
  *   x264-high-P   the same with profile high (CABAC, 8×8 transform, still no B-frames: zerolatency), decoded by
  *                 libavcodec (only when built with it)
  *   vp9           rc_codec_vp9: real-time, speed 8, CBR, AQ 3, row-mt, decoded by libvpx
- *   h264-gpu      rc_codec_h264_gpu (issue 21): H.264 in Vulkan compute shaders on the first Vulkan device, its own
- *                 rate control; CPU ms is the host's part (upload, submit, framing), decoded by openh264
+ *   h264-gpu      rc_codec_h264_gpu (issue 21): H.264 in Vulkan compute shaders on the first Vulkan GPU (a CPU device
+ *                 such as lavapipe with RCANVAS_GPU_CODEC_DEVICE=any), its own rate control; CPU ms is the host's
+ *                 part (upload, submit, framing) on a GPU; decoded by openh264
  * x264 (GPL) is used only when this program was built with it (CMake finds x264 through pkg-config: make
  * bench-anchor-deps installs it); the library never links it. Without it the x264 rows are skipped, saying so.
  * Sequences (60 frames by default, --frames; 30 fps):

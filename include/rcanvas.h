@@ -239,7 +239,8 @@ typedef enum rcanvas_codec {
     RCANVAS_CODEC_WEBP = 7, /* libwebp, lossy image; quality applies */
     RCANVAS_CODEC_H264_GPU = 8, /* H.264 (constrained baseline, as RCANVAS_CODEC_H264 on the wire) coded in Vulkan compute
                                  * shaders on the first GPU (rcanvas's own device), for GPUs without a video engine;
-                                 * falls back to openh264 where no Vulkan 1.1 device runs it. Not in AUTO. Needs a
+                                 * falls back to openh264 where no Vulkan 1.1 GPU runs it (a CPU device such as
+                                 * lavapipe only with RCANVAS_GPU_CODEC_DEVICE=any). Not in AUTO. Needs a
                                  * build with Vulkan (RCANVAS_EINVAL otherwise) */
 } rcanvas_codec;
 

@@ -92,7 +92,7 @@ static int codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h) {
     switch (c->params.codec) {
     case RCANVAS_CODEC_WEBP:
     case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
-    case RCANVAS_CODEC_H264_GPU: /* 16384 a side; beyond openh264's size it falls back to JPEG */
+    case RCANVAS_CODEC_H264_GPU: /* kept to openh264's limit, which it falls back to */
     case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
     case RCANVAS_CODEC_PNG:
     case RCANVAS_CODEC_VP9:

@@ -2,7 +2,8 @@
 // h264_gpu.test.mjs — issue 21: the H.264 encoder in Vulkan compute shaders (`--codec h264-gpu`, lavapipe here)
 // streamed to headless Chromium, which decodes it through WebCodecs: the test scene comes back within ±3 levels
 // before the refinement and exact after it; the demo's GPU-rendered scene (`--gpu`) keeps coming as h264-gpu
-// frames that decode; with no Vulkan driver the canvas falls back to openh264 and the viewer still gets H.264.
+// frames that decode; with no Vulkan driver, or only a CPU one, the canvas falls back to openh264 and the viewer
+// still gets H.264.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, startDemo, until, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
@@ -14,8 +15,12 @@ const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 const PATCHES = [[100, 75, [255, 0, 0]], [300, 75, [0, 255, 0]], [300, 225, [255, 255, 255]], [100, 225, [0, 0, 255]]];
 const patchError = (page, patches = PATCHES) => patchAt(page, patches);
 
+// lavapipe is a CPU device, which the GPU codecs refuse unless told (RCANVAS_GPU_CODEC_DEVICE=any)
+const ON_LAVAPIPE = { env: { RCANVAS_GPU_CODEC_DEVICE: 'any' } };
+
 test('h264-gpu: the test scene decodes in Chromium within a few levels, then exact once refined', async () => {
-  const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--bitrate', '20000', '--refine-ms', '1500']);
+  const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--bitrate', '20000', '--refine-ms', '1500'],
+    ON_LAVAPIPE);
   const v = await openPage(browser, demo.url);
   try {
     await until(async () => (await stats(v.page)).framesShown >= 1, 20000, 'a video frame');
@@ -34,7 +39,7 @@ test('h264-gpu: the test scene decodes in Chromium within a few levels, then exa
 });
 
 test('h264-gpu with --gpu: the GPU-rendered scene keeps arriving as h264-gpu frames that Chromium decodes', async () => {
-  const demo = await startDemo(['--gpu', '--codec', 'h264-gpu', '--fps', '10', '--refine-ms', '0']);
+  const demo = await startDemo(['--gpu', '--codec', 'h264-gpu', '--fps', '10', '--refine-ms', '0'], ON_LAVAPIPE);
   const v = await openPage(browser, demo.url, { width: 320, height: 240 });
   try {
     await until(async () => (await stats(v.page)).framesShown >= 8, 30000, '8 video frames');
@@ -49,15 +54,17 @@ test('h264-gpu with --gpu: the GPU-rendered scene keeps arriving as h264-gpu fra
   } finally { await v.page.close(); await demo.stop(); }
 });
 
-test('h264-gpu without a Vulkan driver: the canvas falls back to openh264 and the viewer still gets H.264', async () => {
-  const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--refine-ms', '0'],
-    { env: { VK_DRIVER_FILES: '/nonexistent/icd.json', VK_ICD_FILENAMES: '/nonexistent/icd.json' } });
-  const v = await openPage(browser, demo.url);
-  try {
-    await until(async () => (await stats(v.page)).encoder === 'h264 (webcodecs)' && (await stats(v.page)).framesShown >= 1,
-      20000, 'an openh264 frame');
-    assert.ok(await patchError(v.page, PATCHES.slice(0, 3)) <= 3);
-    assert.match(demo.stderr(), /h264-gpu encoding of a \d+x\d+ frame failed: Vulkan error/, 'the failure is logged');
-    assert.deepEqual(v.errors, []);
-  } finally { await v.page.close(); await demo.stop(); }
-});
+for (const [what, env] of [['without a Vulkan driver', { VK_DRIVER_FILES: '/nonexistent/icd.json', VK_ICD_FILENAMES: '/nonexistent/icd.json' }],
+                           ['with only a CPU device (lavapipe)', {}]]) {
+  test(`h264-gpu ${what}: the canvas falls back to openh264 and the viewer still gets H.264`, async () => {
+    const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--refine-ms', '0'], { env });
+    const v = await openPage(browser, demo.url);
+    try {
+      await until(async () => (await stats(v.page)).encoder === 'h264 (webcodecs)' && (await stats(v.page)).framesShown >= 1,
+        20000, 'an openh264 frame');
+      assert.ok(await patchError(v.page, PATCHES.slice(0, 3)) <= 3);
+      assert.match(demo.stderr(), /h264-gpu encoding of a \d+x\d+ frame failed: Vulkan error/, 'the failure is logged');
+      assert.deepEqual(v.errors, []);
+    } finally { await v.page.close(); await demo.stop(); }
+  });
+}

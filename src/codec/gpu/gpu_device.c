@@ -144,6 +144,14 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
             VkPhysicalDeviceProperties p;
             vkGetPhysicalDeviceProperties(d->phys, &p);
             if (p.apiVersion < VK_API_VERSION_1_1) r = RCANVAS_EVULKAN;
+            /* a CPU rasterizer (Mesa's lavapipe, in many server images) would run the shaders on the CPU, slower than
+             * the CPU codecs: refused, so that the canvas falls back to them, unless RCANVAS_GPU_CODEC_DEVICE=any
+             * (the tests on lavapipe) */
+            const char *any = getenv("RCANVAS_GPU_CODEC_DEVICE");
+            if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !(any && !strcmp(any, "any"))) {
+                rc_log(log, RCANVAS_LOG_WARN, "vulkan: %s is a CPU device: not used for the GPU codecs", p.deviceName);
+                r = RCANVAS_EVULKAN;
+            }
         }
         if (d && !r && rc_gpu_create_device(d->phys, d->family, &d->dev, &d->queue) != VK_SUCCESS) r = RCANVAS_EVULKAN;
         if (r) {

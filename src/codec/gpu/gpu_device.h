@@ -38,7 +38,8 @@ void rc_gpu_buf_free(VkDevice dev, rc_gpu_buf *b);
 /* A compute pipeline of SPIR-V `code` (size bytes), entry point main, with `layout`. VkResult. */
 VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint32_t *code, size_t size, VkPipeline *out);
 
-/* The process-wide device: made at the first acquire (a Vulkan 1.1 instance without layers, rc_gpu_pick_device),
+/* The process-wide device: made at the first acquire (a Vulkan 1.1 instance without layers, rc_gpu_pick_device;
+ * not a CPU device such as lavapipe unless RCANVAS_GPU_CODEC_DEVICE=any),
  * kept while anyone holds it, destroyed at the last release. Submissions to its queue from different threads hold
  * `queue_lock`. A failure to make it is remembered for RC_GPU_DEVICE_RETRY_S seconds (each try costs an instance).
  * RCANVAS_OK, RCANVAS_EVULKAN, RCANVAS_ENOMEM. Any thread. */

@@ -86,7 +86,11 @@ void put(uint v, uint n) {   // n ≤ 32 bits of v, most significant first
     bpos += n;
 }
 void putc(uint e) { put(e & 0xFFFFu, e >> 16); }
-void ue(uint k) { uint m = uint(findMSB(k + 1u)); put(k + 1u, 2u * m + 1u); }
+void ue(uint k) {   // 2m + 1 bits; over 32 (k ≥ 65535: a long mb_skip_run) the m leading zeros go first
+    uint m = uint(findMSB(k + 1u));
+    if (2u * m + 1u > 32u) { put(0u, m); put(k + 1u, m + 1u); }
+    else put(k + 1u, 2u * m + 1u);
+}
 void se(int v) { ue(v > 0 ? uint(2 * v - 1) : uint(-2 * v)); }
 
 // One residual_block_cavlc (7.3.5.3.2, 9.2): n coefficients lev[off .. off + n) in coding order, nC as in 9.2.1

@@ -30,7 +30,8 @@ layout(push_constant) uniform PC {
 layout(std430, binding = 0) readonly buffer In { uint inpx[]; };   // the image, 4 bytes per pixel
 layout(std430, binding = 1) buffer Src { uint src[]; };            // this picture's source planes
 layout(std430, binding = 2) readonly buffer Ref { uint ref[]; };   // the reference picture (last reconstruction)
-layout(std430, binding = 3) buffer Rec { uint rec[]; };            // this picture's reconstruction
+layout(std430, binding = 3) coherent buffer Rec { uint rec[]; };   // this picture's reconstruction (IDR rows read
+                                                                  // their left neighbour's from other invocations)
 layout(std430, binding = 4) buffer QCur { uint qcur[]; };          // source luma at 1/4 size (motion search)
 layout(std430, binding = 5) readonly buffer QRef { uint qref[]; }; // the reference's source luma at 1/4 size
 layout(std430, binding = 6) buffer Mbi { uint mbi[]; };

@@ -70,6 +70,7 @@ struct rc_gpu_h264 {
     VkQueue queue;
     pthread_mutex_t *qlock;
     rc_gpu_device *shared; /* made by the codec table's create(): the process-wide device, released at free */
+    int pending;           /* a submission went in and its fence has not been seen signalled */
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
     VkPipeline pipe[NPIPE];
@@ -179,10 +180,11 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     return RCANVAS_OK;
 }
 
+static VkResult wait_fence(rc_gpu_h264 *e);
+
 void rc_gpu_h264_free(rc_gpu_h264 *e) {
     if (!e) return;
-    if (e->fence) vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX); /* a failed submit leaves it unsignalled:
-                                                                                * rc_gpu_h264_encode_cpu waited then */
+    if (e->fence && e->pending) wait_fence(e); /* only a submission that went in signals the fence */
     for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     for (int i = 0; i < NPIPE; i++)
         if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
@@ -203,6 +205,7 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 /* ---- buffers for a picture size ---- */
 
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
+    if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
     if (w != e->w || h != e->h) e->have_ref = 0, e->p_avg = 0, e->debt = 0; /* a new size starts with an IDR */
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
@@ -288,13 +291,17 @@ static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
     return RCANVAS_OK;
 }
 
-/* The smallest level (Table A-1) whose MaxFS and MaxMBPS (at 60 pictures a second) hold this size. */
-static int level_idc(uint32_t mbs) {
+/* The smallest level (Table A-1) whose MaxFS and MaxMBPS (at 60 pictures a second) hold this size, and whose
+ * frame-size rule of A.3.1 (each side at most √(8·MaxFS) macroblocks) too; 3.1 at least, whose vertical vector
+ * range (±512 pixels) the motion search keeps to. */
+static int level_idc(uint32_t mbw, uint32_t mbh) {
+    uint32_t mbs = mbw * mbh;
     static const struct { int idc; uint32_t fs, mbps; } t[] = {
-        {30, 1620, 40500}, {31, 3600, 108000}, {32, 5120, 216000}, {40, 8192, 245760}, {42, 8704, 522240},
+        {31, 3600, 108000}, {32, 5120, 216000}, {40, 8192, 245760}, {42, 8704, 522240},
         {50, 22080, 589824}, {51, 36864, 983040}, {52, 36864, 2073600}, {60, 139264, 4177920}, {62, 139264, 16711680}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (mbs <= t[i].fs && mbs * 60 <= t[i].mbps) return t[i].idc;
+        if (mbs <= t[i].fs && mbs * 60 <= t[i].mbps && mbw * mbw <= 8 * t[i].fs && mbh * mbh <= 8 * t[i].fs)
+            return t[i].idc;
     return 62;
 }
 
@@ -302,7 +309,7 @@ static int put_parameter_sets(rc_gpu_h264 *e, rc_buf *out) {
     bw s = {{0}, 0};
     bw_put(&s, 66, 8);         /* profile_idc: Baseline */
     bw_put(&s, 0xC0, 8);       /* constraint_set0_flag, constraint_set1_flag: Constrained Baseline */
-    bw_put(&s, (uint32_t)level_idc(e->mbw * e->mbh), 8);
+    bw_put(&s, (uint32_t)level_idc(e->mbw, e->mbh), 8);
     bw_ue(&s, 0);              /* seq_parameter_set_id */
     bw_ue(&s, 0);              /* log2_max_frame_num_minus4 */
     bw_ue(&s, 2);              /* pic_order_cnt_type 2: output order is decoding order */
@@ -462,6 +469,19 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     ts(e, cb, 7);
 }
 
+/* Waits for the submission in flight: in 10 s steps with a warning each (a slow or busy device is not a lost one;
+ * a hung device ends the wait with VK_ERROR_DEVICE_LOST). */
+static VkResult wait_fence(rc_gpu_h264 *e) {
+    for (int waited_s = 10;; waited_s += 10) {
+        VkResult r = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+        if (r != VK_TIMEOUT) {
+            if (r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST) e->pending = 0;
+            return r;
+        }
+        rc_log(e->log, RCANVAS_LOG_WARN, "gpu h264: a picture still codes after %d s (a slow or busy device)", waited_s);
+    }
+}
+
 static VkResult submit_wait(rc_gpu_h264 *e) {
     VkResult vr = vkEndCommandBuffer(e->cmd);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
@@ -471,7 +491,10 @@ static VkResult submit_wait(rc_gpu_h264 *e) {
         vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
         if (e->qlock) pthread_mutex_unlock(e->qlock);
     }
-    if (vr == VK_SUCCESS) vr = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX);
+    if (vr == VK_SUCCESS) {
+        e->pending = 1;
+        vr = wait_fence(e);
+    }
     return vr;
 }
 
@@ -498,7 +521,7 @@ static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int k
     double step = key ? 0 : 6.0 * log2(bits / target) * 0.5;
     if (e->debt > 0) step = fmax(step, 0) + 6.0 * log2(1 + e->debt / (target * fps * 0.5));
     step = step > 4 ? 4 : step < -4 ? -4 : step;
-    e->qp_p = (key ? qp + 4 : qp) + step; /* an IDR picture's QP is 4 below the P QP */
+    e->qp_p = (key ? e->qp_p : qp) + step; /* after an IDR picture (QP 4 below, clamped at 12) from the P QP */
     if (e->qp_p < 12) e->qp_p = 12;
     if (e->qp_p > 51) e->qp_p = 51;
 }
@@ -535,13 +558,15 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     const uint8_t *bytes = e->bufs[B_HOST].map;
     /* A scene cut: P pictures have no intra macroblocks, so a picture unlike its reference can cost more as a P
      * picture than as an IDR one. A P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the
-     * 2^(QP/6) step) is coded again as an IDR
+     * 2^(QP/6) step; and over 2 bytes a macroblock, so that the first change after a still spell of P_Skip
+     * pictures is not one; paint-overs never) is coded again as an IDR
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
      * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
      * only: one or two more GPU passes. */
     double pnorm = key ? 0 : ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
-    int cut = !key && e->p_avg > 0 && pnorm > 3 * e->p_avg;
-    if (!key) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm; /* also at a cut: it adapts */
+    int paint = p && p->paint;
+    int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[0] > 2u * e->mbw * e->mbh;
+    if (!key && !paint) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm; /* also at a cut: it adapts */
     if (cut) {
         size_t pbytes = ctl[0];
         int kqp = pick_qp(e, p, qp_override, 1);
@@ -669,6 +694,7 @@ static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
     rc_gpu_h264_info gi;
     int r = rc_gpu_h264_encode_cpu((rc_gpu_h264 *)c, img, p, 0, out, &gi);
     if (!r && info) info->keyframe = gi.keyframe;
+    if (r) snprintf(c->err, sizeof c->err, "gpu h264: %s", rcanvas_strerror(r));
     return r;
 }
 

@@ -37,14 +37,14 @@ void rc_gpu_h264_free(rc_gpu_h264 *e);
 typedef struct rc_gpu_h264_info {
     int keyframe;       /* 1: an IDR picture (with SPS and PPS) */
     int qp;             /* the picture's QP (12–51) */
-    int skipped_mbs;    /* P_Skip macroblocks */
     double stage_ms[7]; /* GPU time: upload copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
                          * write, copy out (timestamp queries; 0 where the device has none) */
     double gpu_ms;      /* first to last timestamp */
     double wall_ms;     /* the call, CPU clock */
 } rc_gpu_h264_info;
 
-/* Encodes one picture of a CPU bitmap (RGBA8, BGRA8 or RGBX8, any size 1–16384 × 1–16384 pixels; a width or
+/* Encodes one picture of a CPU bitmap (RGBA8, BGRA8 or RGBX8, 1–16384 pixels a side and at most
+ * RC_GPU_H264_MAX_MBS macroblocks, else RCANVAS_EFRAME_SIZE; a width or
  * height not a multiple of 16 is coded padded and cropped in the SPS, an odd one shows one repeated column or
  * row) and appends the access unit to out. The QP: p->paint → RC_GPU_H264_PAINT_QP; else qp_override 12–51 when
  * not 0 (tests); else the rate control from p->bitrate_kbps and p->fps (bits per picture = bitrate / fps; the QP
@@ -67,6 +67,7 @@ int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkI
 void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
 
 #define RC_GPU_H264_PAINT_QP 24
+#define RC_GPU_H264_MAX_MBS 139264 /* the largest MaxFS of Table A-1 (level 6.2): 8192 × 4352 pixels */
 
 /* Test hook: the last picture's reconstruction (what a decoder shows before cropping), I420 at the padded size
  * (16·⌈w/16⌉ × 16·⌈h/16⌉; chroma half that), copied into malloc'd memory. RCANVAS_OK, RCANVAS_EINVAL (no picture
