@@ -73,6 +73,7 @@ struct rc_codec_type {
     const char *webcodecs; /* video: the WebCodecs codec string the client configures its decoder with; else NULL */
     unsigned flags;        /* RC_CODEC_* */
     uint8_t option;        /* the rcanvas_codec that selects it where that is not wire_id (h264-gpu: RCANVAS_CODEC_H264_GPU), else 0 */
+    uint8_t fallback;      /* the rcanvas_codec a canvas tries next where this one cannot run (h264-gpu: H264), else 0 */
     /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
      * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */
     int (*create)(const rc_codec_type *type, rc_codec **out);

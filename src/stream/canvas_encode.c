@@ -246,6 +246,11 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
                    c->name, t->codec->name, pk->width, pk->height, rcanvas_strerror(status), error,
                    t->failures >= RC_TIER_FAILURES ? "" : "; retrying");
         t->ref_id = 0; /* its state is unknown: the next packet is a keyframe */
+        /* a stateful codec whose encoder could not be made (h264-gpu on a host without a GPU) will not be made on
+         * the next frame either: its viewers fall back now, not after RC_TIER_FAILURES frames (a still scene may
+         * not draw them for long) */
+        if ((t->codec->flags & RC_CODEC_STATEFUL) && !t->inst && t->failures < RC_TIER_FAILURES)
+            t->failures = RC_TIER_FAILURES;
         if (t->failures == RC_TIER_FAILURES && t->codec != &rc_codec_jpeg) {
             /* it cannot code this (a frame above H.264's size limit, say): its viewers move to their next
              * codec, JPEG at worst, until the frame size changes */

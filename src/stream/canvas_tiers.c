@@ -23,11 +23,11 @@ void rc_canvas_set_prefs_locked(rcanvas_canvas *c) {
             if (rc_codec_for(order[i]) && !(c->codecs_disabled & (1u << order[i])))
                 c->prefs[c->nprefs++] = rc_codec_for(order[i]);
     } else {
-        if (!(c->codecs_disabled & (1u << c->params.codec))) c->prefs[c->nprefs++] = rc_codec_for(c->params.codec);
-        /* h264-gpu falls back to openh264 (a device without what it needs, a frame it cannot code) */
-        if (c->params.codec == RCANVAS_CODEC_H264_GPU && rc_codec_for(RCANVAS_CODEC_H264) &&
-            !(c->codecs_disabled & (1u << RCANVAS_CODEC_H264)))
-            c->prefs[c->nprefs++] = rc_codec_for(RCANVAS_CODEC_H264);
+        const rc_codec_type *t = rc_codec_for(c->params.codec);
+        if (!(c->codecs_disabled & (1u << c->params.codec))) c->prefs[c->nprefs++] = t;
+        /* its fallback where it has one (h264-gpu: openh264, for a host without a GPU or a frame it cannot code) */
+        if (t && t->fallback && rc_codec_for((rcanvas_codec)t->fallback) && !(c->codecs_disabled & (1u << t->fallback)))
+            c->prefs[c->nprefs++] = rc_codec_for((rcanvas_codec)t->fallback);
     }
     if (c->nprefs == 0 || c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
 }

@@ -91,7 +91,7 @@ struct rc_gpu_h264 {
     int want_key;
     uint32_t frame_num, idr_pic_id, since_key;
     double qp_p;      /* the rate control's QP for P pictures */
-    int last_qp;
+    VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
     double debt;       /* the rate control's bucket: bits over budget */
@@ -116,6 +116,7 @@ static int buf_reserve(rc_gpu_h264 *e, int i, VkDeviceSize need) {
                                  is_host(i), i == B_HOST || i == B_DBG);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) return RCANVAS_EFRAME_SIZE;
     if (r != VK_SUCCESS) return vkfail(e, r, "buffer");
+    if (i == B_OUT) e->out_dirty = need; /* new memory: anything in it */
     e->dirty = 1;
     return RCANVAS_OK;
 }
@@ -426,7 +427,11 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
         vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_IN].b, 1, &c);
     }
-    vkCmdFillBuffer(cb, e->bufs[B_OUT].b, 0, VK_WHOLE_SIZE, 0);
+    /* the CAVLC pass ORs its bits into zeros: clear what the last pass wrote (not the whole worst-case buffer:
+     * 66 MB at 4K) */
+    VkDeviceSize clear = (e->out_dirty + 3) & ~(VkDeviceSize)3;
+    if (clear > e->bufs[B_OUT].cap) clear = e->bufs[B_OUT].cap;
+    if (clear) vkCmdFillBuffer(cb, e->bufs[B_OUT].b, 0, clear, 0);
     barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
     ts(e, cb, 1);
@@ -539,11 +544,13 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
     record(e, e->cmd, &pc, in);
+    e->out_dirty = e->bufs[B_OUT].cap; /* until the pass is known to have finished */
     vr = submit_wait(e);
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
     }
+    e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[0];
     return RCANVAS_OK;
 }
 
@@ -592,7 +599,6 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
     e->frame_num = (e->frame_num + 1) & 15;
     e->parity ^= 1;
-    e->last_qp = qp;
     rate_update(e, p, qp, key, out->len - start);
     if (info) {
         memset(info, 0, sizeof *info);
@@ -703,5 +709,6 @@ static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }
 
 const rc_codec_type rc_codec_h264_gpu = {
     .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028", .option = RCANVAS_CODEC_H264_GPU,
+    .fallback = RCANVAS_CODEC_H264,
     .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT,
     .create = gpu_create, .encode = gpu_encode, .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};
