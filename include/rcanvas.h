@@ -88,6 +88,39 @@ typedef enum rcanvas_log_level {
  * messages are one line without a trailing newline. Must be thread-safe and must not call back into rcanvas. */
 typedef void (*rcanvas_log_fn)(void *user, rcanvas_log_level level, const char *message);
 
+/* A log queue: a log function that never blocks the thread that logs, for a callback that could wait on a lock
+ * the app holds (a language binding's interpreter lock: Python's ctypes callbacks take the GIL, so a Python log
+ * callback stalled rcanvas' network thread, and every viewer with it, while the app ran a long C call). Pass
+ * rcanvas_log_queue_fn as rcanvas_server_config.log with the queue as log_user; lines are copied into a bounded
+ * queue, and another thread takes them with rcanvas_log_queue_pop. When the queue is full a line is dropped and
+ * counted; the count comes with the next line popped. Any number of servers may share one queue. */
+typedef struct rcanvas_log_queue rcanvas_log_queue;
+
+/* A queue of at most max_lines lines (1..65536) of at most 1023 bytes each (longer ones are cut; the library's
+ * lines are shorter). Returns RCANVAS_OK and *out, RCANVAS_EINVAL (out NULL, max_lines out of range) or
+ * RCANVAS_ENOMEM. */
+RCANVAS_API int rcanvas_log_queue_new(int max_lines, rcanvas_log_queue **out);
+
+/* The rcanvas_log_fn of a queue (user: the rcanvas_log_queue). Copies the line under the queue's mutex, which no
+ * other call holds for longer than a copy of one line; never waits for the reader. Any thread. */
+RCANVAS_API void rcanvas_log_queue_fn(void *user, rcanvas_log_level level, const char *message);
+
+/* Takes the oldest line: its text into buf (cap bytes, NUL-terminated, cut to fit), its level into *level and the
+ * number of lines dropped since the previous pop (queue full) into *dropped (either pointer may be NULL). Waits
+ * up to timeout_ms for one (0: no wait; < 0: until rcanvas_log_queue_close). Returns 1 (a line), 0 (none within
+ * the timeout; *dropped still says what was dropped), RCANVAS_ECLOSED (closed and empty) or RCANVAS_EINVAL
+ * (q or buf NULL, cap 0). One reader at a time is the intended use; several are safe. */
+RCANVAS_API int rcanvas_log_queue_pop(rcanvas_log_queue *q, int timeout_ms, rcanvas_log_level *level, char *buf,
+                                      size_t cap, uint64_t *dropped);
+
+/* Wakes the readers and makes pop return RCANVAS_ECLOSED once the queue is empty; later lines are dropped. Any
+ * thread. */
+RCANVAS_API void rcanvas_log_queue_close(rcanvas_log_queue *q);
+
+/* Frees the queue. Only once no server logs into it (after rcanvas_server_free of each) and no pop is under
+ * way. NULL is a no-op. */
+RCANVAS_API void rcanvas_log_queue_free(rcanvas_log_queue *q);
+
 /* ---- Server ------------------------------------------------------------------------------------------------ */
 
 typedef struct rcanvas_server rcanvas_server;
