@@ -17,15 +17,24 @@
         server.close()
 
 Why ctypes (and not cffi): it is in the standard library, so the package needs nothing but numpy, and the C
-API is small (plain structs, ints and strings, no callbacks on hot paths). ctypes releases the GIL around
-every foreign call (ctypes.CDLL, unlike ctypes.PyDLL), so while rcanvas copies a frame, waits, or frees a
-server, other Python threads run; the log callback re-acquires it on rcanvas' threads.
+API is small (plain structs, ints and strings, no Python callbacks). ctypes releases the GIL around every
+foreign call (ctypes.CDLL, unlike ctypes.PyDLL), so while rcanvas copies a frame, waits, or frees a server,
+other Python threads run.
 
-Threading: the rules of include/rcanvas.h hold: present() and wait() one thread at a time per canvas; the rest
-from any thread. Beyond the C API, Canvas.close() (and Server.close()) may be called while another thread is
-inside a call on the canvas: it waits for that call to return (wait() runs in slices of WAIT_SLICE_S and then
-raises RCANVAS_ECLOSED). Errors raise RcanvasError carrying the C error's name (e.g. "RCANVAS_EADDRINUSE"); bad arrays
-raise TypeError (dtype) or ValueError (shape, layout) before anything reaches the library.
+No rcanvas thread ever waits for the GIL: a ctypes callback takes it, so a Python log callback would stall the
+network thread (every page, upgrade and frame) for as long as the app holds the GIL, e.g. in a long C call of
+numpy or a renderer's. rcanvas' log lines therefore go into a C log queue (rcanvas_log_queue_fn, which only
+copies the line) and a daemon thread of this module passes them to the Python logger "rcanvas"; when it cannot
+keep up, lines are dropped and the count is logged with the next one.
+
+Threading: every call on a Server or Canvas may come from any thread. present() from several threads at once
+is serialized (each call has its own frame description; the pixels are copied before it returns); wait() and
+poll_event() from several threads are safe (each wake or event goes to one of them). Canvas.close() (and
+Server.close()) may be called while another thread is inside a call on the canvas: it waits for that call to
+return (wait() runs in slices of WAIT_SLICE_S and then raises RCANVAS_ECLOSED). Errors raise RcanvasError
+carrying the C error's name (e.g. "RCANVAS_EADDRINUSE"); bad arrays raise TypeError (dtype) or ValueError (shape,
+layout), and arguments that C would silently change (a NUL in a string, an integer outside its C field's range)
+raise ValueError, before anything reaches the library.
 
 Notebooks: rcanvas.get_server() is one server per process, configured by RCANVAS_* variables, on a port and
 with tokens that stay the same across restarts of a Jupyter kernel; server.canvas(name, replace=True) lets a
@@ -104,21 +113,71 @@ def _check(r, what):
     return r
 
 
-def _b(s):
-    return None if s is None else str(s).encode()
+def _b(s, what="a string argument"):
+    """s as the bytes of a C string, or None. A NUL would end the C string early (a token or a name cut short,
+    silently), so it is refused; the message names the argument, never its value (it may be a token)."""
+    if s is None:
+        return None
+    b = str(s).encode()
+    if b"\0" in b:
+        raise ValueError(f"{what} contains a NUL character, which C would take for its end")
+    return b
 
 
-def _strv(items):
-    items = [str(x).encode() for x in (items or [])]
+def _strv(items, what):
+    items = [_b(x, f"an item of {what}") for x in (items or [])]
     return (L.c_char_p * max(1, len(items)))(*items), len(items)
 
 
-@L.LOG_FN
-def _log_cb(user, level, message):
+def _int(v, what, lo, hi):
+    """int(v), refused with ValueError outside lo..hi: ctypes would store it modulo the field's width
+    (port=2**32 + 18094 listened on 18094)."""
     try:
-        logger.log(_LOG_LEVELS.get(level, logging.DEBUG), "%s", message.decode(errors="replace"))
-    except Exception:  # never raise into C
-        pass
+        n = int(v)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"{what} must be an integer, not {v!r}") from None
+    if not lo <= n <= hi:
+        raise ValueError(f"{what} must be {lo}..{hi}, not {n}")
+    return n
+
+
+# ---- log lines: from rcanvas' threads through a C queue to the Python logger, never taking the GIL there ----
+
+_logq = None          # the process's rcanvas_log_queue (never freed: a server of any thread may still log into it)
+_logq_lock = threading.Lock()
+LOG_QUEUE_LINES = 4096  # lines held while the Python side is busy; beyond, dropped and counted
+
+
+def _log_queue():
+    """The process-wide log queue and its reader thread, made at the first call. Returns (log_fn, user) for a
+    server config: rcanvas_log_queue_fn itself (a C function pointer: calling it takes no GIL) and the queue."""
+    global _logq
+    with _logq_lock:
+        if _logq is None:
+            q = ctypes.c_void_p()
+            _check(lib().rcanvas_log_queue_new(LOG_QUEUE_LINES, ctypes.byref(q)), "rcanvas_log_queue_new")
+            _logq = q
+            threading.Thread(target=_log_reader, args=(q,), name="rcanvas-log", daemon=True).start()
+        fn = L.LOG_FN(ctypes.cast(lib().rcanvas_log_queue_fn, ctypes.c_void_p).value)
+        return fn, _logq
+
+
+def _log_reader(q):
+    # Pops with the GIL released (a CDLL call); a timeout, so that interpreter shutdown is not held up by it.
+    buf = ctypes.create_string_buffer(1024)
+    level, dropped = ctypes.c_int(), L.c_uint64()
+    pop = lib().rcanvas_log_queue_pop
+    while True:
+        r = pop(q, 500, ctypes.byref(level), buf, len(buf), ctypes.byref(dropped))
+        if r < 0:
+            return
+        try:
+            if dropped.value:
+                logger.warning("%d rcanvas log lines dropped (the Python side did not keep up)", dropped.value)
+            if r == 1:
+                logger.log(_LOG_LEVELS.get(level.value, logging.DEBUG), "%s", buf.value.decode(errors="replace"))
+        except Exception:  # a broken handler must not end the reader
+            pass
 
 
 _servers = weakref.WeakSet()
@@ -138,36 +197,44 @@ class Server:
     token/view_token: the interactive and view-only access tokens (None: 128 random bits each).
     base_path: the URL prefix a reverse proxy serves it under (e.g. jupyter-server-proxy's "/proxy/8080").
     allowed_hosts / allowed_origins: extra Host names and WebSocket Origins accepted (docs/security.md).
-    tls_cert/tls_key: PEM paths for https/wss. log_level: the most verbose rcanvas log lines passed on to the
-    Python logger "rcanvas" ("error", "warn", "info", "debug"). Raises RcanvasError (e.g. RCANVAS_EADDRINUSE).
+    tls_cert/tls_key: PEM paths for https/wss. max_viewers; max_frame_dim: the largest frame side present()
+    takes (None: the library's default, 8192). log_level: the most verbose rcanvas log lines passed on to the
+    Python logger "rcanvas" ("error", "warn", "info", "debug"), from a thread of this module (rcanvas' own
+    threads never wait for the GIL). Raises RcanvasError (e.g. RCANVAS_EADDRINUSE), ValueError for a string
+    with a NUL or an integer outside its range (port 0-65535).
     Use as a context manager, or call close(); it is closed at interpreter exit in any case.
     """
 
     def __init__(self, host="127.0.0.1", port=0, *, token=None, view_token=None, base_path=None,
                  allowed_hosts=None, allowed_origins=None, tls_cert=None, tls_key=None, encode_threads=0,
-                 max_viewers=None, log_level="warn"):
+                 max_viewers=None, max_frame_dim=None, log_level="warn"):
+        if log_level not in ("error", "warn", "info", "debug"):
+            raise ValueError(f"log_level must be 'error', 'warn', 'info' or 'debug', not {log_level!r}")
         cfg = L.ServerConfig()
         lib().rcanvas_server_config_init(ctypes.byref(cfg))
         self._keep = []  # the strings the config points to, alive until rcanvas_server_new copied them
-        cfg.host = _b(host)
-        cfg.port = int(port)
-        cfg.token = _b(token)
-        cfg.view_token = _b(view_token)
-        cfg.base_path = _b(base_path)
+        cfg.host = _b(host, "host")
+        cfg.port = _int(port, "port", 0, 65535)
+        cfg.token = _b(token, "token")
+        cfg.view_token = _b(view_token, "view_token")
+        cfg.base_path = _b(base_path, "base_path")
         if allowed_hosts:
-            arr, n = _strv(allowed_hosts)
+            arr, n = _strv(allowed_hosts, "allowed_hosts")
             self._keep.append(arr)
             cfg.allowed_hosts, cfg.n_allowed_hosts = ctypes.cast(arr, ctypes.POINTER(L.c_char_p)), n
         if allowed_origins:
-            arr, n = _strv(allowed_origins)
+            arr, n = _strv(allowed_origins, "allowed_origins")
             self._keep.append(arr)
             cfg.allowed_origins, cfg.n_allowed_origins = ctypes.cast(arr, ctypes.POINTER(L.c_char_p)), n
-        cfg.tls_cert, cfg.tls_key = _b(tls_cert), _b(tls_key)
-        cfg.encode_threads = int(encode_threads)
+        cfg.tls_cert, cfg.tls_key = _b(tls_cert, "tls_cert"), _b(tls_key, "tls_key")
+        cfg.encode_threads = _int(encode_threads, "encode_threads", 0, L.INT_MAX)
         if max_viewers is not None:
-            cfg.max_viewers = int(max_viewers)
-        cfg.log = _log_cb
+            cfg.max_viewers = _int(max_viewers, "max_viewers", 1, L.INT_MAX)
+        if max_frame_dim is not None:
+            cfg.max_frame_dim = _int(max_frame_dim, "max_frame_dim", 1, L.UINT32_MAX)
+        cfg.log, cfg.log_user = _log_queue()
         cfg.log_level = {"error": 0, "warn": 1, "info": 2, "debug": 3}[log_level]
+        self.max_frame_dim = cfg.max_frame_dim  # present() refuses larger arrays before converting them
         h = ctypes.c_void_p()
         _check(lib().rcanvas_server_new(ctypes.byref(cfg), ctypes.byref(h)), "rcanvas_server_new")
         self._keep = None
@@ -268,13 +335,18 @@ class Canvas:
             raise ValueError(f"update_mode must be one of {sorted(UPDATE_MODES)}, not {update_mode!r}")
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
+        if str(subsampling) not in SUBSAMPLING:
+            raise ValueError(f"subsampling must be one of {sorted(SUBSAMPLING)}, not {subsampling!r}")
         cfg = L.CanvasConfig()
         lib().rcanvas_canvas_config_init(ctypes.byref(cfg))
-        cfg.name, cfg.title = _b(name or ""), _b(title)
-        cfg.width, cfg.height, cfg.pixel_ratio = int(width), int(height), float(pixel_ratio)
-        cfg.update_mode, cfg.max_fps, cfg.max_in_flight = UPDATE_MODES[update_mode], float(max_fps), int(max_in_flight)
-        cfg.codec, cfg.quality, cfg.subsampling = CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]
-        cfg.refine_ms = int(refine_ms)
+        cfg.name, cfg.title = _b(name or "", "name"), _b(title, "title")
+        cfg.width, cfg.height = _int(width, "width", 0, L.UINT32_MAX), _int(height, "height", 0, L.UINT32_MAX)
+        cfg.pixel_ratio = float(pixel_ratio)
+        cfg.update_mode, cfg.max_fps = UPDATE_MODES[update_mode], float(max_fps)
+        cfg.max_in_flight = _int(max_in_flight, "max_in_flight", L.INT_MIN, L.INT_MAX)
+        cfg.codec, cfg.quality = CODECS[codec], _int(quality, "quality", L.INT_MIN, L.INT_MAX)
+        cfg.subsampling = SUBSAMPLING[str(subsampling)]
+        cfg.refine_ms = _int(refine_ms, "refine_ms", L.INT_MIN, L.INT_MAX)
         h = ctypes.c_void_p()
         self._cv = threading.Condition()  # guards _h, _busy, _closing: close() waits for calls in other threads
         self._busy = {}  # thread ident -> calls of that thread inside rcanvas with the handle
@@ -289,8 +361,9 @@ class Canvas:
             server._canvases.add(self)
             server._by_name[name or ""] = self
         self._h, self._server, self.name = h, server, name or ""
-        self._frame = L.Frame()
-        self._event = L.Event()
+        # present() from several threads at once takes turns: the conversion buffer is one, and the C library
+        # takes one present at a time per canvas (it would answer RCANVAS_EBUSY).
+        self._present_lock = threading.Lock()
         self._rgbx = None  # the conversion buffer of (H, W, 3) arrays, reused while the size stays
 
     # -- basics
@@ -344,32 +417,38 @@ class Canvas:
         return self._server.url(self.name, view_only=True)
 
     def set_title(self, title):
+        t = _b(title, "title")
         with self._use() as h:
-            _check(lib().rcanvas_canvas_set_title(h, _b(title)), "rcanvas_canvas_set_title")
+            _check(lib().rcanvas_canvas_set_title(h, t), "rcanvas_canvas_set_title")
 
     def set_cursor(self, cursor):
         """A CSS cursor keyword ("default", "pointer", "crosshair", "none", …) viewers see over the canvas."""
         if not isinstance(cursor, str):
             raise TypeError(f"cursor must be a str, not {type(cursor).__name__}")
+        c = _b(cursor, "cursor")
         with self._use() as h:
-            _check(lib().rcanvas_canvas_set_cursor(h, cursor.encode()), f"set_cursor({cursor!r})")
+            _check(lib().rcanvas_canvas_set_cursor(h, c), f"set_cursor({cursor!r})")
 
     def set_codec(self, codec, quality=85, subsampling="auto"):
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
+        if str(subsampling) not in SUBSAMPLING:
+            raise ValueError(f"subsampling must be one of {sorted(SUBSAMPLING)}, not {subsampling!r}")
+        q = _int(quality, "quality", L.INT_MIN, L.INT_MAX)
         with self._use() as h:
-            _check(lib().rcanvas_canvas_set_codec(h, CODECS[codec], int(quality), SUBSAMPLING[str(subsampling)]),
+            _check(lib().rcanvas_canvas_set_codec(h, CODECS[codec], q, SUBSAMPLING[str(subsampling)]),
                    "rcanvas_canvas_set_codec")
 
     def set_option(self, option, value):
         """rcanvas_canvas_set_option: option is a name of OPTIONS ("rate_adapt", "max_in_flight", …) or the
         RCANVAS_OPT_* number (include/rcanvas.h has units and ranges); value an int."""
-        opt = OPTIONS[option] if isinstance(option, str) else int(option)
+        opt = OPTIONS[option] if isinstance(option, str) else _int(option, "option", L.INT_MIN, L.INT_MAX)
+        v = _int(value, f"the value of option {option!r}", L.INT_MIN, L.INT_MAX)
         with self._use() as h:
-            _check(lib().rcanvas_canvas_set_option(h, opt, int(value)), f"set_option({option!r}, {value!r})")
+            _check(lib().rcanvas_canvas_set_option(h, opt, v), f"set_option({option!r}, {value!r})")
 
     def get_option(self, option):
-        opt = OPTIONS[option] if isinstance(option, str) else int(option)
+        opt = OPTIONS[option] if isinstance(option, str) else _int(option, "option", L.INT_MIN, L.INT_MAX)
         v = ctypes.c_int()
         with self._use() as h:
             _check(lib().rcanvas_canvas_get_option(h, opt, ctypes.byref(v)), f"get_option({option!r})")
@@ -404,8 +483,10 @@ class Canvas:
         (strides[1] == 4, strides[2] == 1) and whose rows are ≥ 4·W bytes apart (strides[0], any pitch: a
         C-contiguous array, or a crop of one such as big[y0:y1, x0:x1]). Other (H, W, 4) layouts raise
         ValueError (np.ascontiguousarray makes a fitting copy). (H, W, 3) arrays of any strides are converted
-        into a reused RGBX buffer first (one more copy). Raises TypeError (not uint8), ValueError (shape,
-        layout, format), RcanvasError (e.g. RCANVAS_EFRAME_SIZE above the server's max_frame_dim)."""
+        into a reused RGBX buffer first (one more copy). Any thread: calls from several threads at once take
+        turns. Raises TypeError (not uint8), ValueError (shape, layout, format), RcanvasError (e.g.
+        RCANVAS_EFRAME_SIZE above the server's max_frame_dim, checked before any conversion, or above the
+        codec's limit)."""
         a = array if isinstance(array, np.ndarray) else np.asarray(array)
         if a.dtype != np.uint8:
             raise TypeError(f"present() takes a uint8 array, not {a.dtype}")
@@ -414,6 +495,9 @@ class Canvas:
         h, w, ch = a.shape
         if h == 0 or w == 0:
             raise ValueError(f"present() takes a non-empty array, not {a.shape}")
+        maxd = self._server.max_frame_dim
+        if w > maxd or h > maxd:  # before any conversion: a refused frame costs no copy and keeps no buffer
+            raise RcanvasError(-3, f"present(): a {w}x{h} frame is over the server's max_frame_dim {maxd}")
         if ch == 4:
             fmt = "rgba" if format is None else format
             if fmt not in FORMATS:
@@ -423,20 +507,28 @@ class Canvas:
                 raise ValueError(
                     f"present() needs the 4 bytes of a pixel together and rows at least 4*W bytes apart "
                     f"(strides (≥{4 * w}, 4, 1)), not strides {a.strides}: pass np.ascontiguousarray(array)")
-            src = a
-        else:
-            if format not in (None, "rgb"):
-                raise ValueError(f"format of a (H, W, 3) array must be 'rgb', not {format!r}")
+            with self._present_lock:
+                self._present(a, w, h, a.strides[0] if h > 1 else w * 4, fmt)
+            return
+        if format not in (None, "rgb"):
+            raise ValueError(f"format of a (H, W, 3) array must be 'rgb', not {format!r}")
+        with self._present_lock:
             if self._rgbx is None or self._rgbx.shape[:2] != (h, w):
+                self._rgbx = None  # the old one freed before the new one is made
                 self._rgbx = np.empty((h, w, 4), np.uint8)
                 self._rgbx[..., 3] = 255
             self._rgbx[..., :3] = a
-            src, fmt, pitch = self._rgbx, "rgbx", w * 4
-        f = self._frame
-        f.pixels = src.ctypes.data
-        f.width, f.height, f.pitch, f.format, f.timestamp_us = w, h, pitch, FORMATS[fmt], 0
-        with self._use() as h:
-            _check(lib().rcanvas_present(h, ctypes.byref(f)), "rcanvas_present")
+            try:
+                self._present(self._rgbx, w, h, w * 4, "rgbx")
+            except RcanvasError:
+                self._rgbx = None  # e.g. over the codec's size limit: the buffer is not kept for a size refused
+                raise
+
+    def _present(self, src, w, h, pitch, fmt):
+        # A frame description of this call's own (the pixels stay alive in src for the call).
+        f = L.Frame(src.ctypes.data, w, h, pitch, FORMATS[fmt], 0)
+        with self._use() as hd:
+            _check(lib().rcanvas_present(hd, ctypes.byref(f)), "rcanvas_present")
 
     # -- scheduling and events
 
@@ -468,9 +560,10 @@ class Canvas:
 
     def poll_event(self):
         """The oldest queued event as a renderview dict, or None."""
+        ev = L.Event()  # this call's own: several threads may poll
         with self._use() as h:
-            r = _check(lib().rcanvas_poll_event(h, ctypes.byref(self._event)), "rcanvas_poll_event")
-        return event_to_dict(self._event) if r == 1 else None
+            r = _check(lib().rcanvas_poll_event(h, ctypes.byref(ev)), "rcanvas_poll_event")
+        return event_to_dict(ev) if r == 1 else None
 
     def poll_events(self):
         """Every queued event, oldest first (renderview dicts)."""

@@ -16,6 +16,13 @@ c_double, c_int, c_uint32, c_int32, c_int64, c_uint64, c_size_t, c_char_p, c_voi
 
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 
+# The ranges of the C integer types, for refusing a Python int that ctypes would silently wrap (2**32 + 18094
+# stored in a c_int is 18094).
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+UINT32_MAX = (1 << 32) - 1
+UINT64_MAX = (1 << 64) - 1
+SIZE_MAX = (1 << (8 * ctypes.sizeof(c_size_t))) - 1
+
 
 class ServerConfig(ctypes.Structure):
     _fields_ = [
@@ -147,6 +154,9 @@ def _declare(lib):
         "rcanvas_request_draw": (None, [c_void_p]),
         "rcanvas_poll_event": (c_int, [c_void_p, P(Event)]),
         "rcanvas_event_type_name": (c_char_p, [c_int]),
+        "rcanvas_log_queue_new": (c_int, [c_int, P(c_void_p)]),
+        "rcanvas_log_queue_pop": (c_int, [c_void_p, c_int, P(c_int), c_char_p, c_size_t, P(c_uint64)]),
+        "rcanvas_log_queue_close": (None, [c_void_p]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
