@@ -153,6 +153,12 @@ static int read_token_file(const char *path, char *out, size_t cap, char *why, s
     size_t n = fread(out, 1, cap - 1, f);
     fclose(f);
     out[n] = '\0';
+    /* a NUL would end the C string early: the token would silently be the part before it */
+    if (memchr(out, '\0', n)) {
+        snprintf(why, whycap, "holds a NUL byte (character %zu): must be 22 to 128 characters of A-Z a-z 0-9 _ -",
+                 strlen(out) + 1);
+        return 1;
+    }
     if (n > 0 && out[n - 1] == '\n') out[--n] = '\0';
     if (n > 0 && out[n - 1] == '\r') out[--n] = '\0';
     char rule[64];

@@ -96,6 +96,9 @@ dd "$D: --token-file $t/short.token: 5 characters: must be 22 to 128 characters 
 dd "$D: --view-token-file $t/open.token: is readable by others (chmod o-r)" --view-token-file "$t/open.token"
 dd "$D: --token-file $t/none.token: cannot be read: No such file or directory" --token-file "$t/none.token"
 dd "$D: --token-file: needs a value (a file holding the token)" --token-file
+# ... a NUL inside: refused, not the token cut short before it (the part before is a valid token)
+printf 'abcdefghijklmnopqrstuvwxyz0123\000tail\n' > "$t/nul.token"; chmod 600 "$t/nul.token"
+dd "$D: --token-file $t/nul.token: holds a NUL byte (character 31): must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token-file "$t/nul.token"
 # ... a file another user could write (and so pick the token), a FIFO (it must not hang the start), a directory
 printf 'abcdefghijklmnopqrstuvwxyz0123\n' > "$t/gw.token"; chmod 620 "$t/gw.token"
 dd "$D: --token-file $t/gw.token: is writable by group or others (chmod go-w)" --token-file "$t/gw.token"
