@@ -3,7 +3,8 @@
 // connecting → connected (after hello) → disconnected (retrying with backoff from 250 ms to 5 s) → connected …,
 // → gone (GONE_AFTER attempts in a row failed, about 25 s: the server, or its canvas, has gone, e.g. a notebook
 // kernel restarted; retrying every 30 s, then every 60 s, until it is back), or token-missing / token-rejected
-// (the server answers 401 / 403: no retrying until the person asks).
+// (the server answers 401 / 403: no retrying until the person asks), or session-ended (a view of the served page,
+// which goes by a session of one server process: 401 after that process is gone, e.g. restarted).
 // A browser WebSocket cannot see the HTTP status of a refused upgrade, so after an attempt that never opened the
 // connection asks the page URL of the same canvas with the same token (the probe) and reads only its status.
 // It knows nothing of the DOM: the view shows what it reports through its handlers.
@@ -41,9 +42,10 @@ const REFUSALS = {
  * closed() when an open socket has gone (the view forgets half-received frames); socket(ws) on each new socket.
  */
 export class Connection {
-  constructor({ socketUrl, probeUrl, handlers }) {
+  constructor({ socketUrl, probeUrl, handlers, session = false }) {
     this.socketUrl = socketUrl;
     this.probeUrl = probeUrl;
+    this.session = session;      // by the served page's session cookie: a 401 means its server process is gone
     this.h = handlers;
     this.ws = null;
     this.state = 'connecting';
@@ -205,9 +207,11 @@ export class Connection {
     // Refused or unreachable: the WebSocket API hides the HTTP status, so ask the page URL with the same token.
     this.probeRefusal().then((status) => {
       if (mine !== this.attempt || this.stopped) return;     // a retry or a page hide came first
-      const r = refusalFrom(status);
+      const r = refusalFrom(status, this.session);
       if (!r.retry) {
-        console.warn(`rcanvas: the server refuses this page's token (HTTP ${status}); not retrying`);
+        console.warn(r.state === 'session-ended'
+          ? "rcanvas: this page's session ended with the server process that served it; not retrying"
+          : `rcanvas: the server refuses this page's token (HTTP ${status}); not retrying`);
         this.setState(r.state);
         return;
       }

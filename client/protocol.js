@@ -215,7 +215,8 @@ function rootUrl(loc, root = '/') {
 }
 
 /** WebSocket URL of a canvas: ws(s)://host/ROOT/ws?token=T or ws(s)://host/ROOT/c/NAME/ws?token=T (ROOT: see
- *  rootUrl). Without a token the socket authenticates by the cookie the page request set. */
+ *  rootUrl). Without a token the socket authenticates by the session cookie (the served page's ROOT is then its
+ *  session path, …/s/R/, the only path the cookie is sent to). */
 export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/') {
   const base = rootUrl(loc, root);
   const scheme = base.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -267,8 +268,12 @@ export function endpointsFrom({ url, canvas, token, root } = {}, loc) {
   return { canvasName: name, socket: socketUrl(base, name, tok, root), probe: probeUrl(base, name, tok, root) };
 }
 
-/** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down). */
-export function refusalFrom(status) {
+/** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down).
+ *  session: the view connects by the session of the served page (its cookie under s/R/, no token in any URL),
+ *  which lives as long as the server process that made it; a 401 then means that process is gone (a restart):
+ *  only the link with its token opens the page again (docs/security.md). */
+export function refusalFrom(status, session = false) {
+  if (status === 401 && session) return { state: 'session-ended', retry: false };
   if (status === 401) return { state: 'token-missing', retry: false };
   if (status === 403) return { state: 'token-rejected', retry: false };
   if (status === 404) return { state: 'disconnected', retry: true, why: 'the server has no such canvas' };

@@ -24,28 +24,17 @@ export { createDecoder, registerDecoder, videoSupport, openVideoFrames } from '.
 export { Stats, formatStats } from './stats.js';
 export { RCanvasView };
 
-/** The served page traded its ?token= for an HttpOnly cookie (body[data-token-cookie] = "1", set by the server in
- *  that response): the token leaves the address bar (history, screenshots), as Jupyter does; the WebSocket and a
- *  reload then authenticate by the cookie (docs/security.md). */
-function dropTokenFromAddressBar(doc) {
-  const win = doc.defaultView;
-  if (doc.body.dataset.tokenCookie !== '1' || !win.history || !win.history.replaceState) return;
-  // A page in a frame of another site keeps its token: the browser does not send that site's frames a
-  // SameSite=Strict cookie, and a frame's URL is in no address bar.
-  if (win.top !== win) return;
-  const u = new URL(win.location.href);
-  if (!u.searchParams.has('token')) return;
-  u.searchParams.delete('token');
-  win.history.replaceState(win.history.state, '', u.href);
-}
-
+// The server answers the page's ?token= with a 303 to the same page under s/R/ (a secret path of its process) and
+// a session cookie valid only there (docs/security.md): the address bar has no token, and the page's script,
+// WebSocket and probe go by URLs relative to it, so under s/R/ with the cookie. body[data-session] = "1" says the
+// page came that way. A page in a frame of another site is served with its token instead (no cookie works there).
 function startPage(doc) {
   const body = doc.body;
-  dropTokenFromAddressBar(doc);
   body.addEventListener('rcanvas-state', (ev) => { body.dataset.state = ev.detail.state; });
   return new RCanvasView(body, {
     canvas: canvasNameFrom(body.dataset.canvas, doc.defaultView.location.pathname),
     root: body.dataset.root || './',   // relative to this page: its script and WebSocket work under a proxy's prefix
+    session: body.dataset.session === '1',
     fullPage: true,
     autofocus: true,           // the page is the view: keys work at once, unless something else has the focus
     documentTitle: true,

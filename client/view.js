@@ -63,6 +63,7 @@ const BANNER_TITLES = {
   gone: () => 'Server gone — re-run the cell',
   'token-rejected': () => 'Token rejected',
   'token-missing': () => 'Token missing',
+  'session-ended': () => 'Server restarted',
 };
 
 export class RCanvasView {
@@ -77,6 +78,8 @@ export class RCanvasView {
    *   fullPage      fill the window (the served page)
    *   ids           prefix of element ids (the served page: "rcanvas" -> #rcanvas-canvas, #rcanvas-banner, …)
    *   canvasElement a <canvas> of the page to use (it moves into the view) instead of a new one
+   *   session       the served page opened by its session cookie (no token in its URL): a 401 says the server
+   *                 process that made the session is gone ("Server restarted"), not that a token is missing
    */
   constructor(container, options = {}) {
     if (!container || !container.ownerDocument) throw new TypeError('RCanvasView: container must be an element');
@@ -114,7 +117,7 @@ export class RCanvasView {
     this.sentVisible = true;           // what the server believes (a new viewer is visible)
 
     this.conn = new Connection({
-      socketUrl: ep.socket, probeUrl: ep.probe,
+      socketUrl: ep.socket, probeUrl: ep.probe, session: !!options.session,
       handlers: {
         state: (s, info) => this.onState(s, info),
         countdown: (text) => { this.bannerText.textContent = text; },
@@ -303,6 +306,11 @@ export class RCanvasView {
     } else if (next === 'token-missing') {
       text = 'Open the URL the server printed.';
       detail = 'This page\'s address has no ?token=….';
+    } else if (next === 'session-ended') {
+      // the served page's session (its secret path and cookie) was good for the server process that made it only
+      text = 'Server restarted: open the link with its token again.';
+      detail = 'This page was opened by a session of the server process that served it, which has ended; a page ' +
+               'does not reconnect by itself to a new process. Open the URL the server printed (with ?token=).';
     } else if (next === 'gone') {
       // many attempts in a row failed: the program (a notebook kernel) stopped or closed this canvas
       detail = `${detail ? detail + '. ' : ''}Run the notebook cell (or the program) that made this canvas again;` +

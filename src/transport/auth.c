@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * auth.c — roles by token, the rate limit on wrong tokens, the Host check and the base path (see auth.h).
+ * auth.c — roles by token, the session a page's token is traded for, the rate limit on wrong tokens, the Host
+ * check and the base path (see auth.h).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 #include "transport/auth.h"
 
@@ -63,13 +66,90 @@ int rc_auth_cookie(const char *h, const char *name, char *out, size_t cap) {
     return 0;
 }
 
-void rc_auth_cookie_name(int port, char *out, size_t cap) { snprintf(out, cap, "rcanvas_token_%d", port); }
+/* ---- the session ---- */
 
-void rc_auth_token_cookie(int port, const char *token, const char *base, int secure, char *out, size_t cap) {
-    char name[40];
-    rc_auth_cookie_name(port, name, sizeof name);
-    snprintf(out, cap, "%s=%s; Path=%s; HttpOnly; SameSite=Strict%s", name, token, base[0] ? base : "/",
-             secure ? "; Secure" : "");
+static int random_hex(char *out, size_t nbytes) {
+    unsigned char raw[RC_SESSION_BYTES];
+    if (nbytes > sizeof raw) return -1;
+    for (size_t got = 0; got < nbytes;) {
+        ssize_t n = getrandom(raw + got, nbytes - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+    return 0;
+}
+
+int rc_auth_session_new(rc_auth_session *s) {
+    if (random_hex(s->path, RC_SESSION_BYTES) || random_hex(s->interactive, RC_SESSION_BYTES) ||
+        random_hex(s->view, RC_SESSION_BYTES))
+        return -1;
+    return 0;
+}
+
+const char *rc_auth_session_strip(const char *path, const char *secret, int *in, int *match) {
+    *in = *match = 0;
+    if (strncmp(path, "/s/", 3)) return path;
+    const char *x = path + 3, *end = strchr(x, '/');
+    size_t xl = end ? (size_t)(end - x) : strlen(x);
+    if (xl == 0) return path; /* "/s/" or "/s//…": no segment, no session path (404) */
+    *in = 1;
+    *match = rc_auth_equal(x, xl, secret, strlen(secret));
+    return x + xl; /* "/…", or "" for "/s/X" */
+}
+
+void rc_auth_session_cookie(const char *value, const char *base, const char *secret, int secure, char *out,
+                            size_t cap) {
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/') bl--;
+    snprintf(out, cap, "%s=%s; Path=%.*s/s/%s/; HttpOnly; SameSite=Lax%s", RC_SESSION_COOKIE, value, (int)bl,
+             base, secret, secure ? "; Secure" : "");
+}
+
+/* 1 if arg ("name=value" or "name") is named "token". */
+static int is_token_arg(const char *arg) { return !strncmp(arg, "token", 5) && (arg[5] == '=' || !arg[5]); }
+
+int rc_auth_query(const char *const *args, int nargs, int drop_token, char *out, size_t cap) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    if (cap == 0) return -1;
+    out[0] = '\0';
+    for (int i = 0; i < nargs; i++) {
+        if (!args[i] || (drop_token && is_token_arg(args[i]))) continue;
+        if (n + 1 >= cap) return -1;
+        char sep = n ? '&' : '?';
+        out[n++] = sep;
+        int eq = 0;
+        for (const unsigned char *c = (const unsigned char *)args[i]; *c; c++) {
+            if (isalnum(*c) || *c == '-' || *c == '.' || *c == '_' || *c == '~' || (*c == '=' && !eq++)) {
+                if (n + 1 >= cap) return -1;
+                out[n++] = (char)*c;
+            } else {
+                if (n + 3 >= cap) return -1;
+                out[n++] = '%';
+                out[n++] = hex[*c >> 4];
+                out[n++] = hex[*c & 15];
+            }
+        }
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+int rc_auth_session_location(const char *path, const char *inner, const char *secret, const char *const *args,
+                             int nargs, char *out, size_t cap) {
+    char root[256], query[1024];
+    rc_auth_root_prefix(path, root, sizeof root);
+    if (strlen(root) + 4 >= sizeof root) return -1; /* cut: a path deeper than any page (85 levels) */
+    if (rc_auth_query(args, nargs, 1, query, sizeof query)) return -1;
+    int n = snprintf(out, cap, "%ss/%s%s%s", strcmp(root, "./") ? root : "", secret, inner[0] ? inner : "/", query);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
 int rc_auth_forwarded_https(const char *v) {

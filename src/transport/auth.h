@@ -2,8 +2,9 @@
 /*
  * auth.h — private to src/transport/: who may talk to the server (issue 11, points 2, 3 and 6), as pure functions
  * on strings so that tests/transport/test_auth.c checks them without a socket:
- *  - roles by token: the interactive token and the view-only token, found in the query (?token=), an
- *    `Authorization: Bearer` header or the session cookie (in that order), compared in constant time;
+ *  - roles by token: the interactive token and the view-only token, found in the query (?token=) or an
+ *    `Authorization: Bearer` header, or by the session cookie a page's ?token= is traded for (under the
+ *    session's secret path only), in that order, compared in constant time;
  *  - a rate limit on wrong tokens per network (/24, /64) and server-wide (token buckets in a fixed-size table);
  *  - the Host check against DNS rebinding;
  *  - the base path a reverse proxy serves the server under.
@@ -24,8 +25,9 @@ typedef enum rc_role {
     RC_ROLE_INTERACTIVE = 3, /* the interactive token: input, may become active */
 } rc_role;
 
-/* Where a token came from (the page request with a query token sets the cookie). */
-typedef enum rc_token_source { RC_TOKEN_NONE = 0, RC_TOKEN_QUERY, RC_TOKEN_BEARER, RC_TOKEN_COOKIE } rc_token_source;
+/* Where a token came from: the query (a page request with it is moved under the session's path), an
+ * Authorization header, or the session cookie (under the session's path only; its value is S, not a token). */
+typedef enum rc_token_source { RC_TOKEN_NONE = 0, RC_TOKEN_QUERY, RC_TOKEN_BEARER, RC_TOKEN_SESSION } rc_token_source;
 
 /* 1 if a and b are equal; the time depends only on the length of b (the secret), never on where they differ. */
 int rc_auth_equal(const char *a, size_t alen, const char *b, size_t blen);
@@ -41,21 +43,63 @@ int rc_auth_bearer(const char *header, char *out, size_t cap);
 /* The value of cookie `name` in a Cookie header ("a=1; b=2") into out (cap bytes). 1 if found, else 0. */
 int rc_auth_cookie(const char *header, const char *name, char *out, size_t cap);
 
-/* The cookie's name for the server on this port: rcanvas_token_PORT (cookies do not separate ports, so two
- * servers on one host keep theirs apart). */
-void rc_auth_cookie_name(int port, char *out, size_t cap);
+/* ---- the session a page's ?token= is traded for ----
+ *
+ * Browsers do not keep cookies of one host apart by port: a cookie that held the token went to every other
+ * listener on 127.0.0.1, another user's included, and to whoever bound this port after the server exited (the
+ * page's reconnects). So a page request with the right ?token= is answered 303 to the same page under s/R/, R a
+ * secret path segment of this process, with the cookie RC_SESSION_COOKIE = S (one S per role, this process's too)
+ * whose Path is BASE/s/R/: the browser sends it only under that path, which nothing but this server's pages name,
+ * and R and S die with the process (a listener that takes the port over learns nothing that opens a later one). */
 
-/* The Set-Cookie value that trades a page's ?token= for the cookie, into out (cap bytes; 512 hold any token of
- * 128 characters and any base path): "rcanvas_token_PORT=TOKEN; Path=BASE; HttpOnly; SameSite=Strict", and
- * "; Secure" when secure (RFC 6265 4.1.2.5: the browser then never sends it over plain http). HttpOnly: no
- * script reads it; SameSite=Strict: no other site's page sends it. base "" is Path=/. */
-void rc_auth_token_cookie(int port, const char *token, const char *base, int secure, char *out, size_t cap);
+#define RC_SESSION_COOKIE "rcanvas_s"
+#define RC_SESSION_BYTES 16                     /* 128 random bits each */
+#define RC_SESSION_CHARS (2 * RC_SESSION_BYTES) /* in hex: [0-9a-f] */
+
+typedef struct rc_auth_session {
+    char path[RC_SESSION_CHARS + 1];        /* R: the secret path segment */
+    char interactive[RC_SESSION_CHARS + 1]; /* S of the interactive role */
+    char view[RC_SESSION_CHARS + 1];        /* S of the view-only role */
+} rc_auth_session;
+
+/* New random secrets from getrandom(2) (never derived from the tokens). 0, or -1 if no randomness came. */
+int rc_auth_session_new(rc_auth_session *s);
+
+/* A path under "/s/X/" (base path already stripped): returns what follows X ("/s/X/c/a" → "/c/a", "/s/X/" → "/",
+ * "/s/X" → ""), *in = 1, and *match = X is `secret` (compared in constant time); any other path is returned as it
+ * is with *in = *match = 0. The server routes the rest as it routes a path without the prefix. */
+const char *rc_auth_session_strip(const char *path, const char *secret, int *in, int *match);
+
+/* The Set-Cookie value of the session, into out (cap bytes; 512 hold any base path):
+ * "rcanvas_s=VALUE; Path=BASE/s/SECRET/; HttpOnly; SameSite=Lax" and "; Secure" when secure (RFC 6265 4.1.2.5:
+ * never sent over plain http then). HttpOnly: no script reads it; the Path: no other path of the host (another
+ * port's listener, whatever its site) gets it, and no page that does not know SECRET can name a URL it goes to.
+ * SameSite=Lax, not Strict: a link from another site (a notebook on localhost opening 127.0.0.1, a chat) is a
+ * navigation that site started, and Chromium then sends no Strict cookie to the 303's target, even one the 303
+ * itself set: the page answered 401. Lax goes with top-level navigations only (not with other sites' frames,
+ * fetches or forms that POST), and the secret path already keeps them from naming any URL it covers. */
+void rc_auth_session_cookie(const char *value, const char *base, const char *secret, int secure, char *out,
+                            size_t cap);
+
+/* The query string of args ("name=value" each, decoded, as lws splits them) into out: "" when none is kept, else
+ * "?" and the arguments joined by "&", every byte but unreserved characters and an argument's first "=" percent-
+ * encoded (so nothing a request carries, CR, LF, '&', '#', reaches a header we write); with drop_token, arguments
+ * named "token" are left out. 0, or -1 if it does not fit cap. */
+int rc_auth_query(const char *const *args, int nargs, int drop_token, char *out, size_t cap);
+
+/* The relative Location that moves a page request to the same page under the session's path: from the request's
+ * path `path` (base path stripped, which may itself be under /s/X/), the way back to the root (rc_auth_root_prefix,
+ * "./" left out), "s/SECRET", the page's own path `inner` (path without any /s/X prefix), then args less the token
+ * (rc_auth_query). "/" → "s/R/", "/c/a" → "../s/R/c/a", "/s/X/c/a" → "../../../s/R/c/a". Relative, so that it
+ * works whether a proxy passes the base path on or strips it. 0, or -1 if it does not fit cap. */
+int rc_auth_session_location(const char *path, const char *inner, const char *secret, const char *const *args,
+                             int nargs, char *out, size_t cap);
 
 /* 1 if a reverse proxy that terminated TLS says so: an X-Forwarded-Proto value (the de facto header nginx's
  * `proxy_set_header X-Forwarded-Proto $scheme`, HAProxy and Caddy send) whose first entry is "https" (ignoring
  * case and spaces; a chain of proxies appends, so the first is the one the browser reached). NULL or anything
- * else: 0. Only the cookie's Secure flag follows it (issue 20: behind a TLS proxy the cookie lacked Secure and
- * went out in clear text on a visit to the site's http:// address); a client that forges it makes its own cookie
+ * else: 0. Only the cookie's Secure flag follows it (behind a TLS proxy a cookie without Secure went out in
+ * clear text on a visit to the site's http:// address); a client that forges it makes its own cookie
  * only stricter, so nothing here needs the proxy to be trusted. */
 int rc_auth_forwarded_https(const char *x_forwarded_proto);
 

@@ -4,8 +4,9 @@
  * client files, /metrics, and the checks every request passes: with TLS, plain HTTP (400); the method (405 but
  * GET); Host (400 absent, 403 not a name of this server: DNS rebinding); the base path a proxy may keep in front
  * (stripped); the path's shape and, on upgrades, Origin (route.c, pure, fuzzed); token and role (401 missing, 403
- * wrong, 429 a wrong one while its network or the server has had too many; from ?token=, a Bearer header or the
- * cookie a page's ?token= is traded for: auth.c); the canvas and the viewer limit.
+ * wrong, 429 a wrong one while its network or the server has had too many; from ?token=, a Bearer header or,
+ * under the session's secret path, the cookie a page's ?token= is traded for by a 303: auth.c); the canvas and
+ * the viewer limit.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -97,9 +98,11 @@ static int check_host(struct lws *wsi, rc_transport *s) {
     return r;
 }
 
-/* The token of a request, from (first found) ?token=, `Authorization: Bearer`, or the cookie; into buf. */
-static const char *find_token(struct lws *wsi, rc_transport *s, char *buf, size_t cap, rc_token_source *src) {
-    char h[300], name[40];
+/* The token of a request, from (first found) ?token= or `Authorization: Bearer`; else, on a path under the
+ * session's own secret path (session: rc_auth_session_strip's match), the session cookie; into buf. Nowhere else is
+ * a cookie looked at: the browser sends one of this host to every port and path its Path covers. */
+static const char *find_token(struct lws *wsi, int session, char *buf, size_t cap, rc_token_source *src) {
+    char h[300];
     *src = RC_TOKEN_NONE;
     const char *v = lws_get_urlarg_by_name(wsi, "token=", buf, (int)cap); /* lws gives the value after "token=" */
     if (v) {
@@ -112,9 +115,9 @@ static const char *find_token(struct lws *wsi, rc_transport *s, char *buf, size_
         return buf;
     }
     char cookies[4096];
-    rc_auth_cookie_name(s->port, name, sizeof name);
-    if (header(wsi, WSI_TOKEN_HTTP_COOKIE, cookies, (int)sizeof cookies) && rc_auth_cookie(cookies, name, buf, cap)) {
-        *src = RC_TOKEN_COOKIE;
+    if (session && header(wsi, WSI_TOKEN_HTTP_COOKIE, cookies, (int)sizeof cookies) &&
+        rc_auth_cookie(cookies, RC_SESSION_COOKIE, buf, cap)) {
+        *src = RC_TOKEN_SESSION;
         return buf;
     }
     return NULL;
@@ -125,12 +128,17 @@ static const char *find_token(struct lws *wsi, rc_transport *s, char *buf, size_
  * time): a right one is never refused by the guess limiter, whatever others sent from its network (issue 19: an
  * attacker's wrong tokens at 20/s locked a legitimate client of the same address out). A wrong one is charged
  * against its network and the server-wide bucket (auth.c); while either is empty it is answered 429. A missing
- * token is no guess: 401, uncharged. */
-static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src, char *token, size_t cap,
-                         unsigned *status, const char *what) {
+ * token is no guess: 401, uncharged; so is a path under another secret than this process's (a page left open
+ * across a restart), whatever cookie it carries, so that the answer tells nothing about the secret. */
+static rc_role authorize(struct lws *wsi, rc_transport *s, int session, rc_token_source *src, char *token,
+                         size_t cap, unsigned *status, const char *what) {
     char peer[64] = "";
     *status = 0;
-    rc_role r = rc_auth_role(find_token(wsi, s, token, cap, src), s->token, s->view_token);
+    const char *found = find_token(wsi, session, token, cap, src);
+    /* the session cookie holds S, compared with this process's two S as a token with the tokens (a wrong one is a
+     * wrong token, rate limit included) */
+    rc_role r = *src == RC_TOKEN_SESSION ? rc_auth_role(found, s->session.interactive, s->session.view)
+                                         : rc_auth_role(found, s->token, s->view_token);
     if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     if (!rc_transport_peer(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "(gone)"); /* its own bucket */
     int64_t now = rc_now_us();
@@ -149,17 +157,54 @@ static rc_role authorize(struct lws *wsi, rc_transport *s, rc_token_source *src,
     return RC_ROLE_NONE;
 }
 
-/* The Set-Cookie value that trades a page's ?token= for the cookie (auth.c), so that the client can drop the token
- * from the address bar. Secure with TLS here, or behind a proxy that terminated it and says so in
- * X-Forwarded-Proto (issue 20): never sent over plain http then. */
-static void token_cookie(struct lws *wsi, rc_transport *s, const char *token, char *out, size_t cap) {
+/* The Set-Cookie value of the session a page's ?token= is traded for (auth.h), S of the token's role. Secure
+ * with TLS here, or behind a proxy that terminated it and says so in X-Forwarded-Proto: never sent over plain
+ * http then. */
+static void session_cookie(struct lws *wsi, rc_transport *s, rc_role role, char *out, size_t cap) {
     static const char xfp_name[] = "x-forwarded-proto:";
     char xfp[64];
     int n = lws_hdr_custom_length(wsi, xfp_name, (int)sizeof xfp_name - 1);
     int forwarded = n > 0 && n < (int)sizeof xfp &&
                     lws_hdr_custom_copy(wsi, xfp, (int)sizeof xfp, xfp_name, (int)sizeof xfp_name - 1) >= 0 &&
                     rc_auth_forwarded_https(xfp);
-    rc_auth_token_cookie(s->port, token, s->base, s->tls || forwarded, out, cap);
+    rc_auth_session_cookie(role == RC_ROLE_INTERACTIVE ? s->session.interactive : s->session.view, s->base,
+                           s->session.path, s->tls || forwarded, out, cap);
+}
+
+/* A custom header's value (name with its colon, lower case) into buf, or "" if absent or too long. */
+static const char *custom_header(struct lws *wsi, const char *name, char *buf, int cap) {
+    int nl = (int)strlen(name), n = lws_hdr_custom_length(wsi, name, nl);
+    if (n <= 0 || n >= cap || lws_hdr_custom_copy(wsi, buf, cap, name, nl) < 0) buf[0] = '\0';
+    return buf;
+}
+
+/* A page that a frame of another site loads: the browser neither stores nor sends a SameSite=Strict cookie there
+ * (Fetch Metadata tells: Sec-Fetch-Dest iframe or frame, Sec-Fetch-Site cross-site), so the session could not
+ * work and the page is served as it is, its token kept in its URL. */
+static int cross_site_frame(struct lws *wsi) {
+    char dest[32], site[32];
+    custom_header(wsi, "sec-fetch-dest:", dest, sizeof dest);
+    custom_header(wsi, "sec-fetch-site:", site, sizeof site);
+    return (!strcmp(dest, "iframe") || !strcmp(dest, "frame")) && !strcmp(site, "cross-site");
+}
+
+/* 303 See Other to location (relative, from rc_auth_session_location) with the session cookie: the page's token
+ * leaves the address bar, and the page, its reloads and its WebSocket go by the cookie under the secret path. */
+static int redirect_to_session(struct lws *wsi, const char *location, const char *cookie) {
+    uint8_t hb[LWS_PRE + 2048], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
+    if (lws_add_http_header_status(wsi, HTTP_STATUS_SEE_OTHER, &pos, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_LOCATION, (const unsigned char *)location,
+                                     (int)strlen(location), &pos, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"set-cookie:", (const unsigned char *)cookie,
+                                    (int)strlen(cookie), &pos, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-store",
+                                    8, &pos, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"referrer-policy:",
+                                    (const unsigned char *)"no-referrer", 11, &pos, end) ||
+        lws_add_http_header_content_length(wsi, 0, &pos, end) ||
+        lws_finalize_write_http_header(wsi, start, &pos, end))
+        return -1;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 static const char k_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
@@ -219,9 +264,10 @@ static void html_escape(char *out, size_t cap, const char *s) {
 }
 
 /* index.html with {{TITLE}}, {{CANVAS}}, {{ROOT}} (the relative way back to the server's root, for the script and
- * WebSocket URLs: rc_auth_root_prefix) and {{COOKIE}} ("1" when this response sets the token cookie, so the client
- * drops ?token= from the address bar) filled in (title: the canvas's, not escaped yet); malloc'd, NUL-terminated. */
-static char *render_page(const char *name, const char *title, const char *root, int cookie, size_t *len) {
+ * WebSocket URLs: rc_auth_root_prefix) and {{SESSION}} ("1" when the page came by the session cookie: the client
+ * then knows that a refusal means this server process is gone, its session with it) filled in (title: the
+ * canvas's, not escaped yet); malloc'd, NUL-terminated. */
+static char *render_page(const char *name, const char *title, const char *root, int session, size_t *len) {
     const rc_asset *tpl = find_asset("index.html");
     if (!tpl) return NULL;
     char esc[256 * 6 + 1];
@@ -237,7 +283,7 @@ static char *render_page(const char *name, const char *title, const char *root, 
         if (!strncmp(src, "{{TITLE}}", 9)) rep = esc, skip = 9;
         else if (!strncmp(src, "{{CANVAS}}", 10)) rep = name, skip = 10;
         else if (!strncmp(src, "{{ROOT}}", 8)) rep = root, skip = 8;
-        else if (!strncmp(src, "{{COOKIE}}", 10)) rep = cookie ? "1" : "", skip = 10;
+        else if (!strncmp(src, "{{SESSION}}", 11)) rep = session ? "1" : "", skip = 11;
         if (rep) {
             size_t n = strlen(rep);
             if (o + n >= cap) break;
@@ -300,26 +346,19 @@ static int refuse_method(struct lws *wsi, int *ret) {
 /* The base path without its trailing "/" ("/viz"): 301 to "/viz/" with the same query, so that the page's relative
  * URLs resolve under the prefix (as a web server does for a directory). */
 static int redirect_to_dir(struct lws *wsi, const char *path) {
-    char loc[1024], frag[600];
+    char loc[1024], frag[600], q[1024];
     int n = snprintf(loc, sizeof loc, "%s/", path);
-    /* lws gives the arguments split at '&' and percent-decoded: encode them again (all but unreserved characters
-     * and the first '='), so nothing a request carries (CR, LF: a header of our own; '&', '#') reaches Location */
-    static const char hex[] = "0123456789ABCDEF";
+    /* lws gives the arguments split at '&' and percent-decoded: rc_auth_query encodes each again */
     for (int i = 0; n > 0 && (size_t)n < sizeof loc &&
                     lws_hdr_copy_fragment(wsi, frag, sizeof frag, WSI_TOKEN_HTTP_URI_ARGS, i) > 0; i++) {
-        loc[n++] = i ? '&' : '?';
-        int eq = 0;
-        for (const unsigned char *c = (const unsigned char *)frag; *c && (size_t)n + 4 < sizeof loc; c++) {
-            if (isalnum(*c) || *c == '-' || *c == '.' || *c == '_' || *c == '~' || (*c == '=' && !eq++)) {
-                loc[n++] = (char)*c;
-            } else {
-                loc[n++] = '%';
-                loc[n++] = hex[*c >> 4];
-                loc[n++] = hex[*c & 15];
-            }
+        const char *arg = frag;
+        if (rc_auth_query(&arg, 1, 0, q, sizeof q) || (size_t)n + strlen(q) >= sizeof loc) {
+            n = (int)sizeof loc; /* too long: not found, below */
+            break;
         }
-        if ((size_t)n + 4 >= sizeof loc) n = (int)sizeof loc; /* too long: not found, below */
-        else loc[n] = '\0';
+        if (i) q[0] = '&';
+        memcpy(loc + n, q, strlen(q) + 1);
+        n += (int)strlen(q);
     }
     if (n <= 0 || (size_t)n >= sizeof loc) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     uint8_t hb[LWS_PRE + 1400], *start = hb + LWS_PRE, *pos = start, *end = hb + sizeof hb - 1;
@@ -333,6 +372,66 @@ static int redirect_to_dir(struct lws *wsi, const char *path) {
 static int header_repeated(struct lws *wsi, enum lws_token_indexes h) {
     return lws_hdr_fragment_length(wsi, h, 1) > 0 || lws_hdr_total_length(wsi, h) > lws_hdr_fragment_length(wsi, h, 0);
 }
+
+/* The request routed (rt, from inner: the path without base path and session prefix; path: without the base path
+ * only), carried out: client files, the token or session check, /metrics, and the page, or the 303 that trades a
+ * page's ?token= for the session. session: the path is under this process's secret. */
+static int serve_routed(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path, const char *inner,
+                        int session, const lws_request *r, const rc_route *rt) {
+    int ret;
+    switch (rt->kind) {
+    case RC_ROUTE_REFUSE: return http_status(wsi, (unsigned)rt->status, rt->reason);
+    case RC_ROUTE_EMPTY: return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
+    case RC_ROUTE_CLIENT_FILE: {
+        const rc_asset *a = find_asset(rt->file);
+        if (!a || !strcmp(a->name, "index.html")) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
+        return send_body(wsi, p, a->content_type, "no-cache", a->data, a->len, NULL);
+    }
+    case RC_ROUTE_PAGE:
+    case RC_ROUTE_METRICS: break;
+    default: return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
+    }
+    char token[200];
+    unsigned st;
+    rc_token_source src;
+    rc_role role = authorize(wsi, s, session, &src, token, sizeof token, &st,
+                             rt->kind == RC_ROUTE_METRICS ? "metrics" : "page");
+    if (!role) {
+        if (st == 429) return lws_http_transaction_completed(wsi) ? -1 : 0;
+        return http_status(wsi, st, st == 401 ? "token required: open the URL the server printed"
+                                              : "wrong token: open the URL the server printed");
+    }
+    if (rt->kind == RC_ROUTE_METRICS) { /* the interactive token only: a view-only one does not show the viewers */
+        if (role != RC_ROLE_INTERACTIVE) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "the interactive token is needed");
+        size_t mlen = 0;
+        char *m = rc_metrics_render(s, &mlen);
+        if (!m) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+        ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen, NULL);
+        free(m);
+        return ret;
+    }
+    char title[256], cname[RC_NAME_MAX + 1];
+    if (!rc_registry_lookup(s->registry, rt->canvas, rt->canvas_len, title, sizeof title))
+        return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
+    memcpy(cname, rt->canvas, rt->canvas_len);
+    cname[rt->canvas_len] = '\0';
+    if (src == RC_TOKEN_QUERY && !cross_site_frame(wsi)) { /* the token is traded for the session */
+        char loc[1400], cookie[512];
+        if (rc_auth_session_location(path, inner, s->session.path, r->rq.args, r->rq.nargs, loc, sizeof loc))
+            return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found"); /* a query too long to carry over */
+        session_cookie(wsi, s, role, cookie, sizeof cookie);
+        return redirect_to_session(wsi, loc, cookie);
+    }
+    size_t len = 0;
+    char root[256];
+    rc_auth_root_prefix(inner, root, sizeof root); /* under s/R/, the way back to s/R/: the session's own root */
+    char *page = render_page(cname, title, root, src == RC_TOKEN_SESSION, &len);
+    if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+    ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len, NULL);
+    free(page);
+    return ret;
+}
+
 
 int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path) {
     if (refuse_plain(wsi, s)) return -1;
@@ -349,54 +448,16 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
     if (s->base[0] && !strcmp(path, s->base)) return redirect_to_dir(wsi, path);
     char stripped[256];
     path = rc_auth_strip_base(path, s->base, stripped, sizeof stripped);
+    /* under the session's path "/s/R/…" the rest is routed as it would be without it; the cookie counts only
+     * there, and only under this process's R */
+    int in_session, session;
+    const char *inner = rc_auth_session_strip(path, s->session.path, &in_session, &session);
     lws_request *r = malloc(sizeof *r);
     if (!r) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
     rc_route rt;
-    route_request(wsi, s, path, 0, r, &rt);
-    free(r); /* rt points into path only (file, canvas) */
-    switch (rt.kind) {
-    case RC_ROUTE_REFUSE: return http_status(wsi, (unsigned)rt.status, rt.reason);
-    case RC_ROUTE_EMPTY: return http_status(wsi, HTTP_STATUS_NO_CONTENT, "");
-    case RC_ROUTE_CLIENT_FILE: {
-        const rc_asset *a = find_asset(rt.file);
-        if (!a || !strcmp(a->name, "index.html")) return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
-        return send_body(wsi, p, a->content_type, "no-cache", a->data, a->len, NULL);
-    }
-    case RC_ROUTE_PAGE:
-    case RC_ROUTE_METRICS: break;
-    default: return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
-    }
-    char token[200];
-    unsigned st;
-    rc_token_source src;
-    rc_role role = authorize(wsi, s, &src, token, sizeof token, &st, rt.kind == RC_ROUTE_METRICS ? "metrics" : "page");
-    if (!role) {
-        if (st == 429) return lws_http_transaction_completed(wsi) ? -1 : 0;
-        return http_status(wsi, st, st == 401 ? "token required: open the URL the server printed"
-                                              : "wrong token: open the URL the server printed");
-    }
-    if (rt.kind == RC_ROUTE_METRICS) { /* the interactive token only: a view-only one does not show the viewers */
-        if (role != RC_ROLE_INTERACTIVE) return http_status(wsi, HTTP_STATUS_FORBIDDEN, "the interactive token is needed");
-        size_t mlen = 0;
-        char *m = rc_metrics_render(s, &mlen);
-        if (!m) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
-        ret = send_body(wsi, p, "text/plain; version=0.0.4; charset=utf-8", "no-store", m, mlen, NULL);
-        free(m);
-        return ret;
-    }
-    char title[256], cname[RC_NAME_MAX + 1];
-    if (!rc_registry_lookup(s->registry, rt.canvas, rt.canvas_len, title, sizeof title))
-        return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
-    memcpy(cname, rt.canvas, rt.canvas_len);
-    cname[rt.canvas_len] = '\0';
-    size_t len = 0;
-    char root[256], cookie[512];
-    rc_auth_root_prefix(path, root, sizeof root);
-    if (src == RC_TOKEN_QUERY) token_cookie(wsi, s, token, cookie, sizeof cookie);
-    char *page = render_page(cname, title, root, src == RC_TOKEN_QUERY, &len);
-    if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
-    ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len, src == RC_TOKEN_QUERY ? cookie : NULL);
-    free(page);
+    route_request(wsi, s, inner, 0, r, &rt);
+    ret = serve_routed(wsi, s, p, path, inner, session, r, &rt);
+    free(r); /* rt points into it and into path */
     return ret;
 }
 
@@ -500,6 +561,8 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
         return -1;
     }
     const char *path = rc_auth_strip_base(raw, s->base, stripped, sizeof stripped);
+    int in_session, session; /* the session cookie counts only under this process's secret path (auth.h) */
+    path = rc_auth_session_strip(path, s->session.path, &in_session, &session);
     lws_request *r = malloc(sizeof *r);
     if (!r) {
         lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
@@ -514,7 +577,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
             char token[200];
             unsigned st;
             rc_token_source src;
-            if (!authorize(wsi, s, &src, token, sizeof token, &st, "WebSocket")) { /* no token, no reason told */
+            if (!authorize(wsi, s, session, &src, token, sizeof token, &st, "WebSocket")) { /* no token, no reason told */
                 if (st != 429) lws_return_http_status(wsi, st, st == 401 ? "token required" : "wrong token");
                 return -1;
             }
@@ -534,7 +597,7 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     char token[200];
     unsigned st;
     rc_token_source src;
-    rc_role role = authorize(wsi, s, &src, token, sizeof token, &st, "WebSocket");
+    rc_role role = authorize(wsi, s, session, &src, token, sizeof token, &st, "WebSocket");
     if (!role) {
         if (st != 429) lws_return_http_status(wsi, st, st == 401 ? "token required" : "wrong token");
         return -1;

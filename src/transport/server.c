@@ -400,6 +400,11 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
     fit_fd_limit(t);
     if (cfg->view_token) snprintf(t->view_token, sizeof t->view_token, "%s", cfg->view_token);
     if (cfg->base_path && strcmp(cfg->base_path, "/")) snprintf(t->base, sizeof t->base, "%s", cfg->base_path);
+    if (rc_auth_session_new(&t->session)) { /* the page's session: new secrets each process (auth.h) */
+        rc_log(t->log, RCANVAS_LOG_ERROR, "no random bytes for the session secrets (getrandom)");
+        destroy(t);
+        return RCANVAS_EIO;
+    }
     if (copy_strings(cfg->allowed_origins, cfg->n_allowed_origins, &t->origins, &t->n_origins) ||
         copy_strings(cfg->allowed_hosts, cfg->n_allowed_hosts, &t->hosts, &t->n_hosts)) {
         destroy(t);

@@ -95,6 +95,7 @@ struct rc_transport {
     char **hosts;              /* allowed Host names (auth.c) */
     int n_hosts;
     char base[201];            /* base path, "" = none */
+    rc_auth_session session;   /* the secret path and cookie a page's ?token= is traded for (auth.h): this process's */
     rc_auth_limiter limiter;   /* wrong tokens per network (/24, /64) and server-wide */
     int max_viewers;
     size_t max_message_bytes;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
+ * the session a page's token is traded for (its cookie, secret path and the 303's Location),
  * the rate limit on wrong tokens (10 at once per /24 or /64, then one per second, in a fixed table; 20 at once
  * server-wide, then two per second), the Host check against DNS
  * rebinding, the base path and the page's relative way back to the root; and the server's token rule (22+
@@ -41,18 +42,12 @@ static void test_bearer_cookie(void) {
     snprintf(h, sizeof h, "Bearer %s", big);
     CHECK(!rc_auth_bearer(h, out, sizeof out)); /* longer than out: refused, not cut */
 
-    CHECK(rc_auth_cookie("a=1; rcanvas_token_8080=secret; b=2", "rcanvas_token_8080", out, sizeof out) &&
-          !strcmp(out, "secret"));
-    CHECK(rc_auth_cookie("rcanvas_token_8080=\"q\"", "rcanvas_token_8080", out, sizeof out) && !strcmp(out, "q"));
-    CHECK(!rc_auth_cookie("rcanvas_token_80800=x; xrcanvas_token_8080=y", "rcanvas_token_8080", out, sizeof out));
-    CHECK(!rc_auth_cookie("rcanvas_token_8080=", "rcanvas_token_8080", out, sizeof out));
-    CHECK(!rc_auth_cookie("", "rcanvas_token_8080", out, sizeof out));
-    /* the Set-Cookie value: Secure with TLS, or behind a TLS proxy (X-Forwarded-Proto: https; issue 20) */
-    char sc[512];
-    rc_auth_token_cookie(8081, "tok", "/host-a", 0, sc, sizeof sc);
-    CHECK(!strcmp(sc, "rcanvas_token_8081=tok; Path=/host-a; HttpOnly; SameSite=Strict"));
-    rc_auth_token_cookie(8081, "tok", "", 1, sc, sizeof sc);
-    CHECK(!strcmp(sc, "rcanvas_token_8081=tok; Path=/; HttpOnly; SameSite=Strict; Secure"));
+    CHECK(rc_auth_cookie("a=1; rcanvas_s=secret; b=2", "rcanvas_s", out, sizeof out) && !strcmp(out, "secret"));
+    CHECK(rc_auth_cookie("rcanvas_s=\"q\"", "rcanvas_s", out, sizeof out) && !strcmp(out, "q"));
+    CHECK(!rc_auth_cookie("rcanvas_ss=x; xrcanvas_s=y", "rcanvas_s", out, sizeof out));
+    CHECK(!rc_auth_cookie("rcanvas_s=", "rcanvas_s", out, sizeof out));
+    CHECK(!rc_auth_cookie("", "rcanvas_s", out, sizeof out));
+    CHECK(!rc_auth_cookie("rcanvas_token_8080=tok", "rcanvas_s", out, sizeof out)); /* the old cookie: not ours */
     CHECK(rc_auth_forwarded_https("https"));
     CHECK(rc_auth_forwarded_https("HTTPS"));
     CHECK(rc_auth_forwarded_https(" https , http")); /* a chain: the first proxy's, the one the browser reached */
@@ -61,8 +56,88 @@ static void test_bearer_cookie(void) {
     CHECK(!rc_auth_forwarded_https("httpsx"));
     CHECK(!rc_auth_forwarded_https(""));
     CHECK(!rc_auth_forwarded_https(NULL));
-    rc_auth_cookie_name(8123, out, sizeof out);
-    CHECK(!strcmp(out, "rcanvas_token_8123"));
+}
+
+/* The session a page's ?token= is traded for: the secrets, the Set-Cookie value, the secret path and the 303's
+ * Location. */
+static void test_session(void) {
+    rc_auth_session a, b;
+    CHECK(!rc_auth_session_new(&a) && !rc_auth_session_new(&b));
+    const char *const secrets[] = {a.path, a.interactive, a.view};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT((int)strlen(secrets[i]), 32); /* 128 bits in hex: 22+ characters of [A-Za-z0-9_-] */
+        CHECK(strspn(secrets[i], "0123456789abcdef") == 32);
+    }
+    CHECK(strcmp(a.path, a.interactive) && strcmp(a.interactive, a.view) && strcmp(a.path, a.view));
+    CHECK(strcmp(a.path, b.path) && strcmp(a.interactive, b.interactive)); /* new each process */
+    CHECK_EQ_INT(rc_auth_role(a.interactive, a.interactive, a.view), RC_ROLE_INTERACTIVE);
+    CHECK_EQ_INT(rc_auth_role(a.view, a.interactive, a.view), RC_ROLE_VIEW);
+    CHECK_EQ_INT(rc_auth_role(b.interactive, a.interactive, a.view), RC_ROLE_WRONG); /* another process's S */
+
+    /* the Set-Cookie value: Path is the secret path under the base path; Secure with TLS or a TLS proxy */
+    const char *R = "0123456789abcdef0123456789abcdef";
+    char sc[512];
+    rc_auth_session_cookie("S1", "", R, 0, sc, sizeof sc);
+    CHECK_MSG(!strcmp(sc, "rcanvas_s=S1; Path=/s/0123456789abcdef0123456789abcdef/; HttpOnly; SameSite=Lax"), "%s",
+              sc);
+    rc_auth_session_cookie("S2", "/host-a", R, 1, sc, sizeof sc);
+    CHECK_MSG(!strcmp(sc, "rcanvas_s=S2; Path=/host-a/s/0123456789abcdef0123456789abcdef/; HttpOnly; "
+                          "SameSite=Lax; Secure"), "%s", sc);
+    rc_auth_session_cookie("S3", "/viz/", R, 0, sc, sizeof sc);
+    CHECK_MSG(strstr(sc, "; Path=/viz/s/0123456789abcdef0123456789abcdef/;") != NULL, "%s", sc);
+
+    /* the secret path: the rest is routed as without it; only this process's R matches */
+    int in, match;
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcdef/c/a", R, &in, &match), "/c/a"));
+    CHECK(in && match);
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcdef/", R, &in, &match), "/") && in && match);
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcdef/ws", R, &in, &match), "/ws") && match);
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcdef", R, &in, &match), "") && in && match);
+    /* a stale R (another process's), one cut short or longer: the path is under /s/ but no match */
+    CHECK(!strcmp(rc_auth_session_strip("/s/fedcba9876543210fedcba9876543210/c/a", R, &in, &match), "/c/a"));
+    CHECK(in && !match);
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcde/", R, &in, &match), "/") && in && !match);
+    CHECK(!strcmp(rc_auth_session_strip("/s/0123456789abcdef0123456789abcdef0/", R, &in, &match), "/") && !match);
+    CHECK(!strcmp(rc_auth_session_strip("/c/a", R, &in, &match), "/c/a") && !in && !match);
+    CHECK(!strcmp(rc_auth_session_strip("/s//c/a", R, &in, &match), "/s//c/a") && !in && !match);
+    CHECK(!strcmp(rc_auth_session_strip("/sx/0123456789abcdef0123456789abcdef/", R, &in, &match), "/sx/0123456789abcdef0123456789abcdef/") && !in);
+
+    /* the 303's Location: relative, the token left out, other arguments kept (encoded again) */
+    char loc[512];
+    const char *none[] = {NULL};
+    CHECK(!rc_auth_session_location("/", "/", R, none, 0, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "s/0123456789abcdef0123456789abcdef/"), "%s", loc);
+    const char *tok[] = {"token=abcdefghijklmnopqrstuv"};
+    CHECK(!rc_auth_session_location("/", "/", R, tok, 1, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "s/0123456789abcdef0123456789abcdef/"), "%s", loc);
+    const char *args[] = {"token=abcdefghijklmnopqrstuv", "stats=1", "x=a b&c#\r\n"};
+    CHECK(!rc_auth_session_location("/c/NAME", "/c/NAME", R, args, 3, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "../s/0123456789abcdef0123456789abcdef/c/NAME?stats=1&x=a%20b%26c%23%0D%0A"), "%s", loc);
+    CHECK(!rc_auth_session_location("/c/NAME/", "/c/NAME/", R, tok, 1, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "../../s/0123456789abcdef0123456789abcdef/c/NAME/"), "%s", loc);
+    CHECK(!rc_auth_session_location("/index.html", "/index.html", R, tok, 1, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "s/0123456789abcdef0123456789abcdef/index.html"), "%s", loc);
+    /* with a base path the server strips it first: the same Location, which the browser resolves under it
+     * (https://example.org/viz/c/NAME → /viz/s/R/c/NAME), as it does behind a proxy that strips it */
+    char tmp[8];
+    const char *p = rc_auth_strip_base("/viz/c/NAME", "/viz", tmp, sizeof tmp);
+    CHECK(!rc_auth_session_location(p, p, R, args + 1, 1, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "../s/0123456789abcdef0123456789abcdef/c/NAME?stats=1"), "%s", loc);
+    p = rc_auth_strip_base("/viz", "/viz", tmp, sizeof tmp);
+    CHECK(!rc_auth_session_location(p, p, R, none, 0, loc, sizeof loc) &&
+          !strcmp(loc, "s/0123456789abcdef0123456789abcdef/"));
+    /* a page under a stale secret path with ?token=: moved to this process's, from where it is */
+    const char *in_old = rc_auth_session_strip("/s/fedcba9876543210fedcba9876543210/c/NAME", R, &in, &match);
+    CHECK(!rc_auth_session_location("/s/fedcba9876543210fedcba9876543210/c/NAME", in_old, R, tok, 1, loc, sizeof loc));
+    CHECK_MSG(!strcmp(loc, "../../../s/0123456789abcdef0123456789abcdef/c/NAME"), "%s", loc);
+    /* too small a buffer: refused, never cut */
+    CHECK(rc_auth_session_location("/c/NAME", "/c/NAME", R, args, 3, loc, 40));
+    char q[9];
+    CHECK(rc_auth_query(args + 1, 1, 0, q, 9) == 0 && !strcmp(q, "?stats=1"));
+    CHECK(rc_auth_query(args + 1, 1, 0, q, 8) == -1); /* no room for its NUL */
+    CHECK(rc_auth_query(args, 1, 1, q, 1) == 0 && !strcmp(q, ""));
+    const char *bare[] = {"token", "tokenx=1"};
+    CHECK(rc_auth_query(bare, 2, 1, loc, sizeof loc) == 0 && !strcmp(loc, "?tokenx=1"));
 }
 
 static int has_slot(const rc_auth_limiter *l, const char *net) {
@@ -230,6 +305,7 @@ static void test_token_rule(void) {
 int main(void) {
     test_roles();
     test_bearer_cookie();
+    test_session();
     test_rate_limit();
     test_host();
     test_base_path();
