@@ -1,4 +1,4 @@
-# rcanvas — top-level commands. `make demo` and `make test` install what they need on Debian 12 (apt packages,
+# rcanvas — top-level commands. `make demo` and `make test` install what they need on Debian 12 or 13 (apt packages,
 # npm packages) and build with CMake. Everything builds out of tree in build/ (build-asan/ for sanitizers, build-cpu/
 # without Vulkan).
 
@@ -17,11 +17,16 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
 # library janus.js (libjs-janus-gateway, MIT) and webrtc-adapter (libjs-webrtc-adapter, which janus.js needs) for
 # the SFU viewer page, and nginx, the web front that serves that page and proxies the Janus API (deploy/janus/).
 # Issue 21: libavcodec-dev, a second H.264 decoder that test_h264_gpu checks the GPU encoder's streams with.
+# libzstd-dev: the static link of test_install and `make check` (OpenSSL 3.5's libcrypto.pc, Debian 13, names
+# -lzstd among its private libraries).
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
                 clang libclang-rt-dev nginx haproxy \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
                 python3-wheel python3-venv \
-                janus libjs-janus-gateway libjs-webrtc-adapter libavcodec-dev
+                libjs-webrtc-adapter libavcodec-dev libzstd-dev
+# Installed where the release has them, else left out (apt installs nothing at all when one name of a list is
+# unknown): Debian 13 has no Janus. The tests that need them skip, saying what is missing.
+OPTIONAL_TEST_APT_PACKAGES := janus libjs-janus-gateway
 APT_PACKAGES := $(DEMO_APT_PACKAGES) $(TEST_APT_PACKAGES)
 # The demo's --gpu renders with Vulkan: a driver (Mesa's, lavapipe on the CPU where there is no GPU).
 DEMO_VK_DRIVER := $(if $(findstring --gpu,$(DEMO_ARGS)),mesa-vulkan-drivers)
@@ -67,9 +72,28 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
+# $(call apt_install_optional,PACKAGES): installs those of PACKAGES that are missing and that apt has a candidate
+# for (the package lists are updated first when one is missing and unknown), and names the others.
+define apt_install_optional
+@missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+  has() { apt-cache policy "$$1" 2>/dev/null | grep -q 'Candidate: [^(]'; }; \
+  for p in $$missing; do has $$p || { $(SUDO) apt-get update -q >/dev/null; break; }; done; \
+  avail=""; for p in $$missing; do \
+    if has $$p; then avail="$$avail $$p"; \
+    else echo "note: $$p is not in this release's packages: the tests that need it skip"; fi; \
+  done; \
+  if [ -n "$$avail" ]; then echo "Installing:$$avail"; \
+    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$avail; fi; \
+fi
+endef
+
 # deps: everything the build and the tests need (the test targets use it). demo-deps: what `make demo` needs only.
 deps:
 	$(call apt_install,$(APT_PACKAGES) $(NODE_PACKAGES))
+	$(call apt_install_optional,$(OPTIONAL_TEST_APT_PACKAGES))
 
 demo-deps:
 	$(call apt_install,$(DEMO_APT_PACKAGES) $(DEMO_VK_DRIVER))

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# debian12-chroot.sh — runs rcanvas's `make demo` and `make test` on Debian 12 as it ships: a debootstrapped
-# bookworm (--variant=minbase) with only make, git and ca-certificates added by hand, so that everything else comes
-# from the Makefile (its apt packages, Debian's own Node.js 18 and npm, the npm packages). This is how a user with a
-# bare Debian 12 machine starts; CI's machine has more installed (Node.js 20 among others) and cannot show it.
+# debian-chroot.sh — runs rcanvas's `make demo` and `make test` on Debian 12 or 13 as it ships: a debootstrapped
+# bookworm or trixie (--variant=minbase) with only make, git and ca-certificates added by hand, so that everything
+# else comes from the Makefile (its apt packages, Debian's own Node.js and npm, the npm packages). This is how a user
+# with a bare Debian machine starts; CI's machine has more installed (Node.js 20 among others) and cannot show it.
 #
 # Usage (as root; needs debootstrap, installed here when missing, and network access to a Debian mirror and to the
 # npm registry):
-#   tools/debian12-chroot.sh [--dir DIR] [--target T]... [--fresh] [--remove] [--mirror URL] [--ref REF]
-#     --dir DIR      the chroot (default /var/tmp/rcanvas-debian12). Made with debootstrap when it holds no system
+#   tools/debian-chroot.sh [--release R] [--dir DIR] [--target T]... [--fresh] [--remove] [--mirror URL] [--ref REF]
+#     --release R    bookworm (Debian 12, the default) or trixie (Debian 13).
+#     --dir DIR      the chroot (default /var/tmp/rcanvas-RELEASE). Made with debootstrap when it holds no system
 #                    yet, else reused as it is (packages installed by an earlier run stay: use --fresh for a bare one).
 #     --target T     what to run in it, in order (repeatable; default: demo-smoke test). T is a Makefile target
 #                    (test, test-browser, test-c, ...) run as `make T` in the clone, or demo-smoke: `make demo` on a
@@ -23,10 +24,11 @@
 # Prints the time each step took (seconds) and the number of Debian packages installed after it. Inside, /proc,
 # /sys, /dev/pts and a tmpfs /dev/shm (Chromium needs it) are mounted for the run and unmounted at exit. The
 # chroot shares the machine's network: the tests and the demo listen on free ports (port 0), so nothing clashes.
-# Example: tools/debian12-chroot.sh --dir /work/chroot-deb12 --target demo-smoke --target test-browser
+# Example: tools/debian-chroot.sh --release trixie --dir /work/chroot-deb13 --target demo-smoke --target test-browser
 set -euo pipefail
 
-DIR=/var/tmp/rcanvas-debian12
+DIR=
+RELEASE=bookworm
 MIRROR=http://deb.debian.org/debian
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 REF=HEAD
@@ -36,6 +38,7 @@ REMOVE=0
 usage() { sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
+    --release) RELEASE=${2:?--release needs bookworm or trixie}; shift 2;;
     --dir) DIR=${2:?--dir needs a folder}; shift 2;;
     --target) TARGETS+=("${2:?--target needs a make target or demo-smoke}"); shift 2;;
     --fresh) FRESH=1; shift;;
@@ -43,15 +46,17 @@ while [ $# -gt 0 ]; do
     --mirror) MIRROR=${2:?--mirror needs a URL}; shift 2;;
     --ref) REF=${2:?--ref needs a commit}; shift 2;;
     -h|--help) usage; exit 0;;
-    *) echo "debian12-chroot.sh: unknown option '$1' (--help lists them)" >&2; exit 2;;
+    *) echo "debian-chroot.sh: unknown option '$1' (--help lists them)" >&2; exit 2;;
   esac
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(demo-smoke test)
-[ "$(id -u)" = 0 ] || { echo "debian12-chroot.sh: needs root (debootstrap, chroot and mount)" >&2; exit 1; }
-case "$DIR" in /|"") echo "debian12-chroot.sh: --dir '$DIR' is not a chroot folder" >&2; exit 2;; esac
+case "$RELEASE" in bookworm|trixie) ;; *) echo "debian-chroot.sh: --release must be bookworm or trixie, not '$RELEASE'" >&2; exit 2;; esac
+DIR=${DIR:-/var/tmp/rcanvas-$RELEASE}
+[ "$(id -u)" = 0 ] || { echo "debian-chroot.sh: needs root (debootstrap, chroot and mount)" >&2; exit 1; }
+case "$DIR" in /|"") echo "debian-chroot.sh: --dir '$DIR' is not a chroot folder" >&2; exit 2;; esac
 DIR=$(realpath -m "$DIR")
 COMMIT=$(git -C "$REPO" rev-parse --verify "$REF^{commit}") ||
-  { echo "debian12-chroot.sh: '$REF' is no commit of $REPO" >&2; exit 2; }
+  { echo "debian-chroot.sh: '$REF' is no commit of $REPO" >&2; exit 2; }
 [ -z "$(git -C "$REPO" status --porcelain --untracked-files=no)" ] ||
   echo "note: $REPO has uncommitted changes; the chroot tests commit $COMMIT without them"
 
@@ -91,21 +96,21 @@ in_chroot() {
 
 # ---- The system: debootstrap minbase, Debian's usual sources, make + git + ca-certificates --------------------
 if [ "$FRESH" = 1 ] && [ -d "$DIR" ]; then
-  grep -q " $DIR/" /proc/mounts && { echo "debian12-chroot.sh: $DIR has mounts in it; unmount them first" >&2; exit 1; }
+  grep -q " $DIR/" /proc/mounts && { echo "debian-chroot.sh: $DIR has mounts in it; unmount them first" >&2; exit 1; }
   rm -rf "$DIR"
 fi
 if [ ! -f "$DIR/etc/debian_version" ]; then
   command -v debootstrap >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }
-  step "debootstrap --variant=minbase bookworm $DIR"
-  debootstrap --variant=minbase bookworm "$DIR" "$MIRROR"
+  step "debootstrap --variant=minbase $RELEASE $DIR"
+  debootstrap --variant=minbase "$RELEASE" "$DIR" "$MIRROR"
   step_done debootstrap
 fi
 # As the Debian installer leaves it: the release, its updates and the security archive.
 security=${MIRROR%/debian}/debian-security
 cat > "$DIR/etc/apt/sources.list" <<EOF
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb $security bookworm-security main
+deb $MIRROR $RELEASE main
+deb $MIRROR $RELEASE-updates main
+deb $security $RELEASE-security main
 EOF
 [ -s "$DIR/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$DIR/etc/hosts"
 cp -L /etc/resolv.conf "$DIR/etc/resolv.conf" 2>/dev/null || true
@@ -116,7 +121,7 @@ mount_in tmpfs shm /dev/shm mode=1777
 
 step "apt-get upgrade; apt-get install make git ca-certificates"
 in_chroot apt-get update -q
-# debootstrap takes bookworm as released: the updates and security fixes first, as on an installed machine.
+# debootstrap takes the release as released: the updates and security fixes first, as on an installed machine.
 in_chroot apt-get upgrade -y -q >/dev/null
 in_chroot apt-get install -y -q --no-install-recommends make git ca-certificates >/dev/null
 # This machine's own certificate authorities (a site's TLS proxy, say) as local ones of the chroot, so that apt, git
@@ -155,7 +160,10 @@ demo_smoke() {
   fi
   local base=${url%%\?*}
   echo "demo URL: $url"
-  page=$(curl -sS --max-time 20 -w '\n%{http_code}' "$url") || page=$'\n000'
+  # -L and a cookie jar: a page request with the token is answered 303 into the server's session path, which the
+  # session cookie is scoped to
+  local jar="$DIR/root/demo-smoke.cookies"; : > "$jar"
+  page=$(curl -sS -L -b "$jar" -c "$jar" --max-time 20 -w '\n%{http_code}' "$url") || page=$'\n000'
   code=${page##*$'\n'}
   local served=$(curl -s --max-time 20 -o /dev/null -w '%{http_code}' "${base}client/package.json?${url#*\?}")
   kill -TERM -- "-$pid" 2>/dev/null || true
