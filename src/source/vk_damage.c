@@ -258,6 +258,17 @@ int rc_vk_damage_record(rc_vk_damage *d, VkCommandBuffer cb, int slot, VkBuffer 
     int whole = reset || !usable ||
                 atomic_load(&d->last_dirty_permille) >= (int)(d->full_ratio * 1000.0 + 0.5);
 
+    /* The mirror is one buffer for every slot, and the previous frame's submission may still be running (its fence
+     * not waited yet: the ring keeps several in flight): its copy into the mirror (write after write) and its passes'
+     * reads of it (write after read) come before this frame's copy overwrites it. */
+    VkBufferMemoryBarrier mirror_b = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                      .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                      .dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                      .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                      .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = d->mirror, .offset = 0,
+                                      .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, NULL, 1, &mirror_b, 0, NULL);
     VkBufferImageCopy to_mirror = {.bufferRowLength = w, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                    .imageExtent = {w, h, 1}};
     vkCmdCopyImageToBuffer(cb, image, layout, d->mirror, 1, &to_mirror);
