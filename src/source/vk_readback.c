@@ -130,7 +130,21 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityF
     rcanvas_vk *vk = user;
     if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
         __atomic_add_fetch(&vk->validation_errors, 1, __ATOMIC_RELAXED);
-        rc_log(vk->log, RCANVAS_LOG_ERROR, "vulkan validation: %s", data->pMessage);
+        /* whole, with its ID (newer layers keep the VUID out of pMessage): rc_log cuts lines at 512 bytes, and the
+         * layer's messages run to a few kB, what the hazard needs coming last */
+        const rc_logger *lg = vk->log;
+        if (!lg->fn || RCANVAS_LOG_ERROR > lg->level) return VK_FALSE;
+        const char *id = data->pMessageIdName ? data->pMessageIdName : "", *msg = data->pMessage ? data->pMessage : "";
+        size_t n = strlen(id) + strlen(msg) + 32;
+        char *line = malloc(n);
+        if (line) {
+            if (strstr(msg, id)) snprintf(line, n, "vulkan validation: %s", msg); /* older layers: already there */
+            else snprintf(line, n, "vulkan validation: [%s] %s", id, msg);
+            lg->fn(lg->user, RCANVAS_LOG_ERROR, line);
+            free(line);
+        } else {
+            rc_log(lg, RCANVAS_LOG_ERROR, "vulkan validation: [%s] %s", id, msg);
+        }
     }
     return VK_FALSE;
 }
