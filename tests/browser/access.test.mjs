@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // access.test.mjs — who may talk to the server (issue 11), in real headless Chromium and with raw requests: the
-// view-only token (frames, no input, never active), the Host check against DNS rebinding, the token traded for an
-// HttpOnly cookie (gone from the address bar, a reload works by the cookie, a wrong cookie fails), the Bearer
+// view-only token (frames, no input, never active), the Host check against DNS rebinding, the token traded for a
+// session of the server process under a secret path (a 303: gone from the address bar, a reload works by the
+// session cookie, which counts only under that path; a wrong or stale one fails), the Bearer
 // header, the rate limit on wrong tokens (429), and the page behind a proxy that serves it under a prefix, sends
 // its own Host and drops idle connections (proxy.mjs). Each test starts its own demo on a free port.
 import { test } from 'node:test';
@@ -139,59 +140,114 @@ test('a rebinding Host gets 403 before anything else; a request without Host get
     assert.equal(await upgrade(port, `/ws?token=${token}`, { ...evil, Origin: `http://evil.example:${port}` }), 403,
       'upgrade with Host and Origin both the rebinding name');
     assert.equal((await get(port, `/?token=${token}`, { Host: `localhost.evil.example:${port}` })).status, 403);
-    // the loopback names, any port
+    // the loopback names, any port (the page's ?token= is traded for the session: 303)
     for (const h of [`localhost:${port}`, `127.0.0.1:${port}`, '[::1]:1', 'localhost'])
-      assert.equal((await get(port, `/?token=${token}`, { Host: h })).status, 200, h);
+      assert.equal((await get(port, `/?token=${token}`, { Host: h })).status, 303, h);
     assert.equal(await upgrade(port, `/ws?token=${token}`, { Host: `localhost:${port}` }), 101);
     assert.equal(await rawStatus(port, 'GET / HTTP/1.1\r\n\r\n'), 400, 'HTTP/1.1 without Host');
   } finally { await demo.stop(); }
   // another bind takes the allow-list: --allow-host names a Host; others are refused
   const lan = await startDemo(['--scene', 'test', '--host', '0.0.0.0', '--allow-host', 'viz.example.org']);
   try {
-    assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `viz.example.org:${lan.port}` })).status, 200);
+    assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `viz.example.org:${lan.port}` })).status, 303);
     assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `evil.example:${lan.port}` })).status, 403);
     assert.equal((await get(lan.port, `/?token=${lan.token}`, { Host: `localhost:${lan.port}` })).status, 403);
   } finally { await lan.stop(); }
 });
 
-test('the page trades ?token= for an HttpOnly cookie: the token leaves the address bar, a reload works, a wrong cookie fails', async () => {
+test('the page trades ?token= for a session under a secret path: 303, a reload works, the cookie counts only there', async () => {
   const demo = await startDemo(['--scene', 'test']);
+  const vtok = new URL(viewUrl(demo)).searchParams.get('token');
   const context = await browser.newContext({ viewport: { width: 400, height: 300 } });
   try {
+    // raw: 303 to the same page under s/R/, relative, other arguments kept, the cookie of the token's role
+    const moved = await get(demo.port, `/?token=${demo.token}&stats=1`);
+    assert.equal(moved.status, 303);
+    const m = /^s\/([0-9a-f]{32})\/\?stats=1$/.exec(moved.headers.location);
+    assert.ok(m, `Location: ${moved.headers.location}`);
+    const R = m[1];
+    assert.equal(moved.headers['set-cookie'].length, 1);
+    const sc = moved.headers['set-cookie'][0];
+    const S = /^rcanvas_s=([0-9a-f]{32}); /.exec(sc)[1];
+    assert.equal(sc, `rcanvas_s=${S}; Path=/s/${R}/; HttpOnly; SameSite=Lax`);
+    assert.ok(!sc.includes(demo.token) && !moved.headers.location.includes(demo.token));
+    assert.equal(moved.headers['cache-control'], 'no-store');
+    const again = await get(demo.port, `/index.html?token=${demo.token}`);
+    assert.equal(again.headers.location, `s/${R}/index.html`, 'one secret path per process');
+    assert.equal(again.headers['set-cookie'][0], sc, 'one session per role and process');
+    const viewMoved = await get(demo.port, `/?token=${vtok}`);
+    const SV = /^rcanvas_s=([0-9a-f]{32}); /.exec(viewMoved.headers['set-cookie'][0])[1];
+    assert.notEqual(SV, S, 'the view-only role has its own session');
+    assert.equal((await get(demo.port, `/s/${R}/?token=${demo.token}`)).headers.location, `../../s/${R}/`);
+    // the cookie opens the page, the WebSocket and /metrics under s/R/ only
+    const ck = { Cookie: `other=1; rcanvas_s=${S}` };
+    const page1 = await get(demo.port, `/s/${R}/`, ck);
+    assert.equal(page1.status, 200);
+    assert.match(page1.body, /data-root="\.\/" data-session="1"/);
+    assert.equal(page1.headers['set-cookie'], undefined);
+    assert.equal((await get(demo.port, `/s/${R}/index.html`, ck)).status, 200);
+    assert.equal((await get(demo.port, `/s/${R}/client/rcanvas.js`)).status, 200, 'client files need no session');
+    assert.equal(await upgrade(demo.port, `/s/${R}/ws`, ck), 101);
+    assert.equal((await get(demo.port, `/s/${R}/metrics`, ck)).status, 200);
+    assert.equal((await get(demo.port, `/s/${R}/metrics`, { Cookie: `rcanvas_s=${SV}` })).status, 403,
+      'the view-only session is the view-only role');
+    assert.equal(await upgrade(demo.port, `/s/${R}/ws`, { Cookie: `rcanvas_s=${SV}` }), 101);
+    for (const path of ['/', '/index.html', '/metrics'])
+      assert.equal((await get(demo.port, path, ck)).status, 401, `${path}: the cookie counts under s/R/ only`);
+    assert.equal(await upgrade(demo.port, '/ws', ck), 401);
+    // a stale or wrong R is a missing token (nothing told about R); a wrong S under R is a wrong token
+    const stale = crypto.randomBytes(16).toString('hex');
+    assert.equal((await get(demo.port, `/s/${stale}/`, ck)).status, 401);
+    assert.equal((await get(demo.port, `/s/${R.slice(0, 31)}/`, ck)).status, 401);
+    assert.equal(await upgrade(demo.port, `/s/${stale}/ws`, ck), 401);
+    assert.equal((await get(demo.port, `/s/${R}/`)).status, 401);
+    assert.equal((await get(demo.port, `/s/${R}/`, { Cookie: `rcanvas_s=${'x'.repeat(32)}` })).status, 403);
+    assert.equal(await upgrade(demo.port, `/s/${R}/ws`, { Cookie: `rcanvas_s=${'y'.repeat(32)}` }), 403);
+    // the old cookie, the token itself, is no longer taken anywhere
+    const old = { Cookie: `rcanvas_token_${demo.port}=${demo.token}` };
+    assert.equal((await get(demo.port, '/', old)).status, 401);
+    assert.equal((await get(demo.port, `/s/${R}/`, old)).status, 401);
+    assert.equal(await upgrade(demo.port, '/ws', old), 401);
+    // ?token= and Bearer still work everywhere, under s/R/ too
+    assert.equal(await upgrade(demo.port, `/ws?token=${demo.token}`), 101);
+    assert.equal(await upgrade(demo.port, `/s/${R}/ws?token=${demo.token}`), 101);
+    assert.equal((await get(demo.port, `/s/${stale}/`, { Authorization: `Bearer ${demo.token}` })).status, 200);
+
+    // in the browser: moved, no token in the address bar, HttpOnly, frames; a reload works by the cookie
     const { page, errors, status } = await openPage(demo.url, { width: 400, height: 300 }, context);
     assert.equal(status, 200);
-    await until(() => connected(page), 10000, 'connected by the cookie');
-    assert.equal(new URL(page.url()).searchParams.get('token'), null, 'no token in the address bar');
-    assert.equal(await page.evaluate(() => location.search.includes('token')), false);
+    assert.equal(new URL(page.url()).pathname, `/s/${R}/`);
+    assert.equal(new URL(page.url()).search, '', 'no token in the address bar');
+    await until(() => connected(page), 10000, 'connected by the session');
     assert.equal(await page.evaluate(() => document.cookie), '', 'HttpOnly: no script sees it');
     const cookies = await context.cookies();
-    const c = cookies.find((k) => k.name === `rcanvas_token_${demo.port}`);
-    assert.ok(c, `cookie set: ${JSON.stringify(cookies)}`);
-    assert.equal(c.value, demo.token);
-    assert.equal(c.httpOnly, true);
-    assert.equal(c.sameSite, 'Strict');
+    assert.deepEqual(cookies.map((c) => [c.name, c.value, c.path, c.httpOnly, c.sameSite]),
+      [['rcanvas_s', S, `/s/${R}/`, true, 'Lax']], JSON.stringify(cookies));
     await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames');
-    // a reload has no token in its URL: the cookie carries it (page and WebSocket)
     const r = await page.reload();
     assert.equal(r.status(), 200);
     await until(() => connected(page), 10000, 'connected again after the reload');
     await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames after the reload');
     assert.deepEqual(errors, []);
     await page.close();
-    // raw: the cookie alone opens the page; a wrong one is refused
-    const name = `rcanvas_token_${demo.port}`;
-    assert.equal((await get(demo.port, '/', { Cookie: `${name}=${demo.token}` })).status, 200);
-    assert.equal((await get(demo.port, '/', { Cookie: `${name}=${'x'.repeat(32)}` })).status, 403);
-    assert.equal(await upgrade(demo.port, '/ws', { Cookie: `other=1; ${name}=${demo.token}` }), 101);
-    assert.equal(await upgrade(demo.port, '/ws', { Cookie: `${name}=${'y'.repeat(32)}` }), 403);
-    // in the browser: a wrong cookie, no token in the URL: refused, and the page says so
+    // in the browser: a wrong session cookie is refused, and so is the right one once R is not this process's
     const bad = await browser.newContext({ viewport: { width: 400, height: 300 } });
-    await bad.addCookies([{ name, value: 'z'.repeat(32), domain: '127.0.0.1', path: '/', httpOnly: true,
-                            sameSite: 'Strict' }]);
+    await bad.addCookies([{ name: 'rcanvas_s', value: 'z'.repeat(32), domain: '127.0.0.1', path: `/s/${R}/`,
+                            httpOnly: true, sameSite: 'Lax' }]);
     const bp = await bad.newPage();
-    const br = await bp.goto(`http://127.0.0.1:${demo.port}/`);
-    assert.equal(br.status(), 403);
+    assert.equal((await bp.goto(`http://127.0.0.1:${demo.port}/s/${R}/`)).status(), 403);
     await bad.close();
+    // a wrong session cookie is a wrong token to the rate limit (the three wrong ones above counted too): at most
+    // 10 answered 403, then 429 (one more a second); the right one still passes
+    const t0 = Date.now();
+    const codes = [];
+    for (let i = 0; i < 20; i++)
+      codes.push((await get(demo.port, `/s/${R}/`, { Cookie: `rcanvas_s=${'w'.repeat(31)}${i % 10}` })).status);
+    const secs = (Date.now() - t0) / 1000;
+    const refused = codes.filter((c) => c === 403).length;
+    assert.ok(codes.every((c) => c === 403 || c === 429) && codes.includes(429), `${codes}`);
+    assert.ok(refused >= 1 && refused <= 10 + Math.ceil(secs), `${refused} answered 403 in ${secs} s: ${codes}`);
+    assert.equal((await get(demo.port, `/s/${R}/`, ck)).status, 200);
   } finally { await context.close(); await demo.stop(); }
 });
 
@@ -220,7 +276,7 @@ test('wrong tokens are rate-limited per network: 429 after 10, one more a second
     assert.ok(codes.slice(10).includes(429), `then 429: ${codes}`);
     // while limited, a wrong token gets 429 (page and WebSocket), the right one is served (issue 19)
     assert.equal(await upgrade(demo.port, `/ws?token=${'g'.repeat(22)}`), 429);
-    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200);
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 303);
     assert.equal(await upgrade(demo.port, `/ws?token=${demo.token}`), 101);
     await sleep(1300);
     assert.equal((await get(demo.port, `/?token=${'h'.repeat(22)}`)).status, 403, 'a second later: one more guess');
@@ -255,7 +311,7 @@ test('an attacker hammering wrong tokens from the same address never locks out t
     stop = true;
     await attack;
     console.log(`attacker sent ${wrong} wrong tokens meanwhile`);
-    assert.deepEqual(pages, Array(20).fill(200), `pages: ${pages}`);
+    assert.deepEqual(pages, Array(20).fill(303), `pages (moved to the session): ${pages}`);
     assert.deepEqual(sockets, Array(20).fill(101), `WebSockets: ${sockets}`);
   } finally { await demo.stop(); }
 });
@@ -281,7 +337,7 @@ test('wrong tokens from many addresses are limited together: per /24, and server
     const compared2 = many.filter((c) => c === 403).length;
     console.log(`one /24: ${compared1} of 30 answered 403; 300 networks: ${compared2} of 300 in ${secs.toFixed(1)} s`);
     assert.ok(compared2 >= 20 && compared2 <= 20 + 2 * Math.ceil(secs) + 2, `${compared2} of 300 answered 403 in ${secs} s`);
-    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 200, 'the right token still passes');
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 303, 'the right token still passes');
   } finally { await demo.stop(); }
 });
 
@@ -296,15 +352,17 @@ test('behind a proxy that serves it under /viz, sends its own Host and drops idl
     const { page, errors, status } = await openPage(url);
     assert.equal(status, 200);
     await until(() => connected(page), 10000, 'connected through the proxy');
-    assert.equal(new URL(page.url()).pathname, '/viz/');
-    assert.equal(new URL(page.url()).searchParams.get('token'), null, 'token traded for the cookie');
+    assert.match(new URL(page.url()).pathname, /^\/viz\/s\/[0-9a-f]{32}\/$/, 'moved under the session\'s path');
+    assert.equal(new URL(page.url()).searchParams.get('token'), null, 'token traded for the session');
+    const [c] = await page.context().cookies();
+    assert.equal(c.path, `${new URL(page.url()).pathname}`, 'the cookie\'s Path: the base path, then s/R/');
     await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames through the proxy');
     assert.ok(proxy.upgrades >= 1);
     const id = await page.evaluate(() => window.rcanvas.viewer.id);
     await page.mouse.click(40, 50);
     await until(() => demo.lines.some((l) => new RegExp(`event pointer_down viewer=${id} x=40 y=50`).test(l)),
       10000, 'the click in the app');
-    // a reload through the proxy works by the cookie (Path=/viz)
+    // a reload through the proxy works by the cookie (Path=/viz/s/R/)
     await page.reload();
     await until(() => connected(page), 10000, 'connected after a reload');
     // the page under the prefix without its slash is sent to it; outside the prefix, nothing
