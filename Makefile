@@ -22,7 +22,7 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
                 clang libclang-rt-dev nginx haproxy \
                 python3-numpy python3-pytest python3-uvicorn python3-pil python3-pip python3-setuptools \
-                python3-wheel python3-venv \
+                python3-wheel python3-venv python3-pytest-timeout \
                 libjs-webrtc-adapter libavcodec-dev libzstd-dev
 # Installed where the release has them, else left out (apt installs nothing at all when one name of a list is
 # unknown): Debian 13 has no Janus. The tests that need them skip, saying what is missing.
@@ -128,22 +128,29 @@ tests/browser/node_modules: tests/browser/package.json tests/browser/package-loc
 	touch $@
 
 test-c: build
-	cd build && ctest --output-on-failure
+	cd build && ctest --output-on-failure --timeout $(CTEST_TIMEOUT_S)
 
 test-asan: build-asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
-	  ctest --output-on-failure
+	  ctest --output-on-failure --timeout $(CTEST_TIMEOUT_S)
 
 # The CPU-only build works: its librcanvas.so needs no libvulkan, and the installed-library test and the quick C
 # tests pass against it (test_soak and test_encode do not touch the Vulkan code and ran in test-c already).
 test-cpu-only: build-cpu
 	@if ldd build-cpu/librcanvas.so | grep -i vulkan; then echo "build-cpu/librcanvas.so needs libvulkan"; exit 1; fi
-	cd build-cpu && ctest --output-on-failure --no-tests=error -E '^test_(soak|encode)$$'
+	cd build-cpu && ctest --output-on-failure --timeout $(CTEST_TIMEOUT_S) --no-tests=error -E '^test_(soak|encode)$$'
+
+# Every node test file runs under tests/tools/node-tests.sh: a limit per test and per file, and what a file leaves
+# running is killed, so that no test can hang the suite. ctest gives a test without a TIMEOUT of its own
+# CTEST_TIMEOUT_S; pytest stops a test after PYTEST_TIMEOUT_S (pytest-timeout).
+NODE_TESTS := $(abspath tests/tools/node-tests.sh)
+CTEST_TIMEOUT_S ?= 600
+PYTEST_TIMEOUT_S ?= 600
 
 test-browser: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
-	  node --test --test-concurrency=1 *.test.mjs
+	  $(NODE_TESTS) *.test.mjs
 
 # Python (issue 12): the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
 # examples through `python3 -m rcanvas.rendercanvas` in headless Chromium, and a real notebook (Debian's Notebook
@@ -158,9 +165,9 @@ python-test-deps: deps
 test-python: build python-test-deps tests/browser/node_modules
 	@cd tests/python && r=0; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
-	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider . || r=1; \
+	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) . || r=1; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
-	  node --test --test-concurrency=1 *.test.mjs || r=1; \
+	  $(NODE_TESTS) *.test.mjs || r=1; \
 	exit $$r
 
 # rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
@@ -245,9 +252,9 @@ test:
 # installed library, and the demo in headless Chromium (pixels, input, reconnects). `make test` is the full suite.
 CHECK_C_TESTS := ^test_(ratelog|encode|h264|vpx|webp|damage|rate|small|stream|tiers|auth|protocol|route|hello|cli|install)$$
 check: build tests/browser/node_modules
-	cd build && ctest --output-on-failure --no-tests=error -R '$(CHECK_C_TESTS)'
+	cd build && ctest --output-on-failure --timeout $(CTEST_TIMEOUT_S) --no-tests=error -R '$(CHECK_C_TESTS)'
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
-	  node --test --test-concurrency=1 spine.test.mjs
+	  $(NODE_TESTS) spine.test.mjs
 
 # Without the corpus: every kind of generated frame at 1920x1080 and 3840x2160 (the sizes the benchmarks expect),
 # written afresh into build/testframes by rcanvas-testframes (deterministic, about a second).
