@@ -4,12 +4,15 @@
  * port, libwebsockets 4.1 used to log "accept: errno 24" on every poll round (508,906 lines in 10 s). Now its lines
  * and ours are rate-limited (core/ratelog.h) and accepting backs off (server.c: accept_backoff): the log gets a
  * handful of lines, the viewers already connected keep getting frames, the hammering clients are answered 503
- * (plain http) instead of hanging, and once descriptors are free again a new viewer joins. Not timed: the bounds
- * are on line counts and on frames arriving at all.
+ * (plain http) instead of hanging, and once descriptors are free again a new viewer joins. Twice: with lws's lines,
+ * and with lws logging nothing, where only the listening socket shows that accepting fails (lws 4.3's lines, a
+ * timestamp first, were once not recognized, and nothing backed off). Not timed: the bounds are on line counts and
+ * on frames arriving at all.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libwebsockets.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -105,36 +108,12 @@ static void hammer(int port, int ms, int out) {
     (void)!write(out, &answered, sizeof answered);
 }
 
-int main(void) {
-    signal(SIGPIPE, SIG_IGN);
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    rl.rlim_cur = 200;
-    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &rl), 0);
-
-    rcanvas_server_config sc;
-    rcanvas_server_config_init(&sc);
-    sc.port = 0;
-    sc.log = on_log;
-    sc.log_level = RCANVAS_LOG_WARN;
-    rcanvas_server *srv = NULL;
-    CHECK_EQ_INT(rcanvas_server_new(&sc, &srv), RCANVAS_OK);
-    if (!srv) TEST_MAIN_END();
-    app a = {0};
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.update_mode = RCANVAS_UPDATE_CONTINUOUS;
-    cc.max_fps = 30;
-    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &a.cv), RCANVAS_OK);
-    pthread_t th;
-    pthread_create(&th, NULL, app_main, &a);
-    int port = rcanvas_server_port(srv);
-
-    wsv_config vc = {.port = port, .token = rcanvas_server_token(srv), .n = 2, .width = 320, .height = 240};
-    wsv *w = NULL;
-    CHECK_EQ_INT(wsv_start(&vc, &w), 0);
-    CHECK_MSG(wait_frames(w, 6, 10000), "the viewers got %llu frames before", (unsigned long long)frames_of(w));
-
+/* The process out of descriptors for 3 s while a child hammers the port; then descriptors are freed. lws_lines:
+ * lws's own lines are on (its "accept: errno 24" is then logged, rate-limited), else lws logs nothing: only the
+ * listening socket can tell the server that accepting fails (as when lws 4.3's lines, timestamp first, went
+ * unrecognized). */
+static void starve(int port, wsv *w, int lws_lines) {
+    int errno0 = atomic_load(&g_errno_lines), backoff0 = atomic_load(&g_backoff_lines);
     int pfd[2];
     CHECK_EQ_INT(pipe(pfd), 0);
     /* this process (the server's) out of descriptors, before the hammering starts: were the child forked first,
@@ -167,17 +146,55 @@ int main(void) {
     int st = 0;
     waitpid(child, &st, 0);
 
-    printf("out of descriptors for 3 s: %d log lines (%d \"errno 24\", %d back-off), viewers' frames %llu -> %llu, "
+    int errno_lines = atomic_load(&g_errno_lines) - errno0, backoff_lines = atomic_load(&g_backoff_lines) - backoff0;
+    printf("%s: out of descriptors for 3 s: %d log lines (%d \"errno 24\", %d back-off), viewers' frames %llu -> %llu, "
            "%d hammering connections answered 503\n",
-           lines, atomic_load(&g_errno_lines), atomic_load(&g_backoff_lines), (unsigned long long)f0,
+           lws_lines ? "lws logging" : "lws silent", lines, errno_lines, backoff_lines, (unsigned long long)f0,
            (unsigned long long)f1, answered);
-    CHECK(atomic_load(&g_errno_lines) >= 1); /* it did run out (else the test proves nothing) */
     CHECK_MSG(lines <= 8, "%d lines logged in 3 s", lines);
-    CHECK(atomic_load(&g_errno_lines) <= 2);
-    CHECK(atomic_load(&g_backoff_lines) >= 1 && atomic_load(&g_backoff_lines) <= 2);
+    if (lws_lines) {
+        CHECK(errno_lines >= 1); /* it did run out (else the test proves nothing) */
+        CHECK(errno_lines <= 2);
+        CHECK(backoff_lines >= 1 && backoff_lines <= 2);
+    } else { /* the back-off's line may fall in the same 5 s as the first run's (rate-limited): the 503s below,
+              * which only the back-off writes, show that it ran */
+        CHECK_EQ_INT(errno_lines, 0);
+    }
     CHECK_MSG(f1 >= f0 + 10, "the viewers got %llu frames meanwhile", (unsigned long long)(f1 - f0));
     CHECK_MSG(answered >= 1, "%d connections answered 503", answered);
+}
 
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = 200;
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &rl), 0);
+
+    rcanvas_server_config sc;
+    rcanvas_server_config_init(&sc);
+    sc.port = 0;
+    sc.log = on_log;
+    sc.log_level = RCANVAS_LOG_WARN;
+    rcanvas_server *srv = NULL;
+    CHECK_EQ_INT(rcanvas_server_new(&sc, &srv), RCANVAS_OK);
+    if (!srv) TEST_MAIN_END();
+    app a = {0};
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.update_mode = RCANVAS_UPDATE_CONTINUOUS;
+    cc.max_fps = 30;
+    CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &a.cv), RCANVAS_OK);
+    pthread_t th;
+    pthread_create(&th, NULL, app_main, &a);
+    int port = rcanvas_server_port(srv);
+
+    wsv_config vc = {.port = port, .token = rcanvas_server_token(srv), .n = 2, .width = 320, .height = 240};
+    wsv *w = NULL;
+    CHECK_EQ_INT(wsv_start(&vc, &w), 0);
+    CHECK_MSG(wait_frames(w, 6, 10000), "the viewers got %llu frames before", (unsigned long long)frames_of(w));
+
+    starve(port, w, 1);
     /* descriptors free again: a new viewer joins (after at most one pause) */
     wsv_config vc2 = vc;
     vc2.n = 1;
@@ -185,6 +202,14 @@ int main(void) {
     CHECK_EQ_INT(wsv_start(&vc2, &w2), 0);
     CHECK_MSG(wait_frames(w2, 3, 10000), "the new viewer got %llu frames", (unsigned long long)frames_of(w2));
     wsv_stop(w2);
+
+    /* again with lws logging nothing: the listener alone starts the back-off */
+    lws_set_log_level(0, NULL);
+    starve(port, w, 0);
+    wsv *w3 = NULL;
+    CHECK_EQ_INT(wsv_start(&vc2, &w3), 0);
+    CHECK_MSG(wait_frames(w3, 3, 10000), "the third viewer got %llu frames", (unsigned long long)frames_of(w3));
+    wsv_stop(w3);
     wsv_stop(w);
     atomic_store(&a.stop, 1);
     pthread_join(th, NULL);
