@@ -224,6 +224,8 @@ const pageUrl = (port, base, token) => `https://${NAME}:${port}${base}/?token=${
 const stats = (page) => page.evaluate(() => window.rcanvas.stats());
 const events = (demo) => demo.lines.filter((l) => l.startsWith('event pointer_down')).length;
 const readLog = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : '');
+/** A WebSocket's request line under base in a log: the page's own go under its session's secret path s/R/. */
+const wsReq = (base, q = '"') => new RegExp(`${q}GET ${base}(/s/[0-9a-f]{32})?/ws HTTP/1\\.1${q} 101 `);
 
 /** Opens host A's and host B's pages through the proxy on port; checks each shows its own server's pixels and
  *  that a click reaches only its own server. Leaves the pages closed. */
@@ -235,7 +237,8 @@ async function bothHosts(port, what) {
     for (const p of [pa, pb]) {
       assert.equal(await p.evaluate(() => location.protocol), 'https:');
       assert.equal(await p.evaluate(() => window.isSecureContext), true);
-      assert.ok(!(await p.evaluate(() => location.search)).includes('token'), 'the token was traded for the cookie');
+      assert.ok(!(await p.evaluate(() => location.search)).includes('token'), 'the token was traded for the session');
+      assert.match(await p.evaluate(() => location.pathname), /^\/host-[ab]\/s\/[0-9a-f]{32}\/$/);
     }
     // A: the test scene, refined losslessly: its top-left quadrant is exactly red
     await until(async () => (await stats(pa)).refinements >= 1, 15000, `${what}: host A refined`);
@@ -265,11 +268,13 @@ test('nginx: /host-a/ and /host-b/ reach their own server over https and wss; ea
   await bothHosts(env.ports.nginx, 'nginx');
   // nginx logs a WebSocket when it ends: 101, the path without its query, and the upstream it went to
   const wsLine = (base, port) => readLog(env.accessLog).split('\n').find((l) =>
-    l.includes(`"GET ${base}/ws HTTP/1.1" 101 `) && l.endsWith(`upstream=127.0.0.1:${port}`));
+    wsReq(base).test(l) && l.endsWith(`upstream=127.0.0.1:${port}`));
   await until(() => wsLine('/host-a', env.a.port) && wsLine('/host-b', env.b.port), 10000, 'the 101 lines in access.log');
   const log = readLog(env.accessLog);
   assert.ok(!log.includes(env.tokenA) && !log.includes(env.tokenB), 'no token in nginx access log');
-  assert.match(log, new RegExp(`"GET /host-a/ HTTP/1.1" 200 \\d+ [\\d.]+ upstream=127\\.0\\.0\\.1:${env.a.port}`));
+  // the page with its token: rcanvas' 303 to the session's path, then the page there
+  assert.match(log, new RegExp(`"GET /host-a/ HTTP/1.1" 303 \\d+ [\\d.]+ upstream=127\\.0\\.0\\.1:${env.a.port}`));
+  assert.match(log, new RegExp(`"GET /host-a/s/[0-9a-f]{32}/ HTTP/1.1" 200 \\d+ [\\d.]+ upstream=127\\.0\\.0\\.1:${env.a.port}`));
   console.log(`# nginx access.log: ${wsLine('/host-a', env.a.port)}`);
 });
 
@@ -277,11 +282,22 @@ test('nginx: wrong tokens, a foreign Host and unknown paths are refused through 
   const { ports, tokenA, tokenB } = env;
   const p = ports.nginx, origin = `https://${NAME}:${p}`;
   const ok = await get(p, `/host-a/?token=${tokenA}`);
-  assert.equal(ok.status, 200);
-  // the token cookie: its server's Path, and Secure, since nginx says the browser came over https
-  // (X-Forwarded-Proto): without it the browser would send the token in clear text to http://NAME/host-a/
-  assert.equal(ok.headers['set-cookie'][0],
-    `rcanvas_token_${env.a.port}=${tokenA}; Path=/host-a; HttpOnly; SameSite=Strict; Secure`);
+  assert.equal(ok.status, 303);
+  // the session cookie: Path is its server's base path and secret path, and Secure, since nginx says the browser
+  // came over https (X-Forwarded-Proto): without it the browser would send it in clear text to http://NAME/host-a/s/…
+  const R = /^s\/([0-9a-f]{32})\/\?$/.exec(ok.headers.location)[1];
+  assert.match(ok.headers['set-cookie'][0],
+    new RegExp(`^rcanvas_s=[0-9a-f]{32}; Path=/host-a/s/${R}/; HttpOnly; SameSite=Lax; Secure$`));
+  // the page there, through nginx, by the cookie
+  const cookie = ok.headers['set-cookie'][0].split(';')[0];
+  const there = await new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port: p, path: `/host-a/s/${R}/`, servername: NAME,
+      rejectUnauthorized: false, agent: false, headers: { Host: `${NAME}:${p}`, Cookie: cookie } });
+    req.once('response', (res) => { res.resume(); resolve(res.statusCode); });
+    req.once('error', reject);
+    req.end();
+  });
+  assert.equal(there, 200);
   const direct = await get(env.a.port, `/host-a/?token=${tokenA}`, { plain: true, host: `127.0.0.1:${env.a.port}` });
   assert.ok(!direct.headers['set-cookie'][0].includes('Secure'), 'over plain http, straight to rcanvas: no Secure');
   const wrong = await get(p, '/host-a/?token=0123456789abcdef0123456789abcdef');
@@ -336,7 +352,7 @@ test(`nginx and HAProxy: a still scene stays connected over ${IDLE_MS / 1000} s 
     pages.push(['nginx 1s', short]);
     for (const [what, pg] of pages) await until(async () => (await stats(pg)).refinements >= 1, 15000, `${what}: refined`);
     const before = await Promise.all(pages.map(([, pg]) => stats(pg)));
-    const wsLines = () => readLog(env.accessLog).split('\n').filter((l) => l.includes('"GET /host-a/ws HTTP/1.1" 101 ')).length;
+    const wsLines = () => readLog(env.accessLog).split('\n').filter((l) => wsReq('/host-a').test(l)).length;
     const open0 = wsLines();
     await sleep(IDLE_MS);
     for (let i = 0; i < viewers.length; i++) {
@@ -351,13 +367,13 @@ test(`nginx and HAProxy: a still scene stays connected over ${IDLE_MS / 1000} s 
     // the control: behind 1 s, with only the heartbeat every 2 s, nginx cuts the idle WebSocket and the page reconnects
     const cut = await stats(short);
     assert.ok(cut.reconnects >= 1, `behind a 1 s timeout the page reconnected (${cut.reconnects})`);
-    assert.match(readLog(env.shortLog), /"GET \/host-a\/ws HTTP\/1.1" 101 /);
+    assert.match(readLog(env.shortLog), wsReq('/host-a'));
     console.log(`# idle ${IDLE_MS} ms: ${viewers.map(([w]) => w).join(', ')} behind ${SHORT_TIMEOUT}: 0 reconnects; ` +
       `nginx behind 1 s with --ping-ms 0: ${cut.reconnects} reconnect(s)`);
   } finally { for (const [, pg] of pages) await pg.close(); }
   // the WebSocket through nginx lasted the whole idle period: its log line's $request_time
   const times = await until(() => {
-    const t = readLog(env.accessLog).split('\n').filter((l) => l.includes('"GET /host-a/ws HTTP/1.1" 101 '))
+    const t = readLog(env.accessLog).split('\n').filter((l) => wsReq('/host-a').test(l))
       .map((l) => Number(l.split(' ').at(-2)));
     return t.some((x) => x * 1000 >= IDLE_MS) && t;
   }, 10000, 'the long WebSocket in access.log');
@@ -370,7 +386,8 @@ test('HAProxy: /host-a/ and /host-b/ reach their own server; 101 logged per back
     await bothHosts(ports.haproxy, 'haproxy');
     const p = ports.haproxy, origin = `https://${NAME}:${p}`;
     const ok = await get(p, `/host-b/?token=${tokenB}`);
-    assert.match(ok.headers['set-cookie'][0], /; Path=\/host-b; HttpOnly; SameSite=Strict; Secure$/);
+    assert.equal(ok.status, 303);
+    assert.match(ok.headers['set-cookie'][0], /; Path=\/host-b\/s\/[0-9a-f]{32}\/; HttpOnly; SameSite=Lax; Secure$/);
     assert.equal((await get(p, '/host-a/?token=0123456789abcdef0123456789abcdef')).status, 403);
     assert.equal((await get(p, `/host-b/ws?token=${tokenA}`, { upgrade: true, origin })).status, 403);
     assert.equal((await get(p, `/host-b/ws?token=${tokenB}`, { upgrade: true, origin })).status, 101);
@@ -381,7 +398,7 @@ test('HAProxy: /host-a/ and /host-b/ reach their own server; 101 logged per back
     assert.equal(dir.headers.location, `/host-a/?token=${tokenA}`);
     assert.equal((await get(ports.haproxyHttp, '/host-a/', { plain: true, host: NAME })).status, 301);
     const wsLine = (base, backend) => haproxy.out().split('\n').find((l) =>
-      l.includes(` GET ${base}/ws HTTP/1.1 101 `) && l.includes(` ${backend}/`));
+      wsReq(base, '').test(l) && l.includes(` ${backend}/`));
     await until(() => wsLine('/host-a', 'rcanvas_host_a') && wsLine('/host-b', 'rcanvas_host_b'), 10000, 'the 101 lines in the log');
     assert.ok(!haproxy.out().includes(tokenA) && !haproxy.out().includes(tokenB), 'no token in the HAProxy log');
     console.log(`# haproxy log: ${wsLine('/host-b', 'rcanvas_host_b')}`);

@@ -77,7 +77,9 @@ test('page and WebSocket refuse requests without the right token or from another
   try {
     assert.equal((await get(demo.port, '/')).status, 401);
     assert.equal((await get(demo.port, '/?token=wrong')).status, 403);
-    const ok = await get(demo.port, `/?token=${demo.token}`);
+    // ?token= is traded for the session (303 under s/R/: access.test.mjs); a Bearer header gets the page itself
+    assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 303);
+    const ok = await get(demo.port, '/', { Authorization: `Bearer ${demo.token}` });
     assert.equal(ok.status, 200);
     assert.match(ok.body, /<canvas/);
     assert.equal(ok.headers['cache-control'], 'no-store');
@@ -198,12 +200,22 @@ test('a resize reaches the app and the frames follow the new size; keys and whee
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('the client reconnects by itself after the server restarts', async () => {
+test('a view with its token reconnects by itself after the server restarts', async () => {
   const token = 'reconnect' + crypto.randomBytes(8).toString('hex');
   let demo = await startDemo(['--scene', 'test'], { token });
   const port = demo.port;
-  const { page } = await openViewer(demo.url);
+  // a page that embeds a view of the default canvas with its token (client/multi.html's way): the served page's
+  // own session would end with the process (states.test.mjs), a token carries over to the next one
+  const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
   try {
+    await page.goto(`http://127.0.0.1:${port}/client/multi.html?token=${token}&canvases=`);
+    await page.evaluate(async () => {
+      const { RCanvasView } = await import('/client/view.js');
+      const box = document.getElementById('views').appendChild(document.createElement('div'));
+      box.style.height = '250px';
+      new RCanvasView(box, { canvas: '', root: '../' });    // the token: this page's ?token=
+    });
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
     await until(async () => (await stats(page)).framesShown >= 1, 10000, 'frames');
     await demo.stop();
     await until(() => page.evaluate(() => !window.rcanvas.connected), 10000, 'disconnect noticed');

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // states.test.mjs — the connection states a person sees in real headless Chromium: token refused (401/403: a banner,
-// no endless retrying), connection lost (banner with countdown, picture dimmed, back when the server is), a server
+// no endless retrying), the served page's session ended by a server restart, connection lost (banner with countdown, picture dimmed, back when the server is), a server
 // that stays away ("server gone", attempts far apart, Retry now), the
 // "F2: stats" hint, and the stats overlay naming the encoder in use. Screenshots of the banners go to /tmp.
 import { test } from 'node:test';
@@ -37,9 +37,9 @@ const look = (page) => page.evaluate(() => {
 });
 
 /**
- * Opens the page of `demo` under a URL with `token` (null: none). The server refuses such a page itself (401/403,
- * its own HTML), so the navigation is answered with the real page, fetched with the right token: the client then
- * runs with the wrong token in its URL, as in a tab left open across a server restart.
+ * Opens the page of `demo` under a URL with the wrong `token` (null: none). The server refuses such a page itself
+ * (401/403, its own HTML), so the navigation is answered with the real page as a Bearer header of the right token
+ * gets it: the client then runs with the wrong token in its URL and WebSocket.
  */
 async function openWithToken(page, demo, token) {
   const good = new URL(demo.url);
@@ -47,16 +47,30 @@ async function openWithToken(page, demo, token) {
   if (token === null) bad.searchParams.delete('token'); else bad.searchParams.set('token', token);
   await page.route((u) => u.pathname === '/', async (route) => {
     if (!route.request().isNavigationRequest()) return route.continue();   // the client's probe goes through
-    // the page as the server sends it, less the token cookie it trades ?token= for (issue 11): this tab has only
-    // its URL's token, as a tab left open across a restart (whose cookie holds the old token, also refused)
-    const resp = await route.fetch({ url: good.href });
-    const headers = { ...resp.headers() };
-    delete headers['set-cookie'];
-    const body = (await resp.text()).replace('data-token-cookie="1"', 'data-token-cookie=""');
-    await page.context().clearCookies();
-    return route.fulfill({ status: resp.status(), headers, body });
+    // the page as the server sends it to a Bearer header: no session, the token stays the client's
+    const plain = new URL(good);
+    plain.searchParams.delete('token');
+    const resp = await route.fetch({ url: plain.href, headers: { ...route.request().headers(),
+                                                                 authorization: `Bearer ${demo.token}` } });
+    return route.fulfill({ status: resp.status(), headers: resp.headers(), body: await resp.text() });
   });
   await page.goto(bad.href);
+}
+
+/**
+ * Opens a page that embeds a full-window view of the default canvas with `token` in its URL (client/multi.html
+ * with a view made as the served page makes its own: same element ids, body[data-state]): such a view carries the
+ * token in its WebSocket, so it reconnects to a new server process, which the served page's session does not.
+ */
+async function openEmbedded(page, demo, token) {
+  await page.goto(`http://127.0.0.1:${demo.port}/client/multi.html?token=${token}&canvases=`);
+  await page.evaluate(async () => {
+    const { RCanvasView } = await import('/client/view.js');
+    const body = document.body;
+    body.addEventListener('rcanvas-state', (ev) => { body.dataset.state = ev.detail.state; });
+    document.getElementById('views').remove();
+    new RCanvasView(body, { canvas: '', root: '../', fullPage: true, ids: 'rcanvas' });   // token: the page's
+  });
 }
 
 test('a page with a wrong token shows "token rejected", stops retrying, and retries once on request', async () => {
@@ -97,13 +111,39 @@ test('a page without a token says the token is missing (401)', async () => {
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('the server restarts with a new token: the open page ends in "token rejected", not in endless retries', async () => {
+test('the server restarts, even with the same token: the served page says "server restarted" and stops trying', async () => {
+  const token = newToken('restart');
+  let demo = await startDemo(['--scene', 'test'], { token });
+  const port = demo.port;
+  const { page, seen } = await newPage();
+  try {
+    await page.goto(demo.url);                              // moved under the session's path: no token kept
+    await until(async () => (await state(page)) === 'connected', 10000, 'connected');
+    await demo.stop();
+    await until(async () => (await state(page)) === 'disconnected', 10000, 'disconnected');
+    demo = await startDemo(['--scene', 'test'], { port, token });
+    // the session of the old process is refused (401) by the new one: the page cannot reconnect by itself
+    await until(async () => (await state(page)) === 'session-ended', 15000, 'session-ended after the restart');
+    const l = await look(page);
+    assert.ok(l.visible && l.inside, JSON.stringify(l));
+    assert.match(l.text, /server restarted/i);
+    assert.match(l.text, /open the link with its token again/i);
+    await until(async () => (await look(page)).opacity < 0.5, 3000, 'the canvas dimmed');
+    await page.screenshot({ path: '/tmp/rcanvas-session-ended.png' });
+    const n = seen.sockets;
+    await sleep(3000);
+    assert.equal(seen.sockets, n, 'no more WebSocket attempts');
+    assert.deepEqual(seen.errors, []);
+  } finally { await page.close(); await demo.stop(); }
+});
+
+test('the server restarts with a new token: a page with its token ends in "token rejected", not in endless retries', async () => {
   const tokenA = newToken('tokenA'), tokenB = newToken('tokenB');
   let demo = await startDemo(['--scene', 'test'], { token: tokenA });
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
-    await page.goto(demo.url);
+    await openEmbedded(page, demo, tokenA);                 // a view that carries its token (an embedding page)
     await until(async () => (await state(page)) === 'connected', 10000, 'connected');
     await demo.stop();
     await until(async () => (await state(page)) === 'disconnected', 10000, 'disconnected');
@@ -119,13 +159,13 @@ test('the server restarts with a new token: the open page ends in "token rejecte
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a lost connection dims the picture and shows a banner with a countdown; the page comes back with the server', async () => {
+test('a lost connection dims the picture and shows a banner with a countdown; a view with its token comes back with the server', async () => {
   const token = newToken('lost');
   let demo = await startDemo(['--scene', 'test'], { token });
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
-    await page.goto(demo.url);
+    await openEmbedded(page, demo, token);   // the token in its URL: it reconnects to a new process (a session would not)
     await until(async () => (await state(page)) === 'connected', 10000, 'connected');
     await until(async () => (await stats(page)).framesShown >= 1, 10000, 'a frame');
     // the stats key is hinted once, then the hint fades away
@@ -169,7 +209,7 @@ test('a server that stays away: after 8 failed attempts "server gone — re-run 
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
-    await page.goto(demo.url);
+    await openEmbedded(page, demo, token);   // the token in its URL: it reconnects to a new process
     await until(async () => (await state(page)) === 'connected', 10000, 'connected');
     await demo.stop();
     await until(async () => (await state(page)) === 'disconnected', 10000, 'disconnected');

@@ -34,14 +34,14 @@ function servedFingerprint(port) {
   });
 }
 
-/** GET url (http or https, certificate not verified): {status, body}. */
-function get(url) {
+/** GET url (http or https, certificate not verified) with headers: {status, body, headers}. */
+function get(url, headers = {}) {
   const mod = url.startsWith('https:') ? https : http;
   return new Promise((resolve, reject) => {
-    mod.get(url, { rejectUnauthorized: false }, (res) => {
+    mod.get(url, { rejectUnauthorized: false, headers }, (res) => {
       let body = '';
       res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, body }));
+      res.on('end', () => resolve({ status: res.statusCode, body, headers: res.headers }));
     }).once('error', reject);
   });
 }
@@ -99,7 +99,12 @@ test('--tls-cert/--tls-key serve the page over https; plain http on that port ge
   const demo = await startDemo(['--scene', 'test', '--tls-cert', path.join(tlsDir, 'cert.pem'),
     '--tls-key', path.join(tlsDir, 'key.pem')]);
   try {
-    const ok = await get(demo.url);
+    // the page's token is traded for the session (303), whose cookie is Secure over TLS; the page comes by it
+    const moved = await get(demo.url);
+    assert.equal(moved.status, 303);
+    assert.match(moved.headers['set-cookie'][0], /^rcanvas_s=[0-9a-f]{32}; Path=\/s\/[0-9a-f]{32}\/; HttpOnly; SameSite=Lax; Secure$/);
+    const ok = await get(new URL(moved.headers.location, demo.url).href,
+                         { Cookie: moved.headers['set-cookie'][0].split(';')[0] });
     assert.equal(ok.status, 200);
     assert.match(ok.body, /<canvas|rcanvas/);
     const plain = await get(demo.url.replace('https:', 'http:'));
