@@ -45,6 +45,24 @@ export function stopProcess(proc, { signal = 'SIGTERM', killAfterMs = 5000 } = {
 
 export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
+/**
+ * The cleanups of test t: `const defer = cleanup(t);` then `defer(() => demo.stop())` right after each thing the
+ * test starts, before the next call that can throw. They run when the test ends — passed, failed, or past its
+ * timeout, where node runs t.after hooks but a finally behind a stuck await never runs — last registered first,
+ * every one even when another threw (the first error is thrown once all ran). defer(fn) returns nothing.
+ */
+export function cleanup(t) {
+  const stack = [];
+  t.after(async () => {
+    let first = null;
+    while (stack.length) {
+      try { await stack.pop()(); } catch (e) { first ??= e; }
+    }
+    if (first) throw first;
+  });
+  return (fn) => { stack.push(fn); };
+}
+
 /** Polls fn() until it returns a truthy value or timeoutMs passes; returns the value or throws. */
 export async function until(fn, timeoutMs = 10000, what = 'condition') {
   const t0 = Date.now();
@@ -74,7 +92,8 @@ export function startDemo(args = [], { port = 0, token = undefined, program = de
   let stderr = '';
   let buf = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`demo did not start: ${stderr}`)), 10000);
+    // one that never printed its URL is killed: no test holds it to stop it
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`demo did not start: ${stderr}`)); }, 10000);
     proc.stderr.on('data', (d) => { stderr += d; });
     proc.stdout.on('data', (d) => {
       buf += d;
@@ -90,9 +109,11 @@ export function startDemo(args = [], { port = 0, token = undefined, program = de
           resolve({
             proc, lines, url: m[1], port: Number(url.port), token: url.searchParams.get('token'),
             stderr: () => stderr,
+            // SIGINT (its clean shutdown), SIGKILL if it is still there 10 s later: a hung demo cannot hang the test
             stop: () => new Promise((res) => {
-              if (proc.exitCode !== null) return res(proc.exitCode);
-              proc.once('exit', (code) => res(code));
+              if (proc.exitCode !== null || proc.signalCode !== null) return res(proc.exitCode);
+              const kill = setTimeout(() => proc.kill('SIGKILL'), 10000);
+              proc.once('exit', (code) => { clearTimeout(kill); res(code); });
               proc.kill('SIGINT');
             }),
           });
@@ -109,8 +130,13 @@ export async function openPage(browser, url, viewport = { width: 400, height: 30
   const page = await browser.newPage({ viewport });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(url);
-  await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+  try {
+    await page.goto(url);
+    await until(() => page.evaluate(() => window.rcanvas && window.rcanvas.connected), 10000, 'connected');
+  } catch (err) {
+    await page.close().catch(() => {});   // the caller never gets it to close
+    throw err;
+  }
   return { page, errors };
 }
 
