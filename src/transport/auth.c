@@ -145,6 +145,11 @@ int rc_auth_query(const char *const *args, int nargs, int drop_token, char *out,
 int rc_auth_session_location(const char *path, const char *inner, const char *secret, const char *const *args,
                              int nargs, char *out, size_t cap) {
     char root[256], query[1024];
+    /* inner is a page's path (routed, its canvas found): still, nothing that could end the header or start a
+     * query or fragment goes into it, and it is a path ("/…") */
+    if (inner[0] && inner[0] != '/') return -1;
+    for (const unsigned char *c = (const unsigned char *)inner; *c; c++)
+        if (*c <= ' ' || *c >= 0x7f || strchr("?#\\\"%", *c)) return -1;
     rc_auth_root_prefix(path, root, sizeof root);
     if (strlen(root) + 4 >= sizeof root) return -1; /* cut: a path deeper than any page (85 levels) */
     if (rc_auth_query(args, nargs, 1, query, sizeof query)) return -1;

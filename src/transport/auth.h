@@ -91,7 +91,8 @@ int rc_auth_query(const char *const *args, int nargs, int drop_token, char *out,
  * path `path` (base path stripped, which may itself be under /s/X/), the way back to the root (rc_auth_root_prefix,
  * "./" left out), "s/SECRET", the page's own path `inner` (path without any /s/X prefix), then args less the token
  * (rc_auth_query). "/" → "s/R/", "/c/a" → "../s/R/c/a", "/s/X/c/a" → "../../../s/R/c/a". Relative, so that it
- * works whether a proxy passes the base path on or strips it. 0, or -1 if it does not fit cap. */
+ * works whether a proxy passes the base path on or strips it. 0, or -1 if it does not fit cap or inner holds a
+ * byte that has no place in it (controls, space, non-ASCII, ? # \ " %) or is no path ("/…" or ""). */
 int rc_auth_session_location(const char *path, const char *inner, const char *secret, const char *const *args,
                              int nargs, char *out, size_t cap);
 

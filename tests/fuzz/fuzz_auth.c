@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c, issue 11): the Bearer
- * and cookie parsers, the Host check, the base path, the page's way back to the root, and roles by token. The
- * input: a byte of choices (the output buffers' size, the bind address, the allow-list), then lines: an
- * Authorization value, a Cookie header, a Host value, a path and a base path. Each output goes into a buffer of
- * exactly the size given, so ASan sees any write past it, and each result is checked against what auth.h promises
- * (a Bearer token has no blanks around it and re-parses to itself, a cookie value comes from the header, a Host is
- * accepted only for the names of its rule, a stripped path is a suffix of the path, the root prefix is "./" or
- * "../" repeated). `make fuzz`, `make test-fuzz`.
+ * and cookie parsers, the Host check, the base path, the page's way back to the root, roles by token, and the
+ * session a page's token is traded for (its secret path, Set-Cookie value and the 303's Location). The input: a
+ * byte of choices (the output buffers' size, the bind address, the allow-list), then lines: an Authorization
+ * value, a Cookie header, a Host value, a path and a base path, then query arguments. Each output goes into a
+ * buffer of exactly the size given, so ASan sees any write past it, and each result is checked against what auth.h
+ * promises (a Bearer token has no blanks around it and re-parses to itself, a cookie value comes from the header, a
+ * Host is accepted only for the names of its rule, a stripped path is a suffix of the path, the root prefix is "./"
+ * or "../" repeated, only "/s/SECRET/…" matches the session, a Location is relative, keeps no token and carries no
+ * byte that could end a header). `make fuzz`, `make test-fuzz`.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -25,7 +27,8 @@
 
 #define I_TOKEN "interactive-token-0123456789"
 #define V_TOKEN "view-only-token-0123456789ab"
-#define COOKIE "rcanvas_token_8080"
+#define COOKIE RC_SESSION_COOKIE
+#define SECRET "0123456789abcdef0123456789abcdef" /* R of the session's path */
 
 static void check_bearer(const char *h, size_t cap) {
     char *out = malloc(cap);
@@ -135,6 +138,44 @@ static void check_paths(const char *path, const char *base, size_t cap) {
     free(out);
 }
 
+/* The session: the secret path split off, the Set-Cookie value and the 303's Location from a path, a base path
+ * and query arguments (args: lines). */
+static void check_session(const char *path, const char *base, char *const *args, int nargs, size_t cap) {
+    int in, match;
+    const char *inner = rc_auth_session_strip(path, SECRET, &in, &match);
+    if (!in) {
+        REQUIRE(inner == path && !match);
+    } else {
+        REQUIRE(!strncmp(path, "/s/", 3) && path[3] && path[3] != '/');
+        REQUIRE(inner > path + 3 && inner + strlen(inner) == path + strlen(path)); /* a suffix, after "/s/X" */
+        REQUIRE(inner[0] == '\0' || inner[0] == '/');
+        size_t xl = (size_t)(inner - path - 3);
+        REQUIRE(match == (xl == strlen(SECRET) && !memcmp(path + 3, SECRET, xl)));
+    }
+    char *out = malloc(cap);
+    if (!out) return;
+    if (rc_auth_base_path_ok(base)) {
+        char sc[512];
+        rc_auth_session_cookie("S", base, SECRET, (int)(cap & 1), sc, sizeof sc);
+        REQUIRE(!strncmp(sc, "rcanvas_s=S; Path=", 18) && strstr(sc, "/s/" SECRET "/; HttpOnly; SameSite=Lax"));
+        REQUIRE(!strchr(sc, '\r') && !strchr(sc, '\n'));
+    }
+    if (!rc_auth_session_location(path, inner, SECRET, (const char *const *)args, nargs, out, cap)) {
+        size_t n = strlen(out);
+        REQUIRE(n < cap && (!strncmp(out, "../", 3) || !strncmp(out, "s/", 2))); /* relative: no scheme, no "/…" */
+        const char *s = strstr(out, "s/" SECRET "/");
+        REQUIRE(s != NULL);
+        for (const char *c = out; c < s; c += 3) REQUIRE(!strncmp(c, "../", 3)); /* "../" repeated, then s/R */
+        for (const char *c = out; *c; c++) REQUIRE((unsigned char)*c > ' ' && *c != 0x7f); /* nothing ends the header */
+        const char *q = strchr(out, '?');
+        if (q) { /* every argument kept but the token, none named "token" */
+            for (const char *a = q; a; a = strchr(a + 1, '&')) REQUIRE(strncmp(a + 1, "token=", 6) && strcmp(a + 1, "token"));
+            REQUIRE(!strchr(q, '#'));
+        }
+    }
+    free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     unsigned choice = data[0];
@@ -144,17 +185,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(buf, data + 1, size - 1);
     buf[size - 1] = '\0';
     char *field[5] = {buf, "", "", "", ""};
-    char *p = buf;
+    char *p = buf, *args[8];
+    int nargs = 0;
     for (int i = 1; i < 5; i++) {
         char *nl = strchr(p, '\n');
         if (!nl) break;
         *nl = '\0';
         field[i] = p = nl + 1;
     }
+    if (field[4][0]) /* after the base path's line: query arguments, one a line */
+        for (char *nl = strchr(field[4], '\n'); nl && nargs < 8; nl = strchr(nl + 1, '\n')) {
+            *nl = '\0';
+            args[nargs++] = nl + 1;
+        }
     check_bearer(field[0], cap);
     check_cookie(field[1], cap);
     check_host(field[2], choice);
     check_paths(field[3], field[4], cap);
+    check_session(field[3], field[4], args, nargs, cap);
     REQUIRE(rc_auth_role(NULL, I_TOKEN, V_TOKEN) == RC_ROLE_NONE);
     REQUIRE(rc_auth_role(field[0], I_TOKEN, "") != RC_ROLE_VIEW);
     free(buf);

@@ -130,6 +130,9 @@ static void test_session(void) {
     const char *in_old = rc_auth_session_strip("/s/fedcba9876543210fedcba9876543210/c/NAME", R, &in, &match);
     CHECK(!rc_auth_session_location("/s/fedcba9876543210fedcba9876543210/c/NAME", in_old, R, tok, 1, loc, sizeof loc));
     CHECK_MSG(!strcmp(loc, "../../../s/0123456789abcdef0123456789abcdef/c/NAME"), "%s", loc);
+    /* a path that could end the header or start a query: refused (the server never routes one to a page) */
+    CHECK(rc_auth_session_location("/c/a", "/c/a\r\nX: y", R, none, 0, loc, sizeof loc) == -1);
+    CHECK(rc_auth_session_location("/c/a", "/c/a?x", R, none, 0, loc, sizeof loc) == -1);
     /* too small a buffer: refused, never cut */
     CHECK(rc_auth_session_location("/c/NAME", "/c/NAME", R, args, 3, loc, 40));
     char q[9];
