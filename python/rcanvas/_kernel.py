@@ -7,9 +7,11 @@ function answers "not in a kernel" at the cost of a dict lookup.
 """
 
 import base64
+import errno
 import hashlib
 import hmac
 import os
+import stat
 import sys
 
 # The range of the ports chosen for kernels (below Linux's ephemeral range, 32768-60999, so that no outgoing
@@ -120,27 +122,131 @@ def proxy_prefix():
     return v.rstrip("/")
 
 
-def register_port(port):
-    """Tells rcanvas.jupyter that this process serves rcanvas on port (a file in $RCANVAS_JUPYTER_PORTS, the
-    extension's folder, 0700): it proxies only to such ports. Returns the file's path, or None (no folder)."""
-    d = os.environ.get("RCANVAS_JUPYTER_PORTS")
-    if not d or not os.path.isdir(d):
-        return None
-    path = os.path.join(d, str(int(port)))
+class PortsDirError(RuntimeError):
+    """RCANVAS_JUPYTER_PORTS names a folder that someone other than this user could change: refused."""
+
+
+def _trusted(st):
+    return st.st_uid in (0, os.getuid())
+
+
+def _path_trouble(path):
+    """Why another user could change what path leads to, or None: each folder the path goes through (the
+    targets of symlinks on the way included) must be this user's or root's and writable by no one else, or be a
+    sticky folder (/tmp) whose entry on the path is this user's or root's (no one else may rename it there)."""
+    todo = [c for c in os.path.abspath(path).split("/") if c]
+    cur, hops = "/", 0
+    while todo:
+        name = todo.pop(0)
+        if name == ".":
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        dst = os.stat(cur)          # cur has no symlink left in it: stat is lstat here
+        entry = os.path.join(cur, name)
+        est = os.lstat(entry)
+        if not (_trusted(dst) and (not dst.st_mode & 0o022 or (dst.st_mode & stat.S_ISVTX and _trusted(est)))):
+            return f"{cur} is writable by others, who could replace {name} in it"
+        if stat.S_ISLNK(est.st_mode):
+            if not todo:
+                return f"{entry} is a symlink, not a folder"
+            hops += 1
+            if hops > 40:
+                return f"{entry}: too many symlinks"
+            target = os.readlink(entry)
+            if target.startswith("/"):
+                cur = "/"
+            todo[:0] = [c for c in target.split("/") if c]
+            continue
+        cur = entry
+    return None
+
+
+def open_ports_dir(path):
+    """A file descriptor of the folder path (RCANVAS_JUPYTER_PORTS) after checking that only this user can
+    change what it holds: whoever can write there chooses the ports rcanvas.jupyter serves on the notebook's
+    origin, and could make a kernel write where it did not mean to. The folder itself must be no symlink (opened
+    with O_NOFOLLOW: a symlink another user swaps later is never followed), a folder of this user with mode 0700,
+    and no folder on the way there writable by another user (_path_trouble). Raises PortsDirError saying why."""
+    why = None
     try:
-        with open(path, "w") as f:
-            f.write(f"{os.getpid()}\n")
-    except OSError:
+        why = _path_trouble(path)
+        if why is None:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        why = "a symlink, not a folder" if e.errno == errno.ELOOP else (e.strerror or str(e))
+    if why is None:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            why = f"owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+        elif stat.S_IMODE(st.st_mode) & 0o077:
+            why = f"mode {stat.S_IMODE(st.st_mode):04o}: others may read or write it"
+        if why is not None:
+            os.close(fd)
+    if why is not None:
+        raise PortsDirError(f"RCANVAS_JUPYTER_PORTS={path} refused: {why}. It must be a folder of this user, "
+                            "mode 0700 (chmod 700), reached through no folder or symlink another user can change "
+                            "(unset it: rcanvas.jupyter then makes one)")
+    return fd
+
+
+def register_port(port):
+    """Tells rcanvas.jupyter that this process serves rcanvas on port: a file named by the port in
+    $RCANVAS_JUPYTER_PORTS (the extension's folder, checked by open_ports_dir) holding this process's pid; the
+    extension proxies only to such ports. Returns the file's path, or None (no folder named). Raises
+    PortsDirError for a folder another user could change. The file is made anew (O_CREAT|O_EXCL|O_NOFOLLOW,
+    relative to the folder's descriptor): an entry already there (a stale file of a process gone, or a symlink)
+    is removed, never written through."""
+    d = os.environ.get("RCANVAS_JUPYTER_PORTS")
+    if not d:
         return None
-    return path
+    dfd = open_ports_dir(d)
+    name = str(int(port))
+    try:
+        for attempt in range(2):
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=dfd)
+                break
+            except FileExistsError:
+                if attempt:
+                    raise
+                # this process listens on the port now, so whoever registered it before does not serve it
+                os.unlink(name, dir_fd=dfd)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise PortsDirError(f"RCANVAS_JUPYTER_PORTS={d}: cannot register port {name}: {e.strerror or e}") from None
+    finally:
+        os.close(dfd)
+    return os.path.join(d, name)
 
 
 def unregister_port(path):
-    if path:
+    """Removes a registration made by register_port, if it is still this process's (a kernel that took the port
+    after this one closed its server registers it anew)."""
+    if not path:
+        return
+    d, name = os.path.split(path)
+    try:
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         try:
-            os.unlink(path)
-        except OSError:
-            pass
+            mine = os.read(fd, 64).split()[:1] == [str(os.getpid()).encode()]
+        finally:
+            os.close(fd)
+        if mine:
+            os.unlink(name, dir_fd=dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 def announce(name, url, display_url=None):
