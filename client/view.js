@@ -308,7 +308,7 @@ export class RCanvasView {
       detail = 'This page\'s address has no ?token=….';
     } else if (next === 'session-ended') {
       // the served page's session (its secret path and cookie) was good for the server process that made it only
-      text = 'Server restarted: open the link with its token again.';
+      text = 'Open the link with its token again.';
       detail = 'This page was opened by a session of the server process that served it, which has ended; a page ' +
                'does not reconnect by itself to a new process. Open the URL the server printed (with ?token=).';
     } else if (next === 'gone') {

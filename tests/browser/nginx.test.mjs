@@ -285,7 +285,7 @@ test('nginx: wrong tokens, a foreign Host and unknown paths are refused through 
   assert.equal(ok.status, 303);
   // the session cookie: Path is its server's base path and secret path, and Secure, since nginx says the browser
   // came over https (X-Forwarded-Proto): without it the browser would send it in clear text to http://NAME/host-a/s/…
-  const R = /^s\/([0-9a-f]{32})\/\?$/.exec(ok.headers.location)[1];
+  const R = /^s\/([0-9a-f]{32})\/$/.exec(ok.headers.location)[1];
   assert.match(ok.headers['set-cookie'][0],
     new RegExp(`^rcanvas_s=[0-9a-f]{32}; Path=/host-a/s/${R}/; HttpOnly; SameSite=Lax; Secure$`));
   // the page there, through nginx, by the cookie
