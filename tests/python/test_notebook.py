@@ -125,6 +125,29 @@ def test_get_server_environment(fresh_shared, tmp_path):
         rcanvas.get_server()
 
 
+def test_get_server_refuses_a_ports_folder_another_user_could_change(fresh_shared, tmp_path):
+    """Under the proxy, get_server() registers its port only in a ports folder of this user, mode 0700, no
+    symlink: through a symlinked one (another user could swap it) it raises PortsDirError saying so, and writes
+    nothing where the symlink points; the same for a group-writable folder."""
+    import gc
+
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    link = tmp_path / "ports"
+    link.symlink_to(target)
+    fresh_shared.setenv("RCANVAS_JUPYTER_PROXY", "/rcanvas")
+    fresh_shared.setenv("RCANVAS_JUPYTER_PORTS", str(link))
+    with pytest.raises(RuntimeError, match=f"RCANVAS_JUPYTER_PORTS={link} refused: .*symlink"):   # PortsDirError
+        rcanvas.get_server()
+    assert os.listdir(target) == []
+    os.chmod(target, 0o770)
+    fresh_shared.setenv("RCANVAS_JUPYTER_PORTS", str(target))
+    with pytest.raises(RuntimeError, match="mode 0770.*chmod 700"):
+        rcanvas.get_server()
+    assert os.listdir(target) == []
+    gc.collect()   # the servers made before the refusal: closed once unreachable
+
+
 def test_a_kernels_port_and_tokens(fresh_shared):
     import socket
 
