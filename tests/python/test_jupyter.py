@@ -1053,10 +1053,10 @@ def test_a_stalled_upstream_delays_only_its_own_pages(nbserver, echo):
 
 @pytest.fixture(scope="module", params=sorted(FLAVOURS))
 def nbserver_quick_pings(request, tmp_path_factory):
-    """A notebook server whose proxy pings every 0.3 s and drops a viewer silent for 1.5 s (rcanvas' 5 s and
+    """A notebook server whose proxy pings every 0.5 s and drops a viewer silent for 2.5 s (rcanvas' 5 s and
     20 s, shortened so that the test runs in seconds)."""
     s = _NbServer(request.param, tmp_path_factory.mktemp(request.param + "-pings"),
-                  {"RCANVAS_JUPYTER_PING_INTERVAL": "0.3", "RCANVAS_JUPYTER_IDLE_TIMEOUT": "1.5"})
+                  {"RCANVAS_JUPYTER_PING_INTERVAL": "0.5", "RCANVAS_JUPYTER_IDLE_TIMEOUT": "2.5"})
     yield s
     s.stop()
 
@@ -1064,7 +1064,7 @@ def nbserver_quick_pings(request, tmp_path_factory):
 def test_a_viewer_that_answers_no_ping_is_dropped(nbserver_quick_pings):
     """A proxied viewer that never reads (so never answers a ping) is closed after the idle timeout and its
     upstream connection closed (the rcanvas slot freed); a viewer that reads (answering the pings) stays
-    connected for three idle timeouts, its messages still flowing."""
+    connected for more than two idle timeouts, its messages still flowing."""
     nb = nbserver_quick_pings
     up = FakeUpstream()
     reg = _register(nb.ports_dir, up.port, os.getpid())
@@ -1076,10 +1076,10 @@ def test_a_viewer_that_answers_no_ping_is_dropped(nbserver_quick_pings):
         while up.opened < 2:
             assert time.time() - t0 < 20, "the upstream connections were not made"
             time.sleep(0.05)
-        # the reader: ticks for 3 idle timeouts (each recv answers the pings read before it)
+        # the reader: ticks for over 2 idle timeouts (each recv answers the pings read before it)
         n = 0
         t1 = time.time()
-        while time.time() - t1 < 4.5:
+        while time.time() - t1 < 6:
             assert alive.recv().startswith("tick")
             n += 1
         assert n > 10
