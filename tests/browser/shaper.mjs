@@ -25,6 +25,7 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
                                     listenPort = 0 } = {}) {
   const link = { rateMbps, delayMs };
   const counters = { up: 0, down: 0, connections: 0 };
+  const inQueue = { up: 0, down: 0 };   // bytes in the bottleneck now, per direction (all connections)
   const sockets = new Set();
   const timers = new Set();
 
@@ -41,6 +42,7 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
     let timer = null;
     const deliver = (piece) => {
       queued -= piece.length;
+      inQueue[key] -= piece.length;
       if (!to.destroyed) to.write(piece);
       counters[key] += piece.length;
       if (queued < queueBytes / 2 && from.isPaused()) from.resume();
@@ -61,6 +63,7 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
         const now = performance.now();
         departure = Math.max(now, departure) + (piece.length * 8) / (link.rateMbps * 1e3); // ms
         queued += piece.length;
+        inQueue[key] += piece.length;
         fifo.push({ piece, due: departure + link.delayMs });
       }
       if (!timer) flush();
@@ -100,8 +103,9 @@ export async function startShaper({ target, rateMbps = 20, delayMs = 20, queueBy
     port: server.address().port,
     /** Changes the rate and/or delay from now on (bytes already in the bottleneck keep their times). */
     set(change) { if (change.rateMbps) link.rateMbps = change.rateMbps; if (change.delayMs !== undefined) link.delayMs = change.delayMs; },
-    /** Bytes passed up (to the server) and down (to the client), and connections made. */
-    stats() { return { ...counters, ...link }; },
+    /** Bytes passed up (to the server) and down (to the client), connections made, the rate and delay now, and
+     *  the bytes in the bottleneck now each way (queuedUp, queuedDown: a standing queue is latency the link adds). */
+    stats() { return { ...counters, ...link, queuedUp: inQueue.up, queuedDown: inQueue.down }; },
     async close() {
       for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.destroy();
