@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { root, sleep, stopProcess } from './lib.mjs';
+import { killOnExit, root, sleep, stopProcess } from './lib.mjs';
 
 export const JANUS_BIN = process.env.JANUS || '/usr/bin/janus';
 export const JANUS_JS = '/usr/share/javascript/janus-gateway/janus.js';          // libjs-janus-gateway
@@ -65,7 +65,9 @@ export function janusMissing() {
   return null;
 }
 
-/** A free TCP port on 127.0.0.1. */
+/** A free TCP port on 127.0.0.1, to hand to a program that cannot bind port 0 and say which port it got (nginx,
+ *  Janus): it is free now, and may be taken before that program binds it, so its start is retried on new ports
+ *  when the address was in use (addressInUse). */
 export function freeTcpPort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
@@ -128,17 +130,31 @@ export function writeJanusConfig(opts) {
   return { dir, vars };
 }
 
+/** Whether a program's log says it could not bind its address (another one got the port first). */
+export const addressInUse = (log) => /address already in use|EADDRINUSE|could not bind|bind\(\) .*failed/i.test(log);
+
 /**
  * Starts janus on a fresh configuration (writeJanusConfig's opts; ports picked here when not given) and resolves
  * once GET /janus/info answers with the streaming plugin in it. Returns {proc, pid, url, videoPort, rtcpPort,
- * mountpoint, dir, log(), stop()}. stop() ends janus and removes the temp dir; it is safe to call twice.
+ * mountpoint, dir, log(), stop()}. stop() ends janus and removes the temp dir; it is safe to call twice. Ports
+ * picked here that were taken before janus bound them: tried again on others, three times in all.
  */
 export async function startJanus(opts = {}) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startJanusOnce(opts);
+    } catch (err) {
+      if (attempt >= 3 || (opts.httpPort && opts.videoPort) || !addressInUse(err.message)) throw err;
+    }
+  }
+}
+
+async function startJanusOnce(opts) {
   const httpPort = opts.httpPort || await freeTcpPort();
   const videoPort = opts.videoPort || await freeUdpPair();
   const { dir, vars } = writeJanusConfig({ ...opts, httpPort, videoPort });
-  const proc = spawn(JANUS_BIN, ['-F', dir, '-C', path.join(dir, 'janus.jcfg'), '--disable-colors'],
-                     { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = killOnExit(spawn(JANUS_BIN, ['-F', dir, '-C', path.join(dir, 'janus.jcfg'), '--disable-colors'],
+                               { stdio: ['ignore', 'pipe', 'pipe'] }));
   let log = '';
   proc.stdout.on('data', (d) => { log += d; if (log.length > 1e6) log = log.slice(-5e5); });
   proc.stderr.on('data', (d) => { log += d; });
@@ -148,6 +164,8 @@ export async function startJanus(opts = {}) {
   try {
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`janus exited (${proc.exitCode}):\n${log.slice(-3000)}`);
+      // its mountpoint's RTP port taken: no mountpoint, though janus answers (the log says why)
+      if (addressInUse(log)) throw new Error(`janus could not bind a port:\n${log.slice(-3000)}`);
       if (Date.now() - t0 > 20000) throw new Error(`janus did not answer ${url}/info in 20 s:\n${log.slice(-3000)}`);
       try {
         const r = await fetch(`${url}/info`);
@@ -191,7 +209,16 @@ export const NGINX_BIN = process.env.NGINX || '/usr/sbin/nginx';
  */
 export async function startWebFront(janusHttp) {
   if (!fs.existsSync(NGINX_BIN)) throw new Error(`nginx is not installed (${NGINX_BIN}; apt-get install nginx)`);
-  const port = await freeTcpPort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startWebFrontOnce(janusHttp, await freeTcpPort());   // nginx takes no port 0: see freeTcpPort
+    } catch (err) {
+      if (attempt >= 3 || !addressInUse(err.message)) throw err;
+    }
+  }
+}
+
+async function startWebFrontOnce(janusHttp, port) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-nginx-'));
   fs.chmodSync(dir, 0o755);                       // nginx's worker (user nobody when started as root) reads it
   fs.mkdirSync(path.join(dir, 'tmp'));
@@ -210,8 +237,8 @@ export async function startWebFront(janusHttp) {
     JANUS_HTTP: janusHttp,
   });
   fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const proc = spawn(NGINX_BIN, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')],
-                     { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = killOnExit(spawn(NGINX_BIN, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')],
+                               { stdio: ['ignore', 'pipe', 'pipe'] }));
   let log = '';
   proc.stdout.on('data', (d) => { log += d; });
   proc.stderr.on('data', (d) => { log += d; });

@@ -43,6 +43,18 @@ export function stopProcess(proc, { signal = 'SIGTERM', killAfterMs = 5000 } = {
   });
 }
 
+/**
+ * Kills proc (SIGKILL) when this node process exits, should nothing have stopped it by then: a child that a setup
+ * left behind (a throw at a file's top level runs no after hook) outlives node otherwise. Returns proc.
+ */
+const children = new Set();
+process.once('exit', () => { for (const p of children) p.kill('SIGKILL'); });
+export function killOnExit(proc) {
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  return proc;
+}
+
 export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
 /**
@@ -87,7 +99,8 @@ export function startDemo(args = [], { port = 0, token = undefined, program = de
   const defaulted = program === demoPath && !args.includes('--codec') && !args.includes('--codec-default');
   const full = ['--port', String(port), ...(token ? ['--token', token] : []), ...(defaulted ? ['--codec', 'jpeg'] : []),
                 ...args.filter((a) => a !== '--codec-default')];
-  const proc = spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
+  const proc = killOnExit(spawn(program, full, { stdio: ['ignore', 'pipe', 'pipe'],
+                                                env: env ? { ...process.env, ...env } : process.env }));
   const lines = [];
   let stderr = '';
   let buf = '';
