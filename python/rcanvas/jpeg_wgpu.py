@@ -38,10 +38,9 @@ block slots 256, the unstuffed stream and its counts ≤ 2×216, output 256), e.
 device's max_storage_buffer_binding_size (128 MiB by default) bounds the frame: 4K 4:4:4 fits.
 """
 
+import array
 import struct
 import time
-
-import numpy as np
 
 __all__ = ["JpegWgpuEncoder", "JpegWgpuError", "quant_table", "jfif_header"]
 
@@ -80,9 +79,17 @@ _AC_VALS = (
 _NATURAL = (0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,
             7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
             39, 46, 53, 60, 61, 54, 47, 55, 62, 63)
+
+
+def _f32(x):
+    """x rounded to float32. A float32 product or quotient computed in double and rounded once to float32 is the
+    correctly rounded float32 result (53 >= 2·24 + 2: double rounding is innocuous), so this reproduces C's float
+    arithmetic without numpy."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
 # AAN scale factors: cos(k·π/16)·√2 for k > 0 (libjpeg jfdctflt.c / jcdctmgr.c), as jpeg-gpu's k_aan (float32)
-_AAN = np.array([1.0, 1.387039845, 1.306562965, 1.175875602, 1.0, 0.785694958, 0.541196100, 0.275899379],
-                dtype=np.float32)
+_AAN = [_f32(v) for v in (1.0, 1.387039845, 1.306562965, 1.175875602, 1.0, 0.785694958, 0.541196100, 0.275899379)]
 
 
 def quant_table(quality, t):
@@ -107,7 +114,7 @@ def _huff_codes(bits, vals):
 
 def _code_table():
     """The coder's table: dc[2][12] then ac[2][256] as u32 code | length << 24 (length 0: no such symbol)."""
-    tab = np.zeros(24 + 512, dtype=np.uint32)
+    tab = array.array("I", [0] * (24 + 512))
     for t in range(2):
         for s, (c, n) in _huff_codes(_DC_BITS[t], _DC_VALS).items():
             tab[t * 12 + s] = c | (n << 24)
@@ -119,12 +126,12 @@ def _code_table():
 def _divisors(quality):
     """[2][64] natural order: 1 / (q · aan[u] · aan[v] · 8), computed in float32 in jpeg-gpu's order so that both
     encoders divide by the same numbers (the AAN DCT's output is scaled by aan[u]·aan[v]·8)."""
-    d = np.zeros(128, dtype=np.float32)
+    d = array.array("f", [0.0] * 128)
     for t in range(2):
         q = quant_table(quality, t)
         for k in range(64):
-            v = np.float32(q[k]) * _AAN[k // 8] * _AAN[k % 8] * np.float32(8.0)
-            d[t * 64 + k] = np.float32(1.0) / v
+            v = _f32(_f32(_f32(float(q[k]) * _AAN[k // 8]) * _AAN[k % 8]) * 8.0)
+            d[t * 64 + k] = 1.0 / v   # stored as float32: rounded once
     return d
 
 
@@ -709,7 +716,7 @@ class JpegWgpuEncoder:
         U = wgpu.BufferUsage
         self._div = device.create_buffer(size=512, usage=U.STORAGE | U.COPY_DST)
         tab = _code_table()
-        self._tab = device.create_buffer(size=tab.nbytes, usage=U.STORAGE | U.COPY_DST)
+        self._tab = device.create_buffer(size=len(tab) * tab.itemsize, usage=U.STORAGE | U.COPY_DST)
         device.queue.write_buffer(self._tab, 0, tab.tobytes())
         self._len_map = device.create_buffer(size=16, usage=U.MAP_READ | U.COPY_DST)
         self._data_map = None
@@ -1002,7 +1009,8 @@ class JpegWgpuEncoder:
 
     def encode_array(self, rgba, quality=80, subsampling="420"):
         """Convenience for tests and tools: uploads an (h, w, 4) or (h, w, 3) uint8 array into a texture of
-        its own and encodes it."""
+        its own and encodes it (numpy is needed here only)."""
+        import numpy as np
         wgpu = self._wgpu
         a = np.ascontiguousarray(rgba, dtype=np.uint8)
         if a.ndim != 3 or a.shape[2] not in (3, 4):
@@ -1027,3 +1035,82 @@ def _map(buf, mode, offset, size):
     if f is not None:
         return f(mode, offset, size)
     return buf.map(mode, offset, size)
+
+
+# ---- command line: python3 -m rcanvas.jpeg_wgpu, to compare with rcanvas-encode --codec jpeg-gpu ----
+
+def _read_image(path):
+    """(w, h, RGBA bytes) of a binary PPM (P6, maxval 255), or of any image Pillow reads."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"P6":
+        fields, i = [], 2
+        while len(fields) < 3:   # width, height, maxval, with whitespace and # comments between
+            while data[i:i + 1].isspace():
+                i += 1
+            if data[i:i + 1] == b"#":
+                i = data.index(b"\n", i)
+                continue
+            j = i
+            while not data[j:j + 1].isspace():
+                j += 1
+            fields.append(int(data[i:j]))
+            i = j
+        w, h, maxval = fields
+        if maxval != 255:
+            raise ValueError("%s: 8-bit PPM only" % path)
+        rgb = data[i + 1:i + 1 + w * h * 3]
+    else:
+        from PIL import Image
+        im = Image.open(path).convert("RGB")
+        (w, h), rgb = im.size, im.tobytes()
+    rgba = bytearray(b"\xff" * (w * h * 4))
+    for c in range(3):
+        rgba[c::4] = rgb[c::3]
+    return w, h, bytes(rgba)
+
+
+def _main(argv=None):
+    import argparse
+    import statistics
+    ap = argparse.ArgumentParser(prog="python3 -m rcanvas.jpeg_wgpu",
+                                 description="Encodes an image (PPM, or PNG with Pillow) with jpeg-wgpu on wgpu's "
+                                             "default device; prints the median time of the encodes and the size.")
+    ap.add_argument("--quality", type=int, default=80)
+    ap.add_argument("--subsampling", default="420", choices=["420", "444"])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--restart", type=int, default=0, help="MCUs per restart interval (0: none)")
+    ap.add_argument("input")
+    ap.add_argument("output")
+    a = ap.parse_args(argv)
+    import wgpu
+    import wgpu.utils
+    w, h, rgba = _read_image(a.input)
+    t0 = time.perf_counter()
+    dev = wgpu.utils.get_default_device()
+    enc = JpegWgpuEncoder(dev, restart_interval=a.restart)
+    t1 = time.perf_counter()
+    tex = dev.create_texture(size=(w, h, 1), format="rgba8unorm",
+                             usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST)
+    dev.queue.write_texture({"texture": tex, "mip_level": 0, "origin": (0, 0, 0)}, rgba,
+                            {"offset": 0, "bytes_per_row": w * 4, "rows_per_image": h}, (w, h, 1))
+    jpeg = enc.encode(tex, a.quality, a.subsampling)   # the first: drivers may compile pipelines lazily
+    t2 = time.perf_counter()
+    ms = []
+    for _ in range(max(a.repeat, 1)):
+        t = time.perf_counter()
+        jpeg = enc.encode(tex, a.quality, a.subsampling)
+        ms.append((time.perf_counter() - t) * 1e3)
+    with open(a.output, "wb") as f:
+        f.write(jpeg)
+    info = dev.adapter.info if hasattr(dev, "adapter") else {}
+    print("%s %dx%d jpeg-wgpu q%d %s: %.2f ms (min %.2f; device+pipelines %.0f ms, first encode %.0f ms), %d bytes "
+          "(%.3f bits/pixel), %d bytes read back [%s]" % (
+              a.input, w, h, a.quality, "4:2:0" if a.subsampling == "420" else "4:4:4", statistics.median(ms),
+              min(ms), (t1 - t0) * 1e3, (t2 - t1) * 1e3, len(jpeg), 8.0 * len(jpeg) / (w * h),
+              enc.last["read_back"], info.get("device", "?")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
