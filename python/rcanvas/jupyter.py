@@ -46,6 +46,7 @@ import hmac
 import os
 import re
 import shutil
+import stat
 import tempfile
 from urllib.parse import unquote_plus
 
@@ -187,7 +188,7 @@ def _registered_pid(port, dir_fd):
         return None
     try:
         st = os.fstat(fd)
-        if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.getuid()):
+        if not (stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()):
             return None
         pid = int(os.read(fd, 64).split()[0])
         return pid if pid > 0 else None

@@ -21,7 +21,6 @@ timeout (short ones for the test) and its rcanvas connection closed, one that an
 Every test is bounded: an alarm per test (when pytest-timeout is not there) and a timeout on every wait."""
 
 import base64
-import errno
 import hashlib
 import http.server
 import json
