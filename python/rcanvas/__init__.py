@@ -526,9 +526,38 @@ class Canvas:
 
     def _present(self, src, w, h, pitch, fmt):
         # A frame description of this call's own (the pixels stay alive in src for the call).
-        f = L.Frame(src.ctypes.data, w, h, pitch, FORMATS[fmt], 0)
+        self._present_at(src.ctypes.data, w, h, pitch, fmt)
+
+    def _present_at(self, address, w, h, pitch, fmt):
+        f = L.Frame(address, w, h, pitch, FORMATS[fmt], 0)
         with self._use() as hd:
             _check(lib().rcanvas_present(hd, ctypes.byref(f)), "rcanvas_present")
+
+    def present_address(self, address, width, height, pitch, format="rgba"):
+        """Hands rcanvas a frame at a raw memory address: `height` rows of `pitch` bytes (the last row needs only
+        4·width), 4 bytes a pixel in `format` ("rgba", "bgra", "rgbx"). rcanvas copies the pixels before it returns,
+        so the memory need only stay valid for the call: a mapped GPU readback buffer (wgpu's bytes_per_row is a
+        multiple of 256, passed here as the pitch, so nothing is repacked) can be unmapped right after. Nothing
+        checks that the address is readable: a wrong one crashes the process, which is why present() (numpy arrays,
+        whose memory it knows) is the method for everything else. Raises ValueError (size, pitch, format, a zero
+        address), RcanvasError as present()."""
+        address = _int(address, "address", 0, 2**64 - 1)
+        w = _int(width, "width", 0, L.UINT32_MAX)
+        h = _int(height, "height", 0, L.UINT32_MAX)
+        pitch = _int(pitch, "pitch", 0, 2**63 - 1)
+        if not address:
+            raise ValueError("present_address() needs a non-zero address")
+        if w == 0 or h == 0:
+            raise ValueError(f"present_address() takes a non-empty frame, not {w}x{h}")
+        if pitch < 4 * w:
+            raise ValueError(f"pitch must be at least 4*width ({4 * w}), not {pitch}")
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+        maxd = self._server.max_frame_dim
+        if w > maxd or h > maxd:
+            raise RcanvasError(-3, f"present_address(): a {w}x{h} frame is over the server's max_frame_dim {maxd}")
+        with self._present_lock:
+            self._present_at(address, w, h, pitch, format)
 
     # -- scheduling and events
 
@@ -714,7 +743,11 @@ def _make_shared_server():
                 last = e
                 continue
             if proxy:
-                reg = _kernel.register_port(server.port)
+                try:
+                    reg = _kernel.register_port(server.port)
+                except BaseException:
+                    server.close()  # an unsafe ports folder (raised with its reason): no server left listening
+                    raise
                 server._on_close.append(lambda: _kernel.unregister_port(reg))
             return server
     raise last or RcanvasError(-17, f"no free port on {host}")

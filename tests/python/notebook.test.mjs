@@ -6,7 +6,9 @@
 // cell's output holds an iframe whose canvas shows the colour (decoded pixels read inside the iframe) and no
 // stderr; a click in it reaches the kernel (event type and position in logical px); running the cell again
 // leaves one canvas of that name; after a kernel restart the old iframe says "server gone", and once a cell makes
-// the canvas again (same port, same token: derived from the kernel) the old iframe shows it again. The README's
+// the canvas again (same port, same token: derived from the kernel) the new cell's iframe shows it, while the old
+// iframe, whose session died with the old kernel's server, says "Server restarted" and opens nothing (what it
+// sends carries no token, so another process that took the port would learn nothing reusable). The README's
 // RenderCanvas snippet runs unchanged in a cell (when ../shared/third_party/rendercanvas is there). Without the
 // extension, the iframe goes to the kernel's port directly. Skips, saying why, when the notebook packages are
 // not installed (make test-python installs them: python3-notebook, python3-ipykernel).
@@ -263,15 +265,18 @@ test('through rcanvas.jupyter: frames and a click in a notebook cell, a re-run, 
       page.off('websocket', count);
       assert.equal(attempts, 0, 'no WebSocket attempt within 10 s of "gone"');
 
-      // the other cell makes the canvas again in the new kernel: same port and token, so the old iframe (Retry
-      // now) shows it
+      // the other cell makes the canvas again in the new kernel: same port and token, so its new iframe shows it;
+      // the old iframe went by the old server's session (its secret path and cookie), which the new server does
+      // not know: Retry ends in "Server restarted", not in a picture
       await runCell(page, 1);
       const b = await cellFrame(page, 1);
       assert.equal(b.src, a.src, 'the restarted kernel serves the same URL');
       await untilColor(b.frame, COLOR_B, 'the new kernel\'s canvas');
       await a2.frame.getByRole('button', { name: 'Retry now' }).click();
-      await until(async () => (await viewState(a2.frame)) === 'connected', 20000, 'the old iframe connected again');
-      await untilColor(a2.frame, COLOR_B, 'the new kernel\'s canvas in the old iframe');
+      await until(async () => (await viewState(a2.frame)) === 'session-ended', 30000,
+        'the old iframe: "Server restarted" (its session died with the old kernel)');
+      const ended = await a2.frame.evaluate(() => document.getElementById('rcanvas-banner').innerText);
+      assert.match(ended, /server restarted/i);
       await clickAndCheck(page, b.el, server, 150, 120, COLOR_B);
 
       if (haveRC) {

@@ -206,3 +206,27 @@ def test_a_frame_over_the_limit_is_refused_before_conversion(server):
     except rcanvas.RcanvasError as err:
         pytest.fail(f"a 1024x1024 frame is within every codec's limits: {err}")
     assert c._rgbx.shape[:2] == (1024, 1024)
+
+
+def test_an_unsafe_ports_folder_leaves_no_server_listening(tmp_path, monkeypatch):
+    # rcanvas.jupyter's ports folder given as a symlink (which another user could swap): the kernel's server
+    # refuses to register there and is closed, not left listening unregistered
+    from rcanvas import _kernel
+    real = tmp_path / "ports"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    monkeypatch.setenv("RCANVAS_JUPYTER_PROXY", "/rcanvas")
+    monkeypatch.setenv("RCANVAS_JUPYTER_PORTS", str(link))
+    monkeypatch.delenv("RCANVAS_PORT", raising=False)
+    monkeypatch.delenv("RCANVAS_BASE_PATH", raising=False)
+    monkeypatch.setattr(_kernel, "kernel_identity", lambda: None)   # not in a kernel: any free port
+    before = {id(s) for s in rcanvas._servers if s._h is not None}
+    try:
+        rcanvas.get_server()
+        pytest.fail("get_server() took a symlinked ports folder")
+    except _kernel.PortsDirError:
+        # looked at while the exception (and so the failed call's frame) is alive: closed, not merely unreferenced
+        left = [s for s in rcanvas._servers if s._h is not None and id(s) not in before]
+    assert left == [], "a server was left open after its registration was refused"
+    assert list(real.iterdir()) == []
