@@ -6,7 +6,8 @@
 // cause, and the test asserts which.
 //
 //   const e0 = await encoderSample(demo);   ...window...   const e = encoderWindow(e0, await encoderSample(demo));
-//   e.encoded (frames), e.fps, e.msPerFrame (wall time of one encode), e.busy (encode time / window time)
+//   e.encoded (frames), e.fps, e.presentedFps (the app's), e.msPerFrame (wall time of one encode), e.busy (encode
+//   time / window time)
 import http from 'node:http';
 
 /** The canvas's counters now: {t (ms, performance clock), encoded, presented, encodes, encodeMs}. */
@@ -40,8 +41,10 @@ export function encoderSample(demo, canvas = '') {
 export function encoderWindow(a, b) {
   const ms = b.t - a.t, encodes = b.encodes - a.encodes, encodeMs = b.encodeMs - a.encodeMs;
   return { ms, encoded: b.encoded - a.encoded, fps: (b.encoded - a.encoded) / (ms / 1000),
-           msPerFrame: encodes ? encodeMs / encodes : 0, busy: encodeMs / ms };
+           presentedFps: (b.presented - a.presented) / (ms / 1000), msPerFrame: encodes ? encodeMs / encodes : 0,
+           busy: encodeMs / ms };
 }
 
 export const showEncoder = (e) =>
-  `encoder: ${e.encoded} frames (${e.fps.toFixed(1)}/s), ${e.msPerFrame.toFixed(1)} ms each, busy ${(100 * e.busy).toFixed(0)} %`;
+  `encoder: ${e.encoded} frames (${e.fps.toFixed(1)}/s), ${e.msPerFrame.toFixed(1)} ms each, busy ${(100 * e.busy).toFixed(0)} %; ` +
+  `the app presented ${e.presentedFps.toFixed(1)}/s`;
