@@ -90,11 +90,11 @@ test(`H.264 ${motion} 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested k
   assert.equal(v.codec, 3 /* RCANVAS_CODEC_H264 */, 'the viewer gets H.264');
   for (const w of [a, b]) {
     // 15 fps, unless this machine's encoder is what holds the rate below it (a loaded 2-core machine: the 1080p
-    // pan then takes 40-60 ms an encode): it was busy the whole window and the viewer got what it made, in
+    // pan then takes 40-60 ms an encode): it was busy most of the window and the viewer got what it made, in
     // frames that 15 a second would fit through the link. Frames the link cannot carry at 15 fps (the collapse:
     // 2.1 fps of 127 kB), or an encoder waiting on the link, fail whatever the load; 5 fps is the floor in any case.
     const sized = w.kB * 8 * 15 <= 4000 * 1.05;
-    const encoderBound = w.enc.busy >= 0.8 && w.frames >= 0.85 * w.enc.encoded;
+    const encoderBound = w.enc.busy >= 0.6 && w.frames >= 0.85 * w.enc.encoded;
     assert.ok(sized, `${w.kB.toFixed(1)} kB a frame: 15 of them a second do not fit a 4 Mbit/s link`);
     assert.ok(w.fps >= 15 || (encoderBound && w.fps >= 5),
               `${w.fps.toFixed(1)} fps < 15, and not for the encoder's speed (${showEncoder(w.enc)}, ${w.frames} frames received)`);
