@@ -68,6 +68,32 @@ int rc_auth_cookie(const char *h, const char *name, char *out, size_t cap) {
 
 /* ---- the session ---- */
 
+rc_role rc_auth_request_role(const rc_auth_request *rq, const char *interactive, const char *view,
+                             const rc_auth_session *s, rc_token_source *src) {
+    char v[RC_AUTH_VALUE_MAX];
+    *src = RC_TOKEN_NONE;
+    if (rq->query_token) {
+        *src = RC_TOKEN_QUERY;
+        return rc_auth_role(rq->query_token, interactive, view);
+    }
+    if (rq->authorization && rc_auth_bearer(rq->authorization, v, sizeof v)) {
+        *src = RC_TOKEN_BEARER;
+        return rc_auth_role(v, interactive, view);
+    }
+    /* the session's own credentials count under this process's secret path only: the browser sends the cookie
+     * to every port and path its Path covers, and S in a query is no token anywhere */
+    if (!rq->session) return RC_ROLE_NONE;
+    if (rq->query_session) {
+        *src = RC_TOKEN_SESSION_ARG;
+        return rc_auth_role(rq->query_session, s->interactive, s->view);
+    }
+    if (rq->cookie && rc_auth_cookie(rq->cookie, RC_SESSION_COOKIE, v, sizeof v)) {
+        *src = RC_TOKEN_SESSION;
+        return rc_auth_role(v, s->interactive, s->view);
+    }
+    return RC_ROLE_NONE;
+}
+
 static int random_hex(char *out, size_t nbytes) {
     unsigned char raw[RC_SESSION_BYTES];
     if (nbytes > sizeof raw) return -1;

@@ -26,8 +26,15 @@ typedef enum rc_role {
 } rc_role;
 
 /* Where a token came from: the query (a page request with it is moved under the session's path), an
- * Authorization header, or the session cookie (under the session's path only; its value is S, not a token). */
-typedef enum rc_token_source { RC_TOKEN_NONE = 0, RC_TOKEN_QUERY, RC_TOKEN_BEARER, RC_TOKEN_SESSION } rc_token_source;
+ * Authorization header, the session cookie, or the session's ?session= (both under the session's path only; their
+ * value is S, not a token). */
+typedef enum rc_token_source {
+    RC_TOKEN_NONE = 0,
+    RC_TOKEN_QUERY,
+    RC_TOKEN_BEARER,
+    RC_TOKEN_SESSION,     /* the cookie RC_SESSION_COOKIE */
+    RC_TOKEN_SESSION_ARG, /* ?session=S, from a page that a frame of another site loaded (no cookie there) */
+} rc_token_source;
 
 /* 1 if a and b are equal; the time depends only on the length of b (the secret), never on where they differ. */
 int rc_auth_equal(const char *a, size_t alen, const char *b, size_t blen);
@@ -62,8 +69,35 @@ typedef struct rc_auth_session {
     char view[RC_SESSION_CHARS + 1];        /* S of the view-only role */
 } rc_auth_session;
 
+/* What a request carries that may say who it is, as found in it (NULL: absent). */
+typedef struct rc_auth_request {
+    const char *query_token;   /* the value of ?token= */
+    const char *authorization; /* the Authorization header */
+    const char *query_session; /* the value of ?session= */
+    const char *cookie;        /* the Cookie header */
+    int session;               /* the path is under this process's secret path (rc_auth_session_strip's match) */
+} rc_auth_request;
+
+/* The role of a request, and in *src where it came from, from the first found of: ?token=, `Authorization:
+ * Bearer` (both compared with the tokens), then, only when rq->session, ?session= and the session cookie (both
+ * compared with this process's two S, never with the tokens). Each comparison is rc_auth_role's: constant time,
+ * and a wrong S is RC_ROLE_WRONG, a wrong token (charged by the rate limit). Under no secret path, or another
+ * process's, ?session= and the cookie are not looked at: RC_ROLE_NONE (401, uncharged) if nothing else is there,
+ * so the answer tells nothing about the secret. A Bearer value or cookie of cap (200) bytes or more counts as
+ * absent. */
+#define RC_AUTH_VALUE_MAX 200
+rc_role rc_auth_request_role(const rc_auth_request *rq, const char *interactive, const char *view,
+                             const rc_auth_session *s, rc_token_source *src);
+
 /* New random secrets from getrandom(2) (never derived from the tokens). 0, or -1 if no randomness came. */
 int rc_auth_session_new(rc_auth_session *s);
+
+/* A page that a frame of another site loads (a notebook on localhost:8888 embedding 127.0.0.1:PORT/?token=T) gets
+ * no cookie: Chromium neither stores nor sends it there (a third-party cookie). Such a page, answered to the request
+ * that carried the right ?token=, is served directly with R and its role's S in it (its data- attributes), and
+ * goes by URLs under s/R/ with ?session=S, never the token again: what its reconnects leave with whoever binds the
+ * port after the server exited opens nothing either (rc_auth_request_role). */
+#define RC_SESSION_ARG "session"
 
 /* A path under "/s/X/" (base path already stripped): returns what follows X ("/s/X/c/a" → "/c/a", "/s/X/" → "/",
  * "/s/X" → ""), *in = 1, and *match = X is `secret` (compared in constant time); any other path is returned as it

@@ -2,14 +2,16 @@
 /*
  * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c, issue 11): the Bearer
  * and cookie parsers, the Host check, the base path, the page's way back to the root, roles by token, and the
- * session a page's token is traded for (its secret path, Set-Cookie value and the 303's Location). The input: a
+ * session a page's token is traded for (its secret path, Set-Cookie value and the 303's Location), and which of a
+ * request's credentials counts (?token=, Bearer, then under the secret path only ?session= and the cookie). The input: a
  * byte of choices (the output buffers' size, the bind address, the allow-list), then lines: an Authorization
  * value, a Cookie header, a Host value, a path and a base path, then query arguments. Each output goes into a
  * buffer of exactly the size given, so ASan sees any write past it, and each result is checked against what auth.h
  * promises (a Bearer token has no blanks around it and re-parses to itself, a cookie value comes from the header, a
  * Host is accepted only for the names of its rule, a stripped path is a suffix of the path, the root prefix is "./"
  * or "../" repeated, only "/s/SECRET/…" matches the session, a Location is relative, keeps no token and carries no
- * byte that could end a header). `make fuzz`, `make test-fuzz`.
+ * byte that could end a header, a session's S opens only under the secret path and only as S, never as a token,
+ * and a token never as S). `make fuzz`, `make test-fuzz`.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -29,6 +31,8 @@
 #define V_TOKEN "view-only-token-0123456789ab"
 #define COOKIE RC_SESSION_COOKIE
 #define SECRET "0123456789abcdef0123456789abcdef" /* R of the session's path */
+#define S_INTER "fedcba9876543210fedcba9876543210" /* S of the interactive role */
+#define S_VIEW "00112233445566778899aabbccddeeff"  /* S of the view-only role */
 
 static void check_bearer(const char *h, size_t cap) {
     char *out = malloc(cap);
@@ -176,6 +180,67 @@ static void check_session(const char *path, const char *base, char *const *args,
     free(out);
 }
 
+/* lws_get_urlarg_by_name's answer: what follows name in the first argument that starts with it, or NULL. */
+static const char *arg_value(char *const *args, int nargs, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < nargs; i++)
+        if (!strncmp(args[i], name, n)) return args[i] + n;
+    return NULL;
+}
+
+/* The role of a request from its Authorization value, Cookie header and query arguments, under the secret path or
+ * not (session): what rc_auth_request_role answers, against what each credential may open. */
+static void check_request(const char *authorization, const char *cookie, char *const *args, int nargs, int session) {
+    static const rc_auth_session sess = {SECRET, S_INTER, S_VIEW};
+    rc_auth_request rq = {
+        .query_token = arg_value(args, nargs, "token="),
+        .authorization = authorization[0] ? authorization : NULL,
+        .query_session = arg_value(args, nargs, RC_SESSION_ARG "="),
+        .cookie = cookie[0] ? cookie : NULL,
+        .session = session,
+    };
+    rc_token_source src = (rc_token_source)99;
+    rc_role r = rc_auth_request_role(&rq, I_TOKEN, V_TOKEN, &sess, &src);
+    REQUIRE(r == RC_ROLE_NONE || r == RC_ROLE_WRONG || r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE);
+    REQUIRE((src == RC_TOKEN_NONE) == (r == RC_ROLE_NONE)); /* something found is right or wrong, never nothing */
+    char v[RC_AUTH_VALUE_MAX];
+    switch (src) {
+    case RC_TOKEN_NONE:
+        REQUIRE(!rq.query_token && !(rq.authorization && rc_auth_bearer(rq.authorization, v, sizeof v)));
+        if (session) REQUIRE(!rq.query_session && !(rq.cookie && rc_auth_cookie(rq.cookie, COOKIE, v, sizeof v)));
+        break;
+    case RC_TOKEN_QUERY: /* the tokens, never S */
+        REQUIRE(rq.query_token);
+        REQUIRE(r == (!strcmp(rq.query_token, I_TOKEN) ? RC_ROLE_INTERACTIVE
+                      : !strcmp(rq.query_token, V_TOKEN) ? RC_ROLE_VIEW : RC_ROLE_WRONG));
+        break;
+    case RC_TOKEN_BEARER:
+        REQUIRE(!rq.query_token && rc_auth_bearer(rq.authorization, v, sizeof v));
+        REQUIRE(r == (!strcmp(v, I_TOKEN) ? RC_ROLE_INTERACTIVE : !strcmp(v, V_TOKEN) ? RC_ROLE_VIEW : RC_ROLE_WRONG));
+        break;
+    case RC_TOKEN_SESSION_ARG: /* S, under the secret path only, never a token */
+        REQUIRE(session && rq.query_session && !rq.query_token);
+        REQUIRE(r == (!strcmp(rq.query_session, S_INTER) ? RC_ROLE_INTERACTIVE
+                      : !strcmp(rq.query_session, S_VIEW) ? RC_ROLE_VIEW : RC_ROLE_WRONG));
+        break;
+    case RC_TOKEN_SESSION:
+        REQUIRE(session && !rq.query_session && !rq.query_token && rc_auth_cookie(rq.cookie, COOKIE, v, sizeof v));
+        REQUIRE(r == (!strcmp(v, S_INTER) ? RC_ROLE_INTERACTIVE : !strcmp(v, S_VIEW) ? RC_ROLE_VIEW : RC_ROLE_WRONG));
+        break;
+    default: REQUIRE(0);
+    }
+    /* away from the secret path the session counts for nothing: the same request there finds no S */
+    if (session) {
+        rc_auth_request out = rq;
+        out.session = 0;
+        rc_token_source o;
+        rc_role ro = rc_auth_request_role(&out, I_TOKEN, V_TOKEN, &sess, &o);
+        REQUIRE(o != RC_TOKEN_SESSION && o != RC_TOKEN_SESSION_ARG);
+        if (src == RC_TOKEN_QUERY || src == RC_TOKEN_BEARER) REQUIRE(ro == r && o == src);
+        else REQUIRE(ro == RC_ROLE_NONE);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     unsigned choice = data[0];
@@ -203,6 +268,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_host(field[2], choice);
     check_paths(field[3], field[4], cap);
     check_session(field[3], field[4], args, nargs, cap);
+    {
+        int in, match;
+        rc_auth_session_strip(field[3], SECRET, &in, &match);
+        check_request(field[0], field[1], args, nargs, match);
+        check_request(field[0], field[1], args, nargs, !match); /* and the other way, whatever the path */
+    }
     REQUIRE(rc_auth_role(NULL, I_TOKEN, V_TOKEN) == RC_ROLE_NONE);
     REQUIRE(rc_auth_role(field[0], I_TOKEN, "") != RC_ROLE_VIEW);
     free(buf);

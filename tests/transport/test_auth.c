@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
- * the session a page's token is traded for (its cookie, secret path and the 303's Location),
+ * the session a page's token is traded for (its cookie, secret path and the 303's Location), which credential of a
+ * request counts (?token=, Bearer, then only under the secret path ?session= and the cookie, both holding S),
  * the rate limit on wrong tokens (10 at once per /24 or /64, then one per second, in a fixed table; 20 at once
  * server-wide, then two per second), the Host check against DNS
  * rebinding, the base path and the page's relative way back to the root; and the server's token rule (22+
@@ -147,6 +148,89 @@ static int has_slot(const rc_auth_limiter *l, const char *net) {
     for (int i = 0; i < RC_AUTH_SLOTS; i++)
         if (!strcmp(l->slot[i].addr, net)) return 1;
     return 0;
+}
+
+/* Which credential of a request counts, and against what: ?token= and Bearer against the tokens anywhere; ?session=
+ * (a page framed by another site, which has no cookie) and the cookie against this process's S, under its secret
+ * path only; a wrong S is a wrong token (charged by http.c), S anywhere else nothing (401, uncharged). */
+static void test_request_role(void) {
+    const char *I = "interactive-token-0123456789", *V = "view-only-token-0123456789ab";
+    rc_auth_session s;
+    CHECK(!rc_auth_session_new(&s));
+    rc_token_source src;
+    char cookie[128], bearer[128], wrong[RC_SESSION_CHARS + 1];
+    snprintf(cookie, sizeof cookie, "a=1; " RC_SESSION_COOKIE "=%s", s.view);
+    snprintf(bearer, sizeof bearer, "Bearer %s", I);
+    snprintf(wrong, sizeof wrong, "%s", s.interactive);
+    wrong[RC_SESSION_CHARS - 1] = wrong[RC_SESSION_CHARS - 1] == '0' ? '1' : '0'; /* its last digit changed */
+
+    rc_auth_request none = {0};
+    CHECK_EQ_INT(rc_auth_request_role(&none, I, V, &s, &src), RC_ROLE_NONE);
+    CHECK_EQ_INT(src, RC_TOKEN_NONE);
+    none.session = 1;
+    CHECK_EQ_INT(rc_auth_request_role(&none, I, V, &s, &src), RC_ROLE_NONE);
+
+    /* ?session=S under the secret path: S's role; its source tells http.c the page goes by it */
+    rc_auth_request q = {.query_session = s.interactive, .session = 1};
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_INTERACTIVE);
+    CHECK_EQ_INT(src, RC_TOKEN_SESSION_ARG);
+    q.query_session = s.view;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_VIEW);
+    /* a wrong S, an empty one, the token itself, or a path of S: wrong (a wrong token, charged) */
+    q.query_session = wrong;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_WRONG);
+    CHECK_EQ_INT(src, RC_TOKEN_SESSION_ARG);
+    q.query_session = "";
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_WRONG);
+    q.query_session = I;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_WRONG);
+    q.query_session = s.path;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_WRONG);
+    /* outside this process's secret path (none, or another process's): not looked at, no guess */
+    q.query_session = s.interactive;
+    q.session = 0;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_NONE);
+    CHECK_EQ_INT(src, RC_TOKEN_NONE);
+    q.query_session = wrong;
+    CHECK_EQ_INT(rc_auth_request_role(&q, I, V, &s, &src), RC_ROLE_NONE);
+
+    /* S is no token: ?token=S and Bearer S are wrong tokens, under the secret path too */
+    rc_auth_request t = {.query_token = s.interactive, .session = 1};
+    CHECK_EQ_INT(rc_auth_request_role(&t, I, V, &s, &src), RC_ROLE_WRONG);
+    CHECK_EQ_INT(src, RC_TOKEN_QUERY);
+    char bs[128];
+    snprintf(bs, sizeof bs, "Bearer %s", s.interactive);
+    rc_auth_request b = {.authorization = bs, .session = 1};
+    CHECK_EQ_INT(rc_auth_request_role(&b, I, V, &s, &src), RC_ROLE_WRONG);
+    CHECK_EQ_INT(src, RC_TOKEN_BEARER);
+
+    /* the order: ?token=, Bearer, ?session=, cookie; the first found decides, right or wrong */
+    rc_auth_request all = {.query_token = V, .authorization = bearer, .query_session = s.interactive,
+                           .cookie = cookie, .session = 1};
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_VIEW);
+    CHECK_EQ_INT(src, RC_TOKEN_QUERY);
+    all.query_token = NULL;
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_INTERACTIVE);
+    CHECK_EQ_INT(src, RC_TOKEN_BEARER);
+    all.authorization = "Basic dXNlcjpwYXNz"; /* another scheme: as if absent */
+    all.query_session = wrong;
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_WRONG); /* not the cookie's right S after it */
+    CHECK_EQ_INT(src, RC_TOKEN_SESSION_ARG);
+    all.query_session = NULL;
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_VIEW);
+    CHECK_EQ_INT(src, RC_TOKEN_SESSION);
+    all.session = 0; /* the cookie, too, only under the secret path */
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_NONE);
+    all.cookie = "rcanvas_s=" "0123456789abcdef0123456789abcdef";
+    all.session = 1;
+    CHECK_EQ_INT(rc_auth_request_role(&all, I, V, &s, &src), RC_ROLE_WRONG);
+    /* a Bearer value too long to hold is absent, not cut to a prefix */
+    char big[RC_AUTH_VALUE_MAX + 20];
+    memset(big, 'a', sizeof big - 1);
+    memcpy(big, "Bearer ", 7);
+    big[sizeof big - 1] = '\0';
+    rc_auth_request lb = {.authorization = big};
+    CHECK_EQ_INT(rc_auth_request_role(&lb, I, V, &s, &src), RC_ROLE_NONE);
 }
 
 static void test_rate_limit(void) {
@@ -309,6 +393,7 @@ int main(void) {
     test_roles();
     test_bearer_cookie();
     test_session();
+    test_request_role();
     test_rate_limit();
     test_host();
     test_base_path();
