@@ -214,14 +214,22 @@ function rootUrl(loc, root = '/') {
   return u;
 }
 
+/** `?token=T`, or `?session=S` when sessionKey is given (the token is then never sent), or "". */
+function credentialQuery(token, sessionKey) {
+  if (sessionKey) return `?session=${encodeURIComponent(sessionKey)}`;
+  return token != null ? `?token=${encodeURIComponent(token)}` : '';
+}
+
 /** WebSocket URL of a canvas: ws(s)://host/ROOT/ws?token=T or ws(s)://host/ROOT/c/NAME/ws?token=T (ROOT: see
  *  rootUrl). Without a token the socket authenticates by the session cookie (the served page's ROOT is then its
- *  session path, …/s/R/, the only path the cookie is sent to). */
-export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/') {
+ *  session path, …/s/R/, the only path the cookie is sent to), or with sessionKey by ?session=S under that path
+ *  (a served page that a frame of another site loaded: no cookie reaches it there). */
+export function socketUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/',
+                          sessionKey = '') {
   const base = rootUrl(loc, root);
   const scheme = base.protocol === 'https:' ? 'wss:' : 'ws:';
   const path = base.pathname + (canvasName ? `c/${canvasName}/ws` : 'ws');
-  return `${scheme}//${base.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+  return `${scheme}//${base.host}${path}${credentialQuery(token, sessionKey)}`;
 }
 
 /** The upgrade URL with the codecs this client decodes, in its order of preference (protocol 2 negotiation):
@@ -233,22 +241,25 @@ export function withCodecs(url, codecs) {
   return `${base}${base.includes('?') ? '&' : '?'}codecs=${list.join(',')}`;
 }
 
-/** URL of the page of the same canvas with the same token: asked after a WebSocket attempt that never opened, its
- *  status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the upgrade was refused. */
-export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/') {
+/** URL of the page of the same canvas with the same token (or session: see socketUrl): asked after a WebSocket
+ *  attempt that never opened, its status (401 no token, 403 wrong token, 404 no such canvas, 200) says why the
+ *  upgrade was refused. */
+export function probeUrl(loc, canvasName, token = new URLSearchParams(loc.search).get('token'), root = '/',
+                         sessionKey = '') {
   const base = rootUrl(loc, root);
   const path = base.pathname + (canvasName ? `c/${canvasName}` : '');
-  return `${base.protocol}//${base.host}${path}${token != null ? '?token=' + encodeURIComponent(token) : ''}`;
+  return `${base.protocol}//${base.host}${path}${credentialQuery(token, sessionKey)}`;
 }
 
 /**
  * Where a view connects, from its options: `url` (a page URL as the server prints it, http(s)://host/c/NAME?token=T,
  * or its ws(s):// WebSocket URL, either under a proxy's prefix too: http://host/viz/c/NAME), or `canvas` (name,
  * "" = default) and `token` on this page's server, whose root is `root` relative to this page (the served page
- * passes its data-root, "./" or "../"; default "/"); the token defaults to this page's ?token=. Returns
- * {canvasName, socket, probe} or throws.
+ * passes its data-root, "./" or "../"; default "/"); the token defaults to this page's ?token=. `sessionKey` (the
+ * served page's data-session-key, with a root under s/R/): connect with ?session= instead, and never with a token,
+ * not even the one in this page's URL. Returns {canvasName, socket, probe} or throws.
  */
-export function endpointsFrom({ url, canvas, token, root } = {}, loc) {
+export function endpointsFrom({ url, canvas, token, root, sessionKey } = {}, loc) {
   let base = loc;
   let name = canvas ?? '';
   let tok = token ?? new URLSearchParams(loc.search).get('token');
@@ -265,11 +276,13 @@ export function endpointsFrom({ url, canvas, token, root } = {}, loc) {
     if (token == null) tok = u.searchParams.get('token');
   }
   if (!validCanvasName(name)) throw new Error(`rcanvas: bad canvas name ${JSON.stringify(name)}`);
-  return { canvasName: name, socket: socketUrl(base, name, tok, root), probe: probeUrl(base, name, tok, root) };
+  const key = sessionKey || '';
+  if (key) tok = null;
+  return { canvasName: name, socket: socketUrl(base, name, tok, root, key), probe: probeUrl(base, name, tok, root, key) };
 }
 
 /** What a probe status means: the state to enter and whether to keep retrying. 0 = no answer (server down).
- *  session: the view connects by the session of the served page (its cookie under s/R/, no token in any URL),
+ *  session: the view connects by the session of the served page (its cookie or ?session= under s/R/, no token in any URL),
  *  which lives as long as the server process that made it; a 401 then means that process is gone (a restart):
  *  only the link with its token opens the page again (docs/security.md). */
 export function refusalFrom(status, session = false) {

@@ -27,7 +27,9 @@ export { RCanvasView };
 // The server answers the page's ?token= with a 303 to the same page under s/R/ (a secret path of its process) and
 // a session cookie valid only there (docs/security.md): the address bar has no token, and the page's script,
 // WebSocket and probe go by URLs relative to it, so under s/R/ with the cookie. body[data-session] = "1" says the
-// page came that way. A page in a frame of another site is served with its token instead (no cookie works there).
+// page goes by a session. A page in a frame of another site gets no cookie (a third-party one): it is served
+// directly, its data-root ending in s/R/ and its session's S in data-session-key, and its WebSocket and probe carry
+// ?session=S there, never the token of its own URL (which a listener that took the port over would catch).
 function startPage(doc) {
   const body = doc.body;
   body.addEventListener('rcanvas-state', (ev) => { body.dataset.state = ev.detail.state; });
@@ -35,6 +37,7 @@ function startPage(doc) {
     canvas: canvasNameFrom(body.dataset.canvas, doc.defaultView.location.pathname),
     root: body.dataset.root || './',   // relative to this page: its script and WebSocket work under a proxy's prefix
     session: body.dataset.session === '1',
+    sessionKey: body.dataset.sessionKey || '',
     fullPage: true,
     autofocus: true,           // the page is the view: keys work at once, unless something else has the focus
     documentTitle: true,

@@ -80,6 +80,8 @@ export class RCanvasView {
    *   canvasElement a <canvas> of the page to use (it moves into the view) instead of a new one
    *   session       the served page opened by its session cookie (no token in its URL): a 401 says the server
    *                 process that made the session is gone ("Server restarted"), not that a token is missing
+   *   sessionKey    the served page in a frame of another site (no cookie there): its session's S, sent as
+   *                 ?session= under its root (s/R/) instead of any token
    */
   constructor(container, options = {}) {
     if (!container || !container.ownerDocument) throw new TypeError('RCanvasView: container must be an element');

@@ -3,8 +3,8 @@
  * auth.h — private to src/transport/: who may talk to the server (issue 11, points 2, 3 and 6), as pure functions
  * on strings so that tests/transport/test_auth.c checks them without a socket:
  *  - roles by token: the interactive token and the view-only token, found in the query (?token=) or an
- *    `Authorization: Bearer` header, or by the session cookie a page's ?token= is traded for (under the
- *    session's secret path only), in that order, compared in constant time;
+ *    `Authorization: Bearer` header, or by the session a page's ?token= is traded for (its ?session= or cookie,
+ *    under the session's secret path only), in that order, compared in constant time;
  *  - a rate limit on wrong tokens per network (/24, /64) and server-wide (token buckets in a fixed-size table);
  *  - the Host check against DNS rebinding;
  *  - the base path a reverse proxy serves the server under.

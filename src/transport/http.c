@@ -5,8 +5,8 @@
  * GET); Host (400 absent, 403 not a name of this server: DNS rebinding); the base path a proxy may keep in front
  * (stripped); the path's shape and, on upgrades, Origin (route.c, pure, fuzzed); token and role (401 missing, 403
  * wrong, 429 a wrong one while its network or the server has had too many; from ?token=, a Bearer header or,
- * under the session's secret path, the cookie a page's ?token= is traded for by a 303: auth.c); the canvas and
- * the viewer limit.
+ * under the session's secret path, the cookie a page's ?token= is traded for by a 303, or the ?session= of a page
+ * that a frame of another site loaded: auth.c); the canvas and the viewer limit.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -98,29 +98,21 @@ static int check_host(struct lws *wsi, rc_transport *s) {
     return r;
 }
 
-/* The token of a request, from (first found) ?token= or `Authorization: Bearer`; else, on a path under the
- * session's own secret path (session: rc_auth_session_strip's match), the session cookie; into buf. Nowhere else is
- * a cookie looked at: the browser sends one of this host to every port and path its Path covers. */
-static const char *find_token(struct lws *wsi, int session, char *buf, size_t cap, rc_token_source *src) {
-    char h[300];
-    *src = RC_TOKEN_NONE;
-    const char *v = lws_get_urlarg_by_name(wsi, "token=", buf, (int)cap); /* lws gives the value after "token=" */
-    if (v) {
-        *src = RC_TOKEN_QUERY;
-        memmove(buf, v, strlen(v) + 1);
-        return buf;
+/* The role of a request (rc_auth_request_role) from what lws parsed of it: ?token=, the Authorization header and,
+ * when session (the path is under this process's secret path: rc_auth_session_strip's match), ?session= and the
+ * Cookie header. Nowhere else is a cookie or ?session= looked at. */
+static rc_role find_role(struct lws *wsi, rc_transport *s, int session, rc_token_source *src) {
+    char tok[RC_AUTH_VALUE_MAX], sess[RC_AUTH_VALUE_MAX], auth[300], cookies[4096];
+    rc_auth_request rq = {0};
+    /* lws gives the value after "name=", of the first argument that starts so */
+    rq.query_token = lws_get_urlarg_by_name(wsi, "token=", tok, (int)sizeof tok);
+    rq.authorization = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, auth, (int)sizeof auth);
+    rq.session = session;
+    if (session) {
+        rq.query_session = lws_get_urlarg_by_name(wsi, RC_SESSION_ARG "=", sess, (int)sizeof sess);
+        rq.cookie = header(wsi, WSI_TOKEN_HTTP_COOKIE, cookies, (int)sizeof cookies);
     }
-    if (header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, h, (int)sizeof h) && rc_auth_bearer(h, buf, cap)) {
-        *src = RC_TOKEN_BEARER;
-        return buf;
-    }
-    char cookies[4096];
-    if (session && header(wsi, WSI_TOKEN_HTTP_COOKIE, cookies, (int)sizeof cookies) &&
-        rc_auth_cookie(cookies, RC_SESSION_COOKIE, buf, cap)) {
-        *src = RC_TOKEN_SESSION;
-        return buf;
-    }
-    return NULL;
+    return rc_auth_request_role(&rq, s->token, s->view_token, &s->session, src);
 }
 
 /* The role of a request's token: RC_ROLE_VIEW or RC_ROLE_INTERACTIVE, or 0 after a refusal it has answered with
@@ -130,15 +122,13 @@ static const char *find_token(struct lws *wsi, int session, char *buf, size_t ca
  * against its network and the server-wide bucket (auth.c); while either is empty it is answered 429. A missing
  * token is no guess: 401, uncharged; so is a path under another secret than this process's (a page left open
  * across a restart), whatever cookie it carries, so that the answer tells nothing about the secret. */
-static rc_role authorize(struct lws *wsi, rc_transport *s, int session, rc_token_source *src, char *token,
-                         size_t cap, unsigned *status, const char *what) {
+static rc_role authorize(struct lws *wsi, rc_transport *s, int session, rc_token_source *src, unsigned *status,
+                         const char *what) {
     char peer[64] = "";
     *status = 0;
-    const char *found = find_token(wsi, session, token, cap, src);
-    /* the session cookie holds S, compared with this process's two S as a token with the tokens (a wrong one is a
-     * wrong token, rate limit included) */
-    rc_role r = *src == RC_TOKEN_SESSION ? rc_auth_role(found, s->session.interactive, s->session.view)
-                                         : rc_auth_role(found, s->token, s->view_token);
+    /* the session's cookie and ?session= hold S, compared with this process's two S as a token with the tokens (a
+     * wrong one is a wrong token, rate limit included) */
+    rc_role r = find_role(wsi, s, session, src);
     if (r == RC_ROLE_VIEW || r == RC_ROLE_INTERACTIVE) return r;
     if (!rc_transport_peer(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "(gone)"); /* its own bucket */
     int64_t now = rc_now_us();
@@ -178,9 +168,9 @@ static const char *custom_header(struct lws *wsi, const char *name, char *buf, i
     return buf;
 }
 
-/* A page that a frame of another site loads: the browser neither stores nor sends a SameSite=Strict cookie there
- * (Fetch Metadata tells: Sec-Fetch-Dest iframe or frame, Sec-Fetch-Site cross-site), so the session could not
- * work and the page is served as it is, its token kept in its URL. */
+/* A page that a frame of another site loads: the browser neither stores nor sends the session cookie there (a
+ * third-party cookie; Fetch Metadata tells: Sec-Fetch-Dest iframe or frame, Sec-Fetch-Site cross-site), so it is
+ * served directly, with the session's R and S in it instead of a cookie (auth.h, RC_SESSION_ARG). */
 static int cross_site_frame(struct lws *wsi) {
     char dest[32], site[32];
     custom_header(wsi, "sec-fetch-dest:", dest, sizeof dest);
@@ -264,15 +254,18 @@ static void html_escape(char *out, size_t cap, const char *s) {
 }
 
 /* index.html with {{TITLE}}, {{CANVAS}}, {{ROOT}} (the relative way back to the server's root, for the script and
- * WebSocket URLs: rc_auth_root_prefix) and {{SESSION}} ("1" when the page came by the session cookie: the client
- * then knows that a refusal means this server process is gone, its session with it) filled in (title: the
- * canvas's, not escaped yet); malloc'd, NUL-terminated. */
-static char *render_page(const char *name, const char *title, const char *root, int session, size_t *len) {
+ * WebSocket URLs: rc_auth_root_prefix), {{SESSION}} ("1" when the page goes by a session, by its cookie or its
+ * ?session=: the client then knows that a refusal means this server process is gone, its session with it),
+ * {{SESSION_DIR}} ("s/R/" for a page served outside the secret path that goes by ?session=, else "": its WebSocket
+ * and probe go under ROOT then this) and {{SESSION_KEY}} (S for a page that goes by ?session=, else "") filled in
+ * (title: the canvas's, not escaped yet; the others are [A-Za-z0-9_./-] only); malloc'd, NUL-terminated. */
+static char *render_page(const char *name, const char *title, const char *root, int session, const char *dir,
+                         const char *key, size_t *len) {
     const rc_asset *tpl = find_asset("index.html");
     if (!tpl) return NULL;
     char esc[256 * 6 + 1];
     html_escape(esc, sizeof esc, title);
-    size_t cap = tpl->len + 4 * (strlen(esc) + RC_NAME_MAX + strlen(root)) + 1;
+    size_t cap = tpl->len + 4 * (strlen(esc) + RC_NAME_MAX + strlen(root) + strlen(dir) + strlen(key)) + 1;
     char *out = malloc(cap);
     if (!out) return NULL;
     size_t o = 0;
@@ -284,6 +277,8 @@ static char *render_page(const char *name, const char *title, const char *root, 
         else if (!strncmp(src, "{{CANVAS}}", 10)) rep = name, skip = 10;
         else if (!strncmp(src, "{{ROOT}}", 8)) rep = root, skip = 8;
         else if (!strncmp(src, "{{SESSION}}", 11)) rep = session ? "1" : "", skip = 11;
+        else if (!strncmp(src, "{{SESSION_DIR}}", 15)) rep = dir, skip = 15;
+        else if (!strncmp(src, "{{SESSION_KEY}}", 15)) rep = key, skip = 15;
         if (rep) {
             size_t n = strlen(rep);
             if (o + n >= cap) break;
@@ -391,10 +386,9 @@ static int serve_routed(struct lws *wsi, rc_transport *s, rc_pss *p, const char 
     case RC_ROUTE_METRICS: break;
     default: return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found");
     }
-    char token[200];
     unsigned st;
     rc_token_source src;
-    rc_role role = authorize(wsi, s, session, &src, token, sizeof token, &st,
+    rc_role role = authorize(wsi, s, session, &src, &st,
                              rt->kind == RC_ROUTE_METRICS ? "metrics" : "page");
     if (!role) {
         if (st == 429) return lws_http_transaction_completed(wsi) ? -1 : 0;
@@ -415,7 +409,8 @@ static int serve_routed(struct lws *wsi, rc_transport *s, rc_pss *p, const char 
         return http_status(wsi, HTTP_STATUS_NOT_FOUND, "no such canvas");
     memcpy(cname, rt->canvas, rt->canvas_len);
     cname[rt->canvas_len] = '\0';
-    if (src == RC_TOKEN_QUERY && !cross_site_frame(wsi)) { /* the token is traded for the session */
+    int framed = src == RC_TOKEN_QUERY && cross_site_frame(wsi);
+    if (src == RC_TOKEN_QUERY && !framed) { /* the token is traded for the session */
         char loc[1400], cookie[512];
         if (rc_auth_session_location(path, inner, s->session.path, r->rq.args, r->rq.nargs, loc, sizeof loc))
             return http_status(wsi, HTTP_STATUS_NOT_FOUND, "not found"); /* a query too long to carry over */
@@ -423,9 +418,18 @@ static int serve_routed(struct lws *wsi, rc_transport *s, rc_pss *p, const char 
         return redirect_to_session(wsi, loc, cookie);
     }
     size_t len = 0;
-    char root[256];
-    rc_auth_root_prefix(inner, root, sizeof root); /* under s/R/, the way back to s/R/: the session's own root */
-    char *page = render_page(cname, title, root, src == RC_TOKEN_SESSION, &len);
+    char root[256], dir[RC_SESSION_CHARS + 4] = "";
+    /* under s/R/, the way back to s/R/: the session's own root; the framed page, wherever it was asked for (under
+     * another process's s/X/ too), the way back to the server's root, and s/R/ after it */
+    rc_auth_root_prefix(framed ? path : inner, root, sizeof root);
+    /* a page without a cookie (framed by another site: the right ?token= came with this very request; or asked
+     * under s/R/ with ?session=, its probe) gets its role's S, and the framed one R too: nothing it asks for from
+     * now on carries the token, and nothing it sends opens a later server process */
+    const char *key = framed || src == RC_TOKEN_SESSION_ARG
+                          ? (role == RC_ROLE_INTERACTIVE ? s->session.interactive : s->session.view)
+                          : "";
+    if (framed) snprintf(dir, sizeof dir, "s/%s/", s->session.path);
+    char *page = render_page(cname, title, root, src == RC_TOKEN_SESSION || key[0], dir, key, &len);
     if (!page) return http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
     ret = send_body(wsi, p, "text/html; charset=utf-8", "no-store", page, len, NULL);
     free(page);
@@ -574,10 +578,9 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
         if (rt.log) rc_log_limited(&s->ratelog, s->log, rt.log, RCANVAS_LOG_WARN, "%s", rt.log);
         if (rt.status == 403 && !strcmp(rt.reason, "origin not allowed") && asks_rcanvas(wsi)) {
             free(r);
-            char token[200];
             unsigned st;
             rc_token_source src;
-            if (!authorize(wsi, s, session, &src, token, sizeof token, &st, "WebSocket")) { /* no token, no reason told */
+            if (!authorize(wsi, s, session, &src, &st, "WebSocket")) { /* no token, no reason told */
                 if (st != 429) lws_return_http_status(wsi, st, st == 401 ? "token required" : "wrong token");
                 return -1;
             }
@@ -594,10 +597,9 @@ int rc_http_filter_upgrade(struct lws *wsi, rc_transport *s, rc_pss *p) {
     memcpy(p->canvas, rt.canvas, nlen);
     p->canvas[nlen] = '\0';
     free(r); /* rt points into it */
-    char token[200];
     unsigned st;
     rc_token_source src;
-    rc_role role = authorize(wsi, s, session, &src, token, sizeof token, &st, "WebSocket");
+    rc_role role = authorize(wsi, s, session, &src, &st, "WebSocket");
     if (!role) {
         if (st != 429) lws_return_http_status(wsi, st, st == 401 ? "token required" : "wrong token");
         return -1;
