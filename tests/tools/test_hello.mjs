@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // test_hello — the rcanvas-hello example does what README.md says: it prints a URL with a 32-hex-digit token on
-// a free port; the page answers 200 with the token (401 without, 403 with a wrong one); a WebSocket viewer that
+// a free port; the page answers with the token (a 303 into the session path, then 200 by its cookie; 401 without,
+// 403 with a wrong one); a WebSocket viewer that
 // acks gets a stream of *different* frames (animated, not one still frame) at its physical size once it reports
 // 200x100 CSS px at pixel ratio 2; the pointer, key and resize events it sends are printed; SIGINT and SIGTERM
 // each end the program with status 0 within 3 s. Plain Node (no packages): node test_hello.mjs PATH/rcanvas-hello
@@ -31,12 +32,13 @@ async function until(what, pred, ms) {
   assert.fail(`timed out after ${ms} ms waiting for ${what}`);
 }
 
-function get(url) {
+function get(url, headers = {}) {
   return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
+    http.get(url, { headers }, (res) => {
       let body = '';
       res.on('data', (d) => { body += d; });
-      res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body }));
+      res.on('end', () => resolve({ status: res.statusCode, type: res.headers['content-type'], body,
+                                    location: res.headers.location, cookie: res.headers['set-cookie'] }));
     }).on('error', reject);
   });
 }
@@ -89,7 +91,14 @@ let app = start();
 const m = await until('the URL', () => app.out.match(/open (http:\/\/127\.0\.0\.1:(\d+)\/\?token=([0-9a-f]{32}))\n/), 5000);
 const [, url, portText, token] = m, port = Number(portText);
 assert.ok(port > 0 && port < 65536);
-const page = await get(url);
+// as a browser: the printed URL answers 303 into the server's session path (relative), with the session cookie
+// scoped to it; there, by the cookie, the page
+const redirect = await get(url);
+assert.equal(redirect.status, 303);
+assert.match(redirect.location, /^s\/[0-9a-f]{32}\/$/);
+const cookie = (redirect.cookie || [])[0] || '';
+assert.match(cookie, /^rcanvas_s=[0-9a-f]{32}; Path=\/s\/[0-9a-f]{32}\/; HttpOnly; SameSite=Lax$/);
+const page = await get(new URL(redirect.location, url).href, { Cookie: cookie.split(';')[0] });
 assert.equal(page.status, 200);
 assert.match(page.type, /^text\/html/);
 assert.ok(page.body.includes('<title>rcanvas hello</title>'), 'page title');

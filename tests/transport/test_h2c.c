@@ -335,8 +335,11 @@ int main(void) {
               grown / 2000);
 
     /* still serving */
+    /* the page by the token in the URL: the 303 into the session's path; by a Bearer header: the page itself */
     n = plain_get(port, "/?token=" TOKEN, NULL);
-    CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 200", 12), "page after: %.60s", resp);
+    CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 303", 12), "page after: %.60s", resp);
+    n = plain_get(port, "/", "Authorization: Bearer " TOKEN "\r\nConnection: close\r\n");
+    CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 200", 12), "page by Bearer after: %.60s", resp);
     n = plain_get(port, "/ws?token=" TOKEN, WS_UPGRADE);
     CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 101", 12), "ws after: %.60s", resp);
     rcanvas_server_free(s);

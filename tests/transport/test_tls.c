@@ -291,11 +291,21 @@ int main(void) {
         static char resp[1 << 16];
         char req[512];
         X509 *peer = NULL;
-        snprintf(req, sizeof req, "GET /?token=tls-test-token-0123456789 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                 "Connection: close\r\n\r\n", port);
+        /* the page by a Bearer token (a tool's way) is served at once; by ?token= it is the 303 into the session,
+         * whose cookie is Secure over TLS */
+        snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                 "Authorization: Bearer tls-test-token-0123456789\r\nConnection: close\r\n\r\n", port);
         int n = https_request(port, req, resp, sizeof resp, &peer);
         CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 200", 12), "%.80s", n > 0 ? resp : "(no TLS)");
         CHECK(n > 0 && strstr(resp, "<title>tls page") != NULL);
+        if (peer) X509_free(peer);
+        peer = NULL;
+        snprintf(req, sizeof req, "GET /?token=tls-test-token-0123456789 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                 "Connection: close\r\n\r\n", port);
+        n = https_request(port, req, resp, sizeof resp, &peer);
+        CHECK_MSG(n > 0 && !strncmp(resp, "HTTP/1.1 303", 12), "%.80s", n > 0 ? resp : "(no TLS)");
+        CHECK_MSG(n > 0 && strstr(resp, "HttpOnly; SameSite=Lax; Secure") != NULL, "the session cookie is Secure: %.600s",
+                  n > 0 ? resp : "");
         CHECK_MSG(!strcmp(g_alpn, "http/1.1"), "ALPN picked '%s'", g_alpn);
         char fp_peer[100] = "";
         unsigned char md[32];
