@@ -870,6 +870,8 @@ class JpegWgpuEncoder:
         if fmt not in _FORMATS:
             raise ValueError("texture format %s: rgba8unorm(-srgb) or bgra8unorm(-srgb) only" % fmt)
         bgra, srgb = _FORMATS[fmt]
+        if int(getattr(texture, "sample_count", 1)) != 1 or str(getattr(texture, "dimension", "2d")) != "2d":
+            raise ValueError("a 2-D single-sample texture only (resolve a multisampled one first)")
         tw, th = int(texture.size[0]), int(texture.size[1])
         w, h = (tw, th) if size is None else (int(size[0]), int(size[1]))
         if not (1 <= w <= min(tw, 65535) and 1 <= h <= min(th, 65535)):
