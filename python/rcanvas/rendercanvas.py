@@ -44,6 +44,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import weakref
 
 MISSING_RENDERCANVAS = ("rcanvas.rendercanvas needs the rendercanvas package (>= 2.7), which is not installed: "
@@ -182,6 +183,8 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         self._pixel_ratio = 1.0
         self._viewer_sized = False  # a viewer reported its size (resize): set_logical_size no longer applies
         self._draw_requested = False
+        self._t_request = 0.0
+        self._draw_wait = 0.0  # seconds the last draw waited for rcanvas to grant it
         self._pending = []  # events and a granted draw the waiter thread hands to the loop (under _lock)
         self._pending_draw = False
         self._lock = threading.Lock()
@@ -237,6 +240,8 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             self._on_event(ev)
         if draw and self._draw_requested:
             self._draw_requested = False
+            # how long rcanvas' flow control held this draw (its wgpu context goes one frame behind when long)
+            self._draw_wait = time.perf_counter() - self._t_request
             self._time_to_draw()
 
     def _on_event(self, ev):
@@ -269,14 +274,36 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
     def _rc_gui_poll(self):
         pass  # events arrive through the waiter thread
 
+    def get_context(self, context_type):
+        # A wgpu context of rcanvas' own (rcanvas._wgpu): rendercanvas picks its context class by present method,
+        # and for "bitmap" that is WgpuContextToBitmap, which copies every mapped frame into a new numpy array that
+        # rcanvas then copies again. RCANVAS_WGPU_PRESENT=bitmap keeps rendercanvas' own (for comparison).
+        if context_type == "wgpu" or (isinstance(context_type, type) and context_type.__name__ == "WgpuContext"
+                                      and context_type.__module__.startswith("rendercanvas.")):
+            from rcanvas import _wgpu
+
+            if _wgpu.present_mode() != "bitmap":
+                context_type = _wgpu.RcanvasWgpuContext
+        return super().get_context(context_type)
+
     def _rc_get_present_info(self, present_methods):
         if "bitmap" in present_methods:
-            return {"method": "bitmap", "formats": ["rgba-u8"]}
+            me = weakref.WeakMethod(self._rc_present_bitmap)  # the context must not keep the canvas alive
+            self_ref = weakref.ref(self)
+
+            def present(**result):
+                m = me()
+                if m is not None:
+                    m(**result)
+
+            return {"method": "bitmap", "formats": ["rgba-u8"], "rcanvas_present": present,
+                    "rcanvas_draw_wait": lambda: self_ref()._draw_wait if self_ref() is not None else 0.0}
         return None  # rendercanvas raises: no "screen" on a remote canvas
 
     def _rc_request_draw(self):
         # rcanvas grants it (WAKE_DRAW in the waiter) once a viewer watches and may take a frame.
         self._draw_requested = True
+        self._t_request = time.perf_counter()
         if self._canvas._h is not None:
             self._canvas.request_draw()
 
@@ -289,6 +316,13 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
     def _rc_present_bitmap(self, *, data, format, **kwargs):
         import numpy as np
 
+        if type(data).__name__ == "MappedFrame":  # from rcanvas._wgpu: a mapped GPU buffer, padded rows
+            try:
+                if self._canvas._h is not None:
+                    self._canvas.present_address(data.address, data.width, data.height, data.pitch, data.format)
+            finally:
+                data.done()  # copied by rcanvas: the buffer is unmapped now
+            return
         a = np.asarray(data)
         if a.ndim == 2:  # rendercanvas gives rgba-u8 as asked; be lenient with a flat one
             a = a.reshape(a.shape[0], -1, 4)
@@ -323,6 +357,17 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         if self._canvas._h is not None:
             self._canvas.set_cursor(cursor)
 
+
+if "_rc_get_closed" in vars(BaseRenderCanvas):
+    # rendercanvas 2.7.2 as released on PyPI asks the backend whether it is closed (its get_closed() is
+    # _rc_get_closed(), False by default: a closed canvas would stay in the loop, which then never ended); its later
+    # sources (../shared/third_party) track that in the base class and have no such method, and their backend check
+    # refuses one that is not theirs. So it is added here, outside the class body, only where the base has it.
+    def _rc_get_closed(self):
+        return self._canvas.closed
+
+    RcanvasRenderCanvas._rc_get_closed = _rc_get_closed
+    del _rc_get_closed
 
 RenderCanvas = RcanvasRenderCanvas
 

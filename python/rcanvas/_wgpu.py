@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: MIT
+"""The wgpu context of rcanvas.rendercanvas' canvases: wgpu programs (pygfx, fastplotlib) render into a texture
+this context owns; each frame is copied on the GPU into one of a ring of mapped-readable buffers (bytes_per_row
+padded to 256, as wgpu requires) and, once mapped, its memory goes straight to rcanvas_present() with the padded
+row pitch: one CPU copy per frame, rcanvas' own into its frame slot, after which the buffer is unmapped at once.
+rendercanvas' own fallback for bitmap canvases (WgpuContextToBitmap) copies the mapped rows into a new numpy
+array first, which rcanvas then copies again.
+
+When a frame reaches rcanvas, per frame (RCANVAS_WGPU_PRESENT=auto, the default):
+
+  newest first  the draw waits for this frame's readback, which is presented the moment it is mapped (rendercanvas'
+                scheduler starts the next draw only then): the lowest latency, what a viewer that waits for the
+                frame wants. Chosen while rcanvas granted this draw at once (a viewer had room: no frame of its
+                max_in_flight was held up in the encoder or the network) and the readback is a small part of the
+                frame time.
+  one behind    the draw returns at once with the previous frame's buffer (waited for, if its readback is not done
+                yet) while this frame's readback runs; this frame goes out when it is mapped (a callback in the
+                loop, when the loop is free) or with the next draw, whichever comes first. The app renders frame
+                N+1 while frame N is read back: throughput, at up to one frame of latency. Chosen while the
+                readback took a large part of the frame time (the GPU is the bottleneck) or rcanvas held the draw
+                back (the encoder or the viewer is).
+
+RCANVAS_WGPU_PRESENT=newest or =behind fixes the mode; =bitmap makes the canvas use rendercanvas' own fallback
+instead of this context (for comparison: make bench-wgpu, docs/benchmarks.md).
+"""
+
+import os
+import time
+
+import numpy as np
+from rendercanvas.contexts import WgpuContext
+
+MODES = ("auto", "newest", "behind")
+RING = 3  # buffers: one being presented, one being read back, one for the frame being drawn
+
+
+def present_mode():
+    """The mode of RCANVAS_WGPU_PRESENT: "auto" (default), "newest", "behind", or "bitmap" (rendercanvas' fallback)."""
+    m = os.environ.get("RCANVAS_WGPU_PRESENT", "auto").strip().lower() or "auto"
+    if m not in MODES + ("bitmap",):
+        raise ValueError(f"RCANVAS_WGPU_PRESENT must be auto, newest, behind or bitmap, not {m!r}")
+    return m
+
+
+class MappedFrame:
+    """A frame in a mapped readback buffer: what RcanvasWgpuContext hands to the canvas's _rc_present_bitmap (as
+    `data`). address, width, height, pitch (bytes a row, a multiple of 256), format ("rgba" or "bgra"). Valid until
+    done() is called, which unmaps the buffer: call it once rcanvas has copied the pixels."""
+
+    __slots__ = ("address", "width", "height", "pitch", "format", "_slot")
+
+    def __init__(self, slot):
+        self._slot = slot
+        self.address, self.width, self.height, self.pitch = slot.address, slot.width, slot.height, slot.pitch
+        self.format = slot.format
+
+    def done(self):
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.release()
+
+    def __array__(self, dtype=None, copy=None):
+        # A copy (never a view: the memory is unmapped after the present): for code that wants an ndarray.
+        if self._slot is None:
+            raise ValueError("this frame's buffer is unmapped")
+        mv = self._slot.buffer.read_mapped(0, self.pitch * self.height, copy=True)
+        a = np.frombuffer(mv, np.uint8).reshape(self.height, self.pitch)[:, :self.width * 4]
+        return a.reshape(self.height, self.width, 4).copy()
+
+
+class _Slot:
+    """One buffer of the ring and the frame in it: idle → reading (copy submitted, map requested) → mapped → idle
+    (unmapped once presented, or once a newer frame was presented)."""
+
+    __slots__ = ("buffer", "nbytes", "state", "seq", "promise", "address", "width", "height", "pitch", "format",
+                 "t_submit", "t_mapped")
+
+    def __init__(self):
+        self.buffer = None
+        self.nbytes = 0
+        self.state = "idle"
+        self.seq = 0
+        self.promise = None
+        self.address = 0
+        self.width = self.height = self.pitch = 0
+        self.format = "rgba"
+        self.t_submit = self.t_mapped = 0.0
+
+    def on_mapped(self):
+        # The map is done (in the loop's thread, or after a sync_wait): the mapped memory's address, taken through
+        # a numpy array that is dropped at once, so that nothing holds an export of wgpu's memoryview when unmap()
+        # releases it.
+        if self.state != "reading":
+            return
+        self.t_mapped = time.perf_counter()
+        mv = self.buffer.read_mapped(0, self.nbytes, copy=False)
+        self.address = np.frombuffer(mv, np.uint8).ctypes.data
+        del mv
+        self.state = "mapped"
+
+    def release(self):
+        if self.state == "mapped":
+            self.buffer.unmap()
+        self.state = "idle"
+        self.promise = None
+        self.address = 0
+
+
+class RcanvasWgpuContext(WgpuContext):
+    """A WgpuContext whose frames go from wgpu's mapped readback buffers to rcanvas without a copy in Python (see
+    the module's doc). present_info carries "rcanvas_present": a callable taking a present result's keyword
+    arguments (the canvas's _rc_present_bitmap), for the frames presented outside rendercanvas' present (the
+    one-behind mode's frames mapped before the next draw); "rcanvas_draw_wait": a callable giving the seconds the
+    last draw waited for rcanvas' flow control; "rcanvas_mode" (optional): the mode, else RCANVAS_WGPU_PRESENT."""
+
+    present_methods = ["bitmap"]
+
+    def __init__(self, present_info):
+        super().__init__(present_info)
+        self._mode = present_info.get("rcanvas_mode") or present_mode()
+        self._present_cb = present_info.get("rcanvas_present")
+        self._draw_wait = present_info.get("rcanvas_draw_wait") or (lambda: 0.0)
+        self._texture = None
+        self._slots = [_Slot() for _ in range(RING)]
+        self._seq = 0  # frames submitted
+        self._presented = 0  # the newest frame handed to rcanvas
+        self._readback_s = 0.0  # moving average: submit → mapped
+        self._frame_s = 0.0  # moving average: present → present
+        self._t_last = 0.0
+        # counters, for tests and the benchmark: frames by mode, and bytes copied by the CPU in this process
+        # ("behind_held": rcanvas held the draw; "behind_gpu": the readback was over a quarter of the frame time)
+        self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "presented": 0, "dropped": 0,
+                      "cpu_bytes_copied": 0, "python_bytes_copied": 0}
+
+    # %% WgpuContext
+
+    def _get_preferred_format(self, adapter):
+        return "rgba8unorm-srgb"  # as rendercanvas' bitmap contexts: the bytes as shown (the page is sRGB)
+
+    def _configure(self, config):
+        fmt = config["format"]
+        if fmt not in ("rgba8unorm-srgb", "rgba8unorm", "bgra8unorm-srgb", "bgra8unorm"):
+            raise ValueError(f"Configure: unsupported texture format {fmt} (rcanvas takes rgba8unorm(-srgb) and "
+                             f"bgra8unorm(-srgb))")
+        for vf in config["view_formats"]:
+            if vf not in ("rgba8unorm-srgb", "rgba8unorm", "bgra8unorm-srgb", "bgra8unorm"):
+                raise ValueError(f"Configure: unsupported view format {vf}")
+        if config["alpha_mode"] != "opaque":
+            raise ValueError(f"Configure: unsupported alpha-mode {config['alpha_mode']} (frames are shown opaque)")
+        self._drop_all()
+
+    def _unconfigure(self):
+        self._drop_all()
+
+    def _get_current_texture(self):
+        import wgpu
+
+        w, h = self.physical_size
+        size = (max(1, w), max(1, h), 1)
+        if self._texture is None or self._texture.size != size:
+            # One texture is enough: the copy out of it is queued before the next frame's render pass, and the
+            # queue runs in order (wgpu puts the barrier between them).
+            self._texture = self._config["device"].create_texture(
+                label="rcanvas-present", size=size, format=self._config["format"],
+                usage=self._config["usage"] | wgpu.TextureUsage.COPY_SRC)
+        return self._texture
+
+    def _rc_present(self, *, force_sync=False):
+        if self._texture is None:
+            return {"method": "skip"}
+        slot = self._submit()
+        behind = self._choose(force_sync)
+        self.stats["behind" if behind else "newest"] += 1
+        if force_sync:
+            slot.promise.sync_wait()
+            slot.on_mapped()
+            return self._result(slot)
+        if not behind:
+            return {"method": "async", "awaitable": _Newest(self, slot)}
+        # one behind: this frame goes out when it is mapped, or with the next draw
+        slot.promise.then(lambda _r, s=slot, q=slot.seq: self._flush(s, q))
+        prev = self._slot_of(slot.seq - 1)
+        if prev is None:
+            return {"method": "skip"}  # presented already (mapped before this draw), or none
+        if prev.state == "reading":
+            prev.promise.sync_wait()  # the GPU is behind: this draw waits for the previous readback
+            prev.on_mapped()
+        return self._result(prev)
+
+    def _rc_close(self):
+        self._drop_all()
+
+    # %% the ring
+
+    def _slot_of(self, seq):
+        for s in self._slots:
+            if s.seq == seq and s.state in ("reading", "mapped") and seq > self._presented:
+                return s
+        return None
+
+    def _free_slot(self):
+        # An idle buffer; else the oldest frame's, waited for and dropped (or presented, if it is newer than the
+        # last presented frame: frames are never presented out of order, and never skipped while one is waiting).
+        idle = [s for s in self._slots if s.state == "idle"]
+        if idle:
+            return idle[0]
+        old = min(self._slots, key=lambda s: s.seq)
+        if old.state == "reading":
+            old.promise.sync_wait()
+            old.on_mapped()
+        if old.seq > self._presented:
+            self._hand(old)
+        else:
+            old.release()
+        return old
+
+    def _submit(self):
+        import wgpu
+
+        device = self._config["device"]
+        tex = self._texture
+        w, h = tex.size[0], tex.size[1]
+        pitch = (w * 4 + 255) // 256 * 256  # wgpu's bytes_per_row: a multiple of 256, passed on as the pitch
+        slot = self._free_slot()
+        if slot.buffer is None or slot.nbytes != pitch * h:
+            if slot.buffer is not None:
+                slot.buffer.destroy()
+            slot.buffer = device.create_buffer(label="rcanvas-readback", size=pitch * h,
+                                               usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
+            slot.nbytes = pitch * h
+        slot.width, slot.height, slot.pitch = w, h, pitch
+        slot.format = "bgra" if tex.format.startswith("bgra") else "rgba"
+        enc = device.create_command_encoder()
+        enc.copy_texture_to_buffer({"texture": tex, "mip_level": 0, "origin": (0, 0, 0)},
+                                   {"buffer": slot.buffer, "offset": 0, "bytes_per_row": pitch, "rows_per_image": h},
+                                   (w, h, 1))
+        device.queue.submit([enc.finish()])
+        self._seq += 1
+        slot.seq = self._seq
+        slot.state = "reading"
+        slot.t_submit = time.perf_counter()
+        slot.promise = slot.buffer.map_async(wgpu.MapMode.READ, 0, slot.nbytes)
+        return slot
+
+    def _choose(self, force_sync):
+        """True for one behind, False for newest first (module doc)."""
+        if self._mode != "auto":
+            return self._mode == "behind"
+        if force_sync:
+            return False
+        now = time.perf_counter()
+        if self._t_last:
+            dt = now - self._t_last
+            self._frame_s = dt if not self._frame_s else 0.9 * self._frame_s + 0.1 * dt
+        self._t_last = now
+        if self._draw_wait() > max(0.004, 0.25 * self._frame_s):
+            self.stats["behind_held"] += 1
+            return True  # rcanvas held this draw back: the encoder or the viewer is the bottleneck
+        if self._frame_s > 0 and self._readback_s > 0.25 * self._frame_s:
+            self.stats["behind_gpu"] += 1
+            return True  # the readback is a large part of the frame: the next frame's work overlaps it
+        return False
+
+    def _note_readback(self, slot):
+        if slot.t_mapped and slot.t_submit:
+            dt = slot.t_mapped - slot.t_submit
+            self._readback_s = dt if not self._readback_s else 0.9 * self._readback_s + 0.1 * dt
+
+    def _result(self, slot):
+        self._note_readback(slot)
+        self._presented = max(self._presented, slot.seq)
+        # drop older frames still in the ring (a newer frame goes out: they never will)
+        for s in self._slots:
+            if s is not slot and s.seq < slot.seq and s.state == "mapped":
+                s.release()
+                self.stats["dropped"] += 1
+        self.stats["presented"] += 1
+        self.stats["cpu_bytes_copied"] += slot.width * slot.height * 4  # rcanvas' copy, in C
+        fmt = "bgra-u8" if slot.format == "bgra" else "rgba-u8"
+        return {"method": "bitmap", "format": fmt, "data": MappedFrame(slot)}
+
+    def _hand(self, slot):
+        # A frame presented outside rendercanvas' present (ring full, or a one-behind frame that was mapped first).
+        result = self._result(slot)
+        result.pop("method")
+        try:
+            if self._present_cb is not None:
+                self._present_cb(**result)
+        finally:
+            result["data"].done()
+
+    def _flush(self, slot, seq):
+        # One behind: the frame is mapped; out it goes, unless a newer frame went out meanwhile or the slot was reused.
+        if slot.seq != seq or slot.state != "reading":
+            return
+        slot.on_mapped()
+        if seq > self._presented:
+            self._hand(slot)
+        else:
+            slot.release()
+
+    def _drop_all(self):
+        for s in self._slots:
+            if s.state == "mapped":
+                s.buffer.unmap()
+            if s.buffer is not None:
+                try:
+                    s.buffer.destroy()  # a pending map is cancelled
+                except Exception:
+                    pass
+            s.__init__()
+        if self._texture is not None:
+            try:
+                self._texture._release()  # not destroy(): a command buffer in flight may still use it
+            except Exception:
+                pass
+            self._texture = None
+
+
+class _Newest:
+    """The awaitable of a newest-first present: then(callback) gets the present result once the frame is mapped."""
+
+    def __init__(self, ctx, slot):
+        self._ctx, self._slot, self._seq = ctx, slot, slot.seq
+        self._callbacks = []
+        slot.promise.then(self._resolve)
+
+    def then(self, callback):
+        self._callbacks.append(callback)
+
+    def _resolve(self, _r=None):
+        ctx, slot = self._ctx, self._slot
+        if slot.seq != self._seq or slot.state != "reading":
+            result = {"method": "skip"}  # the context was reconfigured or closed meanwhile
+        else:
+            slot.on_mapped()
+            result = ctx._result(slot)
+        frame = result.get("data")
+        try:
+            for cb in self._callbacks:
+                cb(result)
+        finally:
+            if frame is not None:
+                frame.done()  # rcanvas has copied it (or it was not presented): unmapped now
