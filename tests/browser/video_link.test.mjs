@@ -121,13 +121,17 @@ test('H.264 pan 720p, a direct viewer and one through 2 Mbit/s, 30 ms: no keyfra
   await until(() => slow.frames > 2, 15000, 'slow viewer frames');
   await sleep(3000); // its link estimate settles, it finds its own rung
   const f0 = fast.frames;
-  const w = await windowOf(slow, 8000);
+  const w = await windowOf(slow, 8000, demo);
   const fastFps = (fast.frames - f0) / 8;
   console.log(`# pair: slow ${show(w)}; fast ${fastFps.toFixed(1)} fps, ${fast.keyframes} keyframes in all`);
   assert.ok(w.keyframes <= 2, `the slow viewer got ${w.keyframes} keyframes in 8 s, none requested`);
   assert.ok(w.fps >= 8, `the slow viewer shows ${w.fps.toFixed(1)} fps`);
   assert.ok(w.mbps <= 2 * 1.02, `${w.mbps} Mbit/s through a 2 Mbit/s link`);
-  assert.ok(fastFps >= 20, `the direct viewer: ${fastFps.toFixed(1)} fps`);
+  // 20 fps, or what this machine's encoder makes of the pan for both tiers when it is busy most of the window
+  // (encoder.mjs; the direct viewer got all it made, 5 fps at least): a slow viewer that paced the direct one
+  // leaves the encoder waiting, and fails
+  const encoderBound = w.enc.busy >= 0.6 && fast.frames - f0 >= 0.85 * w.enc.encoded && fastFps >= 5;
+  assert.ok(fastFps >= 20 || encoderBound, `the direct viewer: ${fastFps.toFixed(1)} fps, not for the encoder (${showEncoder(w.enc)})`);
 });
 
 // Done when: "at 20 Mbit/s the video uses ≥ 60 % of the link when the content needs it" (the user measured 4.8 of 20:
