@@ -6,7 +6,7 @@
 // edges get their status (405, 400, 1002) at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDemo, until, sleep } from './lib.mjs';
+import { cleanup, startDemo, until, sleep } from './lib.mjs';
 import { wsOpen, frame, httpRaw, rssMiB } from './rawws.mjs';
 
 /** A viewer that acks every frame it gets (so draws keep coming), as the browser client does. */
@@ -125,8 +125,10 @@ test('clients that never read are dropped by the ping timeout, and a new viewer 
   }
 });
 
-test('shutdown closes every viewer with 1001', async () => {
+test('shutdown closes every viewer with 1001', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const clients = [];
   for (let i = 0; i < 3; i++) clients.push(await wsOpen(demo.port, `/ws?token=${demo.token}`));
   for (const c of clients) await c.waitFor((x) => x.messages.length > 0);
@@ -137,8 +139,10 @@ test('shutdown closes every viewer with 1001', async () => {
   }
 });
 
-test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token without = is no token', async () => {
+test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token without = is no token', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const T = demo.token;
   try {
     for (const m of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
@@ -165,8 +169,10 @@ test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token wit
   }
 });
 
-test('WebSocket handshake edges: no key, an unknown subprotocol, another scheme in Origin get a status', async () => {
+test('WebSocket handshake edges: no key, an unknown subprotocol, another scheme in Origin get a status', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const T = demo.token, P = demo.port;
   const up = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n';
   const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
@@ -190,7 +196,9 @@ test('WebSocket handshake edges: no key, an unknown subprotocol, another scheme 
 });
 
 test('a client that resets right after its upgrade leaves no "getpeername: …" address in the log', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--verbose']);
+  defer(() => demo.stop());
   const log = () => demo.lines.join('\n') + demo.stderr();
   const net = await import('node:net');
   try {

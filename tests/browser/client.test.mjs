@@ -5,7 +5,7 @@
 // nobody can see. rcanvas-demo and rcanvas-test-two (two_canvases.c) print the events the app receives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, testTwoPath, until, sleep } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -59,8 +59,10 @@ async function buildPage(page, { before = 0, after = 0, view = true, options = {
 
 const eventLines = (server, re) => server.lines.filter((l) => re.test(l));
 
-test('two canvases of one server in one page: each view shows its own pixels and gets its own events', async () => {
+test('two canvases of one server in one page: each view shows its own pixels and gets its own events', async (t) => {
+  const defer = cleanup(t);
   const server = await startDemo([], { program: testTwoPath });
+  defer(() => server.stop());
   const { page, errors } = await newPage({ width: 760, height: 340 });
   try {
     await page.goto(server.url);
@@ -129,8 +131,10 @@ test('two canvases of one server in one page: each view shows its own pixels and
   } finally { await page.close(); await server.stop(); }
 });
 
-test('wheel over a view that does not have the focus scrolls the page; after a click it goes to the app', async () => {
+test('wheel over a view that does not have the focus scrolls the page; after a click it goes to the app', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await newPage({ width: 400, height: 300 });
   try {
     await openBlank(page, demo);
@@ -172,8 +176,10 @@ test('wheel over a view that does not have the focus scrolls the page; after a c
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a view that appears while the person types in a text field does not take the focus', async () => {
+test('a view that appears while the person types in a text field does not take the focus', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await newPage({ width: 400, height: 300 });
   try {
     await openBlank(page, demo);
@@ -216,8 +222,10 @@ test('a view that appears while the person types in a text field does not take t
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('macOS Cmd: Meta down, v down, Meta up (no v up) releases v', async () => {
+test('macOS Cmd: Meta down, v down, Meta up (no v up) releases v', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await newPage();
   try {
     await page.goto(demo.url);
@@ -238,8 +246,10 @@ test('macOS Cmd: Meta down, v down, Meta up (no v up) releases v', async () => {
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('text committed by an input method reaches the app as char events', async () => {
+test('text committed by an input method reaches the app as char events', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await newPage();
   try {
     await page.goto(demo.url);
@@ -272,9 +282,11 @@ test('text committed by an input method reaches the app as char events', async (
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a view out of sight or in a hidden page gets no frames; it gets them again once visible', async () => {
+test('a view out of sight or in a hidden page gets no frames; it gets them again once visible', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--fps', '30']);        // the animated fractal: a new frame is always due
   const { page, errors } = await newPage({ width: 400, height: 300 });
+  defer(() => demo.stop());
   const other = await newPage({ width: 400, height: 300 });
   try {
     await openBlank(page, demo);

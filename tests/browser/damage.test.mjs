@@ -13,7 +13,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildDir, launchBrowser, startDemo, until } from './lib.mjs';
+import { cleanup, buildDir, launchBrowser, startDemo, until } from './lib.mjs';
 
 const markerPath = path.join(buildDir, 'rcanvas-test-marker');
 const browser = await launchBrowser();
@@ -69,11 +69,15 @@ async function differingPixels(page, rgba) {
   return n;
 }
 
-test('a still plot with a moving marker: small tile packets, then pixel-exact after the refinement', async () => {
+test('a still plot with a moving marker: small tile packets, then pixel-exact after the refinement', async (t) => {
+  const defer = cleanup(t);
   const dump = path.join(os.tmpdir(), `rcanvas-damage-${process.pid}.rgba`);
   const app = await startDemo(['--steps', '40', '--fps', '30', '--start-ms', '1000', '--dump', dump],
     { program: markerPath });
+  defer(() => fs.rmSync(dump, { force: true }));   // after the app is stopped (last in, first out)
+  defer(() => app.stop());
   const context = await browser.newContext({ viewport: { width: 960, height: 540 }, bypassCSP: true });
+  defer(() => context.close());
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));

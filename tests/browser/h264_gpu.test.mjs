@@ -6,7 +6,7 @@
 // still gets H.264.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, startDemo, until, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -18,9 +18,11 @@ const patchError = (page, patches = PATCHES) => patchAt(page, patches);
 // lavapipe is a CPU device, which the GPU codecs refuse unless told (RCANVAS_GPU_CODEC_DEVICE=any)
 const ON_LAVAPIPE = { env: { RCANVAS_GPU_CODEC_DEVICE: 'any' } };
 
-test('h264-gpu: the test scene decodes in Chromium within a few levels, then exact once refined', async () => {
+test('h264-gpu: the test scene decodes in Chromium within a few levels, then exact once refined', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--bitrate', '20000', '--refine-ms', '1500'],
     ON_LAVAPIPE);
+  defer(() => demo.stop());
   const v = await openPage(browser, demo.url);
   try {
     await until(async () => (await stats(v.page)).framesShown >= 1, 20000, 'a video frame');
@@ -38,8 +40,10 @@ test('h264-gpu: the test scene decodes in Chromium within a few levels, then exa
   } finally { await v.page.close(); await demo.stop(); }
 });
 
-test('h264-gpu with --gpu: the GPU-rendered scene keeps arriving as h264-gpu frames that Chromium decodes', async () => {
+test('h264-gpu with --gpu: the GPU-rendered scene keeps arriving as h264-gpu frames that Chromium decodes', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--gpu', '--codec', 'h264-gpu', '--fps', '10', '--refine-ms', '0'], ON_LAVAPIPE);
+  defer(() => demo.stop());
   const v = await openPage(browser, demo.url, { width: 320, height: 240 });
   try {
     await until(async () => (await stats(v.page)).framesShown >= 8, 30000, '8 video frames');
@@ -56,8 +60,10 @@ test('h264-gpu with --gpu: the GPU-rendered scene keeps arriving as h264-gpu fra
 
 for (const [what, env] of [['without a Vulkan driver', { VK_DRIVER_FILES: '/nonexistent/icd.json', VK_ICD_FILENAMES: '/nonexistent/icd.json' }],
                            ['with only a CPU device (lavapipe)', {}]]) {
-  test(`h264-gpu ${what}: the canvas falls back to openh264 and the viewer still gets H.264`, async () => {
+  test(`h264-gpu ${what}: the canvas falls back to openh264 and the viewer still gets H.264`, async (t) => {
+    const defer = cleanup(t);
     const demo = await startDemo(['--scene', 'test', '--codec', 'h264-gpu', '--refine-ms', '0'], { env });
+    defer(() => demo.stop());
     const v = await openPage(browser, demo.url);
     try {
       await until(async () => (await stats(v.page)).encoder === 'h264 (webcodecs)' && (await stats(v.page)).framesShown >= 1,

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launchBrowser, startDemo, until } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -75,8 +75,10 @@ async function scrape(demo) {
   return parseMetrics(r.body);
 }
 
-test('/metrics needs the token, is well-formed Prometheus text, and its values move', async () => {
+test('/metrics needs the token, is well-formed Prometheus text, and its values move', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo([]);
+  defer(() => demo.stop());
   const pages = [];
   try {
     assert.equal((await get(demo.port, '/metrics')).status, 401);

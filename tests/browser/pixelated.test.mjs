@@ -294,13 +294,18 @@ for (const codec of ['h264', 'vp8', 'vp9', 'av1']) {
  *  bitmap size (SW×SH) drawn. Returns {app, page, errors, stats}. */
 async function openPixels(args, { viewport = { width: CW, height: CH }, dpr = 1 } = {}) {
   const app = await startDemo(args, { program: pixelsProgram });
-  const page = await browser.newPage({ viewport, deviceScaleFactor: dpr });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(app.url);
-  const stats = () => page.evaluate(() => window.rcanvas.stats());
-  return { app, page, errors, stats };
+  try {
+    const page = await browser.newPage({ viewport, deviceScaleFactor: dpr });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await page.goto(app.url);
+    const stats = () => page.evaluate(() => window.rcanvas.stats());
+    return { app, page, errors, stats };
+  } catch (err) {
+    await app.stop();   // the caller never got it to stop
+    throw err;
+  }
 }
 
 const bitmapDrawn = (stats, w = SW, h = SH, extra = () => true) => until(async () => {

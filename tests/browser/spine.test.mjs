@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import crypto from 'node:crypto';
-import { launchBrowser, startDemo, until, sleep, canvasPixel, openPage } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until, sleep, canvasPixel, openPage } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -54,7 +54,7 @@ function upgrade(port, path, origin) {
 /** Starts the fractal demo with args, stops its animation, and checks that a drag changes what is shown. */
 async function dragChangesFractal(args) {
   const mandel = await startDemo(args);
-  const v = await openViewer(mandel.url);
+  const v = await openViewer(mandel.url).catch(async (err) => { await mandel.stop(); throw err; });
   try {
     await until(async () => (await stats(v.page)).framesShown >= 3, 15000, 'frames');
     await v.page.keyboard.press('a'); // stop the palette animation: the picture is then still
@@ -98,8 +98,10 @@ test('page and WebSocket refuse requests without the right token or from another
   } finally { await demo.stop(); }
 });
 
-test('frames appear and the canvas shows the exact pixels of the test frame (PNG)', async () => {
+test('frames appear and the canvas shows the exact pixels of the test frame (PNG)', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png']);
+  defer(() => demo.stop());
   const { page, errors } = await openViewer(demo.url);
   try {
     await until(async () => (await stats(page)).framesShown >= 1 && (await stats(page)).frameWidth === 400,
@@ -122,8 +124,10 @@ test('frames appear and the canvas shows the exact pixels of the test frame (PNG
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('JPEG frames are refined to exact pixels once the scene is still', async () => {
+test('JPEG frames are refined to exact pixels once the scene is still', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'jpeg', '--quality', '50']);
+  defer(() => demo.stop());
   const { page } = await openViewer(demo.url);
   try {
     await until(async () => (await stats(page)).refinements >= 1, 10000, 'a lossless refinement');
@@ -144,8 +148,10 @@ test('JPEG frames are refined to exact pixels once the scene is still', async ()
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a drag moves the test pattern by the dragged distance, and changes the Mandelbrot scene', async () => {
+test('a drag moves the test pattern by the dragged distance, and changes the Mandelbrot scene', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page } = await openViewer(demo.url);
   try {
     await until(async () => (await stats(page)).frameWidth === 400, 10000, 'first frame');
@@ -178,8 +184,10 @@ test('rcanvas-demo --gpu (Vulkan compute + readback ring) streams, and a drag ch
   assert.match(stderr, /first frame encoded on the GPU \(jpeg-gpu\)/, 'frames went through the GPU JPEG encoder');
 });
 
-test('a resize reaches the app and the frames follow the new size; keys and wheel arrive with their fields', async () => {
+test('a resize reaches the app and the frames follow the new size; keys and wheel arrive with their fields', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const { page } = await openViewer(demo.url);
   try {
     await until(() => demo.lines.some((l) => /event resize viewer=1 width=400 height=300 pixel_ratio=1/.test(l)),
@@ -200,9 +208,11 @@ test('a resize reaches the app and the frames follow the new size; keys and whee
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a view with its token reconnects by itself after the server restarts', async () => {
+test('a view with its token reconnects by itself after the server restarts', async (t) => {
+  const defer = cleanup(t);
   const token = 'reconnect' + crypto.randomBytes(8).toString('hex');
   let demo = await startDemo(['--scene', 'test'], { token });
+  defer(() => demo.stop());
   const port = demo.port;
   // a page that embeds a view of the default canvas with its token (client/multi.html's way): the served page's
   // own session would end with the process (states.test.mjs), a token carries over to the next one
@@ -227,8 +237,10 @@ test('a view with its token reconnects by itself after the server restarts', asy
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('two viewers at once both get frames; only the first drives the size', async () => {
+test('two viewers at once both get frames; only the first drives the size', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--print-events']);
+  defer(() => demo.stop());
   const a = await openViewer(demo.url, { width: 400, height: 300 });
   const b = await openViewer(demo.url, { width: 300, height: 200 });
   try {
@@ -247,8 +259,10 @@ test('two viewers at once both get frames; only the first drives the size', asyn
   } finally { await b.page.close(); await demo.stop(); }
 });
 
-test('junk on a second connection closes only that connection; the first keeps streaming', async () => {
+test('junk on a second connection closes only that connection; the first keeps streaming', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const { page } = await openViewer(demo.url);
   const p2 = await browser.newPage();
   await p2.goto(demo.url);
@@ -280,8 +294,10 @@ test('junk on a second connection closes only that connection; the first keeps s
   } finally { await p2.close(); await page.close(); await demo.stop(); }
 });
 
-test('an active viewer that stops acking loses the active role after 2 s; the others keep streaming', async () => {
+test('an active viewer that stops acking loses the active role after 2 s; the others keep streaming', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const rogue = await browser.newPage();
   await rogue.goto(`http://127.0.0.1:${demo.port}/client/rcanvas.css`); // same origin, no client running
   try {

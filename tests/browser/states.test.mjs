@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until, sleep } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -73,8 +73,10 @@ async function openEmbedded(page, demo, token) {
   });
 }
 
-test('a page with a wrong token shows "token rejected", stops retrying, and retries once on request', async () => {
+test('a page with a wrong token shows "token rejected", stops retrying, and retries once on request', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test'], { token: newToken('tokenA') });
+  defer(() => demo.stop());
   const { page, seen } = await newPage();
   try {
     await openWithToken(page, demo, newToken('wrong'));
@@ -98,8 +100,10 @@ test('a page with a wrong token shows "token rejected", stops retrying, and retr
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a page without a token says the token is missing (401)', async () => {
+test('a page without a token says the token is missing (401)', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test']);
+  defer(() => demo.stop());
   const { page } = await newPage();
   try {
     await openWithToken(page, demo, null);
@@ -111,9 +115,11 @@ test('a page without a token says the token is missing (401)', async () => {
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('the server restarts, even with the same token: the served page says "server restarted" and stops trying', async () => {
+test('the server restarts, even with the same token: the served page says "server restarted" and stops trying', async (t) => {
+  const defer = cleanup(t);
   const token = newToken('restart');
   let demo = await startDemo(['--scene', 'test'], { token });
+  defer(() => demo.stop());
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
@@ -137,9 +143,11 @@ test('the server restarts, even with the same token: the served page says "serve
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('the server restarts with a new token: a page with its token ends in "token rejected", not in endless retries', async () => {
+test('the server restarts with a new token: a page with its token ends in "token rejected", not in endless retries', async (t) => {
+  const defer = cleanup(t);
   const tokenA = newToken('tokenA'), tokenB = newToken('tokenB');
   let demo = await startDemo(['--scene', 'test'], { token: tokenA });
+  defer(() => demo.stop());
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
@@ -159,9 +167,11 @@ test('the server restarts with a new token: a page with its token ends in "token
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a lost connection dims the picture and shows a banner with a countdown; a view with its token comes back with the server', async () => {
+test('a lost connection dims the picture and shows a banner with a countdown; a view with its token comes back with the server', async (t) => {
+  const defer = cleanup(t);
   const token = newToken('lost');
   let demo = await startDemo(['--scene', 'test'], { token });
+  defer(() => demo.stop());
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
@@ -203,9 +213,11 @@ test('a lost connection dims the picture and shows a banner with a countdown; a 
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a server that stays away: after 8 failed attempts "server gone — re-run the cell", then attempts 30 s apart', async () => {
+test('a server that stays away: after 8 failed attempts "server gone — re-run the cell", then attempts 30 s apart', async (t) => {
+  const defer = cleanup(t);
   const token = newToken('gone');
   let demo = await startDemo(['--scene', 'test'], { token });
+  defer(() => demo.stop());
   const port = demo.port;
   const { page, seen } = await newPage();
   try {
@@ -239,7 +251,7 @@ test('a server that stays away: after 8 failed attempts "server gone — re-run 
 /** Opens the demo with the stats overlay and waits until it names `label`. */
 async function overlayNames(args, label, viewport) {
   const demo = await startDemo(args);
-  const { page, seen } = await newPage(viewport);
+  const { page, seen } = await newPage(viewport).catch(async (err) => { await demo.stop(); throw err; });
   try {
     await page.goto(demo.url);
     await until(async () => (await state(page)) === 'connected', 15000, 'connected');

@@ -16,10 +16,12 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { canvasPixel, launchBrowser, startDemo, until } from './lib.mjs';
+import { cleanup, canvasPixel, launchBrowser, startDemo, until } from './lib.mjs';
 
 const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-tls-'));
-const browser = await launchBrowser(['--ignore-certificate-errors', '--host-resolver-rules=MAP rcanvas.test 127.0.0.1']);
+// a throw here runs no after hook: the dir goes with it
+const browser = await launchBrowser(['--ignore-certificate-errors', '--host-resolver-rules=MAP rcanvas.test 127.0.0.1'])
+  .catch((err) => { fs.rmSync(tlsDir, { recursive: true, force: true }); throw err; });
 test.after(async () => { await browser.close(); fs.rmSync(tlsDir, { recursive: true, force: true }); });
 
 /** The SHA-256 fingerprint of the certificate served on 127.0.0.1:port ("AB:CD:…"). */
@@ -51,8 +53,10 @@ const printedFingerprint = (demo) => {
   return line && line.split('fingerprint ')[1];
 };
 
-test('--tls self-signed: the printed fingerprint is the served one, and the certificate is kept', async () => {
+test('--tls self-signed: the printed fingerprint is the served one, and the certificate is kept', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--tls', 'self-signed', '--tls-dir', tlsDir]);
+  defer(() => demo.stop());
   let fp;
   try {
     assert.match(demo.url, /^https:\/\/127\.0\.0\.1:\d+\/\?token=/);
@@ -70,9 +74,11 @@ test('--tls self-signed: the printed fingerprint is the served one, and the cert
   } finally { await again.stop(); }
 });
 
-test('https on a non-localhost name: a secure context, WebCodecs, H.264 frames with --codec auto', async () => {
+test('https on a non-localhost name: a secure context, WebCodecs, H.264 frames with --codec auto', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'auto', '--refine-ms', '500',
     '--tls', 'self-signed', '--tls-dir', tlsDir, '--allow-host', 'rcanvas.test']);
+  defer(() => demo.stop());
   const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
   try {
     const url = demo.url.replace('127.0.0.1', 'rcanvas.test') + '&stats=1';

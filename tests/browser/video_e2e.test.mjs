@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
-import { CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
+import { cleanup, CHROMIUM_ARGS, launchBrowser, startDemo, until, sleep, canvasPixel, openPage, patchError as patchAt } from './lib.mjs';
 
 const browser = await launchBrowser();
 test.after(async () => { await browser.close(); });
@@ -29,8 +29,10 @@ const BLUE = [100, 225, [0, 0, 255]];
 const patchError = (page, patches = PATCHES) => patchAt(page, patches);
 
 for (const codec of ['h264', 'vp9', 'vp8', 'av1']) {
-  test(`${codec}: the viewer is put on ${codec}; the test scene comes back within ±3 levels, then exact once refined`, async () => {
+  test(`${codec}: the viewer is put on ${codec}; the test scene comes back within ±3 levels, then exact once refined`, async (t) => {
+    const defer = cleanup(t);
     const demo = await startDemo(['--scene', 'test', '--codec', codec, '--bitrate', '20000', '--refine-ms', '800']);
+    defer(() => demo.stop());
     const v = await openViewer(demo.url);
     try {
       await until(async () => (await stats(v.page)).framesShown >= 1, 10000, 'a video frame');
@@ -51,8 +53,10 @@ for (const codec of ['h264', 'vp9', 'vp8', 'av1']) {
   });
 }
 
-test('h264: a viewer joining mid-stream shows the right picture within 300 ms of its hello', async () => {
+test('h264: a viewer joining mid-stream shows the right picture within 300 ms of its hello', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'auto', '--refine-ms', '0']);
+  defer(() => demo.stop());
   const a = await openViewer(demo.url);
   try {
     await until(async () => (await stats(a.page)).framesShown >= 1, 10000, 'the first viewer\'s frame');
@@ -74,9 +78,11 @@ test('h264: a viewer joining mid-stream shows the right picture within 300 ms of
   } finally { await a.page.close(); await demo.stop(); }
 });
 
-test('h264: a viewer stalled for 1 s resumes with a keyframe; the other viewer\'s frames keep coming', async () => {
+test('h264: a viewer stalled for 1 s resumes with a keyframe; the other viewer\'s frames keep coming', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--codec', 'h264', '--fps', '30', '--refine-ms', '0']); // animated fractal
   const a = await openViewer(demo.url, { width: 640, height: 360 });
+  defer(() => demo.stop());
   const ws = new WebSocket(`ws://127.0.0.1:${demo.port}/ws?token=${demo.token}&codecs=h264,jpeg`);
   const got = []; // {seq, flags, at}
   let acking = true;
@@ -127,8 +133,10 @@ test('an insecure origin offers no video: it gets JPEG, and the overlay says why
   } finally { await insecure.close(); await demo.stop(); }
 });
 
-test('the lossless refinement can be WebP lossless: the still test scene becomes exact', async () => {
+test('the lossless refinement can be WebP lossless: the still test scene becomes exact', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'h264', '--refine-codec', 'webp', '--refine-ms', '300']);
+  defer(() => demo.stop());
   const v = await openViewer(demo.url);
   try {
     await until(async () => (await stats(v.page)).refinements >= 1, 10000, 'the WebP refinement');
@@ -141,8 +149,10 @@ test('the lossless refinement can be WebP lossless: the still test scene becomes
   } finally { await v.page.close(); await demo.stop(); }
 });
 
-test('the demo with no --codec gives a 127.0.0.1 Chromium viewer H.264 (its default is auto), the right picture', async () => {
+test('the demo with no --codec gives a 127.0.0.1 Chromium viewer H.264 (its default is auto), the right picture', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--refine-ms', '0', '--codec-default']);
+  defer(() => demo.stop());
   const a = await openViewer(demo.url);
   try {
     await until(async () => (await stats(a.page)).framesShown >= 1, 10000, 'a frame');

@@ -3,7 +3,7 @@
 // dead link, key auto-repeat, resize storms, and which refusal a banner names. Each test starts its own demo.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, startDemo, until, sleep, openPage } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until, sleep, openPage } from './lib.mjs';
 import { startProxy } from './proxy.mjs';
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -36,8 +36,10 @@ function colourBox(page, rgb) {
   }, rgb);
 }
 
-test('a viewer of another aspect sees the picture letterboxed, and its click lands on the canvas point it shows', async () => {
+test('a viewer of another aspect sees the picture letterboxed, and its click lands on the canvas point it shows', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--print-events']);
+  defer(() => demo.stop());
   const a = await openViewer(demo.url, { width: 1280, height: 720 });
   let b;
   try {
@@ -79,10 +81,12 @@ test('a viewer of another aspect sees the picture letterboxed, and its click lan
   }
 });
 
-test('a link that goes silent without closing shows "Connection stalled" within 10 s, and recovers when it returns', async () => {
+test('a link that goes silent without closing shows "Connection stalled" within 10 s, and recovers when it returns', async (t) => {
+  const defer = cleanup(t);
   const proxy = await startProxy({ prefix: '/viz', idleMs: 600000 });   // the proxy itself never gives up
   const demo = await startDemo(['--scene', 'test', '--codec', 'png', '--base-path', '/viz',
                                 '--allow-origin', `http://127.0.0.1:${proxy.port}`]);
+  defer(() => proxy.close());
   proxy.target = demo.port;
   const { page, errors } = await openViewer(`http://127.0.0.1:${proxy.port}/viz/?token=${demo.token}`);
   try {
@@ -114,8 +118,10 @@ test('a link that goes silent without closing shows "Connection stalled" within 
   } finally { await page.close(); await demo.stop(); await proxy.close(); }
 });
 
-test('a held key gives one key_down however often it repeats; its repeated characters still come', async () => {
+test('a held key gives one key_down however often it repeats; its repeated characters still come', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await openViewer(demo.url);
   try {
     await page.mouse.click(200, 150);            // the view takes the focus
@@ -142,8 +148,10 @@ test('a held key gives one key_down however often it repeats; its repeated chara
   } finally { await page.close(); await demo.stop(); }
 });
 
-test('a storm of 100 size changes in a second gives at most ~35 resize events, the last of the final size', async () => {
+test('a storm of 100 size changes in a second gives at most ~35 resize events, the last of the final size', async (t) => {
+  const defer = cleanup(t);
   const demo = await startDemo(['--scene', 'test', '--print-events']);
+  defer(() => demo.stop());
   const { page, errors } = await openViewer(demo.url, { width: 500, height: 400 });
   try {
     const resizes = () => demo.lines.filter((l) => /^event resize /.test(l));
@@ -192,9 +200,11 @@ const bannerTitle = (page) => page.evaluate(() => {
   return b.hidden ? '' : b.querySelector('.rcanvas-banner-title').textContent;
 });
 
-test('a refusal for the viewer cap and one for the Origin say which they are', async () => {
+test('a refusal for the viewer cap and one for the Origin say which they are', async (t) => {
+  const defer = cleanup(t);
   // the cap: a second page of a server that takes one viewer
   const demo = await startDemo(['--scene', 'test', '--max-viewers', '1']);
+  defer(() => demo.stop());
   const a = await openViewer(demo.url);
   const b = await browser.newPage({ viewport: { width: 400, height: 300 } });
   try {
@@ -211,7 +221,9 @@ test('a refusal for the viewer cap and one for the Origin say which they are', a
 
   // the Origin: a proxy that sends its own Host, to a server not told the proxy's origin (no --allow-origin)
   const proxy = await startProxy({ prefix: '/viz', idleMs: 600000 });
+  defer(() => proxy.close());
   const demo2 = await startDemo(['--scene', 'test', '--base-path', '/viz']);
+  defer(() => demo2.stop());
   proxy.target = demo2.port;
   const page = await browser.newPage({ viewport: { width: 400, height: 300 } });
   try {
