@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { launchBrowser, until, sleep, root } from '../browser/lib.mjs';
+import { cleanup, killOnExit, launchBrowser, until, sleep, root } from '../browser/lib.mjs';
 
 const RC = process.env.RCANVAS_RENDERCANVAS_DIR || path.resolve(root, '..', 'shared', 'third_party', 'rendercanvas');
 const haveRC = fs.existsSync(path.join(RC, 'rendercanvas', 'base.py'));
@@ -24,12 +24,13 @@ function runExample(name, script = path.join(RC, 'examples', name)) {
     RCANVAS_LIBRARY: process.env.RCANVAS_LIBRARY || path.join(root, 'build', 'librcanvas.so'),
     PYTHONUNBUFFERED: '1',
   };
-  const proc = spawn(PY, ['-m', 'rcanvas.rendercanvas', script],
-                     { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = killOnExit(spawn(PY, ['-m', 'rcanvas.rendercanvas', script],
+                               { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const lines = [];
   let stderr = '', buf = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${stderr}`)), 20000);
+    // one that never printed its URL is killed: no test holds it to stop it
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`${name} did not start: ${stderr}`)); }, 20000);
     proc.stderr.on('data', (d) => { stderr += d; });
     proc.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${stderr}`)));
     proc.stdout.on('data', (d) => {
@@ -44,10 +45,12 @@ function runExample(name, script = path.join(RC, 'examples', name)) {
           clearTimeout(timer);
           resolve({
             proc, lines, url: m[1], stderr: () => stderr,
+            // SIGTERM, SIGKILL if it is still there 10 s later: a hung runner cannot hang the test
             stop: () => new Promise((res) => {
-              if (proc.exitCode !== null) return res(proc.exitCode);
+              if (proc.exitCode !== null || proc.signalCode !== null) return res(proc.exitCode);
               proc.removeAllListeners('exit');
-              proc.once('exit', (code) => res(code));
+              const kill = setTimeout(() => proc.kill('SIGKILL'), 10000);
+              proc.once('exit', (code) => { clearTimeout(kill); res(code); });
               proc.kill('SIGTERM');
             }),
           });
@@ -97,8 +100,10 @@ const px = (p, x, y) => Array.from(p.data.slice((y * p.w + x) * 4, (y * p.w + x)
 const toPage = (p, x, y) => [p.rect.x + (x + 0.5) * p.rect.w / p.w, p.rect.y + (y + 0.5) * p.rect.h / p.h];
 const near = (a, b, tol = 40) => a.every((v, i) => Math.abs(v - b[i]) <= tol);
 
-test('drag.py: a pointer drag moves the red square; the cursor becomes a pointer while dragging', { skip }, async () => {
+test('drag.py: a pointer drag moves the red square; the cursor becomes a pointer while dragging', { skip }, async (t) => {
+  const defer = cleanup(t);
   const ex = await runExample('drag.py');
+  defer(() => ex.stop());
   const { page, errors } = await open(ex.url);
   try {
     // the red block is 100 logical px at (110, 110); the frame is the logical size (ratio 1 here)
@@ -122,8 +127,10 @@ test('drag.py: a pointer drag moves the red square; the cursor becomes a pointer
   } finally { await page.close(); await ex.stop(); }
 });
 
-test('noise.py: frames keep arriving, and differ', { skip }, async () => {
+test('noise.py: frames keep arriving, and differ', { skip }, async (t) => {
+  const defer = cleanup(t);
   const ex = await runExample('noise.py');
+  defer(() => ex.stop());
   const { page } = await open(ex.url);
   try {
     const a = await picture(page);
@@ -145,8 +152,10 @@ function extent(p) {
   return { rows: rows.size, cols: cols.size };
 }
 
-test('snake.py: the arrow keys change its direction (pixels)', { skip }, async () => {
+test('snake.py: the arrow keys change its direction (pixels)', { skip }, async (t) => {
+  const defer = cleanup(t);
   const ex = await runExample('snake.py');
+  defer(() => ex.stop());
   const { page } = await open(ex.url);
   try {
     // it starts moving right: a horizontal line of cells (wider than tall) once it has grown
@@ -163,8 +172,10 @@ test('snake.py: the arrow keys change its direction (pixels)', { skip }, async (
   } finally { await page.close(); await ex.stop(); }
 });
 
-test('events.py: a click is counted in the picture and reported with its position', { skip }, async () => {
+test('events.py: a click is counted in the picture and reported with its position', { skip }, async (t) => {
+  const defer = cleanup(t);
   const ex = await runExample('events.py');
+  defer(() => ex.stop());
   const { page } = await open(ex.url);
   try {
     await sleep(500);
@@ -184,8 +195,10 @@ test('events.py: a click is counted in the picture and reported with its positio
   } finally { await page.close(); await ex.stop(); }
 });
 
-test('text.py: dark text on a white picture', { skip }, async () => {
+test('text.py: dark text on a white picture', { skip }, async (t) => {
+  const defer = cleanup(t);
   const ex = await runExample('text.py');
+  defer(() => ex.stop());
   const { page } = await open(ex.url);
   try {
     const p = await untilPicture(async () => {
