@@ -85,7 +85,8 @@ export async function startVideoServer({ token = 'T', onConnection = () => {} } 
         .replace('{{TITLE}}', 'video test').replace('{{CANVAS}}', m[1] || '')
         // as http.c: the way back to the root for the page's relative URLs (rc_auth_root_prefix), no token cookie
         .replaceAll('{{ROOT}}', '../'.repeat((u.pathname.slice(1).match(/\//g) || []).length) || './')
-        .replace('{{SESSION}}', '');
+        // no session here: the page goes by the ?token= of its own URL, as a page served by a Bearer token does
+        .replace('{{SESSION_DIR}}', '').replace('{{SESSION_KEY}}', '').replace('{{SESSION}}', '');
       return send(200, TYPES['.html'], page);
     }
     // a page of the same origin without the client and without the CSP: the tests encode their video there
