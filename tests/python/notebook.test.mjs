@@ -102,7 +102,10 @@ async function startNotebook({ extension }) {
   };
   delete env.RCANVAS_PORT; delete env.RCANVAS_TOKEN; delete env.RCANVAS_JUPYTER_PROXY;
   const args = ['-m', 'notebook', '--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
-                `--NotebookApp.token=${token}`, `--notebook-dir=${dir}`, '--NotebookApp.open_browser=False'];
+                `--NotebookApp.token=${token}`, `--notebook-dir=${dir}`, '--NotebookApp.open_browser=False',
+                // Notebook 6.4.13 (Debian 13) with its jupyter_client gets no kernel_info reply on a new kernel's
+                // channels and connects the page's kernel WebSocket only when this timeout (60 s) runs out
+                '--MappingKernelManager.kernel_info_timeout=10'];
   if (process.getuid && process.getuid() === 0) args.push('--allow-root');
   if (extension) {   // as a person enables it for good (docs/python.md): the config file of the notebook server
     fs.writeFileSync(path.join(dir, 'config', 'jupyter_notebook_config.json'),
