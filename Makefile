@@ -57,7 +57,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas venv bench-wgpu clean
 
 all: build
 
@@ -162,13 +162,35 @@ RENDERCANVAS_DIR ?= $(abspath ../shared/third_party/rendercanvas)
 python-test-deps: deps
 	$(call apt_install,$(PYTHON_TEST_PACKAGES),--no-install-recommends)
 
+# The wgpu tests' venv (make venv): build/venv, a clean venv of Debian's python3 (no system site packages, so that
+# neither Debian's numpy 1.24 nor its notebook packages mix with PyPI's wheels) with tests/python/requirements.txt's
+# exact versions (wgpu, pygfx, fastplotlib, PyPI's rendercanvas, simplejpeg, pytest). wgpu renders on Mesa's
+# lavapipe (mesa-vulkan-drivers). Needs PyPI; where pip cannot reach it, test-python goes on without the venv and
+# the wgpu tests skip, saying so.
+VENV := build/venv
+$(VENV)/.installed: tests/python/requirements.txt
+	@mkdir -p build
+	/usr/bin/python3 -m venv --clear $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
 test-python: build python-test-deps tests/browser/node_modules
+	@$(MAKE) venv || echo "note: make venv failed (no PyPI?): the wgpu tests skip"
 	@cd tests/python && r=0; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) . || r=1; \
+	if [ -x $(abspath $(VENV))/bin/python ] && [ -f $(abspath $(VENV))/.installed ]; then \
+	  RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
+	    $(abspath $(VENV))/bin/python -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) \
+	    $(WGPU_PYTESTS) || r=1; \
+	fi; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
-	  $(NODE_TESTS) *.test.mjs || r=1; \
+	  RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python $(NODE_TESTS) *.test.mjs || r=1; \
 	exit $$r
+# The pytest files that need wgpu, run a second time with the venv's python (with Debian's they skip).
+WGPU_PYTESTS := test_wgpu_present.py test_jpeg_wgpu.py
 
 # rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
 # frames/s shown, round trip, Mbit/s, server CPU % (tests/python/bench_rendercanvas.mjs; docs/benchmarks.md).

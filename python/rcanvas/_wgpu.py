@@ -212,6 +212,7 @@ class RcanvasWgpuContext(WgpuContext):
             self._hand(old)
         else:
             old.release()
+            self.stats["dropped"] += 1
         return old
 
     def _submit(self):
@@ -296,8 +297,9 @@ class RcanvasWgpuContext(WgpuContext):
         slot.on_mapped()
         if seq > self._presented:
             self._hand(slot)
-        else:
+        else:  # a newer frame went out first (the next one, newest first): this one never will
             slot.release()
+            self.stats["dropped"] += 1
 
     def _drop_all(self):
         for s in self._slots:

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+"""rcanvas.rendercanvas' wgpu context (rcanvas._wgpu) with a real wgpu device (Mesa's lavapipe here): a pygfx
+program's frames reach a viewer exact (PNG), in order, the last one too, in each present mode; the pixels go to
+rcanvas by the mapped buffer's address with wgpu's padded pitch (no copy in Python); RCANVAS_WGPU_PRESENT=bitmap
+gives rendercanvas' own fallback. Needs wgpu and pygfx: `make venv` (build/venv), which `make test-python` runs
+this file with; elsewhere it skips, saying why."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _why_no_wgpu():
+    try:
+        import wgpu  # noqa: F401
+        import pygfx  # noqa: F401
+        import rendercanvas  # noqa: F401
+    except ImportError as e:
+        return (f"{e.name} is not installed for {sys.executable}: the wgpu tests run in build/venv "
+                f"(make venv; make test-python runs them there)")
+    try:
+        import wgpu.utils
+
+        wgpu.utils.get_default_device()
+    except Exception as e:  # no Vulkan driver (mesa-vulkan-drivers), no adapter
+        return f"no wgpu adapter: {e}"
+    return None
+
+
+WHY = _why_no_wgpu()
+needs_wgpu = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+
+@needs_wgpu
+def test_the_adapter_is_lavapipe_or_a_gpu():
+    import wgpu.utils
+
+    info = wgpu.utils.get_default_device().adapter.info
+    assert info["backend_type"] == "Vulkan", info
+    print(info["device"], info["description"])
+
+
+def run_frames(mode, frames=24):
+    env = dict(os.environ, RCANVAS_WGPU_PRESENT=mode, FRAMES=str(frames),
+               PYTHONPATH=os.path.join(ROOT, "python"),  # PyPI's rendercanvas of this venv, not ../shared's
+               RCANVAS_LIBRARY=os.environ.get("RCANVAS_LIBRARY", os.path.join(ROOT, "build", "librcanvas.so")))
+    r = subprocess.run([sys.executable, os.path.join(HERE, "wgpu_frames.py")], env=env, capture_output=True,
+                       text=True, timeout=150)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@needs_wgpu
+@pytest.mark.parametrize("mode", ["newest", "behind", "auto"])
+def test_frames_reach_the_viewer_exact_and_in_order(mode):
+    out = run_frames(mode)
+    assert out["errors"] == [], out["errors"]
+    assert out["context"] == "RcanvasWgpuContext"
+    ks = [s["k"] for s in out["seen"]]
+    st = out["stats"]
+    # in order, exact, and the last one too: after it nothing draws again, so a one-behind frame must go out when
+    # it is mapped. Not every frame need be seen: rcanvas replaces a frame that has not started encoding by a newer
+    # one (one behind presents as the readbacks finish, not as the draws are granted), and newest first drops a
+    # frame still being read back (counted in "dropped").
+    assert ks == sorted(set(ks)) and ks[-1] == out["frames_drawn"], ks
+    assert len(ks) >= out["frames_drawn"] * 2 // 3, ks
+    assert st["presented"] + st["dropped"] == out["frames_drawn"], st
+    assert all(s["err"] <= 1 for s in out["seen"]), out["seen"]
+    assert all((s["w"], s["h"]) == (100, 60) for s in out["seen"])
+    # rcanvas got the mapped rows with wgpu's pitch: 100 px × 4 = 400 bytes, padded to 512; no copy in Python
+    assert out["pitches"] == [[100, 60, 512, "rgba"]], out["pitches"]
+    assert st["presented"] == out["frames_drawn"] and st["python_bytes_copied"] == 0, st
+    assert st["cpu_bytes_copied"] == 100 * 60 * 4 * st["presented"], st
+    if mode == "newest":
+        assert st["behind"] == 0 and st["newest"] == out["frames_drawn"], st
+    elif mode == "behind":
+        assert st["newest"] == 0 and st["behind"] == out["frames_drawn"], st
+    else:  # each frame one or the other, with its reason counted
+        assert st["newest"] + st["behind"] == out["frames_drawn"], st
+        assert st["behind"] == st["behind_held"] + st["behind_gpu"], st
+
+
+@needs_wgpu
+def test_bitmap_mode_is_rendercanvas_fallback():
+    out = run_frames("bitmap", frames=6)
+    assert out["errors"] == [], out["errors"]
+    assert out["context"] == "WgpuContextToBitmap"
+    assert [s["k"] for s in out["seen"]] == list(range(1, 7))
+    assert out["pitches"] == []  # numpy arrays through present(), not present_address()
+
+
+def test_present_address_checks_its_arguments():
+    import numpy as np
+    import rcanvas
+
+    with rcanvas.Server() as s:
+        c = s.canvas("addr")
+        a = np.zeros((4, 64, 4), np.uint8)
+        for args, what in [((0, 8, 4, 32), "non-zero address"), ((a.ctypes.data, 0, 4, 32), "non-empty"),
+                           ((a.ctypes.data, 8, 4, 31), "pitch"), ((a.ctypes.data, 8, 4, 32, "xyz"), "format")]:
+            with pytest.raises(ValueError, match=what):
+                c.present_address(*args)
+        with pytest.raises(rcanvas.RcanvasError):
+            c.present_address(a.ctypes.data, 10**6, 4, 4 * 10**6)  # over max_frame_dim
+        c.present_address(a.ctypes.data, 60, 4, 256)  # rows 256 bytes apart, 240 used
+        c.close()
