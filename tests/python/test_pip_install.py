@@ -373,3 +373,33 @@ def test_installed_runner_serves_snake(venv, installed, tmp_path):
         v.close()
     finally:
         _stop(proc, signal.SIGTERM)
+
+
+def test_pip_install_with_build_isolation_from_pypi(tmp_path):
+    """The README's commands: a plain venv (no system packages) and `pip install ./python` with pip's normal build
+    isolation (setuptools, wheel and numpy from PyPI); the package then loads its bundled library and serves a
+    frame. Needs PyPI, which this project's machines and CI reach."""
+    if subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True).returncode != 0:
+        pytest.skip("python3 -m venv does not work here (apt: python3-venv)")
+    v = Venv(str(tmp_path / "V"))
+    subprocess.run([sys.executable, "-m", "venv", v.path], check=True, timeout=300)
+    before = _tree_state()
+    build = tmp_path / "pybuild"
+    build.mkdir()
+    r = subprocess.run([v.pip, "install", "--disable-pip-version-check", os.path.join(ROOT, "python")],
+                       env=_clean_env(RCANVAS_PY_BUILD_DIR=str(build)), capture_output=True, text=True,
+                       timeout=INSTALL_TIMEOUT, cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
+    assert "Successfully installed" in r.stdout and "rcanvas-" in r.stdout, r.stdout[-3000:]
+    assert _tree_state() == before, "pip install wrote into the source tree"
+    code = ("import json, numpy as np, rcanvas\n"
+            "s = rcanvas.Server(port=0); c = s.canvas(); c.present(np.zeros((8, 8, 3), np.uint8))\n"
+            "print(json.dumps({'lib': rcanvas.lib()._rcanvas_path, 'numpy': np.__file__, 'port': s.port}))\n"
+            "s.close()\n")
+    r = subprocess.run([v.python, "-c", code], env=_clean_env(), capture_output=True, text=True, cwd=tmp_path,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["lib"].startswith(v.path) and got["lib"].endswith("rcanvas/librcanvas.so"), got
+    assert got["numpy"].startswith(v.path), "numpy installed into the venv from PyPI, not the system's"
+    assert got["port"] > 0
