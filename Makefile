@@ -198,6 +198,13 @@ bench-rendercanvas: build tests/browser/node_modules
 	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  node bench_rendercanvas.mjs
 
+# pygfx's cube (update_mode "fastest") through each present path of wgpu frames: rendercanvas' bitmap fallback, rcanvas'
+# wgpu context newest first, one behind, auto; frames/s shown in Chromium, the app's CPU ms per frame, CPU bytes copied
+# per frame (tests/python/bench_wgpu.mjs; docs/benchmarks.md). SIZES=320x240,640x480 MODES=bitmap,newest,behind,auto.
+bench-wgpu: build venv tests/browser/node_modules
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python \
+	  node bench_wgpu.mjs
+
 # ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
 # tests/fuzz/corpus/<target>/ (and its dictionary tests/fuzz/<target>.dict if any); what a long run finds that is new
