@@ -651,7 +651,29 @@ class Canvas:
     def _repr_mimebundle_(self, include=None, exclude=None):
         if self.closed:
             return {"text/plain": "<rcanvas.Canvas (closed)>"}
+        bundle = _widget_bundle(self)
+        if bundle is not None:
+            return bundle
         return {"text/html": self._repr_html_(), "text/plain": f"<rcanvas.Canvas {self.url}>"}
+
+
+def _widget_bundle(canvas):
+    # In a kernel with anywidget the canvas shows as rcanvas.widget's CanvasWidget, which needs no port reachable
+    # from the browser (it falls back to the widget's comm); without anywidget, the iframe as before.
+    try:
+        from . import widget
+    except ImportError:
+        return None
+    return widget.mimebundle_for(canvas)
+
+
+def _notebook_origins():
+    # The origins of this user's local Jupyter servers, so that the widget's page may open the WebSocket straight.
+    try:
+        from . import widget
+    except ImportError:
+        return []
+    return widget.local_notebook_origins()
 
 
 _shared = None
@@ -725,7 +747,7 @@ def _make_shared_server():
     else:
         ports = [0]
     kw = dict(token=token, view_token=view_token, allowed_hosts=_list_env("RCANVAS_ALLOWED_HOSTS"),
-              allowed_origins=_list_env("RCANVAS_ALLOWED_ORIGINS"))
+              allowed_origins=(_list_env("RCANVAS_ALLOWED_ORIGINS") or []) + (_notebook_origins() if ident else []) or None)
     last = None
     for port in ports:
         if port and pinned is None and _port_taken(host, port):

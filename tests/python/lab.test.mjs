@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: MIT
+// lab.test.mjs — rcanvas.widget (an anywidget) in a real JupyterLab 4 in headless Chromium. A generated notebook's
+// cells make canvases on rcanvas.get_server() filled with one colour each, which write the pointer_down and
+// key_down events they receive to a file; a canvas is the cell's value, so it shows as the widget.
+//   direct: the widget probes the kernel's rcanvas port and connects straight (Lab's origin is allowed: the kernel
+//           reads the Jupyter server's runtime file): decoded pixels of the cell's colour, a click and a key reach
+//           the kernel (fields checked), the key does not reach Lab's shortcuts (no cell inserted), two canvases
+//           in one notebook, a re-run replaces the canvas, a kernel restart is said in the old output, and a
+//           re-run after it shows the new kernel's canvas; the F2 overlay says "way: direct".
+//   comm:   RCANVAS_WIDGET_DIRECT=0 in the kernel: the same over the widget's comm (frames, a click), "way: comm".
+// The Python is RCANVAS_LAB_PYTHON, else build/venv-lab/bin/python (make venv-lab: tests/python/
+// requirements-lab.txt); the test skips, saying why, where it has no jupyterlab and anywidget.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { launchBrowser, until, sleep, root, cleanup, killOnExit, stopProcess } from '../browser/lib.mjs';
+
+const PY = process.env.RCANVAS_LAB_PYTHON || path.join(root, 'build', 'venv-lab', 'bin', 'python');
+const probe = fs.existsSync(PY)
+  ? spawnSync(PY, ['-c', 'import jupyterlab, anywidget, ipykernel; print(jupyterlab.__version__)'], { encoding: 'utf8' })
+  : { status: 1, stderr: `${PY} does not exist` };
+const skip = probe.status === 0 ? false
+  : `no JupyterLab with anywidget (${PY}: ${(probe.stderr || '').trim().split('\n').pop()}): make venv-lab`;
+if (skip) console.log(`lab.test: SKIPPED: ${skip}`);
+
+const freePort = () => new Promise((resolve, reject) => {
+  const s = net.createServer();
+  s.once('error', reject);
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+const src = (text) => text.split('\n').map((l, i, a) => (i < a.length - 1 ? l + '\n' : l));
+const codeCell = (text) => ({ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: src(text) });
+
+const canvasCell = (name, color) => `import json, os, threading
+import numpy as np, rcanvas
+canvas = rcanvas.get_server().canvas(${JSON.stringify(name)}, width=320, height=200, replace=True,
+                                     update_mode="continuous", max_fps=10)
+def run(c=canvas, color=${JSON.stringify(color)}):
+    n = 0
+    while True:
+        try:
+            w = c.wait(0.2)
+            for ev in c.poll_events():
+                if ev["event_type"] in ("pointer_down", "key_down"):
+                    with open(os.environ["RCANVAS_TEST_EVENTS"], "a") as f:
+                        f.write(json.dumps(dict(ev, color=color, canvas=${JSON.stringify(name)})) + "\\n")
+            if w & rcanvas.WAKE_DRAW:
+                W, H = c.physical_size
+                a = np.empty((H, W, 3), np.uint8)
+                a[:] = color
+                a[0, 0] = (n := n + 1) % 256      # a changing corner: frames keep coming (damage)
+                c.present(a)
+        except rcanvas.RcanvasError:
+            return
+threading.Thread(target=run, daemon=True).start()
+canvas`;
+const COLOR_A = [30, 160, 220];
+const COLOR_B = [220, 60, 40];
+
+/** Starts JupyterLab on 127.0.0.1 with a token in a temp dir holding the notebook; registered with defer. */
+async function startLab(defer, kernelEnv = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-lab-'));
+  defer(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const token = crypto.randomBytes(16).toString('hex');
+  const port = await freePort();
+  const events = path.join(dir, 'events.jsonl');
+  const nb = {
+    cells: [codeCell(canvasCell('labA', COLOR_A)), codeCell(canvasCell('labB', COLOR_B))],
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+    nbformat: 4, nbformat_minor: 5,
+  };
+  nb.cells.forEach((c, i) => { c.id = `cell${i}`; });
+  fs.writeFileSync(path.join(dir, 'test.ipynb'), JSON.stringify(nb, null, 1));
+  for (const d of ['runtime', 'config', 'data', 'ipython', 'settings', 'workspaces']) fs.mkdirSync(path.join(dir, d));
+  const env = {
+    ...process.env, ...kernelEnv,
+    PYTHONPATH: path.join(root, 'python'),
+    RCANVAS_LIBRARY: process.env.RCANVAS_LIBRARY || path.join(root, 'build', 'librcanvas.so'),
+    RCANVAS_TEST_EVENTS: events,
+    JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime'), JUPYTER_CONFIG_DIR: path.join(dir, 'config'),
+    JUPYTER_DATA_DIR: path.join(dir, 'data'), IPYTHONDIR: path.join(dir, 'ipython'),
+    JUPYTERLAB_SETTINGS_DIR: path.join(dir, 'settings'), JUPYTERLAB_WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    PYTHONUNBUFFERED: '1',
+  };
+  for (const k of ['RCANVAS_PORT', 'RCANVAS_TOKEN', 'RCANVAS_JUPYTER_PROXY', 'RCANVAS_ALLOWED_ORIGINS']) delete env[k];
+  const args = ['-m', 'jupyterlab', '--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
+                `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${dir}`,
+                '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'];
+  if (process.getuid && process.getuid() === 0) args.push('--allow-root');
+  const proc = killOnExit(spawn(PY, args, { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+  defer(() => stopProcess(proc, { killAfterMs: 10000 }));
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
+  proc.stderr.on('data', (d) => { log += d; });
+  const url = `http://127.0.0.1:${port}`;
+  await until(async () => {
+    if (proc.exitCode !== null) throw new Error(`JupyterLab exited (${proc.exitCode}): ${log}`);
+    try { return (await fetch(`${url}/api/status?token=${token}`)).ok; } catch { return false; }
+  }, 90000, 'JupyterLab');
+  const api = async (p, method = 'GET') => {
+    const r = await fetch(`${url}${p}`, { method, headers: { Authorization: `token ${token}` } });
+    return r.status === 204 ? null : r.json();
+  };
+  return { url, token, dir, events, api, log: () => log };
+}
+
+let browser;
+test.before(async () => { if (!skip) browser = await launchBrowser(); });
+test.after(async () => { if (browser) await browser.close(); });
+
+async function openNotebook(lab, defer) {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1100 } });
+  defer(() => page.close());
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (/rcanvas|anywidget|error/i.test(m.text())) console.log(`page: ${m.text().slice(0, 300)}`); });
+  await page.goto(`${lab.url}/lab/tree/test.ipynb?token=${lab.token}`);
+  await until(() => page.evaluate(() => {
+    const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    return document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2 && !!s && s.dataset.status === 'idle';
+  }), 90000, 'the notebook and its idle kernel');
+  return { page, errors };
+}
+
+const prompt = (page, i) => page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputPrompt').innerText();
+
+/** Runs cell i as a person does (click into it, Shift+Enter) and waits for its new execution count. */
+async function runCell(page, i) {
+  const before = await prompt(page, i);
+  // a notebook just opened may take the first Shift+Enter before its kernel connection is ready and drop it:
+  // pressed again until the cell's prompt says it runs or ran
+  for (let k = 0; ; k++) {
+    await page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputArea-editor').click();
+    await page.keyboard.press('Shift+Enter');
+    try {
+      await until(async () => { const p = await prompt(page, i); return p !== before && /\[(\d+|\*)\]/.test(p); }, 10000, 'a run');
+      break;
+    } catch (e) { if (k === 4) throw e; }
+  }
+  await until(async () => /\[\d+\]/.test(await prompt(page, i)), 60000, `cell ${i} run`);
+}
+
+/** The widget of cell i's output: {el (locator of .rcanvas-widget), way}. */
+async function cellWidget(page, i) {
+  const el = page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-OutputArea .rcanvas-widget');
+  await until(async () => (await el.count()) === 1 && el.evaluate((e) => !!e.rcanvas), 30000, `the widget in cell ${i}`);
+  return { el, way: await el.evaluate((e) => e.dataset.way) };
+}
+
+const viewState = (el) => el.evaluate((e) => e.rcanvas.state).catch(() => null);
+
+/** The colour in the middle of the widget's canvas once it shows frames (decoded pixels). */
+async function pixel(el) {
+  await until(() => el.evaluate((e) => e.rcanvas.stats().framesShown > 0).catch(() => false), 30000, 'frames');
+  return el.evaluate((e) => {
+    const c = e.querySelector('canvas');
+    return Array.from(c.getContext('2d').getImageData(c.width >> 1, c.height >> 1, 1, 1).data);
+  });
+}
+const near = (px, rgb, tol = 12) => rgb.every((v, k) => Math.abs(px[k] - v) <= tol);
+async function untilColor(el, rgb, what) {
+  let last;
+  await until(async () => { last = await pixel(el); return near(last, rgb); }, 30000, `${what} (last ${last})`);
+}
+
+const readEvents = (file) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean)
+  .map((l) => JSON.parse(l)) : []);
+
+async function clickAndCheck(page, el, lab, dx, dy, color) {
+  const box = await el.boundingBox();
+  const n = readEvents(lab.events).length;
+  await page.mouse.click(box.x + dx, box.y + dy);
+  const evs = await until(() => { const e = readEvents(lab.events).slice(n).filter((x) => x.event_type === 'pointer_down'); return e.length && e; },
+    20000, 'the pointer_down in the kernel');
+  const ev = evs[0];
+  assert.deepEqual(ev.color, color, 'the event reached the canvas of this cell');
+  assert.equal(ev.button, 1);
+  assert.ok(Math.abs(ev.x - dx) <= 2 && Math.abs(ev.y - dy) <= 2, `event at ${ev.x},${ev.y}, clicked ${dx},${dy}`);
+}
+
+const cellCount = (page) => page.locator('.jp-Notebook .jp-Cell').count();
+
+test('JupyterLab, direct: frames, click, keys kept from Lab, two canvases, re-run, restart', { skip, timeout: 420000 },
+  async (t) => {
+    const defer = cleanup(t);
+    const lab = await startLab(defer);
+    let page;
+    try {
+      ({ page } = await openNotebook(lab, defer));
+      await runCell(page, 0);
+      const a = await cellWidget(page, 0);
+      assert.equal(a.way, 'direct', 'the browser reaches the kernel\'s port: the widget connects straight');
+      await untilColor(a.el, COLOR_A, 'cell 0\'s colour');
+      assert.equal(await viewState(a.el), 'connected');
+      await clickAndCheck(page, a.el, lab, 60, 40, COLOR_A);
+
+      // a key typed into the canvas reaches the kernel and none of Lab's shortcuts ("b": a cell below)
+      const cells = await cellCount(page);
+      const n = readEvents(lab.events).length;
+      await page.keyboard.press('b');
+      const k = await until(() => readEvents(lab.events).slice(n).find((e) => e.event_type === 'key_down'), 20000, 'the key_down');
+      assert.equal(k.key, 'b');
+      assert.equal(k.canvas, 'labA');
+      await sleep(300);
+      assert.equal(await cellCount(page), cells, 'no cell inserted by the key');
+
+      // the stats overlay says which way
+      await page.keyboard.press('F2');
+      await until(() => a.el.evaluate((e) => /way: direct/.test(e.querySelector('.rcanvas-stats').textContent)), 10000, 'way: direct');
+      await page.screenshot({ path: '/tmp/rcanvas-lab-direct.png' });
+      await page.keyboard.press('F2');
+
+      // a second canvas in the notebook; then cell 0 again: its canvas replaced, shown by the new output
+      await runCell(page, 1);
+      const b = await cellWidget(page, 1);
+      await untilColor(b.el, COLOR_B, 'cell 1\'s colour');
+      await runCell(page, 0);
+      const a2 = await cellWidget(page, 0);
+      await untilColor(a2.el, COLOR_A, 'the re-run cell');
+      await clickAndCheck(page, a2.el, lab, 100, 70, COLOR_A);
+      await untilColor(b.el, COLOR_B, 'cell 1 still');
+
+      // a kernel restart: the output left says so
+      const [session] = await lab.api('/api/sessions');
+      await lab.api(`/api/kernels/${session.kernel.id}/restart`, 'POST');
+      await until(async () => ['disconnected', 'gone'].includes(await viewState(a2.el)), 30000, 'disconnected after the restart');
+      const banner = await a2.el.evaluate((e) => e.querySelector('.rcanvas-banner').innerText);
+      assert.match(banner, /connection lost|server gone/i);
+      await page.screenshot({ path: '/tmp/rcanvas-lab-restart.png' });
+      // the cell again in the new kernel: shown (same port and token, derived from the kernel)
+      await until(() => page.evaluate(() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'),
+        60000, 'the restarted kernel');
+      await runCell(page, 0);
+      const a3 = await cellWidget(page, 0);
+      await untilColor(a3.el, COLOR_A, 'the canvas of the new kernel');
+    } catch (e) {
+      if (page) await page.screenshot({ path: '/tmp/rcanvas-lab-fail.png' }).catch(() => {});
+      console.log(lab.log().slice(-4000));
+      throw e;
+    }
+  });
+
+test('JupyterLab, comm (RCANVAS_WIDGET_DIRECT=0): frames and a click through the widget\'s comm', { skip, timeout: 300000 },
+  async (t) => {
+    const defer = cleanup(t);
+    const lab = await startLab(defer, { RCANVAS_WIDGET_DIRECT: '0' });
+    let page;
+    try {
+      ({ page } = await openNotebook(lab, defer));
+      const sockets = [];
+      page.on('websocket', (ws) => sockets.push(ws.url()));
+      await runCell(page, 0);
+      const a = await cellWidget(page, 0);
+      assert.equal(a.way, 'comm');
+      await untilColor(a.el, COLOR_A, 'cell 0\'s colour over the comm');
+      assert.equal(await viewState(a.el), 'connected');
+      await clickAndCheck(page, a.el, lab, 80, 50, COLOR_A);
+      // frames keep coming (acks go back through the comm): more than one shown
+      const f0 = await a.el.evaluate((e) => e.rcanvas.stats().framesShown);
+      await until(async () => (await a.el.evaluate((e) => e.rcanvas.stats().framesShown)) > f0 + 3, 20000, 'more frames');
+      assert.deepEqual(sockets.filter((u) => !u.startsWith(lab.url.replace('http', 'ws'))), [],
+        'no WebSocket to the kernel\'s rcanvas port');
+      await page.keyboard.press('F2');
+      await until(() => a.el.evaluate((e) => /way: comm/.test(e.querySelector('.rcanvas-stats').textContent)), 10000, 'way: comm');
+      await page.screenshot({ path: '/tmp/rcanvas-lab-comm.png' });
+    } catch (e) {
+      if (page) await page.screenshot({ path: '/tmp/rcanvas-lab-comm-fail.png' }).catch(() => {});
+      console.log(lab.log().slice(-4000));
+      throw e;
+    }
+  });
