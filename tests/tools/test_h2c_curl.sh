@@ -19,10 +19,13 @@ tok=h2c-curl-token-0123456789ab
 # start ARGS...: the demo on a free port; its port in $port
 start() {
   [ -n "$bg" ] && kill "$bg" 2>/dev/null && wait "$bg" 2>/dev/null
-  XDG_STATE_HOME="$t/state" "$demo" --port 0 --token "$tok" "$@" > "$t/demo.out" 2>&1 &
+  # the last demo's output goes first: the new one truncates the file only once its process runs, and reading the
+  # old port meanwhile sent the TLS checks to the server just stopped
+  : > "$t/demo.out"
+  XDG_STATE_HOME="$t/state" "$demo" --port 0 --token "$tok" "$@" >> "$t/demo.out" 2>&1 &
   bg=$!
   port=""
-  for i in $(seq 1 100); do
+  for i in $(seq 1 300); do   # up to 30 s: a loaded machine starts it slowly
     port=$(sed -n 's#.*://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$t/demo.out" | head -n 1)
     [ -n "$port" ] && break
     sleep 0.1
