@@ -57,7 +57,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas venv bench-wgpu clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas venv venv-lab bench-wgpu clean
 
 all: build
 
@@ -176,8 +176,21 @@ $(VENV)/.installed: tests/python/requirements.txt
 
 venv: $(VENV)/.installed
 
+# The notebook widget's venv (make venv-lab): build/venv-lab with JupyterLab 4, ipykernel and anywidget at
+# tests/python/requirements-lab.txt's exact versions, apart from build/venv; tests/python/lab.test.mjs drives
+# JupyterLab with it in Chromium (it skips, saying so, without it).
+VENV_LAB := build/venv-lab
+$(VENV_LAB)/.installed: tests/python/requirements-lab.txt
+	@mkdir -p build
+	/usr/bin/python3 -m venv --clear $(VENV_LAB)
+	$(VENV_LAB)/bin/pip install -q --disable-pip-version-check -r tests/python/requirements-lab.txt
+	touch $@
+
+venv-lab: $(VENV_LAB)/.installed
+
 test-python: build python-test-deps tests/browser/node_modules
 	@$(MAKE) venv || echo "note: make venv failed (no PyPI?): the wgpu tests skip"
+	@$(MAKE) venv-lab || echo "note: make venv-lab failed (no PyPI?): lab.test.mjs skips"
 	@cd tests/python && r=0; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) . || r=1; \
