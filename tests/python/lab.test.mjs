@@ -71,7 +71,8 @@ async function startLab(defer, kernelEnv = {}) {
   const port = await freePort();
   const events = path.join(dir, 'events.jsonl');
   const nb = {
-    cells: [codeCell(canvasCell('labA', COLOR_A)), codeCell(canvasCell('labB', COLOR_B))],
+    cells: [codeCell(canvasCell('labA', COLOR_A)), codeCell(canvasCell('labB', COLOR_B)),
+            { cell_type: 'markdown', metadata: {}, source: src(Array.from({ length: 120 }, (_, i) => `line ${i}\n`).join('\n')) }],
     metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
     nbformat: 4, nbformat_minor: 5,
   };
@@ -269,6 +270,31 @@ test('JupyterLab, comm (RCANVAS_WIDGET_DIRECT=0): frames and a click through the
       await page.keyboard.press('F2');
       await until(() => a.el.evaluate((e) => /way: comm/.test(e.querySelector('.rcanvas-stats').textContent)), 10000, 'way: comm');
       await page.screenshot({ path: '/tmp/rcanvas-lab-comm.png' });
+      await page.keyboard.press('F2');
+
+      // scrolled out of view: the view tells the server (visibility), which sends it nothing until it is back
+      const scroller = page.locator('.jp-WindowedPanel-outer').first();
+      const shown = () => a.el.evaluate((e) => e.rcanvas.stats().framesShown);
+      await scroller.evaluate((e) => { e.scrollTop = e.scrollHeight; });
+      await until(() => a.el.evaluate((e) => e.rcanvas.visible === false), 10000, 'the view out of sight');
+      await sleep(500);
+      const hidden0 = await shown();
+      await sleep(2000);
+      assert.ok((await shown()) - hidden0 <= 1, 'no frames while out of view');
+      await scroller.evaluate((e) => { e.scrollTop = 0; });
+      await until(async () => (await shown()) > hidden0 + 3, 20000, 'frames again once in view');
+
+      // a kernel restart: the comm of the output left is gone with the kernel; the widget says so
+      const [session] = await lab.api('/api/sessions');
+      await lab.api(`/api/kernels/${session.kernel.id}/restart`, 'POST');
+      await until(async () => ['disconnected', 'gone'].includes(await viewState(a.el)), 40000, 'disconnected after the restart');
+      await page.screenshot({ path: '/tmp/rcanvas-lab-comm-restart.png' });
+      await until(() => page.evaluate(() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle'),
+        60000, 'the restarted kernel');
+      await runCell(page, 0);
+      const a2 = await cellWidget(page, 0);
+      assert.equal(a2.way, 'comm');
+      await untilColor(a2.el, COLOR_A, 'the new kernel\'s canvas over the comm');
     } catch (e) {
       if (page) await page.screenshot({ path: '/tmp/rcanvas-lab-comm-fail.png' }).catch(() => {});
       console.log(lab.log().slice(-4000));
