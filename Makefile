@@ -199,11 +199,17 @@ test-python: build python-test-deps tests/browser/node_modules
 	    $(abspath $(VENV))/bin/python -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) \
 	    $(WGPU_PYTESTS) || r=1; \
 	fi; \
+	if [ -x $(abspath $(VENV_LAB))/bin/python ] && [ -f $(abspath $(VENV_LAB))/.installed ]; then \
+	  RCANVAS_LIBRARY=$(abspath build/librcanvas.so) $(abspath $(VENV_LAB))/bin/python -m pytest -q -rs \
+	    -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) $(LAB_PYTESTS) || r=1; \
+	fi; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python $(NODE_TESTS) *.test.mjs || r=1; \
 	exit $$r
 # The pytest files that need wgpu, run a second time with the venv's python (with Debian's they skip).
 WGPU_PYTESTS := test_wgpu_present.py test_jpeg_wgpu.py
+# The pytest files that need anywidget (rcanvas.widget), run again with build/venv-lab's python.
+LAB_PYTESTS := test_widget.py
 
 # rendercanvas' noise.py at 1280x720 and 1920x1080 on its http backend (uvicorn, PNG) and on rcanvas.rendercanvas:
 # frames/s shown, round trip, Mbit/s, server CPU % (tests/python/bench_rendercanvas.mjs; docs/benchmarks.md).
