@@ -57,7 +57,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas venv venv-lab bench-wgpu clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas bench-notebook venv venv-lab bench-wgpu clean
 
 all: build
 
@@ -216,6 +216,13 @@ LAB_PYTESTS := test_widget.py
 bench-rendercanvas: build tests/browser/node_modules
 	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  node bench_rendercanvas.mjs
+
+# A live canvas in JupyterLab 4 (build/venv-lab) four ways: rcanvas.widget direct and over the comm, jupyter_rfb,
+# rendercanvas' anywidget backend, at 640x480 and 1920x1080: `notebook PATH WxH fps F kernel-cpu-ms C click-ms P`
+# (tests/python/bench_notebook.mjs; docs/benchmarks.md).
+bench-notebook: build tests/browser/node_modules venv-lab
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_LAB_PYTHON=$(abspath $(VENV_LAB))/bin/python \
+	  node bench_notebook.mjs
 
 # pygfx's cube (update_mode "fastest") through each present path of wgpu frames: rendercanvas' bitmap fallback, rcanvas'
 # wgpu context newest first, one behind, auto; frames/s shown in Chromium, the app's CPU ms per frame, CPU bytes copied

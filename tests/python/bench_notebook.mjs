@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// bench_notebook.mjs (make bench-notebook): a live canvas in JupyterLab 4 (build/venv-lab) in headless Chromium,
+// four ways, each at 640x480 and 1920x1080, one at a time in one kernel:
+//   rcanvas-direct          rcanvas.widget, the browser's WebSocket to the kernel's rcanvas server
+//   rcanvas-comm            rcanvas.widget with way="comm": the same protocol through the widget's comm
+//   jupyter_rfb             jupyter_rfb.RemoteFrameBuffer (JPEG frames through the comm, base64)
+//   rendercanvas-anywidget  rendercanvas.anywidget.RenderCanvas (its bitmap context)
+// The kernel draws as fast as each way takes frames: a smooth colour texture scrolling sideways (the whole frame
+// changes), a block whose grey level is the frame's number, and a centre square that turns from red to green (and
+// back) on each pointer_down. Prints one line per way and size:
+//   notebook PATH WxH fps F kernel-cpu-ms C click-ms P
+// F: frames the page shows a second (changes of the numbered block, sampled every animation frame, so at most the
+// page's 60 a second); C: the kernel process's CPU time (user+system, /proc) per shown frame, its encoders and
+// relay threads included; P: the median of 5 clicks from the page's pointerdown to the first animation frame
+// showing the square's new colour. Each measures 5 s after 3 s of warm-up.
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { launchBrowser, until, sleep, root, killOnExit, stopProcess } from '../browser/lib.mjs';
+
+const PY = process.env.RCANVAS_LAB_PYTHON || path.join(root, 'build', 'venv-lab', 'bin', 'python');
+const have = spawnSync(PY, ['-c', 'import jupyterlab, anywidget, jupyter_rfb, rendercanvas.anywidget'], { encoding: 'utf8' });
+if (have.status !== 0) {
+  console.log(`bench-notebook: SKIPPED: ${PY} lacks jupyterlab, anywidget, jupyter_rfb or rendercanvas (make venv-lab): ` +
+              (have.stderr || '').trim().split('\n').pop());
+  process.exit(0);
+}
+const SIZES = (process.env.BENCH_SIZES || '640x480,1920x1080').split(',').map((s) => s.split('x').map(Number));
+const PATHS = (process.env.BENCH_PATHS || 'rcanvas-direct,rcanvas-comm,jupyter_rfb,rendercanvas-anywidget').split(',');
+const MEASURE_MS = 5000;
+const WARM_MS = 3000;
+
+const freePort = () => new Promise((resolve, reject) => {
+  const s = net.createServer();
+  s.once('error', reject);
+  s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+const prelude = (w, h) => `import numpy as np, os, time, threading
+try:
+    BENCH_STOP()
+except NameError:
+    pass
+W, H = ${w}, ${h}
+_y, _x = np.mgrid[0:H, 0:2 * W]
+TEX = np.empty((H, 2 * W, 4), np.uint8)
+TEX[..., 0] = (127 + 120 * np.sin(_x / 97.0)).astype(np.uint8)
+TEX[..., 1] = (127 + 120 * np.sin(_y / 61.0 + _x / 211.0)).astype(np.uint8)
+TEX[..., 2] = (_x * 255 // (2 * W)).astype(np.uint8)
+TEX[..., 3] = 255
+def frame(i, clicks):
+    s = (i * 8) % W
+    a = np.ascontiguousarray(TEX[:, s:s + W])
+    a[8:40, 8:40, :3] = (i * 37) % 256
+    a[H // 2 - 20:H // 2 + 20, W // 2 - 20:W // 2 + 20, :3] = (0, 200, 0) if clicks % 2 else (200, 0, 0)
+    return a
+`;
+
+const CELLS = {
+  'rcanvas-direct': (w, h) => rcanvasCell(w, h, 'direct'),
+  'rcanvas-comm': (w, h) => rcanvasCell(w, h, 'comm'),
+  jupyter_rfb: (w, h) => `${prelude(w, h)}from jupyter_rfb import RemoteFrameBuffer
+class Bench(RemoteFrameBuffer):
+    def __init__(self):
+        super().__init__(css_width=f"{W}px", css_height=f"{H}px", resizable=False)
+        self.i, self.clicks = 0, 0
+    def get_frame(self):
+        self.i += 1
+        self.request_draw()
+        return frame(self.i, self.clicks)[..., :3]
+    def handle_event(self, ev):
+        if ev.get("event_type") == "pointer_down":
+            self.clicks += 1
+            self.request_draw()
+bench = Bench()
+BENCH_STOP = bench.close
+bench`,
+  'rendercanvas-anywidget': (w, h) => `${prelude(w, h)}from rendercanvas.anywidget import RenderCanvas
+bench = RenderCanvas(size=(W, H), update_mode="continuous", max_fps=1000)
+ctx = bench.get_bitmap_context()
+st = {"i": 0, "clicks": 0}
+def on_down(ev):
+    st["clicks"] += 1
+bench.add_event_handler(on_down, "pointer_down")
+def draw():
+    st["i"] += 1
+    ctx.set_bitmap(frame(st["i"], st["clicks"]))
+bench.request_draw(draw)
+def BENCH_STOP(b=bench):
+    # rendercanvas 2.7.2's close() of this backend recurses (close -> _rc_close -> a "close" message -> close):
+    # its widget closed and the canvas marked closed instead
+    import anywidget
+    b._rc_close = lambda: (anywidget.AnyWidget.close(b), setattr(b, "_is_closed", True))
+    b.close()
+bench`,
+};
+
+function rcanvasCell(w, h, way) {
+  return `${prelude(w, h)}import rcanvas, rcanvas.widget
+bench = rcanvas.get_server().canvas("bench", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000)
+def run(c=bench):
+    i = clicks = 0
+    while True:
+        try:
+            wk = c.wait(0.2)
+            for ev in c.poll_events():
+                if ev["event_type"] == "pointer_down":
+                    clicks += 1
+            if wk & rcanvas.WAKE_DRAW:
+                i += 1
+                c.present(frame(i, clicks))
+        except rcanvas.RcanvasError:
+            return
+threading.Thread(target=run, daemon=True).start()
+BENCH_STOP = bench.close
+rcanvas.widget.widget_for(bench, way=${JSON.stringify(way)})`;
+}
+
+const src = (text) => text.split('\n').map((l, i, a) => (i < a.length - 1 ? l + '\n' : l));
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-benchnb-'));
+  const stops = [() => fs.rmSync(dir, { recursive: true, force: true })];
+  const cleanupAll = async () => { while (stops.length) { try { await stops.pop()(); } catch { /* next */ } } };
+  process.once('SIGINT', () => { cleanupAll().then(() => process.exit(130)); });
+  try {
+    const token = crypto.randomBytes(16).toString('hex');
+    const port = await freePort();
+    const runs = [];
+    for (const [w, h] of SIZES) for (const p of PATHS) runs.push({ p, w, h });
+    const nb = {
+      cells: [{ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: src('import os; print("PID", os.getpid())') },
+              ...runs.map((r) => ({ cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: src(CELLS[r.p](r.w, r.h)) }))],
+      metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+      nbformat: 4, nbformat_minor: 5,
+    };
+    nb.cells.forEach((c, i) => { c.id = `c${i}`; });
+    fs.writeFileSync(path.join(dir, 'bench.ipynb'), JSON.stringify(nb));
+    for (const d of ['runtime', 'config', 'data', 'ipython', 'settings', 'workspaces']) fs.mkdirSync(path.join(dir, d));
+    const env = {
+      ...process.env, PYTHONPATH: path.join(root, 'python'),
+      RCANVAS_LIBRARY: process.env.RCANVAS_LIBRARY || path.join(root, 'build', 'librcanvas.so'),
+      JUPYTER_RUNTIME_DIR: path.join(dir, 'runtime'), JUPYTER_CONFIG_DIR: path.join(dir, 'config'),
+      JUPYTER_DATA_DIR: path.join(dir, 'data'), IPYTHONDIR: path.join(dir, 'ipython'),
+      JUPYTERLAB_SETTINGS_DIR: path.join(dir, 'settings'), JUPYTERLAB_WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    };
+    for (const k of ['RCANVAS_PORT', 'RCANVAS_TOKEN', 'RCANVAS_JUPYTER_PROXY', 'RCANVAS_WIDGET_DIRECT']) delete env[k];
+    const args = ['-m', 'jupyterlab', '--no-browser', '--ip=127.0.0.1', `--port=${port}`, '--port-retries=0',
+                  `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${dir}`];
+    if (process.getuid && process.getuid() === 0) args.push('--allow-root');
+    const proc = killOnExit(spawn(PY, args, { env, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] }));
+    stops.push(() => stopProcess(proc, { killAfterMs: 10000 }));
+    let log = '';
+    proc.stderr.on('data', (d) => { log = (log + d).slice(-20000); });
+    const url = `http://127.0.0.1:${port}`;
+    await until(async () => {
+      if (proc.exitCode !== null) throw new Error(`JupyterLab exited: ${log}`);
+      try { return (await fetch(`${url}/api/status?token=${token}`)).ok; } catch { return false; }
+    }, 90000, 'JupyterLab');
+    const browser = await launchBrowser();
+    stops.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 2200, height: 1500 } });
+    await page.goto(`${url}/lab/tree/bench.ipynb?token=${token}`);
+    await until(() => page.evaluate(() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle' &&
+      document.querySelectorAll('.jp-Notebook .jp-Cell').length > 1), 90000, 'the notebook');
+    const cell = (i) => page.locator('.jp-Notebook .jp-Cell').nth(i);
+    const runCell = async (i) => {
+      const prompt = () => cell(i).locator('.jp-InputPrompt').innerText();
+      const before = await prompt();
+      for (let k = 0; ; k++) {
+        await cell(i).locator('.jp-InputArea-editor').click();
+        await page.keyboard.press('Shift+Enter');
+        try {
+          await until(async () => { const p = await prompt(); return p !== before && /\[(\d+|\*)\]/.test(p); }, 10000, 'a run');
+          break;
+        } catch (e) { if (k === 4) throw e; }
+      }
+      await until(async () => /\[\d+\]/.test(await prompt()), 120000, `cell ${i}`);
+      await cell(i).scrollIntoViewIfNeeded();
+    };
+    await runCell(0);
+    const pid = Number(/PID (\d+)/.exec(await cell(0).locator('.jp-OutputArea').innerText())[1]);
+    const cpuMs = () => {
+      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return (Number(f[11]) + Number(f[12])) * 1000 / 100;   // utime + stime, in ticks of 1/100 s (USER_HZ)
+    };
+    for (let i = 0; i < runs.length; i++) {
+      const { p, w, h } = runs[i];
+      await runCell(i + 1);
+      const out = cell(i + 1).locator('.jp-Cell-outputArea').first();
+      // the element that shows the frames: rcanvas' canvas, or the peers' <img>
+      await until(() => out.evaluate((o) => {
+        const c = o.querySelector('.rcanvas-widget canvas');
+        const imgs = [...o.querySelectorAll('img')].filter((x) => x.naturalWidth > 100);
+        const el = c || imgs[0];
+        if (!el) return false;
+        if (o.__bench) return true;
+        // a sampler on every animation frame: the numbered block's grey level and the centre square's colour
+        const probe = document.createElement('canvas');
+        probe.width = probe.height = 1;
+        const pc = probe.getContext('2d', { willReadFrequently: true });
+        const read = (x, y) => {
+          const sw = el.width || el.naturalWidth, sh = el.height || el.naturalHeight;
+          if (!sw || !sh) return null;
+          pc.drawImage(el, Math.floor(x * sw), Math.floor(y * sh), 1, 1, 0, 0, 1, 1);
+          return pc.getImageData(0, 0, 1, 1).data;
+        };
+        const b = o.__bench = { el, changes: 0, last: -1, green: null, clickAt: 0, clickMs: [] };
+        const fw = el.width || el.naturalWidth, fh = el.height || el.naturalHeight;
+        window.addEventListener('pointerdown', () => { b.clickAt = performance.now(); }, true);
+        const tick = () => {
+          if (!o.isConnected) return;
+          const g = read(24 / fw, 24 / fh);
+          if (g && Math.abs(g[0] - b.last) > 12) { b.changes++; b.last = g[0]; }
+          const c = read(0.5, 0.5);
+          if (c) {
+            const green = c[1] > 120 && c[0] < 100, red = c[0] > 120 && c[1] < 100;
+            if (green || red) {
+              if (b.green !== null && green !== b.green && b.clickAt) { b.clickMs.push(performance.now() - b.clickAt); b.clickAt = 0; }
+              b.green = green;
+            }
+          }
+          requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+        return true;
+      }), 60000, `${p} ${w}x${h}: frames shown`).catch(async (e) => {
+        console.log(`bench-notebook: ${p} ${w}x${h}: the cell's output: ${(await out.innerText()).slice(0, 2000)}`);
+        await page.screenshot({ path: '/tmp/rcanvas-bench-notebook-fail.png' });
+        throw e;
+      });
+      await sleep(WARM_MS);
+      const c0 = cpuMs();
+      const n0 = await out.evaluate((o) => o.__bench.changes);
+      const t0 = Date.now();
+      await sleep(MEASURE_MS);
+      const n1 = await out.evaluate((o) => o.__bench.changes);
+      const secs = (Date.now() - t0) / 1000;
+      const c1 = cpuMs();
+      const fps = (n1 - n0) / secs;
+      // clicks at the centre of the shown frame, each after the previous one's colour arrived (or 3 s)
+      const box = await out.evaluate((o) => { const r = o.__bench.el.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; });
+      for (let k = 0; k < 5; k++) {
+        const before = await out.evaluate((o) => o.__bench.clickMs.length);
+        await page.mouse.click(box.x, box.y);
+        await until(async () => (await out.evaluate((o) => o.__bench.clickMs.length)) > before, 3000, 'the click shown').catch(() => {});
+        await sleep(200);
+      }
+      const clicks = (await out.evaluate((o) => o.__bench.clickMs)).sort((a, b) => a - b);
+      const click = clicks.length ? clicks[clicks.length >> 1].toFixed(0) : '-';
+      const cpf = fps > 0 ? ((c1 - c0) / (secs * fps)).toFixed(1) : '-';
+      console.log(`notebook ${p} ${w}x${h} fps ${fps.toFixed(1)} kernel-cpu-ms ${cpf} click-ms ${click}` +
+                  (clicks.length < 5 ? ` (${clicks.length} of 5 clicks shown within 3 s)` : ''));
+    }
+  } finally {
+    await cleanupAll();
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
