@@ -7,7 +7,8 @@
 //           the kernel (fields checked), the key does not reach Lab's shortcuts (no cell inserted), two canvases
 //           in one notebook, a re-run replaces the canvas, a kernel restart is said in the old output, and a
 //           re-run after it shows the new kernel's canvas; the F2 overlay says "way: direct".
-//   comm:   RCANVAS_WIDGET_DIRECT=0 in the kernel: the same over the widget's comm (frames, a click), "way: comm".
+//   comm:   RCANVAS_WIDGET_DIRECT=0 in the kernel, Lab's dark theme: the same over the widget's comm (frames, a
+//           click), "way: comm", nothing while scrolled out of view, a restart.
 // The Python is RCANVAS_LAB_PYTHON, else build/venv-lab/bin/python (make venv-lab: tests/python/
 // requirements-lab.txt); the test skips, saying why, where it has no jupyterlab and anywidget.
 import { test } from 'node:test';
@@ -64,7 +65,7 @@ const COLOR_A = [30, 160, 220];
 const COLOR_B = [220, 60, 40];
 
 /** Starts JupyterLab on 127.0.0.1 with a token in a temp dir holding the notebook; registered with defer. */
-async function startLab(defer, kernelEnv = {}) {
+async function startLab(defer, kernelEnv = {}, { dark = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-lab-'));
   defer(() => fs.rmSync(dir, { recursive: true, force: true }));
   const token = crypto.randomBytes(16).toString('hex');
@@ -79,6 +80,11 @@ async function startLab(defer, kernelEnv = {}) {
   nb.cells.forEach((c, i) => { c.id = `cell${i}`; });
   fs.writeFileSync(path.join(dir, 'test.ipynb'), JSON.stringify(nb, null, 1));
   for (const d of ['runtime', 'config', 'data', 'ipython', 'settings', 'workspaces']) fs.mkdirSync(path.join(dir, d));
+  if (dark) {   // as a person picks it in Settings → Theme
+    const d = path.join(dir, 'settings', '@jupyterlab', 'apputils-extension');
+    fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, 'themes.jupyterlab-settings'), JSON.stringify({ theme: 'JupyterLab Dark' }));
+  }
   const env = {
     ...process.env, ...kernelEnv,
     PYTHONPATH: path.join(root, 'python'),
@@ -104,8 +110,9 @@ async function startLab(defer, kernelEnv = {}) {
     if (proc.exitCode !== null) throw new Error(`JupyterLab exited (${proc.exitCode}): ${log}`);
     try { return (await fetch(`${url}/api/status?token=${token}`)).ok; } catch { return false; }
   }, 90000, 'JupyterLab');
-  const api = async (p, method = 'GET') => {
-    const r = await fetch(`${url}${p}`, { method, headers: { Authorization: `token ${token}` } });
+  const api = async (p, method = 'GET', body = undefined) => {
+    const r = await fetch(`${url}${p}`, { method, headers: { Authorization: `token ${token}`, 'Content-Type': 'application/json' },
+                                         body: body && JSON.stringify(body) });
     return r.status === 204 ? null : r.json();
   };
   return { url, token, dir, events, api, log: () => log };
@@ -121,12 +128,26 @@ async function openNotebook(lab, defer) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (/rcanvas|anywidget|error/i.test(m.text())) console.log(`page: ${m.text().slice(0, 300)}`); });
+  // the notebook's kernel started beforehand, as the page would: a page that finds no kernel list yet (a loaded
+  // machine) asks "Select Kernel" in a dialog instead, which would hide the cells
+  await lab.api('/api/sessions', 'POST', { path: 'test.ipynb', name: 'test.ipynb', type: 'notebook', kernel: { name: 'python3' } });
   await page.goto(`${lab.url}/lab/tree/test.ipynb?token=${lab.token}`);
   await until(() => page.evaluate(() => {
+    const select = [...document.querySelectorAll('.jp-Dialog')].find((d) => /Select Kernel/.test(d.textContent));
+    if (select) select.querySelector('.jp-mod-accept')?.click();
     const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
     return document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2 && !!s && s.dataset.status === 'idle';
   }), 90000, 'the notebook and its idle kernel');
   return { page, errors };
+}
+
+/** Lab may ask "Select Kernel" (its kernel list late on a loaded machine) after the notebook showed: the
+ *  notebook's own kernel is the one it proposes. */
+async function acceptKernelDialog(page) {
+  await page.evaluate(() => {
+    const d = [...document.querySelectorAll('.jp-Dialog')].find((x) => /Select Kernel/.test(x.textContent));
+    if (d) d.querySelector('.jp-mod-accept')?.click();
+  });
 }
 
 const prompt = (page, i) => page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputPrompt').innerText();
@@ -137,7 +158,8 @@ async function runCell(page, i) {
   // a notebook just opened may take the first Shift+Enter before its kernel connection is ready and drop it:
   // pressed again until the cell's prompt says it runs or ran
   for (let k = 0; ; k++) {
-    await page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputArea-editor').click();
+    await acceptKernelDialog(page);
+    await page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputArea-editor').click({ timeout: 10000 }).catch(() => {});
     await page.keyboard.press('Shift+Enter');
     try {
       await until(async () => { const p = await prompt(page, i); return p !== before && /\[(\d+|\*)\]/.test(p); }, 10000, 'a run');
@@ -250,7 +272,7 @@ test('JupyterLab, direct: frames, click, keys kept from Lab, two canvases, re-ru
 test('JupyterLab, comm (RCANVAS_WIDGET_DIRECT=0): frames and a click through the widget\'s comm', { skip, timeout: 300000 },
   async (t) => {
     const defer = cleanup(t);
-    const lab = await startLab(defer, { RCANVAS_WIDGET_DIRECT: '0' });
+    const lab = await startLab(defer, { RCANVAS_WIDGET_DIRECT: '0' }, { dark: true });
     let page;
     try {
       ({ page } = await openNotebook(lab, defer));
@@ -260,6 +282,9 @@ test('JupyterLab, comm (RCANVAS_WIDGET_DIRECT=0): frames and a click through the
       const a = await cellWidget(page, 0);
       assert.equal(a.way, 'comm');
       await untilColor(a.el, COLOR_A, 'cell 0\'s colour over the comm');
+      // Lab's dark theme: the widget keeps its own backdrop (its banners and letterbox stay legible)
+      assert.equal(await page.evaluate(() => document.body.dataset.jpThemeLight), 'false', 'the dark theme is on');
+      assert.equal(await a.el.evaluate((e) => getComputedStyle(e).backgroundColor), 'rgb(17, 17, 17)');
       assert.equal(await viewState(a.el), 'connected');
       await clickAndCheck(page, a.el, lab, 80, 50, COLOR_A);
       // frames keep coming (acks go back through the comm): more than one shown
