@@ -12,7 +12,8 @@
 // F: frames the page shows a second (changes of the numbered block, sampled every animation frame, so at most the
 // page's 60 a second); C: the kernel process's CPU time (user+system, /proc) per shown frame, its encoders and
 // relay threads included; P: the median of 5 clicks from the page's pointerdown to the first animation frame
-// showing the square's new colour. Each measures 5 s after 3 s of warm-up.
+// showing the square's new colour. Each measures 5 s after 3 s of warm-up. Environment: BENCH_SIZES (640x480,1920x1080),
+// BENCH_PATHS (all four, comma-separated), BENCH_MAX_IN_FLIGHT (rcanvas' canvas option max_in_flight; default 2).
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -101,6 +102,8 @@ bench`,
 function rcanvasCell(w, h, way) {
   return `${prelude(w, h)}import rcanvas, rcanvas.widget
 bench = rcanvas.get_server().canvas("bench", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000)
+if os.environ.get("BENCH_MAX_IN_FLIGHT"):   # frames unacked before no draw is due (rcanvas' default: 2)
+    bench.set_option("max_in_flight", int(os.environ["BENCH_MAX_IN_FLIGHT"]))
 def run(c=bench):
     i = clicks = 0
     while True:
