@@ -163,4 +163,6 @@ if out:
     os.makedirs(out, exist_ok=True)
     options = {"build": {"build_base": os.path.join(out, "build")}, "egg_info": {"egg_base": out}}
 
-setup(packages=["rcanvas"], cmdclass=cmdclass, distclass=LibraryDistribution, options=options)
+# widget.js: the notebook widget's front end (rcanvas.widget), which an installed package cannot bundle from client/
+setup(packages=["rcanvas"], package_data={"rcanvas": ["widget.js"]}, cmdclass=cmdclass,
+      distclass=LibraryDistribution, options=options)

@@ -662,16 +662,19 @@ def _widget_bundle(canvas):
     # from the browser (it falls back to the widget's comm); without anywidget, the iframe as before.
     try:
         from . import widget
-    except ImportError:
+        return widget.mimebundle_for(canvas)
+    except Exception as e:  # no anywidget (ImportError), or a widget that cannot be made: the iframe still shows
+        if not isinstance(e, ImportError):
+            import logging
+            logging.getLogger("rcanvas").warning("rcanvas: the notebook widget failed (%s); showing the iframe", e)
         return None
-    return widget.mimebundle_for(canvas)
 
 
 def _notebook_origins():
     # The origins of this user's local Jupyter servers, so that the widget's page may open the WebSocket straight.
     try:
         from . import widget
-    except ImportError:
+    except Exception:  # no anywidget: no widget page to let in
         return []
     return widget.local_notebook_origins()
 
