@@ -48,16 +48,20 @@ def _module(name):
     if re.search(r"^import\b", src, re.M):
         raise SystemExit(f"bundle_widget: client/{name}.js has an import form this script does not know")
     # the view links its stylesheet by a URL next to its module; here it is the stylesheet itself, as a data: URL
-    css = open(os.path.join(CLIENT, "rcanvas.css"), "rb").read()
-    src = src.replace("new URL('./rcanvas.css', import.meta.url).href",
-                      repr("data:text/css;base64," + base64.b64encode(css).decode()))
+    src = src.replace("new URL('./rcanvas.css', import.meta.url).href", repr(_css_url()))
     if "import.meta" in src:
         raise SystemExit(f"bundle_widget: client/{name}.js uses import.meta")
     return f"// ---- client/{name}.js\nconst __m_{name} = (() => {{\n{src}\nreturn {{ {', '.join(names)} }};\n}})();\n"
 
 
+def _css_url():
+    css = open(os.path.join(CLIENT, "rcanvas.css"), "rb").read()
+    return "data:text/css;base64," + base64.b64encode(css).decode()
+
+
 def bundle():
     front = open(os.path.join(HERE, "widget_front.js"), encoding="utf-8").read()
+    front = front.replace("'@@CSS_URL@@'", repr(_css_url()))
     head, marker, tail = front.partition("// @@CLIENT@@\n")
     if not marker:
         raise SystemExit("bundle_widget: widget_front.js has no // @@CLIENT@@ line")

@@ -13,6 +13,7 @@ const COMM_HOST = 'comm.rcanvas.invalid';
 const PROBE_MS = 1500;                 // a reachable server answers its hello in milliseconds; a blocked port never
 const OPEN_MS = 4000;                  // the kernel answers an open at once when it runs; else it is gone or busy
 const comms = new Map();               // "w<n>" -> CommLink of a displayed widget
+const CSS_URL = '@@CSS_URL@@';         // client/rcanvas.css (bundle_widget.py puts it here as a data: URL)
 let nextComm = 0;
 
 /** One widget view's comm: carries any number of CommSockets (one at a time in practice), told apart by sid. */
@@ -177,6 +178,16 @@ async function render({ model, el }) {
   box.style.cssText = `position:relative;width:${w}px;height:${h}px;max-width:100%;background:#111;color:#eee;` +
                       'color-scheme:dark;overflow:hidden';
   el.appendChild(box);
+  // a front end that renders widgets in a shadow root (marimo) does not apply the document's stylesheets there,
+  // where the view links its own: the shadow root gets it too
+  const rootNode = el.getRootNode();
+  if (typeof ShadowRoot !== 'undefined' && rootNode instanceof ShadowRoot &&
+      ![...rootNode.querySelectorAll('link[rel="stylesheet"]')].some((l) => l.href === CSS_URL)) {
+    const link = document.createElement('link');
+    link.rel = 'stylesheet';
+    link.href = CSS_URL;
+    rootNode.appendChild(link);
+  }
   const stop = (ev) => ev.stopPropagation();
   for (const t of KEY_EVENTS) box.addEventListener(t, stop);
 
