@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// lab.test.mjs — rcanvas.widget (an anywidget) in a real JupyterLab 4 in headless Chromium. A generated notebook's
-// cells make canvases on rcanvas.get_server() filled with one colour each, which write the pointer_down and
-// key_down events they receive to a file; a canvas is the cell's value, so it shows as the widget.
+// lab.test.mjs — rcanvas.widget (an anywidget) in a real JupyterLab 4 (and Notebook 7) in headless Chromium. A
+// generated notebook's cells make canvases on rcanvas.get_server() filled with one colour each, which write the
+// pointer_down and key_down events they receive to a file; a canvas is the cell's value, so it shows as the widget.
 //   direct: the widget probes the kernel's rcanvas port and connects straight (Lab's origin is allowed: the kernel
 //           reads the Jupyter server's runtime file): decoded pixels of the cell's colour, a click and a key reach
 //           the kernel (fields checked), the key does not reach Lab's shortcuts (no cell inserted), two canvases
@@ -9,6 +9,7 @@
 //           re-run after it shows the new kernel's canvas; the F2 overlay says "way: direct".
 //   comm:   RCANVAS_WIDGET_DIRECT=0 in the kernel, Lab's dark theme: the same over the widget's comm (frames, a
 //           click), "way: comm", nothing while scrolled out of view, a restart.
+// Notebook 7 (the same server, /notebooks/): direct, frames, a click, a key kept from the notebook's shortcuts.
 // The Python is RCANVAS_LAB_PYTHON, else build/venv-lab/bin/python (make venv-lab: tests/python/
 // requirements-lab.txt); the test skips, saying why, where it has no jupyterlab and anywidget.
 import { test } from 'node:test';
@@ -28,6 +29,8 @@ const probe = fs.existsSync(PY)
 const skip = probe.status === 0 ? false
   : `no JupyterLab with anywidget (${PY}: ${(probe.stderr || '').trim().split('\n').pop()}): make venv-lab`;
 if (skip) console.log(`lab.test: SKIPPED: ${skip}`);
+const nb7 = skip || spawnSync(PY, ['-c', 'import notebook; assert int(notebook.__version__.split(".")[0]) >= 7'],
+                              { encoding: 'utf8' }).status === 0 ? skip : `no Notebook 7 in ${PY} (make venv-lab)`;
 
 const freePort = () => new Promise((resolve, reject) => {
   const s = net.createServer();
@@ -122,7 +125,7 @@ let browser;
 test.before(async () => { if (!skip) browser = await launchBrowser(); });
 test.after(async () => { if (browser) await browser.close(); });
 
-async function openNotebook(lab, defer) {
+async function openNotebook(lab, defer, ui = 'lab/tree') {
   const page = await browser.newPage({ viewport: { width: 1200, height: 1100 } });
   defer(() => page.close());
   const errors = [];
@@ -131,7 +134,7 @@ async function openNotebook(lab, defer) {
   // the notebook's kernel started beforehand, as the page would: a page that finds no kernel list yet (a loaded
   // machine) asks "Select Kernel" in a dialog instead, which would hide the cells
   await lab.api('/api/sessions', 'POST', { path: 'test.ipynb', name: 'test.ipynb', type: 'notebook', kernel: { name: 'python3' } });
-  await page.goto(`${lab.url}/lab/tree/test.ipynb?token=${lab.token}`);
+  await page.goto(`${lab.url}/${ui}/test.ipynb?token=${lab.token}`);
   await until(() => page.evaluate(() => {
     const select = [...document.querySelectorAll('.jp-Dialog')].find((d) => /Select Kernel/.test(d.textContent));
     if (select) select.querySelector('.jp-mod-accept')?.click();
@@ -322,6 +325,32 @@ test('JupyterLab, comm (RCANVAS_WIDGET_DIRECT=0): frames and a click through the
       await untilColor(a2.el, COLOR_A, 'the new kernel\'s canvas over the comm');
     } catch (e) {
       if (page) await page.screenshot({ path: '/tmp/rcanvas-lab-comm-fail.png' }).catch(() => {});
+      console.log(lab.log().slice(-4000));
+      throw e;
+    }
+  });
+
+test('Notebook 7: the widget connects straight, shows frames, takes a click and keeps keys from the notebook',
+  { skip: nb7, timeout: 300000 }, async (t) => {
+    const defer = cleanup(t);
+    const lab = await startLab(defer);
+    let page;
+    try {
+      ({ page } = await openNotebook(lab, defer, 'notebooks'));
+      await runCell(page, 0);
+      const a = await cellWidget(page, 0);
+      assert.equal(a.way, 'direct');
+      await untilColor(a.el, COLOR_A, 'cell 0\'s colour in Notebook 7');
+      await clickAndCheck(page, a.el, lab, 70, 45, COLOR_A);
+      const cells = await cellCount(page);
+      const n = readEvents(lab.events).length;
+      await page.keyboard.press('b');
+      await until(() => readEvents(lab.events).slice(n).find((e) => e.event_type === 'key_down' && e.key === 'b'), 20000, 'the key_down');
+      await sleep(300);
+      assert.equal(await cellCount(page), cells, 'no cell inserted by the key');
+      await page.screenshot({ path: '/tmp/rcanvas-nb7.png' });
+    } catch (e) {
+      if (page) await page.screenshot({ path: '/tmp/rcanvas-nb7-fail.png' }).catch(() => {});
       console.log(lab.log().slice(-4000));
       throw e;
     }
