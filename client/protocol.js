@@ -107,9 +107,16 @@ export function tilePayload(buffer, header) {
 
 /** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
 /** The ack of frame seq, drawn holdMs after its last byte arrived (decode and draw): the server takes that time off
- *  the round trip it measures the link by. */
-export const ackMessage = (seq, holdMs) =>
-  (holdMs > 0 ? { type: 'ack', seq, hold_ms: Math.min(60000, Math.round(holdMs * 10) / 10) } : { type: 'ack', seq });
+ *  the round trip it measures the link by. decodeMs (optional): the time this client spent on the frame, from its
+ *  first byte or the end of the frame before it, whichever came later, to drawn: what its decoder costs a frame,
+ *  which the server weighs against the frame rate (docs/protocol.md, "decode_ms"). */
+const ms01 = (ms) => Math.min(60000, Math.round(ms * 10) / 10);
+export const ackMessage = (seq, holdMs, decodeMs) => {
+  const m = { type: 'ack', seq };
+  if (holdMs > 0) m.hold_ms = ms01(holdMs);
+  if (decodeMs > 0) m.decode_ms = ms01(decodeMs);
+  return m;
+};
 
 /** The server's view of this viewer's link and its encoder's settings (hello.link, role.link, {"type":"link"}), as
  *  plain numbers: rate/target kbit/s, rtt ms, quality (0 = not a quality codec), scale (1, 2, 4), fps cap (0 =
@@ -119,7 +126,8 @@ export function parseLink(o) {
   const num = (k) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? o[k] : null);
   return { rateKbps: num('rate_kbps'), targetKbps: num('target_kbps'), rttMs: num('rtt_ms'), minRttMs: num('min_rtt_ms'),
            window: num('window'), rung: num('rung'), quality: num('quality'), scale: num('scale'),
-           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps') };
+           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps'),
+           limit: typeof o.limit === 'string' ? o.limit : null };
 }
 
 /** Asks the server for a keyframe: sent after the video decoder was reset (an error, or a stream that did not start

@@ -107,6 +107,10 @@ export class RCanvasView {
     this.presentProbe = this.makePresentProbe();
     this.assembling = null;            // the frame whose tiles are arriving
     this.presentChain = Promise.resolve();
+    this.presentDone = 0;                // performance.now() when the last frame was drawn (its ack's decode_ms)
+    // Test hook: a decoder this many ms slower per megapixel of a frame (a saturated viewer, simulated: the wait is
+    // part of the frame's decode time as a slow decoder's would be, and shrinks with the frame as decoding does)
+    this.testDecodeMsPerMpx = 0;
     this.cssWidth = 0;
     this.cssHeight = 0;
     this.lastResizeKey = '';
@@ -443,13 +447,22 @@ export class RCanvasView {
   present(f) {
     this.presentChain = this.presentChain.then(async () => {
       const drawables = await Promise.all(f.tiles.map((t) => t.drawable));
+      if (this.testDecodeMsPerMpx > 0 && !f.incomplete) {
+        await new Promise((resolve) => this.win.setTimeout(resolve, this.testDecodeMsPerMpx * f.frameWidth * f.frameHeight / 1e6));
+      }
       try {
         if (!f.incomplete && !this.destroyed && drawables.some((d) => d)) this.drawFrame(f, drawables);
       } catch (err) {
         console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
       } finally {
         for (const d of drawables) if (d) d.close();
-        this.conn.send(ackMessage(f.seq, performance.now() - f.lastArrived), f.socket); // skipped if it closed
+        // decode_ms: the frames decode and draw one after the other, so a frame's own time starts when its first
+        // byte came or when the frame before it was drawn, whichever is later; when the decoder keeps up it is the
+        // frame's decode and draw, when it falls behind the spacing of drawn frames (its throughput)
+        const done = performance.now();
+        const cost = done - Math.max(f.arrived, this.presentDone);
+        this.presentDone = done;
+        this.conn.send(ackMessage(f.seq, done - f.lastArrived, cost), f.socket); // skipped if it closed
       }
     }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err));
   }

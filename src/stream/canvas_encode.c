@@ -109,6 +109,8 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
         params.paint = 0;
         if (t->codec->flags & RC_CODEC_STATEFUL) t->live_params = params;
     }
+    /* the size divisor this encode's time counts at (rc_steer_cpu): a live frame of the tier's own codec */
+    t->enc_div = paint || codec != t->codec || !img.width ? 0 : (int)((fb->img.width + img.width / 2) / img.width);
     int force = !t->ref_id; /* no reference yet (or the encoder failed): a keyframe anyway */
     int requested = 0;      /* a viewer asked for a whole frame (intra codecs: its picture does not fit a partial one) */
     if (t->keyframe_requested && now - t->last_forced_us >= RC_KEYFRAME_MIN_US) {
@@ -205,6 +207,18 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
     rc_packet *drop = pk;
     t->busy = 0;
     t->painting = 0;
+    if (status == RCANVAS_OK && t->enc_div > 0 && t->metrics_start_us &&
+        !((pk->flags & RC_PACKET_KEYFRAME) && (t->codec->flags & RC_CODEC_STATEFUL))) {
+        /* what a live frame costs the encoder (rc_steer_cpu): only a whole frame (a partial one codes a part), and
+         * of video only P-frames (a keyframe, rare, costs several: the first one makes the encoder too) */
+        uint64_t coded = 0;
+        for (int i = 0; i < pk->ntiles; i++) coded += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
+        if (coded * 10 >= (uint64_t)pk->width * pk->height * 9) {
+            double us = (double)(rc_now_us() - t->metrics_start_us);
+            t->enc_us = t->enc_us > 0 ? t->enc_us + (us - t->enc_us) / 4 : us;
+            rc_cost_sample(&t->enc_cost, t->enc_div, us);
+        }
+    }
     count_encode_locked(c, t);
     if (status == RCANVAS_OK) {
         if (pk->id) t->ref_id = pk->id;

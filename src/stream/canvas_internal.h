@@ -103,6 +103,12 @@ struct rc_tier {
     double budget_bps;            /* the lowest target of its visible viewers; RC_LINK_MAX_BPS without viewers */
     int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
     double enc_fps;               /* frames it encodes a second (smoothed) */
+    /* what one live frame costs its encoder (wall time, start to done): per size (rc_steer_cpu) and the last ones
+     * smoothed whatever their size (cpu_bound); enc_div: the divisor the encode running was started at, 0 for one
+     * that does not count (a paint-over, a small frame as PNG; a partial frame is left out when done) */
+    rc_cost enc_cost;
+    double enc_us;
+    int enc_div;
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
     double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
     int video_since_cut;          /* stateful: frames since that size was last lowered */
@@ -141,13 +147,20 @@ struct rc_session {
     uint32_t lossless_seq;    /* its picture is lossless but for the tiles dirty after this frame (damage.h); 0 none */
     int need_keyframe;        /* new, or missed a packet: only a keyframe will do */
     /* flow control: packets given and not acked, oldest first */
-    struct { uint32_t seq; int64_t present_us, sent_us; uint32_t bytes; rc_link_send rec; } inflight[RC_MAX_INFLIGHT];
+    /* div: the size divisor it was coded at, 0 for one whose decode does not count (a refinement, a paint-over) */
+    struct { uint32_t seq; int64_t present_us, sent_us; uint32_t bytes; int div; rc_link_send rec; } inflight[RC_MAX_INFLIGHT];
     int if_head, n_inflight;
     int window;               /* packets it may hold unacked: max_in_flight, more on a long round trip */
     uint64_t inflight_bytes;  /* their bytes */
     uint32_t acked_seq;
     uint32_t rtt_us;          /* last present → ack, µs */
     rc_link link;             /* its link, from its acks (rate.h) */
+    /* its decoder (the acks' decode_ms): what one live frame took it per size (rc_steer_cpu; none measured: an
+     * older client), the last ones smoothed whatever their size, and the time between its acks (smoothed): busy
+     * most of that time, its decoder is what holds its frame rate (cpu_bound) */
+    rc_cost dec_cost;
+    double dec_us, ack_iv_us;
+    int64_t last_ack_us;
     int rung;                 /* rate rung it belongs to */
     int64_t rung_at_us;       /* when it last changed rung */
     /* its last resize, applied if it becomes active */

@@ -162,6 +162,31 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     }
     t->last_encode_us = now;
     uint64_t px = (uint64_t)fb->img.width * fb->img.height;
+    /* the CPUs' limit (rate.h): the encoder's time for a frame and the slowest decoder's among its visible viewers,
+     * against the app's rate (held back by the windows, its rate is the viewers': then the cap) */
+    if (t->nsessions && c->rate_adapt) {
+        rc_cost dec; /* the slowest of its visible viewers' decoders, at each size they measured */
+        memset(&dec, 0, sizeof dec);
+        for (const rc_session *s = c->sessions; s; s = s->next)
+            if (s->tier == (int)(t - c->tiers) && s->visible)
+                for (int k = 0; k < 3; k++)
+                    if (s->dec_cost.n[k] >= RC_CPU_SAMPLES && s->dec_cost.at[k] > dec.at[k]) {
+                        dec.at[k] = s->dec_cost.at[k];
+                        dec.n[k] = s->dec_cost.n[k];
+                    }
+        /* Video: the decoders' limit only, and a larger size back after RC_CPU_VIDEO_UP_CALLS: each size step
+         * restarts the encoder (a keyframe), and a shrunk tier paints shrunk (canvas_refine.c). Measured: with the
+         * encoder's time counted too, openh264 on the loaded 2-core machine stepped sizes every few seconds (4
+         * keyframes in 4 s in video_link.test's rotate case) and a stopped pan was never painted sharp
+         * (paint.test). Its encoder's limit stays the link steering's business, as before. */
+        rc_steer_cpu(&t->steer, stateful || (t->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
+                     rc_canvas_unheld_fps_locked(c, now), stateful ? NULL : &t->enc_cost, &dec,
+                     stateful ? RC_CPU_VIDEO_UP_CALLS : RC_STEER_SIZE_UP_CALLS, px);
+        if (!stateful && !(t->codec->flags & RC_CODEC_LOSSLESS) && t->steer.cpu_div > t->steer.scale_div) {
+            t->steer.scale_div = t->steer.cpu_div; /* an image codec's next frame already (rc_steer_image keeps it) */
+            if (t->steer.quality > RC_CPU_Q_MAX) t->steer.quality = RC_CPU_Q_MAX;
+        }
+    }
     if (stateful) {
         /* issue 17: the encoder spends bitrate / params->fps on a frame, so params->fps is the rate frames are meant
          * to come at — the app's measured rate (fps_goal_locked) or the steering's cap —, never the rate the viewers

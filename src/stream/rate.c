@@ -131,6 +131,12 @@ void rc_link_on_ack(rc_link *l, const rc_link_send *rec, uint32_t bytes, int64_t
 
     /* the controller */
     int state = trendline(l, sent_us, arrived);
+    /* a delay trend while the encoder or this viewer's decoder is saturated, with no frame waiting for the link
+     * (l->blocked, below, still cuts), is that CPU's: a starved machine writes and reads its frames late, each a
+     * little later than the one before while it falls behind, and that is no queue in the network (seen: the 1080p
+     * demo through 20 Mbit/s cut to 810 kbit/s and 13 fps with the shaper's queue empty, on a loaded 2-core
+     * machine). A standing queue over qmax (below) counts whatever the CPUs do. */
+    if (state > 0 && l->cpu_bound) state = 0;
     int64_t dt = l->last_step_us ? now_us - l->last_step_us : 0;
     if (dt < 0) dt = 0;
     if (dt > 200000) dt = 200000;
@@ -212,7 +218,10 @@ void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint6
     double fps_floor = lossless ? 0 : fps < RC_STEER_FPS_MIN ? fps : RC_STEER_FPS_MIN;
     /* the largest size (smallest divisor) at which the quality floor still gives the frame-rate floor; going to a
      * larger size than now needs 30 % to spare, so the size does not flap */
-    int d = 1;
+    /* never larger than the CPUs allow (rc_steer_cpu); and a lower quality while they limit */
+    int dmin = !lossless && s->cpu_div > 1 ? s->cpu_div : 1;
+    if (dmin > 1 && q_top > RC_CPU_Q_MAX) q_top = RC_CPU_Q_MAX;
+    int d = dmin;
     for (; d < RC_STEER_SCALE_MAX && !lossless; d *= 2) {
         double need = PRED(qmin, d) * 8 * fps_floor * (d < d0 ? 1.3 : 1.0);
         if (need <= budget_bps) break;
@@ -260,7 +269,7 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
      * size now: a larger size must fit with that much to spare, the size now is kept until its frames need that
      * much more than the budget (the frame-rate cap gives meanwhile, a little under fps_floor): each step restarts
      * the encoder, and the restart's keyframe itself dips the budget */
-    int cur = s->scale_div > 0 ? s->scale_div : 1, d = 1;
+    int cur = s->scale_div > 0 ? s->scale_div : 1, d = s->cpu_div > 1 ? s->cpu_div : 1; /* the CPUs' size at most */
     for (; d < RC_STEER_SCALE_MAX; d *= 2) {
         double m = d < cur ? RC_STEER_SIZE_BAND : d == cur ? 1 / RC_STEER_SIZE_BAND : 1.0;
         double need = video_frame_bits(s, pixels, d) * fps_floor * m;
@@ -303,4 +312,75 @@ void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     }
     if (s->video_avg_bits > RC_STEER_VIDEO_OVER * s->video_avg_target) s->video_bits = s->video_avg_bits;
     else s->video_bits *= 0.98; /* meets its target: forget the floor within a second or two */
+}
+
+/* ---- what limits the frame rate (rate.h) ---- */
+
+const char *rc_limit_name(int limit) {
+    switch (limit) {
+    case RC_LIMIT_LINK: return "link";
+    case RC_LIMIT_ENCODER: return "encoder";
+    case RC_LIMIT_DECODER: return "decoder";
+    default: return "none";
+    }
+}
+
+int rc_cpu_busy(double cost_us, double frames_per_s) {
+    return cost_us > 0 && frames_per_s > 0 && cost_us * frames_per_s >= RC_CPU_BUSY * 1e6;
+}
+
+static int div_index(int div) { return div == 1 ? 0 : div == 2 ? 1 : div == 4 ? 2 : -1; }
+
+void rc_cost_sample(rc_cost *c, int div, double us) {
+    int i = div_index(div);
+    if (i < 0 || !(us > 0)) return;
+    c->at[i] = c->at[i] > 0 ? c->at[i] + (us - c->at[i]) / 4 : us;
+    if (c->n[i] < RC_CPU_SAMPLES) c->n[i]++;
+    for (int k = 0; k < i; k++) c->at[k] *= RC_CPU_FORGET; /* the larger sizes, not measured meanwhile */
+}
+
+double rc_cost_predict(const rc_cost *c, int div) {
+    int i = div_index(div);
+    if (!c || i < 0) return 0;
+    if (c->at[i] > 0 && c->n[i] >= RC_CPU_SAMPLES) return c->at[i];
+    /* from the sizes measured, by area, the lowest: from a larger size that is optimistic (a frame's fixed costs do
+     * not shrink), which the next measurements correct; from a smaller one it is pessimistic (its fixed costs, and
+     * on a starved machine its waits, grow by the area too), so a larger size measured before, its figure fading,
+     * is what lets a size between them be tried again */
+    double best = 0;
+    for (int k = 0; k < 3; k++)
+        if (k != i && c->at[k] > 0 && c->n[k] >= RC_CPU_SAMPLES) {
+            double r = (double)(1 << k) / div; /* its divisor over ours: the linear size ratio */
+            if (!(best > 0) || c->at[k] * r * r < best) best = c->at[k] * r * r;
+        }
+    return best;
+}
+
+void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, const rc_cost *dec, int up_calls,
+                  uint64_t pixels) {
+    if (!(goal_fps > 0)) return;
+    double fps = goal_fps < RC_CPU_FPS_MAX ? goal_fps : RC_CPU_FPS_MAX;
+    double frame_us = 1e6 / fps;
+#define COST(d) fmax(rc_cost_predict(enc, d), rc_cost_predict(dec, d))
+    int dmax = 1; /* the smallest size it may take */
+    while (dmax < RC_STEER_SCALE_MAX && pixels / (uint64_t)(4 * dmax * dmax) >= RC_CPU_MIN_PX) dmax *= 2;
+    int cur = s->cpu_div > 1 ? s->cpu_div : 1;
+    if (cur > dmax) cur = dmax;
+    if (COST(cur) > RC_CPU_BUSY * frame_us) { /* smaller at once: every frame late costs frames */
+        while (cur < dmax && COST(cur) > RC_CPU_BUSY * frame_us) cur *= 2;
+        s->cpu_up_calls = 0;
+    } else if (cur > 1 && COST(cur / 2) <= RC_CPU_UP * frame_us) {
+        if (++s->cpu_up_calls >= up_calls) { /* larger only once it has fitted for a while */
+            cur /= 2;
+            s->cpu_up_calls = 0;
+        }
+    } else {
+        s->cpu_up_calls = 0;
+    }
+    s->cpu_div = cur;
+    if (cur > 1)
+        s->limit = rc_cost_predict(enc, cur / 2) >= rc_cost_predict(dec, cur / 2) ? RC_LIMIT_ENCODER : RC_LIMIT_DECODER;
+    else if (s->fps_cap > 0 || s->scale_div > 1 || (q_top > 0 && s->quality < q_top)) s->limit = RC_LIMIT_LINK;
+    else s->limit = RC_LIMIT_NONE;
+#undef COST
 }

@@ -81,6 +81,9 @@ typedef struct rc_link {
     int blocked_acks;          /* acks in a row after which a frame had waited */
     double over_bps;           /* the delivery rate when a queue last built (bit/s); 0 = never */
     int app_limited;           /* the newest sample was application-limited */
+    int cpu_bound;             /* set by the caller before an ack: the server's encoder or this viewer's decoder is
+                                * busy RC_CPU_BUSY of the time a frame has (rc_cpu_busy): a rising delay trend with
+                                * nothing waiting for the link is that CPU's, not a queue's (rc_link_on_ack) */
 } rc_link;
 
 /* What a send records, for the ack's delivery-rate sample. */
@@ -119,6 +122,10 @@ int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames)
 #define RC_STEER_VIDEO_BPP 0.03  /* video: bits per pixel a frame needs to look right (H.264 screen content) */
 
 typedef struct rc_steer {
+    int cpu_div;               /* 1, 2 or 4 (0 = 1): the size divisor the encoder's and the decoders' time allows at
+                                * the frame rate (rc_steer_cpu); the link's steering never encodes larger */
+    int cpu_up_calls;          /* consecutive rc_steer_cpu calls on which a larger size fitted */
+    int limit;                 /* RC_LIMIT_*: what holds this encoder's frame rate now */
     int quality;               /* JPEG/WebP quality now (1–100) */
     int scale_div;             /* 1, 2 or 4: the frame is encoded at width/scale_div × height/scale_div */
     double fps_cap;            /* frames a second this encoder should make; 0 = as many as come */
@@ -174,5 +181,73 @@ void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
  * for content that needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link (issue 17); a median
  * of 12 ignores up to 5 such frames. */
 #define RC_STEER_VIDEO_SAMPLES 12
+
+/* ---- what limits the frame rate: the link, the server's encoder or the viewer's decoder ----
+ *
+ * A frame costs time on both sides: the server's encode (per tier, measured around each live frame) and the
+ * viewer's decode and draw (the ack's decode_ms, docs/protocol.md). When either takes most of the time a frame has
+ * at the app's rate, that CPU, not the link, holds the frame rate, and a lower quality at the same size (what the
+ * link's steering would do) buys no frames. The costs are kept per size (rc_cost: full, 1/2, 1/4), as measured; a
+ * size not measured is predicted from those that were, by area (JPEG and H.264 work per block). That is optimistic
+ * for a smaller size (a frame has fixed costs too: a 480x270 JPEG took 9.8 ms on the loaded 2-core machine, 6 times
+ * its share of a 1080p one) and the next measurements correct it; it is pessimistic for a larger one, which is why
+ * a size that was measured keeps its own figure, the lowest prediction counts, and a larger size's figure is
+ * forgotten slowly while a smaller one is used (RC_CPU_FORGET): the load that made it slow may have gone, and it
+ * is tried again once it would fit.
+ * While the picture moves the size gives for the frame rate, as noVNC keeps its frame rate by sending less
+ * detail; once it stops, the paint-over and the lossless refinement sharpen it as for any shrunk frame
+ * (protocol.md, "Rate adaptation"). Link-limited viewers are steered as before. */
+enum { RC_LIMIT_NONE = 0, RC_LIMIT_LINK = 1, RC_LIMIT_ENCODER = 2, RC_LIMIT_DECODER = 3 };
+/* a coder busy this fraction of a frame's time (at the goal rate) is what limits the rate */
+#define RC_CPU_BUSY 0.8
+/* ... and a larger size is taken back only when its predicted cost is at most this fraction of a frame's time
+ * (on RC_STEER_SIZE_UP_CALLS calls in a row: each video size step restarts the encoder, a keyframe) */
+#define RC_CPU_UP 0.5
+/* The frame rate the CPU steering aims at, at most: the app's rate up to this. Past 30 frames a second motion
+ * looks smooth, and a halved picture loses detail in every frame: a 1080p picture the machine encodes and decodes
+ * at 30 fps stays whole, one it encodes at 13 shrinks. */
+#define RC_CPU_FPS_MAX 30.0
+/* JPEG/WebP quality at most while the CPU limits (fewer coefficients to entropy-code and decode); the lossless
+ * refinement sharpens a still picture */
+#define RC_CPU_Q_MAX 50
+/* each frame measured at a smaller size, the cost of the larger ones is forgotten by this factor (halved in ~70
+ * frames: a larger size is tried again every few seconds at most, and only once it would fit) */
+#define RC_CPU_FORGET 0.99
+
+/* a size's figure counts from this many frames measured there on: one slow frame (a load spike, an encoder being
+ * made) shrinks nothing */
+#define RC_CPU_SAMPLES 3
+
+/* What one frame costs a coder at each size divisor (1, 2, 4), µs, smoothed; 0 = never measured there. */
+typedef struct rc_cost {
+    double at[3];
+    int n[3];                  /* frames measured there (up to RC_CPU_SAMPLES) */
+} rc_cost;
+/* A frame coded at 1/div of the size took us µs (div 1, 2 or 4; anything else is ignored). */
+void rc_cost_sample(rc_cost *c, int div, double us);
+/* The predicted cost of a frame at 1/div: measured there (RC_CPU_SAMPLES frames), else the lowest of the sizes
+ * measured scaled by area; 0 = none. */
+double rc_cost_predict(const rc_cost *c, int div);
+/* The name of a limit for the link JSON ("none", "link", "encoder", "decoder"). */
+const char *rc_limit_name(int limit);
+/* 1 if a coder that takes cost_us a frame, at frames_per_s frames a second, is busy RC_CPU_BUSY of the time. */
+int rc_cpu_busy(double cost_us, double frames_per_s);
+/* Before a frame at goal_fps (the app's rate): from the encoder's costs and the decoders' (the slowest viewer's at
+ * each size; either may be NULL), decide s->cpu_div and s->limit. At min(goal_fps, RC_CPU_FPS_MAX) a frame has
+ * 1/fps: when the larger of the two predicted costs at cpu_div is over RC_CPU_BUSY of it, the smallest divisor
+ * whose cost fits is taken at once (1/4 at most); a larger size once its cost fitted under RC_CPU_UP on
+ * up_calls calls in a row (RC_STEER_SIZE_UP_CALLS for an image codec). s->limit is the coder that holds the larger size back (the slower one
+ * there) while cpu_div > 1, else RC_LIMIT_LINK where the link's steering holds anything back (quality, frame-rate
+ * cap or size), else RC_LIMIT_NONE. rc_steer_image and rc_steer_video then never encode larger than 1/cpu_div,
+ * cap an image codec's quality at RC_CPU_Q_MAX while cpu_div > 1, and size the frame-rate cap for the frames at
+ * that size. */
+void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, const rc_cost *dec, int up_calls,
+                  uint64_t pixels);
+/* The CPUs' steering never shrinks a frame (of `pixels`, full size) below this many pixels (320x180): a small
+ * frame's time is mostly fixed costs (a page's wake, a message, a draw), which no smaller size saves (seen: a
+ * 400x300 test scene, its second viewer a page in the background, shrunk to 100x75) */
+#define RC_CPU_MIN_PX 57600
+/* up_calls for a video tier: 5 s at 30 fps (each size step there is a keyframe) */
+#define RC_CPU_VIDEO_UP_CALLS 150
 
 #endif

@@ -305,6 +305,10 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
         s->inflight[slot].present_us = pk->present_us;
         s->inflight[slot].sent_us = now_us;
         s->inflight[slot].bytes = pk->total_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)pk->total_bytes;
+        /* what the viewer's decoder takes for it counts for a live frame, and of video for a P-frame only */
+        s->inflight[slot].div = (pk->flags & (RC_PACKET_REFINE | RC_PACKET_PAINT)) || s->tier < 0 ||
+                                        ((pk->flags & RC_PACKET_KEYFRAME) && (pk->codec->flags & RC_CODEC_STATEFUL)) ? 0
+                              : c->tiers[s->tier].steer.scale_div > 1 ? c->tiers[s->tier].steer.scale_div : 1;
         s->inflight_bytes += s->inflight[slot].bytes;
         rc_link_on_send(&s->link, now_us, s->n_inflight, &s->inflight[slot].rec);
         s->n_inflight++;
@@ -318,6 +322,10 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
 }
 
 int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us) {
+    return rc_session_ack_decoded(s, seq, hold_us, 0, now_us);
+}
+
+int rc_session_ack_decoded(rc_session *s, uint32_t seq, uint32_t hold_us, uint32_t decode_us, int64_t now_us) {
     rcanvas_canvas *c = s->canvas;
     pthread_mutex_lock(&c->mu);
     int found = 0, known = 0;
@@ -337,6 +345,22 @@ int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us
             found = 1;
             int64_t rtt = now_us - s->inflight[head].present_us;
             s->rtt_us = rtt < 0 ? 0 : rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+            /* its decoder's time for a live frame, and how often its acks come (1/4 gains: a few frames) */
+            int div = s->inflight[head].div;
+            if (decode_us && div) {
+                rc_cost_sample(&s->dec_cost, div, (double)decode_us);
+                s->dec_us = s->dec_us > 0 ? s->dec_us + ((double)decode_us - s->dec_us) / 4 : (double)decode_us;
+            }
+            if (s->last_ack_us && now_us > s->last_ack_us) {
+                double iv = (double)(now_us - s->last_ack_us);
+                s->ack_iv_us = s->ack_iv_us > 0 ? s->ack_iv_us + (iv - s->ack_iv_us) / 4 : iv;
+            }
+            s->last_ack_us = now_us;
+            /* its decoder busy most of the time between its frames, or the encoder of its tier busy most of the
+             * time between its frames: delay is the CPU's, not the link's (rate.h, cpu_bound) */
+            const rc_tier *tt = s->tier >= 0 ? &c->tiers[s->tier] : NULL;
+            s->link.cpu_bound = (s->ack_iv_us > 0 && rc_cpu_busy(s->dec_us, 1e6 / s->ack_iv_us)) ||
+                                (tt && rc_cpu_busy(tt->enc_us, tt->enc_fps));
         }
         /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered); a
          * fixed-rate consumer's acks are its own sends: its link is what it was configured with */
@@ -447,6 +471,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
         out->scale_div = t->steer.scale_div ? t->steer.scale_div : 1;
         out->fps_cap = t->steer.fps_cap;
         out->bitrate_kbps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->steer.bitrate_bps / 1000 : 0;
+        out->limit = t->steer.limit;
     }
     const rc_codec_type *tc = s->tier >= 0 ? c->tiers[s->tier].codec : &rc_codec_jpeg;
     out->encoder = tc == &rc_codec_jpeg && c->source_codec ? c->source_codec : tc;

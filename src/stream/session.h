@@ -62,6 +62,9 @@ int rc_session_next(rc_session *s, int64_t now_us, rc_packet **out, int *keyfram
  * the fastest viewer). RCANVAS_OK, or RCANVAS_EINVAL if seq was not in flight (the caller counts it as a
  * malformed message; nothing changes). */
 int rc_session_ack(rc_session *s, uint32_t seq, uint32_t hold_us, int64_t now_us);
+/* The same, with the time the viewer spent decoding and drawing that frame (the ack's decode_ms, µs; 0 = not
+ * said): its decoder's cost, which the steering weighs against the frame rate (rate.h, rc_steer_cpu). */
+int rc_session_ack_decoded(rc_session *s, uint32_t seq, uint32_t hold_us, uint32_t decode_us, int64_t now_us);
 
 /* An event from this viewer (validated by the transport): stamped with the session id and queued for the app,
  * merged as rendercanvas does. A resize counts only from the active viewer (it sets the canvas size); from a
@@ -91,6 +94,7 @@ typedef struct rc_session_state {
     int scale_div;               /* frames encoded at 1/scale_div of the size (the client upscales) */
     double fps_cap;              /* frame-rate cap of its encoder, frames/s; 0 = none */
     double bitrate_kbps;         /* video: its encoder's bitrate, kbit/s; 0 = not video */
+    int limit;                   /* RC_LIMIT_* (rate.h): what holds its encoder's frame rate now */
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */

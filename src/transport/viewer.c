@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "transport/transport_internal.h"
+#include "stream/rate.h"
 
 void rc_viewer_queue_text(rc_viewer *v, const char *json) {
     if (v->ntext == RC_MAX_TEXT_QUEUE) {
@@ -65,9 +66,9 @@ static void link_fields(const rc_session_state *st, char *out, size_t cap) {
 #define ROUND2(x) ((x) <= 0 ? 0 : (double)(long long)((x) / pow(10, floor(log10(x)) - 1) + 0.5) * pow(10, floor(log10(x)) - 1))
     snprintf(out, cap,
              "\"rate_kbps\":%.0f,\"target_kbps\":%.0f,\"rtt_ms\":%u,\"min_rtt_ms\":%u,\"window\":%d,\"rung\":%d,"
-             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f",
+             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f,\"limit\":\"%s\"",
              ROUND2(r), ROUND2(t), (st->srtt_us + 500) / 1000, (st->min_rtt_us + 500) / 1000, st->window, st->rung,
-             st->quality, st->scale_div ? st->scale_div : 1, st->fps_cap, ROUND2(b));
+             st->quality, st->scale_div ? st->scale_div : 1, st->fps_cap, ROUND2(b), rc_limit_name(st->limit));
 #undef ROUND2
 }
 
@@ -235,7 +236,7 @@ static void handle_message(rc_viewer *v, const char *json, size_t len) {
         return;
     }
     if (m.kind == RC_MSG_ACK) {
-        if (rc_session_ack(v->session, m.ack_seq, m.ack_hold_us, rc_now_us()) != RCANVAS_OK) {
+        if (rc_session_ack_decoded(v->session, m.ack_seq, m.ack_hold_us, m.ack_decode_us, rc_now_us()) != RCANVAS_OK) {
             char what[64];
             snprintf(what, sizeof what, "ack of seq %u that was not in flight", m.ack_seq);
             bad_message(v, what);

@@ -372,14 +372,16 @@ int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const 
             r = 0;
         } else if (cJSON_IsString(t) && !strcmp(t->valuestring, "ack")) {
             double seq = 0;
-            double hold = 0;
+            double hold = 0, decode = 0;
             if (!get_num(o, "seq", 0, 4294967295.0, 0, &seq, why, "ack seq must be an integer 0..2^32-1") &&
-                !get_num(o, "hold_ms", 0, 60000, 1, &hold, why, "ack hold_ms must be a number 0..60000")) {
+                !get_num(o, "hold_ms", 0, 60000, 1, &hold, why, "ack hold_ms must be a number 0..60000") &&
+                !get_num(o, "decode_ms", 0, 60000, 1, &decode, why, "ack decode_ms must be a number 0..60000")) {
                 if (seq != floor(seq)) *why = "ack seq must be an integer 0..2^32-1";
                 else {
                     out->kind = RC_MSG_ACK;
                     out->ack_seq = (uint32_t)seq;
                     out->ack_hold_us = (uint32_t)(hold * 1000);
+                    out->ack_decode_us = (uint32_t)(decode * 1000);
                     r = 0;
                 }
             }

@@ -64,6 +64,7 @@ typedef struct rc_client_msg {
     rc_msg_kind kind;
     rcanvas_event event;     /* RC_MSG_EVENT */
     uint32_t ack_seq;        /* RC_MSG_ACK */
+    uint32_t ack_decode_us;  /* RC_MSG_ACK: the time its decode and draw took the client (decode_ms), µs; 0 = not said */
     uint32_t ack_hold_us;    /* RC_MSG_ACK: the time the client held the frame (arrival → ack: decode, draw), µs */
     int visible;             /* RC_MSG_VISIBILITY: 1 the viewer's canvas can be seen, 0 it cannot (no frames) */
 } rc_client_msg;

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cpu_steer.c — the steering by the CPUs (src/stream/rate.h, rc_steer_cpu and rc_link's cpu_bound) on
+ * synthetic inputs, deterministic: which of the link, the server's encoder and the viewer's decoder limits the
+ * frame rate; a saturated coder gets smaller frames (never a lower frame rate); the size comes back only after it
+ * fitted for a while; an app that draws slowly by itself, unmeasured costs and a link-limited viewer keep today's
+ * steering; and a delay trend that the CPUs explain is not taken for a queue, while a real one still is.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stream/rate.h"
+#include "test.h"
+
+#define PX (1920ull * 1080ull)
+
+/* costs of a coder measured at one size only: its full-size figure, as a 1080p frame's */
+static rc_cost full(double us) {
+    rc_cost c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < RC_CPU_SAMPLES && us > 0; i++) rc_cost_sample(&c, 1, us);
+    return c;
+}
+
+/* The cost per size: measured where measured, else from the nearest size measured, by area; a size measured
+ * keeps its own figure; the larger sizes' figures fade while a smaller size is used. */
+static void check_cost(void) {
+    rc_cost c;
+    memset(&c, 0, sizeof c);
+    CHECK(rc_cost_predict(&c, 1) == 0 && rc_cost_predict(NULL, 1) == 0);
+    rc_cost_sample(&c, 1, 80000);
+    CHECK_MSG(rc_cost_predict(&c, 1) == 0, "one frame (an encoder being made, a spike) counted");
+    rc_cost_sample(&c, 1, 80000);
+    rc_cost_sample(&c, 1, 80000);
+    CHECK(fabs(rc_cost_predict(&c, 2) - 20000) < 1 && fabs(rc_cost_predict(&c, 4) - 5000) < 1);
+    for (int i = 0; i < RC_CPU_SAMPLES; i++) rc_cost_sample(&c, 4, 9800); /* a 1/4 frame has fixed costs too */
+    CHECK(fabs(rc_cost_predict(&c, 4) - 9800) < 1);
+    CHECK_MSG(rc_cost_predict(&c, 2) > 19000 && rc_cost_predict(&c, 2) < 20000, "1/2: the lowest of full size's /4 and 1/4's x4: %.0f",
+              rc_cost_predict(&c, 2));
+    CHECK_MSG(rc_cost_predict(&c, 1) < 80000 * 0.98 && rc_cost_predict(&c, 1) > 80000 * 0.96, "full size faded: %.0f",
+              rc_cost_predict(&c, 1));
+    for (int i = 0; i < 200; i++) rc_cost_sample(&c, 4, 9800);
+    CHECK_MSG(rc_cost_predict(&c, 1) < 80000 * 0.14, "full size after 200 frames at 1/4: %.0f", rc_cost_predict(&c, 1));
+    rc_cost_sample(&c, 3, 1000); /* not a divisor: ignored */
+    rc_cost_sample(&c, 2, -5);
+    CHECK(c.at[1] == 0);
+}
+
+/* Which coder limits, and what size it gets. The goal is 60 fps, aimed at RC_CPU_FPS_MAX (30): 33.3 ms a frame,
+ * of which RC_CPU_BUSY (80 %) is 26.7 ms. */
+static void check_limits(void) {
+    rc_steer s;
+    rc_cost e, d;
+    rc_steer_init(&s, 85, 50e6);
+    rc_steer_cpu(&s, 85, 60, NULL, NULL, RC_STEER_SIZE_UP_CALLS, PX); /* nothing measured (an older client, no encode yet): as before */
+    CHECK(s.cpu_div == 1 && s.limit == RC_LIMIT_NONE);
+    e = full(10000), d = full(5000);
+    rc_steer_cpu(&s, 85, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX); /* both fast: the top */
+    CHECK(s.cpu_div == 1 && s.limit == RC_LIMIT_NONE);
+
+    e = full(80000);
+    rc_steer_cpu(&s, 85, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX); /* the encoder: 80 ms a full frame, 20 at half the size */
+    CHECK_MSG(s.cpu_div == 2 && s.limit == RC_LIMIT_ENCODER, "encoder 80 ms: div %d limit %s", s.cpu_div,
+              rc_limit_name(s.limit));
+
+    rc_steer_init(&s, 85, 50e6);
+    e = full(20000), d = full(150000);
+    rc_steer_cpu(&s, 85, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX); /* the decoder: 150 ms a full frame, 37.5 at 1/2, 9.4 at 1/4 */
+    CHECK_MSG(s.cpu_div == 4 && s.limit == RC_LIMIT_DECODER, "decoder 150 ms: div %d limit %s", s.cpu_div,
+              rc_limit_name(s.limit));
+    rc_steer_cpu(&s, 85, 60, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX); /* that viewer left: the encoder's 20 ms fit, but not at once */
+    CHECK(s.cpu_div == 4);
+
+    rc_steer_init(&s, 85, 50e6);
+    e = full(80000);
+    rc_steer_cpu(&s, 85, 10, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX); /* an app drawing 10 fps by itself: 80 ms of its 100 is no limit */
+    CHECK_MSG(s.cpu_div == 1 && s.limit == RC_LIMIT_NONE, "10 fps app: div %d", s.cpu_div);
+
+    rc_steer_init(&s, 85, 50e6);
+    e = full(25000);
+    rc_steer_cpu(&s, 85, 60, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX); /* 25 ms: 30 fps fit (RC_CPU_FPS_MAX), no shrinking for 60 */
+    CHECK_MSG(s.cpu_div == 1, "25 ms a frame at 60 fps: div %d", s.cpu_div);
+
+    rc_steer_init(&s, 85, 50e6);
+    s.fps_cap = 15; /* a link-limited tier (the link's steering capped it): reported as the link's */
+    e = full(10000), d = full(10000);
+    rc_steer_cpu(&s, 85, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK(s.cpu_div == 1 && s.limit == RC_LIMIT_LINK);
+    s.fps_cap = 0;
+    s.quality = 60;
+    rc_steer_cpu(&s, 85, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK(s.limit == RC_LIMIT_LINK);
+    rc_steer_cpu(&s, 0, 60, &e, &d, RC_STEER_SIZE_UP_CALLS, PX); /* video reports no quality */
+    CHECK(s.limit == RC_LIMIT_NONE);
+}
+
+/* The size comes back only once the larger one would take at most RC_CPU_UP (50 %) of a frame's time, on
+ * RC_STEER_SIZE_UP_CALLS calls in a row; a smaller one is taken at once. A size measured slow is tried again only
+ * after its figure faded (RC_CPU_FORGET) and then fitted for a while. */
+static void check_hysteresis(void) {
+    rc_steer s;
+    rc_steer_init(&s, 85, 50e6);
+    rc_cost e = full(80000);
+    rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK(s.cpu_div == 2);
+    int calls = 0;
+    while (s.cpu_div == 2 && calls < 1000) { /* 1/2 frames take 5 ms: the full size's 80 ms fades */
+        rc_cost_sample(&e, 2, 5000);
+        rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+        calls++;
+    }
+    /* 80 ms × 0.99^n ≤ 16.7 ms from n = 157, then 30 calls of it */
+    CHECK_MSG(s.cpu_div == 1 && calls >= 150 && calls <= 200, "full size tried again after %d frames", calls);
+    rc_cost_sample(&e, 1, 80000); /* still slow: back down at once */
+    rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 2, "slow again at full size: div %d", s.cpu_div);
+
+    /* 20 ms at full size (60 % of the frame's time) fits, but not with the margin: it stays at 1/2 */
+    rc_steer_init(&s, 85, 50e6);
+    e = full(80000);
+    rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+    for (int i = 0; i < 100; i++) {
+        rc_cost_sample(&e, 1, 20000);
+        rc_cost_sample(&e, 2, 5000);
+        e.at[0] = 20000; /* held there: no fading */
+        rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+    }
+    CHECK_MSG(s.cpu_div == 2, "20 ms a full frame took the size back: div %d", s.cpu_div);
+    e.at[0] = 15000;
+    calls = 0;
+    while (s.cpu_div == 2 && calls < 100) {
+        e.at[0] = 15000;
+        rc_steer_cpu(&s, 85, 30, &e, NULL, RC_STEER_SIZE_UP_CALLS, PX);
+        calls++;
+    }
+    CHECK_MSG(s.cpu_div == 1 && calls == RC_STEER_SIZE_UP_CALLS, "back to full size after %d calls", calls);
+    CHECK(s.limit == RC_LIMIT_NONE);
+
+    /* video: each size step is a keyframe, so a larger size comes back after RC_CPU_VIDEO_UP_CALLS */
+    rc_steer_init(&s, 85, 50e6);
+    rc_cost d = full(80000);
+    rc_steer_cpu(&s, 0, 30, NULL, &d, RC_CPU_VIDEO_UP_CALLS, PX);
+    CHECK(s.cpu_div == 2 && s.limit == RC_LIMIT_DECODER);
+    calls = 0;
+    while (s.cpu_div == 2 && calls < 1000) {
+        d.at[0] = 15000;
+        rc_steer_cpu(&s, 0, 30, NULL, &d, RC_CPU_VIDEO_UP_CALLS, PX);
+        calls++;
+    }
+    CHECK_MSG(calls == RC_CPU_VIDEO_UP_CALLS, "video back to full size after %d calls", calls);
+}
+
+/* What the link's steering does with the CPUs' size: an image codec on a fast link encodes at 1/cpu_div and at
+ * most RC_CPU_Q_MAX, with no frame-rate cap (the frame rate is what the shrinking is for); video likewise at
+ * 1/cpu_div; on a slow link the link's own smaller size, quality and cap still hold. */
+static void check_with_link(void) {
+    rc_steer s;
+    rc_steer_init(&s, 85, 50e6);
+    s.cpu_div = 2;
+    for (int i = 0; i < 5; i++) rc_steer_image(&s, 85, 100e6, 60, PX, (uint64_t)(0.05 * PX / (s.scale_div * s.scale_div)));
+    CHECK_MSG(s.scale_div == 2 && s.quality <= RC_CPU_Q_MAX && !(s.fps_cap > 0), "image, CPU-limited: div %d q %d cap %.1f",
+              s.scale_div, s.quality, s.fps_cap);
+    s.cpu_div = 1;
+    for (int i = 0; i < 5; i++) rc_steer_image(&s, 85, 100e6, 60, PX, (uint64_t)(0.05 * PX / (s.scale_div * s.scale_div)));
+    CHECK_MSG(s.scale_div == 1 && s.quality == 85, "image, not limited: div %d q %d", s.scale_div, s.quality);
+    /* a 2 Mbit/s link: the link's size (1/4) wins over the CPUs' 1/2 */
+    s.cpu_div = 2;
+    for (int i = 0; i < 5; i++) rc_steer_image(&s, 85, 2e6, 60, PX, (uint64_t)(0.05 * PX / (s.scale_div * s.scale_div)));
+    CHECK_MSG(s.scale_div == 4, "image on 2 Mbit/s: div %d", s.scale_div);
+
+    rc_steer v;
+    rc_steer_init(&v, 85, 8e6);
+    v.cpu_div = 2;
+    rc_steer_video(&v, 8e6, 20e6, 60, PX);
+    CHECK_MSG(v.scale_div == 2 && !(v.fps_cap > 0) && v.bitrate_bps == 8e6, "video, CPU-limited: div %d cap %.1f",
+              v.scale_div, v.fps_cap);
+    v.cpu_div = 1;
+    for (int i = 0; i < RC_STEER_SIZE_UP_CALLS; i++) rc_steer_video(&v, 8e6, 20e6, 60, PX);
+    CHECK_MSG(v.scale_div == 1, "video, no longer limited: div %d", v.scale_div);
+}
+
+/* The link: frames of 20 kB every 33 ms (4.8 Mbit/s) on a 20 Mbit/s link, 20 ms each way, whose arrivals (as the
+ * server sees them: the ack less the client's hold) drift 2 ms later a frame for 60 frames — a machine whose
+ * CPU falls behind — then stay. With cpu_bound the target is not cut; without it the trendline cuts it (the test
+ * is of the signal, not of a link that never looked congested). A standing queue past RC_LINK_QUEUE_MAX_US is cut
+ * either way. */
+static double drift_run(int cpu_bound, int64_t drift_us, int frames) {
+    rc_link l;
+    rc_link_init(&l, 10e6);
+    rc_link_send rec;
+    int64_t send = 1000000, extra = 0;
+    double lo = l.target_bps;
+    for (int i = 0; i < frames; i++) {
+        rc_link_on_send(&l, send, 0, &rec);
+        int64_t ack = send + 8000 + 40000 + extra; /* 8 ms to serialize, 40 ms of round trip, the drift */
+        if (i >= 20 && i < 20 + 60) extra += drift_us;
+        l.cpu_bound = cpu_bound;
+        rc_link_on_ack(&l, &rec, 20000, send, ack, 0, 1);
+        if (l.target_bps < lo) lo = l.target_bps;
+        send += 33333;
+    }
+    return lo;
+}
+
+static void check_link_delay(void) {
+    double without = drift_run(0, 2000, 120), with = drift_run(1, 2000, 120);
+    printf("# a CPU falling behind 2 ms a frame: the target's low %.2f Mbit/s (as congestion), %.2f (cpu_bound)\n",
+           without / 1e6, with / 1e6);
+    CHECK_MSG(without < 8e6, "the drift alone was not taken for congestion (%.2f Mbit/s): the test tests nothing",
+              without / 1e6);
+    CHECK_MSG(with >= 10e6, "a delay the CPU explains cut the target to %.2f Mbit/s", with / 1e6);
+    /* 6 ms a frame for 60 frames: 360 ms of standing delay, past RC_LINK_QUEUE_MAX_US: cut whatever the CPU */
+    double queue = drift_run(1, 6000, 120);
+    CHECK_MSG(queue < 8e6, "a 360 ms standing delay with cpu_bound kept %.2f Mbit/s", queue / 1e6);
+}
+
+/* A small picture is not shrunk below RC_CPU_MIN_PX: its time is mostly fixed costs. */
+static void check_small(void) {
+    rc_steer s;
+    rc_steer_init(&s, 85, 50e6);
+    rc_cost d = full(80000);
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, 400 * 300);
+    CHECK_MSG(s.cpu_div == 1, "a 400x300 picture shrunk to 1/%d", s.cpu_div);
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, 640 * 480);
+    CHECK_MSG(s.cpu_div == 2, "a 640x480 picture at 1/%d (320x240 at most)", s.cpu_div);
+}
+
+static void check_busy(void) {
+    CHECK(rc_cpu_busy(30000, 30));   /* 90 % */
+    CHECK(!rc_cpu_busy(20000, 30));  /* 60 % */
+    CHECK(!rc_cpu_busy(0, 30) && !rc_cpu_busy(30000, 0));
+    CHECK(!strcmp(rc_limit_name(RC_LIMIT_DECODER), "decoder") && !strcmp(rc_limit_name(RC_LIMIT_NONE), "none"));
+}
+
+int main(void) {
+    check_cost();
+    check_limits();
+    check_hysteresis();
+    check_with_link();
+    check_link_delay();
+    check_small();
+    check_busy();
+    TEST_MAIN_END();
+}
