@@ -354,7 +354,14 @@ def mimebundle_for(canvas):
     if w is None or w.comm is None:
         w = widget_for(canvas)
         canvas._widget = w
-    return w._repr_mimebundle_()
+    bundle = w._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    if isinstance(data, dict):
+        # a front end without ipywidgets' renderer (Notebook 6 without the widgets extension, nbviewer) shows the
+        # iframe as before; one with it prefers the widget's mime type
+        from . import iframe_html
+        data.setdefault("text/html", iframe_html(canvas.display_url, canvas.get_size()))
+    return bundle
 
 
 def local_notebook_origins():

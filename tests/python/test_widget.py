@@ -124,3 +124,15 @@ def test_bundle_is_one_module(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "function", r.stderr
     assert "import.meta" not in text and "\nimport " not in text
+
+
+def test_canvas_shows_the_widget_with_the_iframe_as_fallback(setup, monkeypatch):
+    srv, c, w, got = setup
+    monkeypatch.setattr(widget, "in_kernel", lambda: True)
+    b = c._repr_mimebundle_()
+    data = b[0] if isinstance(b, tuple) else b
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert '<iframe src="' in data["text/html"] and c.url.split("?")[0] in data["text/html"]
+    assert c._repr_mimebundle_() is not None and c._widget.comm is not None  # one widget per canvas, reused
+    monkeypatch.setenv("RCANVAS_WIDGET", "0")
+    assert set(c._repr_mimebundle_()) == {"text/html", "text/plain"}
