@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     REQUIRE(why == NULL);
     switch (m.kind) {
-    case RC_MSG_ACK: REQUIRE(m.ack_hold_us <= 60000u * 1000u); break;
+    case RC_MSG_ACK: REQUIRE(m.ack_hold_us <= 60000u * 1000u && m.ack_decode_us <= 60000u * 1000u); break;
     case RC_MSG_VISIBILITY: REQUIRE(m.visible == 0 || m.visible == 1); break;
     case RC_MSG_KEYFRAME: break;
     case RC_MSG_EVENT: {

@@ -207,6 +207,35 @@ static void test_bad_messages(void) {
 
 /* A NUL inside a string (raw, or the \u0000 escape) is refused: cJSON keeps C strings, so "z\u0000b" reached the
  * app as "z" (issue 19); an escaped backslash before the text u0000 is no NUL. */
+/* acks: seq, the optional hold_ms and decode_ms (the viewer's decode+draw time the steering reads: 0 when not said,
+ * an old client's ack), and out-of-range values refused as malformed */
+static void test_acks(void) {
+    rc_client_msg m;
+    const char *why = NULL;
+    CHECK_EQ_INT(parse("{\"type\":\"ack\",\"seq\":7}", &m, &why), RCANVAS_OK);
+    CHECK_EQ_INT(m.kind, RC_MSG_ACK);
+    CHECK_EQ_INT(m.ack_seq, 7);
+    CHECK_EQ_INT(m.ack_hold_us, 0);
+    CHECK_EQ_INT(m.ack_decode_us, 0);
+    CHECK_EQ_INT(parse("{\"type\":\"ack\",\"seq\":8,\"hold_ms\":12.5,\"decode_ms\":31.25}", &m, &why), RCANVAS_OK);
+    CHECK_EQ_INT(m.ack_seq, 8);
+    CHECK_EQ_INT(m.ack_hold_us, 12500);
+    CHECK_EQ_INT(m.ack_decode_us, 31250);
+    CHECK_EQ_INT(parse("{\"type\":\"ack\",\"seq\":9,\"decode_ms\":60000}", &m, &why), RCANVAS_OK);
+    CHECK_EQ_INT(m.ack_decode_us, 60000000u);
+    static const char *bad[] = {
+        "{\"type\":\"ack\",\"seq\":9,\"decode_ms\":-1}",
+        "{\"type\":\"ack\",\"seq\":9,\"decode_ms\":60000.5}",
+        "{\"type\":\"ack\",\"seq\":9,\"decode_ms\":\"fast\"}",
+        "{\"type\":\"ack\",\"seq\":9,\"decode_ms\":1e309}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        why = NULL;
+        CHECK_MSG(parse(bad[i], &m, &why) == RCANVAS_EINVAL && why && strstr(why, "decode_ms"), "%s: %s", bad[i],
+                  why ? why : "(no reason)");
+    }
+}
+
 static void test_nul(void) {
     rc_client_msg m;
     const char *why = NULL;
@@ -227,6 +256,7 @@ static void test_nul(void) {
 }
 
 int main(void) {
+    test_acks();
     test_nul();
     test_header_roundtrip();
     test_good_events();
