@@ -246,9 +246,16 @@ function tilePayload(buffer, header) {
 
 /** Sent after a frame (all its tiles) has been drawn, refinements included, in arrival order. */
 /** The ack of frame seq, drawn holdMs after its last byte arrived (decode and draw): the server takes that time off
- *  the round trip it measures the link by. */
-const ackMessage = (seq, holdMs) =>
-  (holdMs > 0 ? { type: 'ack', seq, hold_ms: Math.min(60000, Math.round(holdMs * 10) / 10) } : { type: 'ack', seq });
+ *  the round trip it measures the link by. decodeMs (optional): the time this client spent on the frame, from its
+ *  first byte or the end of the frame before it, whichever came later, to drawn: what its decoder costs a frame,
+ *  which the server weighs against the frame rate (docs/protocol.md, "decode_ms"). */
+const ms01 = (ms) => Math.min(60000, Math.round(ms * 10) / 10);
+const ackMessage = (seq, holdMs, decodeMs) => {
+  const m = { type: 'ack', seq };
+  if (holdMs > 0) m.hold_ms = ms01(holdMs);
+  if (decodeMs > 0) m.decode_ms = ms01(decodeMs);
+  return m;
+};
 
 /** The server's view of this viewer's link and its encoder's settings (hello.link, role.link, {"type":"link"}), as
  *  plain numbers: rate/target kbit/s, rtt ms, quality (0 = not a quality codec), scale (1, 2, 4), fps cap (0 =
@@ -258,7 +265,8 @@ function parseLink(o) {
   const num = (k) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? o[k] : null);
   return { rateKbps: num('rate_kbps'), targetKbps: num('target_kbps'), rttMs: num('rtt_ms'), minRttMs: num('min_rtt_ms'),
            window: num('window'), rung: num('rung'), quality: num('quality'), scale: num('scale'),
-           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps') };
+           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps'),
+           limit: typeof o.limit === 'string' ? o.limit : null };
 }
 
 /** Asks the server for a keyframe: sent after the video decoder was reset (an error, or a stream that did not start
@@ -1690,6 +1698,10 @@ class RCanvasView {
     this.presentProbe = this.makePresentProbe();
     this.assembling = null;            // the frame whose tiles are arriving
     this.presentChain = Promise.resolve();
+    this.presentDone = 0;                // performance.now() when the last frame was drawn (its ack's decode_ms)
+    // Test hook: a decoder this many ms slower per megapixel of a frame (a saturated viewer, simulated: the wait is
+    // part of the frame's decode time as a slow decoder's would be, and shrinks with the frame as decoding does)
+    this.testDecodeMsPerMpx = 0;
     this.cssWidth = 0;
     this.cssHeight = 0;
     this.lastResizeKey = '';
@@ -2026,13 +2038,22 @@ class RCanvasView {
   present(f) {
     this.presentChain = this.presentChain.then(async () => {
       const drawables = await Promise.all(f.tiles.map((t) => t.drawable));
+      if (this.testDecodeMsPerMpx > 0 && !f.incomplete) {
+        await new Promise((resolve) => this.win.setTimeout(resolve, this.testDecodeMsPerMpx * f.frameWidth * f.frameHeight / 1e6));
+      }
       try {
         if (!f.incomplete && !this.destroyed && drawables.some((d) => d)) this.drawFrame(f, drawables);
       } catch (err) {
         console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
       } finally {
         for (const d of drawables) if (d) d.close();
-        this.conn.send(ackMessage(f.seq, performance.now() - f.lastArrived), f.socket); // skipped if it closed
+        // decode_ms: the frames decode and draw one after the other, so a frame's own time starts when its first
+        // byte came or when the frame before it was drawn, whichever is later; when the decoder keeps up it is the
+        // frame's decode and draw, when it falls behind the spacing of drawn frames (its throughput)
+        const done = performance.now();
+        const cost = done - Math.max(f.arrived, this.presentDone);
+        this.presentDone = done;
+        this.conn.send(ackMessage(f.seq, done - f.lastArrived, cost), f.socket); // skipped if it closed
       }
     }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err));
   }
