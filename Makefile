@@ -247,7 +247,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 FUZZ_SRC_msg := src/transport/wire.c
 FUZZ_SRC_header := src/transport/wire.c
 FUZZ_SRC_route := src/transport/route.c src/core/util.c
-FUZZ_SRC_auth := src/transport/auth.c
+FUZZ_SRC_auth := src/transport/auth.c src/core/util.c
 FUZZ_LIBS := -lcjson -lm
 FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
 

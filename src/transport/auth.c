@@ -5,12 +5,11 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
+#include "core/util.h"
 #include "transport/auth.h"
 
 /* ---- roles ---- */
@@ -94,27 +93,9 @@ rc_role rc_auth_request_role(const rc_auth_request *rq, const char *interactive,
     return RC_ROLE_NONE;
 }
 
-static int random_hex(char *out, size_t nbytes) {
-    unsigned char raw[RC_SESSION_BYTES];
-    if (nbytes > sizeof raw) return -1;
-    for (size_t got = 0; got < nbytes;) {
-        ssize_t n = getrandom(raw + got, nbytes - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        got += (size_t)n;
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < nbytes; i++) {
-        out[2 * i] = hex[raw[i] >> 4];
-        out[2 * i + 1] = hex[raw[i] & 15];
-    }
-    out[2 * nbytes] = '\0';
-    return 0;
-}
-
 int rc_auth_session_new(rc_auth_session *s) {
-    if (random_hex(s->path, RC_SESSION_BYTES) || random_hex(s->interactive, RC_SESSION_BYTES) ||
-        random_hex(s->view, RC_SESSION_BYTES))
+    if (rc_random_hex(s->path, RC_SESSION_BYTES) || rc_random_hex(s->interactive, RC_SESSION_BYTES) ||
+        rc_random_hex(s->view, RC_SESSION_BYTES))
         return -1;
     return 0;
 }
