@@ -32,6 +32,7 @@ from setuptools.dist import Distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBNAME = "librcanvas.so"
+WIDGET = "widget.js"
 # What the library's CMake configure (RCANVAS_PROGRAMS=OFF) and build read: the sdist carries these in csrc/.
 C_SOURCES = ("CMakeLists.txt", "LICENSE", "cmake", "include", "src", "client")
 # The pkg-config modules CMakeLists.txt requires, and the Debian 12 package of each (the Makefile's APT_PACKAGES).
@@ -95,6 +96,18 @@ class BuildPyWithLibrary(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install uses RCANVAS_LIBRARY or the build tree (rcanvas._lib.load)
         self.copy_file(self.build_library(), os.path.join(self.build_lib, "rcanvas", LIBNAME), preserve_mode=True)
+        self.build_widget()
+
+    def build_widget(self):
+        """widget.js, the notebook widget's front end, bundled from the client/ of the sources built (an installed
+        package has no client/ to bundle at import, as a source tree does)."""
+        src = c_sources()
+        out = os.path.join(self.build_lib, "rcanvas", WIDGET)
+        env = dict(os.environ, RCANVAS_CLIENT_DIR=os.path.join(src, "client"))
+        r = subprocess.run([sys.executable, os.path.join(HERE, "rcanvas", "bundle_widget.py"), "--out", out], env=env,
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.isfile(out):
+            raise BuildError(f"bundling the notebook widget (rcanvas/bundle_widget.py) failed: {r.stdout}{r.stderr}")
 
     def build_library(self):
         src = c_sources()
@@ -116,6 +129,7 @@ class BuildPyWithLibrary(build_py):
         outs = super().get_outputs(include_bytecode)
         if not getattr(self, "editable_mode", False):
             outs.append(os.path.join(self.build_lib, "rcanvas", LIBNAME))
+            outs.append(os.path.join(self.build_lib, "rcanvas", WIDGET))
         return outs
 
 
@@ -163,6 +177,5 @@ if out:
     os.makedirs(out, exist_ok=True)
     options = {"build": {"build_base": os.path.join(out, "build")}, "egg_info": {"egg_base": out}}
 
-# widget.js: the notebook widget's front end (rcanvas.widget), which an installed package cannot bundle from client/
-setup(packages=["rcanvas"], package_data={"rcanvas": ["widget.js"]}, cmdclass=cmdclass,
+setup(packages=["rcanvas"], cmdclass=cmdclass,
       distclass=LibraryDistribution, options=options)

@@ -6,12 +6,14 @@ reads of those objects, so the modules run unchanged. Two names are bound in the
 browser's globals: WebSocket and fetch, so that a view whose URL is on the host `comm.rcanvas.invalid` talks
 through the widget's comm (widget_front.js) while every other URL goes to the browser's own.
 
-    python3 python/rcanvas/bundle_widget.py          # writes python/rcanvas/widget.js
+    python3 python/rcanvas/bundle_widget.py          # writes python/rcanvas/widget.js (git ignores it)
+    python3 python/rcanvas/bundle_widget.py --out F  # writes F (the package build: python/setup.py)
     python3 python/rcanvas/bundle_widget.py --check  # exit 1 when widget.js differs from what it would write
     RCANVAS_CLIENT_DIR=DIR …                         # the client modules of DIR (e.g. a commit's, checked out)
 
 In a source tree (client/ next to the package) rcanvas.widget bundles at import, so the widget runs the client
-of that tree; widget.js is what an installed package, which has no client/, ships.
+of that tree; widget.js is what an installed package, which has no client/, ships: python/setup.py writes it into
+the package as it builds, from the client/ of the sources it builds (so it is never a stale copy in git).
 """
 
 import base64
@@ -71,13 +73,14 @@ def bundle():
 
 def main(argv):
     text = bundle()
+    out = argv[argv.index("--out") + 1] if "--out" in argv[:-1] else OUT
     if "--check" in argv:
-        old = open(OUT, encoding="utf-8").read() if os.path.exists(OUT) else ""
+        old = open(out, encoding="utf-8").read() if os.path.exists(out) else ""
         if old != text:
-            print("python/rcanvas/widget.js is out of date: run python3 python/rcanvas/bundle_widget.py")
+            print(f"{out} is out of date: run python3 python/rcanvas/bundle_widget.py")
             return 1
         return 0
-    with open(OUT, "w", encoding="utf-8") as f:
+    with open(out, "w", encoding="utf-8") as f:
         f.write(text)
     return 0
 
