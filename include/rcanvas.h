@@ -229,6 +229,16 @@ RCANVAS_API int rcanvas_server_url(const rcanvas_server *server, const char *nam
 /* The same with the view-only token. */
 RCANVAS_API int rcanvas_server_view_url(const rcanvas_server *server, const char *name, char *buf, size_t cap);
 
+/* The URL of a canvas by this server process's session instead of a token:
+ * "http://HOST:PORT[BASE]/s/R/[c/NAME]?session=S", R the process's secret path segment and S the session key of the
+ * role (view_only 0: interactive), both random per server process (docs/security.md). For a client that opens the
+ * canvas from another origin and can keep no cookie (a notebook widget): what it sends, reconnects included, opens
+ * nothing once this process has ended, so a listener that takes the port over learns nothing reusable, where a
+ * token (which a --token-file or a notebook kernel keeps across restarts) would open the next server. Into buf (cap
+ * bytes, NUL-terminated); returns the length, or RCANVAS_EINVAL (NULL server or buf, cap too small). Any thread. */
+RCANVAS_API int rcanvas_server_session_url(const rcanvas_server *server, const char *name, int view_only, char *buf,
+                                           size_t cap);
+
 /* ---- TLS (issue 11) -------------------------------------------------------------------------------------- */
 
 /* The SHA-256 fingerprint of the certificate the server presents, as `openssl x509 -noout -fingerprint -sha256`

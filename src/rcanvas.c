@@ -241,21 +241,31 @@ const char *rcanvas_server_token(const rcanvas_server *s) { return s ? s->token 
 
 const char *rcanvas_server_view_token(const rcanvas_server *s) { return s ? s->view_token : NULL; }
 
-static int server_url(const rcanvas_server *s, const char *token, const char *name, char *buf, size_t cap) {
+/* "SCHEME://HOST:PORT[BASE]/[PREFIX][c/NAME]?ARG=VALUE": a canvas's URL with its credential (PREFIX: "" or the
+ * session's "s/R/"). */
+static int canvas_url(const rcanvas_server *s, const char *prefix, const char *arg, const char *value,
+                      const char *name, char *buf, size_t cap) {
     if (!s || !buf) return RCANVAS_EINVAL;
     const char *host = strcmp(s->host, "0.0.0.0") ? s->host : "127.0.0.1";
     int bracket = strchr(host, ':') != NULL;
     int port = rc_transport_port(s->transport);
     const char *scheme = rc_transport_tls_fingerprint(s->transport) ? "https" : "http";
-    int n;
-    if (name && *name)
-        n = snprintf(buf, cap, "%s://%s%s%s:%d%s/c/%s?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
-                     port, s->base_path, name, token);
-    else
-        n = snprintf(buf, cap, "%s://%s%s%s:%d%s/?token=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
-                     port, s->base_path, token);
+    int named = name && *name;
+    int n = snprintf(buf, cap, "%s://%s%s%s:%d%s/%s%s%s?%s=%s", scheme, bracket ? "[" : "", host, bracket ? "]" : "",
+                     port, s->base_path, prefix, named ? "c/" : "", named ? name : "", arg, value);
     if (n < 0 || (size_t)n >= cap) return RCANVAS_EINVAL;
     return n;
+}
+
+static int server_url(const rcanvas_server *s, const char *token, const char *name, char *buf, size_t cap) {
+    return canvas_url(s, "", "token", token, name, buf, cap);
+}
+
+int rcanvas_server_session_url(const rcanvas_server *s, const char *name, int view_only, char *buf, size_t cap) {
+    if (!s || !buf) return RCANVAS_EINVAL;
+    char prefix[RC_SESSION_CHARS + 4];
+    snprintf(prefix, sizeof prefix, "s/%s/", rc_transport_session_path(s->transport));
+    return canvas_url(s, prefix, "session", rc_transport_session_key(s->transport, view_only), name, buf, cap);
 }
 
 /* ---- TLS (issue 11) ---- */

@@ -276,6 +276,18 @@ class Server:
             url = "/" + url.split("://", 1)[1].split("/", 1)[1]
         return url
 
+    def session_url(self, name=None, *, view_only=False, relative=False):
+        """The URL of a canvas's page by this server process's session ("…/s/R/c/NAME?session=S") instead of a
+        token: for a client on another origin that keeps no cookie (the notebook widget). What such a client sends,
+        reconnects included, opens nothing once this process has ended (rcanvas_server_session_url)."""
+        buf = ctypes.create_string_buffer(4096)
+        _check(lib().rcanvas_server_session_url(self.handle, _b(name, "name"), 1 if view_only else 0, buf, len(buf)),
+               "rcanvas_server_session_url")
+        url = buf.value.decode()
+        if relative:
+            url = "/" + url.split("://", 1)[1].split("/", 1)[1]
+        return url
+
     def canvas(self, name="", *, replace=False, **kwargs):
         """A new Canvas on this server (see Canvas). replace=True: a canvas of this name that exists is closed
         first (its viewers get 1001 "canvas closed" and, reconnecting, find the new one at the same URL) — what

@@ -139,6 +139,7 @@ def _declare(lib):
         "rcanvas_server_view_token": (c_char_p, [c_void_p]),
         "rcanvas_server_url": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t]),
         "rcanvas_server_view_url": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t]),
+        "rcanvas_server_session_url": (c_int, [c_void_p, c_char_p, c_int, c_char_p, c_size_t]),
         "rcanvas_canvas_config_init": (None, [P(CanvasConfig)]),
         "rcanvas_canvas_new": (c_int, [c_void_p, P(CanvasConfig), P(c_void_p)]),
         "rcanvas_canvas_free": (None, [c_void_p]),

@@ -282,7 +282,7 @@ def _safe_location(loc):
 
 # Secrets that may appear in a proxied URL: rcanvas' token (or the notebook's, when the browser logs in by it),
 # _xsrf, and the secret path segment R of rcanvas' cookie path (<prefix>/<port>/s/<R>/).
-_SECRET_PARAM = re.compile(r"((?:^|[?&;])(?:token|view_token|_xsrf|access_token)=)[^&;#\s]*", re.IGNORECASE)
+_SECRET_PARAM = re.compile(r"((?:^|[?&;])(?:token|view_token|_xsrf|access_token|session)=)[^&;#\s]*", re.IGNORECASE)
 _SECRET_SEGMENT = re.compile(r"(/\d{1,5}/s/)[^/?#\s]+")
 
 

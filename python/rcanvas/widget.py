@@ -267,11 +267,23 @@ def _direct_mode():
     return {"0": "comm", "1": "direct"}.get(v, "auto")
 
 
+def _with_token(path, token):
+    """The front end's WebSocket path ("/c/NAME/ws?session=S&codecs=…") with whatever credential it carries
+    replaced by the kernel's token: the relay connects from the kernel to its own server, where the session's path
+    prefix is gone from the path the front end sends."""
+    base, _, query = path.partition("?")
+    # the other arguments as they came (codecs=h264,png: re-encoding would turn its commas into %2C)
+    args = [a for a in query.split("&") if a and a.split("=", 1)[0] not in ("token", "session")]
+    return f"{base}?" + "&".join([f"token={token}"] + args)
+
+
 class CanvasWidget(anywidget.AnyWidget):
     """The live view of an rcanvas.Canvas in a notebook (see the module's doc)."""
 
     _esm = _load_esm()
-    url = traitlets.Unicode("").tag(sync=True)          # the page URL with the token (the direct way's)
+    # the page URL by the server process's session ("…/s/R/c/NAME?session=S"), never the token: the browser's
+    # direct WebSocket and its reconnects then carry nothing that opens the server after a restart
+    url = traitlets.Unicode("").tag(sync=True)
     canvas_name = traitlets.Unicode("").tag(sync=True)
     width = traitlets.Int(640).tag(sync=True)           # CSS pixels of the output
     height = traitlets.Int(480).tag(sync=True)
@@ -284,9 +296,11 @@ class CanvasWidget(anywidget.AnyWidget):
         host = os.environ.get("RCANVAS_HOST", "127.0.0.1")
         self._host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
         self._port = server.port
+        self._token = server.token   # the comm way's relay is the kernel's own viewer: it goes by the token
         self._relays = {}
         kw.setdefault("way", _direct_mode())
-        super().__init__(url=canvas.display_url, canvas_name=canvas.name,
+        url = server.session_url(canvas.name, relative=bool(server.base_path))
+        super().__init__(url=url, canvas_name=canvas.name,
                          width=int(round(size["width"])), height=int(round(size["height"])), **kw)
         self.on_msg(self._on_front)
 
@@ -303,7 +317,7 @@ class CanvasWidget(anywidget.AnyWidget):
             old = self._relays.pop(sid, None)
             if old:
                 old.stop()
-            self._relays[sid] = _Relay(weakref.ref(self), sid, path)
+            self._relays[sid] = _Relay(weakref.ref(self), sid, _with_token(path, self._token))
             self._prune()
         elif op == "m":
             r = self._relays.get(sid)

@@ -191,7 +191,10 @@ async function render({ model, el }) {
   const stop = (ev) => ev.stopPropagation();
   for (const t of KEY_EVENTS) box.addEventListener(t, stop);
 
+  // the page URL by the server process's session (…/s/R/c/NAME?session=S): the view goes by ?session= under s/R/
+  // and is told so (a refusal after a restart then reads "Server restarted")
   const url = model.get('url');
+  const sessionKey = url ? new URL(url, location.href).searchParams.get('session') || '' : '';
   const want = model.get('way');
   let way = 'comm';
   if (want !== 'comm' && url && await probeDirect(url)) way = 'direct';
@@ -204,7 +207,7 @@ async function render({ model, el }) {
     const u = new URL(url, location.href);
     viewUrl = `http://${link.key}.${COMM_HOST}${u.pathname.replace(/^.*(\/c\/[^/]+\/?)$/, '$1')}${u.search}`;
   }
-  const view = new RCanvasView(box, { url: viewUrl, stats: model.get('stats') });
+  const view = new RCanvasView(box, { url: viewUrl, stats: model.get('stats'), sessionKey, session: !!sessionKey });
   view.way = way;
   view.overlay.render = () => { view.overlay.pre.textContent = `${formatStats(view.stats())}\nway: ${way}`; };
   box.rcanvas = view;                                         // for tests and tools: the view of this output

@@ -511,6 +511,10 @@ int rc_transport_start(rc_transport *t) {
 int rc_transport_port(const rc_transport *t) { return t->port; }
 
 const char *rc_transport_tls_fingerprint(const rc_transport *t) { return t->tls ? t->tls_fingerprint : NULL; }
+const char *rc_transport_session_path(const rc_transport *t) { return t->session.path; }
+const char *rc_transport_session_key(const rc_transport *t, int view_only) {
+    return view_only ? t->session.view : t->session.interactive;
+}
 /* Sends every viewer its close frame (1001) and waits until their close handshakes end, at most
  * RC_DRAIN_MAX_US: a page then sees a clean close (wasClean, code 1001) rather than 1006 from a dropped socket. A
  * client that does not answer (it never reads) costs the whole wait; the context's destroy then cuts it. */

@@ -44,6 +44,10 @@ int rc_transport_start(rc_transport *t);
 int rc_transport_port(const rc_transport *t);
 /* The served certificate's SHA-256 fingerprint ("AB:CD:…"), or NULL without TLS. */
 const char *rc_transport_tls_fingerprint(const rc_transport *t);
+/* This process's session (auth.h): the secret path segment R and the session key S of a role (view_only 0:
+ * interactive), NUL-terminated strings owned by the transport, fixed for its life. */
+const char *rc_transport_session_path(const rc_transport *t);
+const char *rc_transport_session_key(const rc_transport *t, int view_only);
 /* Wakes the network thread: it asks every session for packets and state changes and runs the canvases' timers.
  * Any thread, any locks held; cheap (an eventfd write). */
 void rc_transport_wake(rc_transport *t);

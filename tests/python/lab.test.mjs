@@ -130,6 +130,10 @@ async function openNotebook(lab, defer, ui = 'lab/tree') {
   defer(() => page.close());
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  // every WebSocket the page opens: the widget's own (to the kernel's rcanvas port) must carry its session, never
+  // the token (what it sends, reconnects included, must open nothing after the server has gone)
+  page.wsUrls = [];
+  page.on('websocket', (ws) => page.wsUrls.push(ws.url()));
   page.on('console', (m) => { if (/rcanvas|anywidget|error/i.test(m.text())) console.log(`page: ${m.text().slice(0, 300)}`); });
   // the notebook's kernel started beforehand, as the page would: a page that finds no kernel list yet (a loaded
   // machine) asks "Select Kernel" in a dialog instead, which would hide the cells
@@ -223,6 +227,12 @@ test('JupyterLab, direct: frames, click, keys kept from Lab, two canvases, re-ru
       const a = await cellWidget(page, 0);
       assert.equal(a.way, 'direct', 'the browser reaches the kernel\'s port: the widget connects straight');
       await untilColor(a.el, COLOR_A, 'cell 0\'s colour');
+      const direct = page.wsUrls.filter((u) => /\/c\/labA\/ws/.test(u));
+      assert.ok(direct.length > 0, `the widget's WebSocket among ${JSON.stringify(page.wsUrls)}`);
+      for (const u of direct) {
+        assert.match(u, /\/s\/[0-9a-f]{32}\/c\/labA\/ws\?session=[0-9a-f]{32}/, u);
+        assert.doesNotMatch(u, /token=/, u);
+      }
       assert.equal(await viewState(a.el), 'connected');
       await clickAndCheck(page, a.el, lab, 60, 40, COLOR_A);
 

@@ -230,3 +230,32 @@ def test_an_unsafe_ports_folder_leaves_no_server_listening(tmp_path, monkeypatch
         left = [s for s in rcanvas._servers if s._h is not None and id(s) not in before]
     assert left == [], "a server was left open after its registration was refused"
     assert list(real.iterdir()) == []
+
+
+def test_a_session_url_opens_this_server_only_and_never_carries_the_token():
+    # the notebook widget's direct way: the kernel hands the browser a session URL, not the token; it opens this
+    # server process (page and WebSocket), and nothing of it opens another server with the same token (a kernel's
+    # token survives its restart; a listener that took the port would have caught what reconnects send)
+    token = "T" * 30
+    with rcanvas.Server(port=0, token=token) as a:
+        a.canvas("plot")
+        url = a.session_url("plot")
+        assert token not in url and "?session=" in url and "/s/" in url
+        path = url.split(str(a.port), 1)[1]                       # /s/R/c/plot?session=S
+        assert path.startswith("/s/") and "/c/plot?session=" in path
+        ws_path = path.replace("?session=", "/ws?session=")
+        ws = RawWS("127.0.0.1", a.port, ws_path)
+        try:
+            hello = json.loads(ws.recv())
+            assert hello["type"] == "hello" and hello["canvas"] == "plot"
+        finally:
+            ws.close()
+        view = a.session_url("plot", view_only=True)
+        assert view.split("?session=")[1] != url.split("?session=")[1], "one session key per role"
+        rel = a.session_url("plot", relative=True)
+        assert rel.startswith("/s/") and rel.endswith(url.split("?session=")[1])
+        with rcanvas.Server(port=0, token=token) as b:
+            b.canvas("plot")
+            assert b.session_url("plot").split(str(b.port), 1)[1] != path, "a new process, a new session"
+            with pytest.raises(ConnectionError, match="401|403"):
+                RawWS("127.0.0.1", b.port, ws_path)                # a's session opens nothing on b

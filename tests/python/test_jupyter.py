@@ -406,6 +406,9 @@ def test_cookie_and_query_filters():
     r = jupyter.redact("/rcanvas/8000/s/Rsecret/c/nb?token=T1&a=1&_xsrf=X&view_token=V")
     assert "T1" not in r and "Rsecret" not in r and "X" not in r.split("a=1")[1] and "V" not in r.split("a=1")[1]
     assert r == "/rcanvas/8000/s/[redacted]/c/nb?token=[redacted]&a=1&_xsrf=[redacted]&view_token=[redacted]"
+    # a widget's WebSocket through the proxy carries the session key: as secret as a token while its server lives
+    assert jupyter.redact("/rcanvas/8000/s/R1/c/nb/ws?session=S1&codecs=png") == \
+        "/rcanvas/8000/s/[redacted]/c/nb/ws?session=[redacted]&codecs=png"
 
 
 def _wait_log(nbserver, offset, pred, timeout=20):

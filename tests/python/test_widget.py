@@ -45,7 +45,9 @@ def wait_for(fn, timeout=10):
 
 def test_relay_carries_hello_frames_and_acks(setup):
     srv, c, w, got = setup
-    assert w.url == c.url and w.width == 64 and w.height == 48 and w.canvas_name == "w"
+    # the browser gets the server process's session URL, never the token
+    assert w.url == srv.session_url("w") and srv.token not in w.url
+    assert w.width == 64 and w.height == 48 and w.canvas_name == "w"
     w._on_front(w, {"op": "open", "sid": "s1", "path": f"/c/w/ws?token={srv.token}&codecs=png"}, [])
     wait_for(lambda: any(g[0]["op"] == "open" for g in got))
     hello = wait_for(lambda: next((json.loads(t) for g in got if g[0]["op"] == "m" for t in g[0]["t"]
@@ -75,9 +77,11 @@ def test_relay_carries_hello_frames_and_acks(setup):
 
 def test_refusals_say_their_status(setup):
     srv, c, w, got = setup
-    w._on_front(w, {"op": "open", "sid": "bad", "path": "/c/w/ws?token=wrong"}, [])
+    # the relay goes by the kernel's own token whatever credential the front end's path carries (the session's
+    # path prefix is not in it): a canvas the server does not have is refused with its status
+    w._on_front(w, {"op": "open", "sid": "bad", "path": "/c/nosuch/ws?session=whatever"}, [])
     m = wait_for(lambda: next((g[0] for g in got if g[0]["op"] == "close"), None))
-    assert m["sid"] == "bad" and m["status"] == 403
+    assert m["sid"] == "bad" and m["status"] == 404
     got.clear()
     w._on_front(w, {"op": "open", "sid": "p", "path": "/etc/passwd"}, [])
     assert got[0][0] == {"op": "close", "sid": "p", "code": 1006, "reason": "", "status": 404}
@@ -139,3 +143,9 @@ def test_canvas_shows_the_widget_with_the_iframe_as_fallback(setup, monkeypatch)
     assert c._repr_mimebundle_() is not None and c._widget.comm is not None  # one widget per canvas, reused
     monkeypatch.setenv("RCANVAS_WIDGET", "0")
     assert set(c._repr_mimebundle_()) == {"text/html", "text/plain"}
+
+
+def test_the_relay_replaces_the_front_ends_credential_with_the_kernels_token():
+    p = widget._with_token("/c/w/ws?session=S&codecs=h264,png&token=X", "K")
+    assert p == "/c/w/ws?token=K&codecs=h264,png"
+    assert widget._with_token("/ws", "K") == "/ws?token=K"
