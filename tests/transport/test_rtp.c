@@ -629,7 +629,11 @@ static void test_h264_stream(rcanvas_server *srv) {
     stream_frames(cv, &t, NFRAMES - 1, ws, &enc, &encodes);
     usleep(100000); /* the last packets on their way */
     CHECK(enc >= 4);
-    CHECK_MSG(encodes == enc, "%llu encodes for %llu frames: the RTP output did not share the tier's encoder",
+    /* one encoder for both: an encoder of the RTP output's own would code every frame again (2 x enc). Not
+     * encodes == enc: where a loaded machine spaces two frames past the paint-over delay, the tier paints the
+     * still picture over once (one more encode of that frame, by the same encoder) */
+    CHECK_MSG(encodes >= enc && encodes < 2 * enc - 1,
+              "%llu encodes for %llu frames: the RTP output did not share the tier's encoder",
               (unsigned long long)encodes, (unsigned long long)enc);
     rc_session_close(ws);
 
