@@ -104,6 +104,9 @@ static rcanvas_server *start_server(int max_viewers, app *a, pthread_t *th) {
         rcanvas_server_free(srv);
         return NULL;
     }
+    /* whole frames at the canvas's size, whatever the machine: the steering would shrink them where the encoder
+     * cannot keep up with the app's 30 fps (a sanitizer build, a loaded machine), and this test is about fan-out */
+    CHECK_EQ_INT(rcanvas_canvas_set_option(a->cv, RCANVAS_OPT_RATE_ADAPT, 0), RCANVAS_OK);
     atomic_store(&a->stop, 0);
     pthread_create(th, NULL, app_main, a);
     return srv;
