@@ -124,7 +124,7 @@ def test_a_held_gil_does_not_stall_pages_upgrades_or_frames():
             p.kill()
             p.wait()
     t_hold, t_release = result["t_hold"], result["t_release"]
-    assert t_release - t_hold >= hold_s * 0.99
+    assert t_release - t_hold >= hold_s * 0.99   # t_hold is taken just before "holding" is printed
     for what, t in times.items():   # all answered while the app still held the GIL
         assert t_hold < t < t_release, f"{what} answered {t - t_hold:.2f} s into a {hold_s} s hold of the GIL"
     wrong = [t for t, level, m in result["logs"] if "wrong token" in m]

@@ -38,8 +38,8 @@ print(json.dumps({"port": server.port, "token": server.token}), flush=True)
 sys.stdin.readline()
 usleep = ctypes.PyDLL(None).usleep   # PyDLL: the GIL stays held during the call
 usleep.argtypes = [ctypes.c_uint]
+t_hold = time.monotonic()   # before the client can know: whatever it sends comes after this
 print("holding", flush=True)
-t_hold = time.monotonic()
 usleep(HOLD_US)
 t_release = time.monotonic()
 sys.stdin.readline()               # the client is done with its requests
