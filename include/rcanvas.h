@@ -62,7 +62,10 @@ extern "C" {
     X(EDEVICE_LOST, -15, "the Vulkan device was lost")    /* the rcanvas_vk must be freed */                     \
     X(EVULKAN, -16, "Vulkan error")                       /* out of device/host memory, unsupported device */    \
     X(EADDRINUSE, -17, "address already in use")          /* the port is taken by another program */          \
-    X(ETLS, -18, "TLS certificate or key cannot be used") /* unreadable, not PEM, expired, key does not match */
+    X(ETLS, -18, "TLS certificate or key cannot be used") /* unreadable, not PEM, expired, key does not match */ \
+    X(ENOTUSED, -19, "the encoded frame was not taken: present its pixels instead")                             \
+    X(EDATA, -20, "encoded data is not a frame of the given codec and size")                                     \
+    X(ESTALE, -21, "the frame referred to is no longer the newest")
 
 typedef enum rcanvas_error {
 #define RCANVAS_ERROR_ENUM_(name, value, text) RCANVAS_##name = value,
@@ -359,6 +362,11 @@ typedef enum rcanvas_option {
                                       bitrate, then frame rate, then size: docs/protocol.md, "Rate adaptation");
                                       0: the configured quality, bitrate and size whatever the link (flow control
                                       still keeps a few frames in flight) */
+    RCANVAS_OPT_LIVE_QUALITY = 13, /* read only: the JPEG quality (1–100) the next live frame is coded at for the
+                                      viewers of the canvas's codec (the rate adaptation's, ≤ RCANVAS_OPT_QUALITY),
+                                      or 0 while the adaptation shrinks or caps their frames: what an app that
+                                      encodes its own frames (rcanvas_present_encoded) codes at. Setting it is
+                                      RCANVAS_EINVAL */
 } rcanvas_option;
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out
@@ -409,11 +417,46 @@ typedef struct rcanvas_frame {
  * same code as rcanvas_present_vk() when its ring is full). */
 RCANVAS_API int rcanvas_present(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
+/* A frame the app encoded itself, e.g. JPEG on the GPU it renders with (Python: rcanvas.jpeg_wgpu, "jpeg-wgpu"),
+ * so that only the encoded bytes leave the GPU. */
+typedef struct rcanvas_encoded_frame {
+    const void *data;          /* one complete baseline (SOF0) JFIF file, SOI to EOI; copied before the call returns */
+    size_t size;               /* bytes, 4 .. 256 MiB */
+    uint32_t width, height;    /* the picture's size in pixels (the SOF0's), within max_frame_dim */
+    rcanvas_codec codec;       /* RCANVAS_CODEC_JPEG (the only one for now) */
+    int quality;               /* the quality it was coded at, 1–100 (the bytes serve while the canvas asks for at
+                                  most that: RCANVAS_OPT_LIVE_QUALITY) */
+    const char *encoder;       /* the encoder's name viewers are told ("encoder" message, stats): "jpeg-wgpu", or
+                                  NULL for "jpeg-app" */
+} rcanvas_encoded_frame;
+
+/* Hands an encoded frame to rcanvas. It is taken (RCANVAS_OK) when it can be sent as it is: the canvas's codec is
+ * the frame's, every viewer decodes that codec, none is steered below the frame's quality or to a smaller size or
+ * frame rate, and the frame is not one small enough to go lossless. Otherwise RCANVAS_ENOTUSED, and nothing
+ * changed: present the same frame's pixels with rcanvas_present() instead. A taken frame's pixels are not in
+ * rcanvas: when it needs them (the lossless refinement of a still picture, a viewer joining with another codec),
+ * rcanvas_wait() returns RCANVAS_WAKE_PIXELS once, and the app hands them over with rcanvas_present_pixels().
+ * Errors (nothing changed): RCANVAS_EINVAL (NULL canvas/frame/data, size, quality or codec out of range, an
+ * encoder name other than "jpeg-wgpu"), RCANVAS_EDATA (not a baseline JPEG of width × height: SOI, SOF0 and EOI
+ * are checked, not the entropy-coded data), RCANVAS_EFRAME_SIZE, RCANVAS_ENOMEM, RCANVAS_ECLOSED, RCANVAS_EBUSY
+ * (as rcanvas_present). Threading as rcanvas_present. */
+RCANVAS_API int rcanvas_present_encoded(rcanvas_canvas *canvas, const rcanvas_encoded_frame *frame);
+
+/* The pixels of the newest frame, which came encoded without them (rcanvas_present_encoded), after
+ * RCANVAS_WAKE_PIXELS: they are copied (as rcanvas_present does) and serve its lossless refinement and any viewer
+ * that needs it encoded again; the frame is not sent again. The size must be the encoded frame's.
+ * RCANVAS_OK; RCANVAS_ESTALE when the newest frame is another one (a newer frame came, or it already has its
+ * pixels): nothing to do; RCANVAS_EFRAME_SIZE (not the frame's size), and rcanvas_present's other errors.
+ * Threading as rcanvas_present. */
+RCANVAS_API int rcanvas_present_pixels(rcanvas_canvas *canvas, const rcanvas_frame *frame);
+
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */
 
 /* Bits returned by rcanvas_wait(). */
 #define RCANVAS_WAKE_DRAW 1   /* a draw is due: render and rcanvas_present() now */
 #define RCANVAS_WAKE_EVENTS 2 /* events are queued: drain them with rcanvas_poll_event() */
+#define RCANVAS_WAKE_PIXELS 4 /* the newest frame came encoded (rcanvas_present_encoded) and its pixels are needed:
+                                 rcanvas_present_pixels() them (returned once per frame) */
 
 /* Blocks until a draw is due or events are queued, at most timeout_ms (−1 = no limit, 0 = just check).
  * Returns a mask of RCANVAS_WAKE_* (a returned draw is consumed: the next call waits for the next one), 0 on

@@ -59,7 +59,8 @@ import numpy as np
 
 from . import _lib as L
 
-__all__ = ["Server", "Canvas", "RcanvasError", "LibraryNotFound", "WAKE_DRAW", "WAKE_EVENTS", "lib", "get_server"]
+__all__ = ["Server", "Canvas", "RcanvasError", "LibraryNotFound", "WAKE_DRAW", "WAKE_EVENTS", "WAKE_PIXELS", "lib",
+           "get_server"]
 __version__ = "0.1.0"
 
 logger = logging.getLogger("rcanvas")
@@ -80,6 +81,8 @@ def lib():
 
 WAKE_DRAW = 1
 WAKE_EVENTS = 2
+WAKE_PIXELS = 4  # the newest frame came encoded (present_encoded) and rcanvas needs its pixels: present_pixels_address
+ENOTUSED, ESTALE = -19, -21
 WAIT_SLICE_S = 0.1  # the longest a wait() stays in C: Python's signal handlers run, a close() elsewhere is seen
 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
@@ -88,7 +91,7 @@ SUBSAMPLING = {"420": 0, "444": 1, "auto": 2}
 # rcanvas_option (include/rcanvas.h): names for Canvas.set_option/get_option.
 OPTIONS = {"codec": 1, "quality": 2, "subsampling": 3, "refine_ms": 4, "max_in_flight": 5, "update_mode": 6,
            "max_fps": 7, "bitrate_kbps": 8, "keyframe_interval": 9, "encoder_threads": 10, "refine_codec": 11,
-           "rate_adapt": 12}
+           "rate_adapt": 12, "live_quality": 13}
 FORMATS = {"rgba": 1, "bgra": 2, "rgbx": 3}
 EVENT_TYPES = {1: "pointer_down", 2: "pointer_up", 3: "pointer_move", 4: "pointer_enter", 5: "pointer_leave",
                6: "double_click", 7: "wheel", 8: "key_down", 9: "key_up", 10: "char", 11: "resize", 12: "close"}
@@ -570,6 +573,57 @@ class Canvas:
             raise RcanvasError(-3, f"present_address(): a {w}x{h} frame is over the server's max_frame_dim {maxd}")
         with self._present_lock:
             self._present_at(address, w, h, pitch, format)
+
+    def present_encoded(self, data, width, height, quality, encoder="jpeg-wgpu"):
+        """Hands rcanvas a frame the app encoded itself: `data` (bytes or any buffer) one complete baseline JPEG of
+        width × height, coded at `quality` (1-100); `encoder` the name viewers are told ("jpeg-wgpu", or None for
+        "jpeg-app"). The bytes are copied before it returns. Returns True when rcanvas sends them as they are, False
+        when it cannot (the canvas is not JPEG, a viewer needs another codec, the rate adaptation asks for a lower
+        quality than `quality` — see live_quality — or a smaller frame, or the frame is small enough to go
+        lossless): then present the same frame's pixels (present / present_address) instead. After a frame was
+        taken, wait() returns WAKE_PIXELS once when rcanvas needs its pixels (the lossless refinement of a still
+        picture): hand them over with present_pixels_address. Raises ValueError (sizes, quality), RcanvasError
+        (RCANVAS_EDATA: not a baseline JPEG of that size; RCANVAS_EINVAL: an unknown encoder name; as present())."""
+        w = _int(width, "width", 1, L.UINT32_MAX)
+        h = _int(height, "height", 1, L.UINT32_MAX)
+        q = _int(quality, "quality", 1, 100)
+        buf = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
+        if buf.size < 4:
+            raise ValueError(f"present_encoded() needs a whole JPEG, not {buf.size} bytes")
+        f = L.EncodedFrame(buf.ctypes.data, buf.size, w, h, CODECS["jpeg"], q, _b(encoder, "encoder"))
+        with self._present_lock, self._use() as hd:
+            r = lib().rcanvas_present_encoded(hd, ctypes.byref(f))
+        if r == ENOTUSED:
+            return False
+        _check(r, "rcanvas_present_encoded")
+        return True
+
+    def present_pixels_address(self, address, width, height, pitch, format="rgba"):
+        """The pixels of the newest frame, which came through present_encoded, after wait() returned WAKE_PIXELS:
+        arguments as present_address (copied before it returns). Returns True, or False when the newest frame is
+        another one by now (a newer frame came, or it has its pixels): nothing to do. Raises as present_address."""
+        address = _int(address, "address", 1, 2**64 - 1)
+        w = _int(width, "width", 1, L.UINT32_MAX)
+        h = _int(height, "height", 1, L.UINT32_MAX)
+        pitch = _int(pitch, "pitch", 0, 2**63 - 1)
+        if pitch < 4 * w:
+            raise ValueError(f"pitch must be at least 4*width ({4 * w}), not {pitch}")
+        if format not in FORMATS:
+            raise ValueError(f"format must be one of {sorted(FORMATS)}, not {format!r}")
+        f = L.Frame(address, w, h, pitch, FORMATS[format], 0)
+        with self._present_lock, self._use() as hd:
+            r = lib().rcanvas_present_pixels(hd, ctypes.byref(f))
+        if r == ESTALE:
+            return False
+        _check(r, "rcanvas_present_pixels")
+        return True
+
+    @property
+    def live_quality(self):
+        """The JPEG quality rcanvas codes this canvas's next live frame at (its rate adaptation's, at most the
+        configured quality), or 0 while it shrinks or caps the frames or its viewers use another codec: the quality
+        an app that encodes its own frames (present_encoded) should code at."""
+        return self.get_option("live_quality")
 
     # -- scheduling and events
 

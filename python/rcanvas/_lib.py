@@ -53,6 +53,13 @@ class Frame(ctypes.Structure):
     ]
 
 
+class EncodedFrame(ctypes.Structure):
+    _fields_ = [
+        ("data", c_void_p), ("size", c_size_t), ("width", c_uint32), ("height", c_uint32), ("codec", c_int),
+        ("quality", c_int), ("encoder", c_char_p),
+    ]
+
+
 class Size(ctypes.Structure):
     _fields_ = [
         ("width", c_double), ("height", c_double), ("pixel_ratio", c_double),
@@ -151,6 +158,8 @@ def _declare(lib):
         "rcanvas_canvas_get_size": (None, [c_void_p, P(Size)]),
         "rcanvas_canvas_viewer_count": (c_int, [c_void_p]),
         "rcanvas_present": (c_int, [c_void_p, P(Frame)]),
+        "rcanvas_present_encoded": (c_int, [c_void_p, P(EncodedFrame)]),
+        "rcanvas_present_pixels": (c_int, [c_void_p, P(Frame)]),
         "rcanvas_wait": (c_int, [c_void_p, c_int]),
         "rcanvas_request_draw": (None, [c_void_p]),
         "rcanvas_poll_event": (c_int, [c_void_p, P(Event)]),

@@ -22,6 +22,17 @@ When a frame reaches rcanvas, per frame (RCANVAS_WGPU_PRESENT=auto, the default)
 
 RCANVAS_WGPU_PRESENT=newest or =behind fixes the mode; =bitmap makes the canvas use rendercanvas' own fallback
 instead of this context (for comparison: make bench-wgpu, docs/benchmarks.md).
+
+jpeg-wgpu: where the canvas streams JPEG (codec "jpeg", the default, on a GPU; codec "jpeg-wgpu" to ask for it) the
+frame is JPEG-encoded on the device the app renders with (rcanvas.jpeg_wgpu, reading the texture itself) at the
+quality rcanvas' rate adaptation asks for (Canvas.live_quality), and only the file's bytes are read back: the length
+first, then that many bytes. rcanvas sends them as they are (rcanvas_present_encoded). Where it cannot (a viewer
+needs another codec or a smaller frame, a frame small enough to go lossless) this frame is read back whole through
+the ring after all, and the next JPEG_RETRY_FRAMES frames go that way before the encoder is tried again. The pixels
+of a frame sent as JPEG are read back only when rcanvas asks for them (the lossless refinement once the picture is
+still: RCANVAS_WAKE_PIXELS), from the texture, which still holds that frame unless a newer one was drawn. These
+frames go newest first: the encode's two small readbacks are the whole wait. On a CPU device (lavapipe) it runs only
+with RCANVAS_GPU_CODEC_DEVICE=any (as h264-gpu): there the CPU encoders are faster.
 """
 
 import os
@@ -32,6 +43,20 @@ from rendercanvas.contexts import WgpuContext
 
 MODES = ("auto", "newest", "behind")
 RING = 3  # buffers: one being presented, one being read back, one for the frame being drawn
+JPEG_RETRY_FRAMES = 30  # frames through the ring after rcanvas could not take one encoded, before trying again
+
+
+def jpeg_wgpu_allowed(device):
+    """(True, "") where jpeg-wgpu may run on `device`, else (False, why): a CPU device (lavapipe, llvmpipe) only
+    with RCANVAS_GPU_CODEC_DEVICE=any."""
+    try:
+        kind = str(device.adapter.info.get("adapter_type", ""))
+    except Exception:  # noqa: BLE001 — an adapter without info: take it as a GPU
+        kind = ""
+    if kind.upper() == "CPU" and os.environ.get("RCANVAS_GPU_CODEC_DEVICE", "").strip().lower() != "any":
+        return False, (f"the wgpu device is a CPU ({device.adapter.info.get('device', '?')}): rcanvas' CPU JPEG "
+                       f"encoder is faster there (RCANVAS_GPU_CODEC_DEVICE=any runs jpeg-wgpu anyway)")
+    return True, ""
 
 
 def present_mode():
@@ -120,6 +145,14 @@ class RcanvasWgpuContext(WgpuContext):
         self._mode = present_info.get("rcanvas_mode") or present_mode()
         self._present_cb = present_info.get("rcanvas_present")
         self._draw_wait = present_info.get("rcanvas_draw_wait") or (lambda: 0.0)
+        # jpeg-wgpu (the module's doc): "rcanvas_jpeg" is "on" (asked for), "auto" (the canvas streams JPEG) or
+        # absent; "rcanvas_live_quality" a callable giving the quality to code at (0: rcanvas wants pixels)
+        self._jpeg_mode = present_info.get("rcanvas_jpeg")
+        self._live_quality = present_info.get("rcanvas_live_quality") or (lambda: 0)
+        self._jpeg_ok = None  # decided on the first frame, on the configured device
+        self._jpeg_enc = None
+        self._jpeg_skip = 0
+        self._jpeg_fresh = False  # the texture holds the frame rcanvas last took as JPEG (its pixels may be asked)
         self._texture = None
         self._slots = [_Slot() for _ in range(RING)]
         self._seq = 0  # frames submitted
@@ -129,8 +162,12 @@ class RcanvasWgpuContext(WgpuContext):
         self._t_last = 0.0
         # counters, for tests and the benchmark: frames by mode, and bytes copied by the CPU in this process
         # ("behind_held": rcanvas held the draw; "behind_gpu": the readback was over a quarter of the frame time)
+        # jpeg-wgpu: "jpeg" frames taken as JPEG, "jpeg_not_used" read back whole after rcanvas could not take
+        # them, "pixels_asked" frames whose pixels rcanvas asked for later; "gpu_bytes_read": bytes mapped from
+        # the GPU (both ways)
         self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "presented": 0, "dropped": 0,
-                      "cpu_bytes_copied": 0, "python_bytes_copied": 0}
+                      "cpu_bytes_copied": 0, "python_bytes_copied": 0, "jpeg": 0, "jpeg_not_used": 0,
+                      "pixels_asked": 0, "gpu_bytes_read": 0, "jpeg_why_not": ""}
 
     # %% WgpuContext
 
@@ -157,17 +194,22 @@ class RcanvasWgpuContext(WgpuContext):
 
         w, h = self.physical_size
         size = (max(1, w), max(1, h), 1)
+        self._jpeg_fresh = False  # a new frame is drawn into it
         if self._texture is None or self._texture.size != size:
             # One texture is enough: the copy out of it is queued before the next frame's render pass, and the
             # queue runs in order (wgpu puts the barrier between them).
             self._texture = self._config["device"].create_texture(
                 label="rcanvas-present", size=size, format=self._config["format"],
-                usage=self._config["usage"] | wgpu.TextureUsage.COPY_SRC)
+                usage=self._config["usage"] | wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING)
         return self._texture
 
     def _rc_present(self, *, force_sync=False):
         if self._texture is None:
             return {"method": "skip"}
+        if not force_sync and self._jpeg_wanted():
+            q = self._live_quality()
+            if q > 0:
+                return self._present_jpeg(q)
         slot = self._submit()
         behind = self._choose(force_sync)
         self.stats["behind" if behind else "newest"] += 1
@@ -189,6 +231,75 @@ class RcanvasWgpuContext(WgpuContext):
 
     def _rc_close(self):
         self._drop_all()
+
+    # %% jpeg-wgpu
+
+    def _jpeg_wanted(self):
+        if not self._jpeg_mode:
+            return False
+        if self._jpeg_ok is None:
+            ok, why = jpeg_wgpu_allowed(self._config["device"])
+            self._jpeg_ok, self.stats["jpeg_why_not"] = ok, why
+            if not ok and self._jpeg_mode == "on":
+                import logging
+
+                logging.getLogger("rcanvas").warning("jpeg-wgpu: %s; JPEG is encoded on the CPU", why)
+        if not self._jpeg_ok:
+            return False
+        if self._jpeg_skip > 0:
+            self._jpeg_skip -= 1
+            return False
+        return True
+
+    def _present_jpeg(self, quality):
+        from rcanvas.jpeg_wgpu import JpegWgpuEncoder
+
+        if self._jpeg_enc is None or self._jpeg_enc.device is not self._config["device"]:
+            self._jpeg_enc = JpegWgpuEncoder(self._config["device"])
+        self._seq += 1
+        tex = self._texture
+        try:
+            pending = self._jpeg_enc.submit(tex, quality=quality, subsampling="420")
+        except Exception as e:  # noqa: BLE001 — e.g. a frame past the device's buffer limits: the ring from now on
+            self._jpeg_ok, self.stats["jpeg_why_not"] = False, f"the encoder refused the frame: {e}"
+            return self._sync_result()
+        return {"method": "async", "awaitable": _JpegFrame(self, pending, tex.size[0], tex.size[1], quality)}
+
+    def _sync_result(self):
+        # this frame read back whole through the ring, waited for (the texture still holds it)
+        slot = self._submit()
+        slot.promise.sync_wait()
+        slot.on_mapped()
+        self.stats["gpu_bytes_read"] += slot.nbytes
+        return self._result(slot)
+
+    def _jpeg_taken(self, ok, nbytes_read):
+        self.stats["gpu_bytes_read"] += nbytes_read
+        if ok:
+            self.stats["jpeg"] += 1
+            self.stats["presented"] += 1
+            self._jpeg_fresh = True
+        else:
+            self.stats["jpeg_not_used"] += 1
+            self._jpeg_skip = JPEG_RETRY_FRAMES
+
+    def _rc_pixels(self, present_pixels):
+        """rcanvas asked for the pixels of the frame it took as JPEG (RCANVAS_WAKE_PIXELS): read the texture back
+        and hand them over with present_pixels(address, width, height, pitch, format), unless a newer frame was
+        drawn into it meanwhile (that one is presented anyway)."""
+        if not self._jpeg_fresh or self._texture is None:
+            return False
+        self.stats["pixels_asked"] += 1
+        slot = self._submit()
+        try:
+            slot.promise.sync_wait()
+            slot.on_mapped()
+            self.stats["gpu_bytes_read"] += slot.nbytes
+            self.stats["cpu_bytes_copied"] += slot.width * slot.height * 4
+            return present_pixels(slot.address, slot.width, slot.height, slot.pitch, slot.format)
+        finally:
+            slot.release()
+            self._presented = max(self._presented, slot.seq)
 
     # %% the ring
 
@@ -317,6 +428,69 @@ class RcanvasWgpuContext(WgpuContext):
             except Exception:
                 pass
             self._texture = None
+
+
+class EncodedJpeg:
+    """A frame JPEG-encoded on the GPU (jpeg-wgpu): what RcanvasWgpuContext hands to the canvas's
+    _rc_present_bitmap (as `data`). jpeg (bytes), width, height, quality. The canvas calls taken(True) once rcanvas
+    took it, or present_pixels(present_address) when rcanvas could not: the frame is then read back whole."""
+
+    __slots__ = ("jpeg", "width", "height", "quality", "_ctx", "_read")
+
+    def __init__(self, ctx, jpeg, width, height, quality, nbytes_read):
+        self._ctx, self.jpeg, self.width, self.height, self.quality = ctx, jpeg, width, height, quality
+        self._read = nbytes_read
+
+    def taken(self):
+        self._ctx._jpeg_taken(True, self._read)
+
+    def present_pixels(self, present_address):
+        ctx = self._ctx
+        ctx._jpeg_taken(False, self._read)
+        frame = ctx._sync_result()["data"]
+        try:
+            present_address(frame.address, frame.width, frame.height, frame.pitch, frame.format)
+        finally:
+            frame.done()
+
+
+class _JpegFrame:
+    """The awaitable of a jpeg-wgpu present: then(callback) gets the present result once the file is mapped (or,
+    when the encode failed, the frame read back whole)."""
+
+    def __init__(self, ctx, pending, w, h, quality):
+        self._ctx, self._w, self._h, self._q = ctx, w, h, quality
+        self._callbacks = []
+        self._enc = ctx._jpeg_enc
+        pending.then(self._resolve, self._failed)
+
+    def then(self, callback):
+        self._callbacks.append(callback)
+
+    def _deliver(self, result):
+        frame = result.get("data")
+        try:
+            for cb in self._callbacks:
+                cb(result)
+        finally:
+            if isinstance(frame, MappedFrame):
+                frame.done()
+
+    def _resolve(self, jpeg):
+        ctx = self._ctx
+        if ctx._texture is None:
+            return self._deliver({"method": "skip"})  # closed or reconfigured meanwhile
+        read = int(self._enc.last.get("read_back", 0))
+        self._deliver({"method": "bitmap", "format": "rgba-u8",
+                       "data": EncodedJpeg(ctx, jpeg, self._w, self._h, self._q, read)})
+
+    def _failed(self, error):
+        ctx = self._ctx
+        ctx.stats["jpeg_why_not"] = f"{type(error).__name__}: {error}"
+        ctx._jpeg_skip = JPEG_RETRY_FRAMES  # e.g. a frame whose data outgrew the GPU buffer (noise)
+        if ctx._texture is None:
+            return self._deliver({"method": "skip"})
+        self._deliver(ctx._sync_result())
 
 
 class _Newest:

@@ -680,6 +680,12 @@ class PendingJpeg:
             self._jpeg = await self._enc._finish_async(self._token)
         return self._jpeg
 
+    def then(self, callback, errback=None):
+        """Calls callback(jpeg) once the file is in host memory, without blocking: from wgpu's promise callbacks
+        (wherever wgpu-py runs those: the event loop's thread, or inside a later sync_wait). errback(exception),
+        if given, gets a failure (a JpegWgpuError for a stream past its buffers); else it is raised there."""
+        self._enc._finish_then(self._token, callback, errback)
+
 
 class JpegWgpuEncoder:
     """Baseline JPEG encoder (JFIF, ITU-T T.81) in WGSL compute shaders on a wgpu device.
@@ -991,6 +997,41 @@ class JpegWgpuEncoder:
             self._busy = False
             raise
         return self._wrap(token, n, m)
+
+    def _finish_then(self, token, callback, errback):
+        READ = self._wgpu.MapMode.READ
+
+        def fail(e):
+            self._busy = False
+            if errback is None:
+                raise e
+            errback(e)
+
+        def on_data(_r, n, m):
+            try:
+                jpeg = self._wrap(token, n, m)
+            except Exception as e:  # noqa: BLE001 — handed to the caller
+                return fail(e)
+            callback(jpeg)
+
+        def on_length(_r):
+            try:
+                n = self._length()
+                m = self._data_copy(n)
+                p = self._data_map.map_async(READ, 0, m)
+            except Exception as e:  # noqa: BLE001
+                return fail(e)
+            p.then(lambda r: on_data(r, n, m))
+            if hasattr(p, "catch"):
+                p.catch(fail)
+
+        try:
+            p = self._len_map.map_async(READ, 0, 4)
+        except Exception as e:  # noqa: BLE001
+            return fail(e)
+        p.then(on_length)
+        if hasattr(p, "catch"):
+            p.catch(fail)
 
     # ---- API ----
 

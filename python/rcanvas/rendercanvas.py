@@ -172,13 +172,19 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             _counter += 1
             name = "" if _counter == 1 else f"canvas{_counter}"
         self._server = server or get_server()
+        codec = codec or os.environ.get("RCANVAS_CODEC", "jpeg")
+        # JPEG on the app's own wgpu device (rcanvas._wgpu, rcanvas.jpeg_wgpu): asked for by name, or wherever the
+        # canvas streams JPEG and the device is a GPU; rcanvas itself is told JPEG
+        self._jpeg_wgpu = "on" if codec == "jpeg-wgpu" else "auto" if codec == "jpeg" else None
+        if codec == "jpeg-wgpu":
+            codec = "jpeg"
         old = _by_name.get((id(self._server), name))
         super().__init__(*args, **kwargs)
         size = kwargs.get("size") or (640, 480)
         self._canvas = self._server.canvas(
             name, replace=True, title="rcanvas", width=max(1, int(size[0])), height=max(1, int(size[1])),
             update_mode="ondemand", max_fps=0,  # rendercanvas' scheduler paces; rcanvas grants per flow control
-            codec=codec or os.environ.get("RCANVAS_CODEC", "jpeg"),
+            codec=codec,
             quality=int(quality or os.environ.get("RCANVAS_QUALITY", "85")))
         self._pixel_ratio = 1.0
         self._viewer_sized = False  # a viewer reported its size (resize): set_logical_size no longer applies
@@ -187,6 +193,7 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         self._draw_wait = 0.0  # seconds the last draw waited for rcanvas to grant it
         self._pending = []  # events and a granted draw the waiter thread hands to the loop (under _lock)
         self._pending_draw = False
+        self._pending_pixels = False  # rcanvas asked for the pixels of a frame it took as JPEG (WAKE_PIXELS)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._waiter = threading.Thread(target=self._wait_loop, name=f"rcanvas-wait-{name or 'default'}",
@@ -225,7 +232,9 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
                 self._pending.extend(evs)
                 if w & _rc.WAKE_DRAW:
                     self._pending_draw = True
-                due = bool(self._pending) or self._pending_draw
+                if w & _rc.WAKE_PIXELS:
+                    self._pending_pixels = True
+                due = bool(self._pending) or self._pending_draw or self._pending_pixels
             if due:
                 loop._post(self._on_wake)  # retried on the next round (≤ 50 ms) while no loop runs yet
 
@@ -234,8 +243,13 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         with self._lock:
             evs, self._pending = self._pending, []
             draw, self._pending_draw = self._pending_draw, False
+            pixels, self._pending_pixels = self._pending_pixels, False
         if self.get_closed():
             return
+        if pixels:
+            ctx = getattr(self, "_canvas_context", None)
+            if hasattr(ctx, "_rc_pixels") and self._canvas._h is not None:
+                ctx._rc_pixels(self._canvas.present_pixels_address)
         for ev in evs:
             self._on_event(ev)
         if draw and self._draw_requested:
@@ -296,8 +310,13 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
                 if m is not None:
                     m(**result)
 
+            def live_quality():
+                me_ = self_ref()
+                return me_._canvas.live_quality if me_ is not None and me_._canvas._h is not None else 0
+
             return {"method": "bitmap", "formats": ["rgba-u8"], "rcanvas_present": present,
-                    "rcanvas_draw_wait": lambda: self_ref()._draw_wait if self_ref() is not None else 0.0}
+                    "rcanvas_draw_wait": lambda: self_ref()._draw_wait if self_ref() is not None else 0.0,
+                    "rcanvas_jpeg": self._jpeg_wgpu, "rcanvas_live_quality": live_quality}
         return None  # rendercanvas raises: no "screen" on a remote canvas
 
     def _rc_request_draw(self):
@@ -316,6 +335,14 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
     def _rc_present_bitmap(self, *, data, format, **kwargs):
         import numpy as np
 
+        if type(data).__name__ == "EncodedJpeg":  # from rcanvas._wgpu: JPEG made on the app's GPU (jpeg-wgpu)
+            if self._canvas._h is None:
+                return
+            if self._canvas.present_encoded(data.jpeg, data.width, data.height, data.quality, "jpeg-wgpu"):
+                data.taken()
+            else:  # rcanvas cannot send it as it is: this frame's pixels, read back now
+                data.present_pixels(self._canvas.present_address)
+            return
         if type(data).__name__ == "MappedFrame":  # from rcanvas._wgpu: a mapped GPU buffer, padded rows
             try:
                 if self._canvas._h is not None:

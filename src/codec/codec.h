@@ -96,6 +96,11 @@ extern const rc_codec_type rc_codec_h264, rc_codec_vp8, rc_codec_vp9, rc_codec_w
 /* The lossless WebP for the refinement: wire id RCANVAS_CODEC_WEBP like rc_codec_webp, which rc_codec_for returns. */
 extern const rc_codec_type rc_codec_webp_lossless;
 extern const rc_codec_type rc_codec_av1;
+/* JPEG an app encoded itself (rcanvas_present_encoded): "jpeg-wgpu" (rcanvas.jpeg_wgpu, on the app's wgpu
+ * device) and "jpeg-app" (any other); no create (rcanvas never runs them), not in the table. */
+extern const rc_codec_type rc_codec_jpeg_wgpu, rc_codec_jpeg_app;
+/* 1 if d[0..n) is a baseline JPEG of w × h (SOI, SOF0 of that size before SOS, EOI; not the entropy-coded data). */
+int rc_jpeg_check_baseline(const uint8_t *d, size_t n, uint32_t w, uint32_t h);
 /* H.264 in Vulkan compute shaders (codec/gpu/h264_gpu.h): instances come from rc_gpu_h264_new, not create(). */
 extern const rc_codec_type rc_codec_h264_gpu;
 

@@ -81,6 +81,7 @@ static void count_encode_locked(rcanvas_canvas *c, rc_tier *t) {
 
 /* Starts tier t on frame fb. Returns 1 if it was started. mu held. */
 int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb) {
+    if (!rc_canvas_want_pixels_locked(c, fb)) return 0; /* it came encoded: the app is asked for its pixels */
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) return 0;
     int64_t now = rc_now_us();

@@ -238,6 +238,9 @@ struct rcanvas_canvas {
                                * refinement is due (nor for refine_ms after draw_held_us, the last time it was) */
     int64_t draw_held_us;
     int64_t prev_present_us;  /* the present before the newest (app frame rate) */
+    uint32_t pixels_wanted_seq; /* the newest frame came encoded without pixels and they are needed (refinement, a
+                                 * tier's encode): rcanvas_wait returns RCANVAS_WAKE_PIXELS once for it */
+    uint32_t pixels_woken_seq;  /* ... the frame it was returned for */
 
     /* events */
     rcanvas_event events[RC_EVENT_QUEUE];
@@ -257,6 +260,8 @@ int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int
 void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
 
 /* ---- between the canvas's own files (mu held unless said) ---- */
+/* canvas_present.c: 1 if fb has its pixels; else 0, and the app is asked for them (RCANVAS_WAKE_PIXELS). */
+int rc_canvas_want_pixels_locked(rcanvas_canvas *c, rc_frame_buf *fb);
 /* canvas.c: one slot lets go of frame fb (NULL or free: nothing); the last one runs its ext_release. */
 void rc_frame_release_locked(rc_frame_buf *fb);
 /* canvas.c: RCANVAS_OK if a live codec, quality and subsampling are valid (no lock needed). */

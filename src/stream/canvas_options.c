@@ -109,6 +109,16 @@ int rcanvas_canvas_get_option(rcanvas_canvas *c, rcanvas_option opt, int *value)
     case RCANVAS_OPT_UPDATE_MODE: *value = (int)c->mode; break;
     case RCANVAS_OPT_MAX_FPS: *value = (int)(c->max_fps + 0.5); break;
     case RCANVAS_OPT_RATE_ADAPT: *value = c->rate_adapt; break;
+    case RCANVAS_OPT_LIVE_QUALITY: { /* what the first tier's steering asks of its next live frame */
+        const rc_tier *t = &c->tiers[0];
+        const rc_steer *st = &t->steer;
+        int jpeg = t->codec ? t->codec->wire_id == RCANVAS_CODEC_JPEG : c->params.codec == RCANVAS_CODEC_JPEG;
+        if (!jpeg) *value = 0;
+        else if (!t->codec || !st->scale_div) *value = c->params.quality; /* not steered (yet) */
+        else if (st->scale_div != 1 || st->fps_cap > 0) *value = 0;
+        else *value = st->quality > 0 && st->quality < c->params.quality ? st->quality : c->params.quality;
+        break;
+    }
     default: r = RCANVAS_EINVAL; break;
     }
     pthread_mutex_unlock(&c->mu);

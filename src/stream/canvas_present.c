@@ -162,6 +162,11 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_ECLOSED;
     }
+    /* the app's own encoder no longer made the newest frame: viewers are told rcanvas' (the Vulkan source's stays) */
+    if (c->source_codec == &rc_codec_jpeg_wgpu || c->source_codec == &rc_codec_jpeg_app) {
+        c->source_codec = NULL;
+        rc_canvas_notify_locked(c);
+    }
     publish_locked(c, fb);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
@@ -242,46 +247,103 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
     pthread_mutex_unlock(&c->mu);
 }
 
-int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
-                                       const rc_codec_type *codec, const uint8_t *data, size_t len) {
-    /* The bytes serve only a canvas whose one tier in use is that codec's (a JPEG canvas whose viewers all decode
-     * JPEG); otherwise the frame goes through the CPU pipeline, which encodes every tier. */
-    pthread_mutex_lock(&c->mu);
-    /* ... and whose encoder runs at the top (the GPU encoder has one quality, full size, every frame) */
-    const rc_steer *st = &c->tiers[0].steer;
-    /* ... and not for a small frame, which goes out lossless (issue 18: rc_canvas_small_lossless_locked) */
-    int only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-               !rc_canvas_tiers_busy_locked(c) && !rc_canvas_small_frame_locked(c, img) &&
-               (!st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= c->params.quality));
+/* 1 if a packet of `codec`, coded at `quality`, may serve a frame like img as the canvas's only live packet: the
+ * one tier in use is that codec's (a JPEG canvas whose viewers all decode JPEG), nothing is encoding, its steering
+ * asks for the full size and rate and no more than that quality (0: not steered yet), and the frame is not one
+ * that goes out lossless for its size (rc_canvas_small_lossless_locked). Otherwise the frame goes through the CPU
+ * pipeline, which encodes every tier at its own settings. mu held. */
+static int encoded_fits_locked(const rcanvas_canvas *c, const rc_codec_type *codec, const rc_image *img, int quality) {
+    const rc_tier *t = &c->tiers[0];
+    if (!t->codec || t->codec->wire_id != codec->wire_id || c->encoding || rc_canvas_tiers_busy_locked(c) ||
+        c->codec_change_pending || c->closing || rc_canvas_small_frame_locked(c, img))
+        return 0;
     for (int i = 1; i < RC_MAX_TIERS; i++)
-        if (c->tiers[i].nsessions) only = 0;
-    pthread_mutex_unlock(&c->mu);
-    if (!only) return rc_canvas_present_external(c, img, release, arg);
-    /* the packet is filled outside the lock: one tile, the whole frame */
+        if (c->tiers[i].nsessions) return 0;
+    const rc_steer *st = &t->steer;
+    return !st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= quality);
+}
+
+/* One packet holding `data` as one tile, the whole frame (filled outside the lock), or NULL (out of memory). */
+static rc_packet *encoded_packet(rcanvas_canvas *c, const rc_codec_type *codec, const void *data, size_t len,
+                                 uint32_t w, uint32_t h) {
     rc_packet *pk = len <= UINT32_MAX ? rc_packet_get(c->packets) : NULL;
     if (!pk || rc_buf_reserve(&pk->tiles[0].data, len)) {
         rc_packet_unref(pk);
-        release(arg);
-        return RCANVAS_ENOMEM;
+        return NULL;
     }
     memcpy(rc_buf_data(&pk->tiles[0].data), data, len);
     pk->tiles[0].data.len = len;
     pk->tiles[0].x = pk->tiles[0].y = 0;
-    pk->tiles[0].w = img->width;
-    pk->tiles[0].h = img->height;
+    pk->tiles[0].w = w;
+    pk->tiles[0].h = h;
     pk->ntiles = 1;
     pk->total_bytes = len;
     pk->codec = codec;
     pk->flags = RC_PACKET_KEYFRAME | ((codec->flags & RC_CODEC_LOSSLESS) ? RC_PACKET_LOSSLESS : 0);
-    pk->width = img->width;
-    pk->height = img->height;
-    rc_packet *old_latest = NULL, *old_refined = NULL;
+    pk->width = w;
+    pk->height = h;
+    return pk;
+}
+
+/* fb (refs = 1, img set: its pixels, or NULL for a frame that came without them) becomes `last` with pk as the
+ * first tier's newest packet, as if the CPU pipeline had encoded it: counted, the pending frame it overtakes
+ * dropped, the steering taught by its size (as tier_done_locked does, canvas_encode.c), viewers woken. mu held. */
+static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packet *pk) {
+    int64_t now = rc_now_us();
+    rc_tier *t = &c->tiers[0];
+    fb->seq = ++c->presented_seq;
+    fb->present_us = now;
+    if (c->last_present_us && now > c->last_present_us && c->draw_held_us < c->last_present_us) {
+        double f = 1e6 / (double)(now - c->last_present_us);
+        c->present_fps = c->present_fps > 0 ? c->present_fps + (f - c->present_fps) / 8 : f;
+    }
+    c->prev_present_us = c->last_present_us;
+    c->last_present_us = now;
+    c->present_w = fb->img.width;
+    c->present_h = fb->img.height;
+    pk->seq = fb->seq;
+    pk->present_us = now;
+    c->counters.presented++;
+    c->counters.encoded++; /* encoded by its source */
+    if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
+        c->counters.dropped++;
+        rc_frame_release_locked(c->pending);
+        c->pending = NULL;
+    }
+    /* the steering learns from its size as from a frame of its own (canvas_tiers.c's budget, then tier_done's) */
+    if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
+    t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, 0) : RC_LINK_MAX_BPS;
+    if (!(pk->codec->flags & RC_CODEC_LOSSLESS))
+        rc_steer_image(&t->steer, c->params.quality, t->budget_bps, rc_canvas_fps_goal_locked(c),
+                       (uint64_t)pk->width * pk->height, pk->total_bytes);
+    rc_packet *old_latest = t->latest, *old_refined = c->refined;
+    t->latest = pk;
+    t->keyframe_requested = 0; /* it has the newest frame, decodable alone */
+    c->latest_seq = pk->seq;
+    c->refined = NULL;
+    fb->dmg_base = 0;
+    rc_damage_commit_locked(c, fb, 1); /* sent whole */
+    rc_frame_release_locked(c->last);
+    c->last = fb; /* the source of the lossless refinement (once it has pixels) */
+    rc_packet_unref(old_latest);
+    rc_packet_unref(old_refined);
+    rc_canvas_notify_locked(c);
+    pthread_cond_broadcast(&c->cv);
+}
+
+int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, void (*release)(void *), void *arg,
+                                       const rc_codec_type *codec, const uint8_t *data, size_t len) {
     pthread_mutex_lock(&c->mu);
-    only = c->tiers[0].codec && c->tiers[0].codec->wire_id == codec->wire_id && !c->encoding &&
-           !rc_canvas_tiers_busy_locked(c) && !c->codec_change_pending;
-    for (int i = 1; i < RC_MAX_TIERS; i++)
-        if (c->tiers[i].nsessions) only = 0;
-    if (!only) { /* a viewer or a codec change came in between: the CPU pipeline after all */
+    int only = encoded_fits_locked(c, codec, img, c->params.quality); /* the GPU encoder codes at the top */
+    pthread_mutex_unlock(&c->mu);
+    if (!only) return rc_canvas_present_external(c, img, release, arg);
+    rc_packet *pk = encoded_packet(c, codec, data, len, img->width, img->height);
+    if (!pk) {
+        release(arg);
+        return RCANVAS_ENOMEM;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (!encoded_fits_locked(c, codec, img, c->params.quality)) { /* a viewer or a codec change came in between */
         pthread_mutex_unlock(&c->mu);
         rc_packet_unref(pk);
         return rc_canvas_present_external(c, img, release, arg);
@@ -294,33 +356,106 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
         release(arg);
         return r;
     }
-    int64_t now = rc_now_us();
-    fb->seq = ++c->presented_seq;
-    fb->present_us = now;
-    c->last_present_us = now;
-    pk->seq = fb->seq;
-    pk->present_us = now;
-    c->counters.presented++;
-    c->counters.encoded++; /* encoded by its source (GPU JPEG) */
-    if (c->pending) { /* an older frame waiting for the CPU encoder: never encoded */
-        c->counters.dropped++;
-        rc_frame_release_locked(c->pending);
-        c->pending = NULL;
-    }
-    old_latest = c->tiers[0].latest;
-    old_refined = c->refined;
-    c->tiers[0].latest = pk;
-    c->tiers[0].keyframe_requested = 0; /* it has the newest frame, decodable alone */
-    c->latest_seq = pk->seq;
-    c->refined = NULL;
-    fb->dmg_base = 0;
-    rc_damage_commit_locked(c, fb, 1); /* sent whole */
-    rc_frame_release_locked(c->last);
-    c->last = fb; /* source of the lossless refinement */
-    rc_packet_unref(old_latest);
-    rc_packet_unref(old_refined);
-    rc_canvas_notify_locked(c);
-    pthread_cond_broadcast(&c->cv);
+    publish_encoded_locked(c, fb, pk);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
+}
+
+/* ---- frames the app encoded (rcanvas_present_encoded) ---- */
+
+int rcanvas_present_encoded(rcanvas_canvas *c, const rcanvas_encoded_frame *f) {
+    if (!c || !f || !f->data) return RCANVAS_EINVAL;
+    if (f->codec != RCANVAS_CODEC_JPEG || f->quality < 1 || f->quality > 100 || f->size < 4 ||
+        f->size > ((size_t)256 << 20))
+        return RCANVAS_EINVAL;
+    const rc_codec_type *codec = &rc_codec_jpeg_app;
+    if (f->encoder) {
+        if (strcmp(f->encoder, rc_codec_jpeg_wgpu.name)) return RCANVAS_EINVAL;
+        codec = &rc_codec_jpeg_wgpu;
+    }
+    uint32_t maxd = c->env.max_frame_dim;
+    if (f->width == 0 || f->height == 0 || f->width > maxd || f->height > maxd || f->width > 65500 ||
+        f->height > 65500)
+        return RCANVAS_EFRAME_SIZE;
+    if (!rc_jpeg_check_baseline(f->data, f->size, f->width, f->height)) return RCANVAS_EDATA;
+    rc_image img = {.pixels = NULL, .width = f->width, .height = f->height, .pitch = 0, .format = RCANVAS_FORMAT_RGBA8};
+    pthread_mutex_lock(&c->mu);
+    int fits = encoded_fits_locked(c, codec, &img, f->quality);
+    int closing = c->closing;
+    pthread_mutex_unlock(&c->mu);
+    if (closing) return RCANVAS_ECLOSED;
+    if (!fits) return RCANVAS_ENOTUSED;
+    rc_packet *pk = encoded_packet(c, codec, f->data, f->size, f->width, f->height);
+    if (!pk) return RCANVAS_ENOMEM;
+    pthread_mutex_lock(&c->mu);
+    int r = RCANVAS_OK;
+    rc_frame_buf *fb = NULL;
+    if (c->closing) r = RCANVAS_ECLOSED;
+    else if (!encoded_fits_locked(c, codec, &img, f->quality)) r = RCANVAS_ENOTUSED; /* changed in between */
+    else {
+        for (int i = 0; i < RC_FRAME_BUFS && !fb; i++)
+            if (c->frames[i].refs == 0) fb = &c->frames[i];
+        if (!fb) r = RCANVAS_EBUSY;
+    }
+    if (r != RCANVAS_OK) {
+        pthread_mutex_unlock(&c->mu);
+        rc_packet_unref(pk);
+        return r;
+    }
+    fb->refs = 1;
+    fb->img = img; /* no pixels: rcanvas_present_pixels() brings them when they are needed */
+    if (c->source_codec != codec) { /* viewers are told the encoder ("encoder" message, stats) */
+        c->source_codec = codec;
+        c->pixels_wanted_seq = c->pixels_woken_seq = 0;
+    }
+    publish_encoded_locked(c, fb, pk);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
+int rc_canvas_want_pixels_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    if (fb->img.pixels) return 1;
+    if (c->pixels_wanted_seq != fb->seq) {
+        c->pixels_wanted_seq = fb->seq;
+        pthread_cond_broadcast(&c->cv); /* rcanvas_wait returns RCANVAS_WAKE_PIXELS */
+    }
+    return 0;
+}
+
+int rcanvas_present_pixels(rcanvas_canvas *c, const rcanvas_frame *f) {
+    if (!c || !f) return RCANVAS_EINVAL;
+    if (!f->pixels) return RCANVAS_ENULL;
+    unsigned bpp = rc_format_bpp(f->format);
+    if (!bpp) return RCANVAS_EFORMAT;
+    size_t row = (size_t)f->width * bpp;
+    if (f->pitch < row) return RCANVAS_EPITCH;
+    pthread_mutex_lock(&c->mu);
+    rc_frame_buf *fb = c->last;
+    int r = c->closing ? RCANVAS_ECLOSED
+            : !fb || fb->img.pixels || fb->seq != c->presented_seq ? RCANVAS_ESTALE
+            : f->width != fb->img.width || f->height != fb->img.height ? RCANVAS_EFRAME_SIZE
+                                                                        : RCANVAS_OK;
+    if (r == RCANVAS_OK) fb->refs++; /* held while its pixels are copied in, outside the lock */
+    pthread_mutex_unlock(&c->mu);
+    if (r != RCANVAS_OK) return r;
+    size_t need = row * f->height;
+    uint8_t *p = fb->cap >= need ? fb->pixels : realloc(fb->pixels, need);
+    if (p) { /* no other thread reads fb->pixels while img.pixels is NULL */
+        fb->pixels = p;
+        if (fb->cap < need) fb->cap = need;
+        const uint8_t *src = f->pixels;
+        if (f->pitch == row) memcpy(p, src, need);
+        else
+            for (uint32_t y = 0; y < f->height; y++) memcpy(p + y * row, src + y * f->pitch, row);
+    }
+    pthread_mutex_lock(&c->mu);
+    if (p) {
+        fb->img.pixels = fb->pixels;
+        fb->img.pitch = row;
+        fb->img.format = f->format;
+        rc_canvas_notify_locked(c); /* the tick starts what waited for them (refinement, a tier's keyframe) */
+    }
+    rc_frame_release_locked(fb);
+    pthread_mutex_unlock(&c->mu);
+    return p ? RCANVAS_OK : RCANVAS_ENOMEM;
 }

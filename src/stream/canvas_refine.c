@@ -159,6 +159,7 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
         ret = due - now_us;
         goto out;
     }
+    if (!rc_canvas_want_pixels_locked(c, fb)) goto out; /* it came encoded: its pixels re-arm the tick */
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) goto out;
     pk->flags = RC_PACKET_REFINE;

@@ -58,6 +58,11 @@ int rcanvas_wait(rcanvas_canvas *c, int timeout_ms) {
             return RCANVAS_ECLOSED;
         }
         int mask = c->ev_count > 0 ? RCANVAS_WAKE_EVENTS : 0;
+        if (c->pixels_wanted_seq && c->pixels_wanted_seq != c->pixels_woken_seq && c->last &&
+            c->last->seq == c->pixels_wanted_seq && !c->last->img.pixels) {
+            mask |= RCANVAS_WAKE_PIXELS; /* once per frame: rcanvas_present_pixels() brings them */
+            c->pixels_woken_seq = c->pixels_wanted_seq;
+        }
         int64_t next = NEVER;
         if (draw_due_locked(c, now, &next)) {
             mask |= RCANVAS_WAKE_DRAW;

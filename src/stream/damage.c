@@ -273,7 +273,8 @@ void rc_damage_compute(rc_frame_buf *fb, const rc_frame_buf *prev, const uint8_t
         fb->dmg_from_source = 1; /* against the source's previous frame: dmg_base is set when published */
         return;
     }
-    if (!prev || rc_damage_diff(&fb->img, &prev->img, fb->dmg.bits) < 0) fb->dmg.all = 1;
+    /* a frame that came encoded without its pixels (rcanvas_present_encoded) has nothing to compare with */
+    if (!prev || !prev->img.pixels || rc_damage_diff(&fb->img, &prev->img, fb->dmg.bits) < 0) fb->dmg.all = 1;
 }
 
 void rc_damage_carry_locked(rcanvas_canvas *c, const rc_image *img, const uint8_t *dirty, uint32_t tiles_x,

@@ -25,7 +25,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # ---- layout ---------------------------------------------------------------------------------------------------
 
 STRUCTS = {"rcanvas_server_config": L.ServerConfig, "rcanvas_canvas_config": L.CanvasConfig,
-           "rcanvas_frame": L.Frame, "rcanvas_size": L.Size, "rcanvas_touch": L.Touch, "rcanvas_event": L.Event}
+           "rcanvas_frame": L.Frame, "rcanvas_encoded_frame": L.EncodedFrame, "rcanvas_size": L.Size, "rcanvas_touch": L.Touch, "rcanvas_event": L.Event}
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler (cc) to read the header's layout")
@@ -126,6 +126,75 @@ def test_png_round_trip_is_pixel_exact(server):
         rgb = wide[:, ::2]
         pic = round_trip(c, ws, rgb, picture=pic)
         assert np.array_equal(pic, rgb)
+    finally:
+        ws.close()
+
+
+def test_present_encoded_sends_the_apps_jpeg_and_asks_for_the_pixels_once(server):
+    # An app that encodes its own frames (jpeg-wgpu does it on the GPU): its JPEG goes out byte for byte, the viewer
+    # is told the encoder's name, and once the picture is still rcanvas asks for the pixels (WAKE_PIXELS, once),
+    # whose lossless refinement is exact. Bad bytes raise, naming the error; a PNG canvas does not take JPEG.
+    import io
+
+    from PIL import Image
+
+    c = server.canvas(name="enc", codec="jpeg", refine_ms=100, update_mode="manual")
+    c.set_option("rate_adapt", 0)
+    ws, hello = connect(server, "enc")
+    try:
+        y, x = np.mgrid[0:240, 0:320]
+        a = np.stack([x % 256, y, (x + y) % 97 + 100, np.full_like(x, 255)], -1).astype(np.uint8)
+        a[100:102, :, :3] = (250, 20, 30)  # a thin red line
+        buf = io.BytesIO()
+        Image.fromarray(a[..., :3]).save(buf, "JPEG", quality=80)
+        jpeg = buf.getvalue()
+        assert c.live_quality == 85
+        assert c.present_encoded(jpeg, 320, 240, 80, "jpeg-wgpu") is True
+        told, got = [], None
+        while got is None:
+            msg = ws.recv()
+            if isinstance(msg, str):
+                m = json.loads(msg)
+                if m.get("type") == "encoder":
+                    told.append(m["encoder"])
+                continue
+            h, payload = parse_frame(msg)
+            assert h["codec"] == 1 and h["seq"] == 1 and (h["w"], h["h"]) == (320, 240)
+            got = bytes(payload)
+            ws.send_json({"type": "ack", "seq": h["seq"]})
+        assert got == jpeg, "the viewer got other bytes than the app's JPEG"
+        # still: the refinement needs the pixels, asked for once
+        t0, woke = time.time(), 0
+        while not woke:
+            assert time.time() - t0 < 10, "rcanvas never asked for the pixels"
+            woke = c.wait(0.5) & rcanvas.WAKE_PIXELS
+        assert not c.wait(0.3) & rcanvas.WAKE_PIXELS, "asked twice"
+        assert c.present_pixels_address(a.ctypes.data, 320, 240, 320 * 4) is True
+        assert c.present_pixels_address(a.ctypes.data, 320, 240, 320 * 4) is False  # it has them
+        while True:
+            msg = ws.recv()
+            if isinstance(msg, str):
+                m = json.loads(msg)
+                told += [m["encoder"]] if m.get("type") == "encoder" else []
+                continue
+            h, payload = parse_frame(msg)
+            if h["flags"] & 4:
+                break
+        assert h["codec"] == 2 and h["seq"] == 1
+        tile = decode_png(payload)
+        assert np.array_equal(tile[..., :3], a[h["y"]:h["y"] + h["h"], h["x"]:h["x"] + h["w"], :3])
+        assert "jpeg-wgpu" in told, told
+        with pytest.raises(rcanvas.RcanvasError, match="RCANVAS_EDATA"):
+            c.present_encoded(b"\xff\xd8 not a jpeg \xff\xd9", 320, 240, 80)
+        with pytest.raises(rcanvas.RcanvasError, match="RCANVAS_EDATA"):
+            c.present_encoded(jpeg, 321, 240, 80)  # another size than its SOF0's
+        with pytest.raises(rcanvas.RcanvasError, match="RCANVAS_EINVAL"):
+            c.present_encoded(jpeg, 320, 240, 80, "x264")
+        with pytest.raises(ValueError, match="quality"):
+            c.present_encoded(jpeg, 320, 240, 0)
+        p = server.canvas(name="encpng", codec="png")
+        assert p.live_quality == 0
+        assert p.present_encoded(jpeg, 320, 240, 80) is False  # present its pixels instead
     finally:
         ws.close()
 

@@ -111,3 +111,73 @@ def test_present_address_checks_its_arguments():
             c.present_address(a.ctypes.data, 10**6, 4, 4 * 10**6)  # over max_frame_dim
         c.present_address(a.ctypes.data, 60, 4, 256)  # rows 256 bytes apart, 240 used
         c.close()
+
+
+def run_jpeg(env_extra, frames=12):
+    env = dict(os.environ, FRAMES=str(frames), PYTHONPATH=os.path.join(ROOT, "python"),
+               RCANVAS_LIBRARY=os.environ.get("RCANVAS_LIBRARY", os.path.join(ROOT, "build", "librcanvas.so")))
+    env.pop("RCANVAS_GPU_CODEC_DEVICE", None)
+    env.update(env_extra)
+    r = subprocess.run([sys.executable, os.path.join(HERE, "wgpu_jpeg_frames.py")], env=env, capture_output=True,
+                       text=True, timeout=150)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@needs_wgpu
+def test_jpeg_wgpu_frames_leave_the_gpu_as_jpeg_and_the_pixels_only_when_asked():
+    # codec "jpeg-wgpu" on lavapipe (RCANVAS_GPU_CODEC_DEVICE=any, as h264-gpu): every frame is JPEG-encoded on the
+    # app's wgpu device and only the file's bytes are read back; rcanvas sends them as they are (the viewer is told
+    # "jpeg-wgpu"); once the picture is still, rcanvas asks for the pixels once and refines it losslessly.
+    out = run_jpeg({"RCANVAS_GPU_CODEC_DEVICE": "any"})
+    assert out["errors"] == [], out["errors"]
+    st, seen = out["stats"], out["seen"]
+    n = out["frames_drawn"]
+    print(json.dumps(st))
+    assert "jpeg-wgpu" in out["told"], out["told"]
+    assert st["jpeg"] == n and st["jpeg_not_used"] == 0, st
+    ks = [s["k"] for s in seen]
+    assert ks == sorted(set(ks)) and ks[-1] == n and len(ks) >= n * 2 // 3, ks
+    assert all(s["codec"] == 1 and (s["w"], s["h"]) == (320, 240) and s["err"] <= 4 for s in seen), seen
+    # GPU → host: the JPEGs' bytes (length word + data, rounded to 4) and one whole frame, for the refinement
+    raw = 320 * 4 * 240  # the rows are 1280 bytes: no padding
+    assert st["pixels_asked"] == 1, st
+    per_frame = (st["gpu_bytes_read"] - raw) / st["jpeg"]
+    print(f"# jpeg-wgpu: {per_frame:.0f} bytes read back a frame, {100 * per_frame / raw:.1f} % of the raw frame")
+    assert per_frame <= 0.1 * raw, per_frame
+    assert per_frame <= max(s["bytes"] for s in seen) + 8, (per_frame, seen)
+    r = out["refined"]
+    assert r and r["seq"] > 0 and (r["w"], r["h"]) == (320, 240), r
+    assert r["centre"] == list(colour_of(n)), (r, colour_of(n))  # the pixels themselves: exact
+
+
+@needs_wgpu
+def test_jpeg_wgpu_frame_rcanvas_cannot_take_goes_as_pixels():
+    # a JPEG rcanvas cannot send as it is (RCANVAS_ENOTUSED: made so for frame 3 here) costs nothing but its
+    # readback: the same frame goes as pixels at once, and the next frames too (JPEG_RETRY_FRAMES) before the GPU
+    # encoder is tried again; the viewer sees every frame in order, told "jpeg" (rcanvas' encoder) for them
+    out = run_jpeg({"RCANVAS_GPU_CODEC_DEVICE": "any", "REFUSE": "3"})
+    assert out["errors"] == [], out["errors"]
+    st, seen = out["stats"], out["seen"]
+    assert st["jpeg"] == 2 and st["jpeg_not_used"] == 1, st
+    assert st["presented"] + st["dropped"] == out["frames_drawn"], st
+    ks = [s["k"] for s in seen]
+    assert 3 in ks and ks == sorted(set(ks)) and ks[-1] == out["frames_drawn"], ks
+    assert all(s["err"] <= 4 for s in seen), seen
+    assert out["told"][-1] == "jpeg" and "jpeg-wgpu" in out["told"], out["told"]
+
+
+def colour_of(k):
+    return (k * 19) % 256, (255 - k * 13) % 256, 90  # as wgpu_jpeg_frames.py
+
+
+@needs_wgpu
+def test_jpeg_wgpu_on_a_cpu_device_stays_on_the_cpu_unless_asked():
+    # lavapipe is a CPU: rcanvas' own JPEG encoder is faster there, so jpeg-wgpu runs only with
+    # RCANVAS_GPU_CODEC_DEVICE=any; the frames still come, encoded by rcanvas ("jpeg")
+    out = run_jpeg({}, frames=6)
+    assert out["errors"] == [], out["errors"]
+    st = out["stats"]
+    assert st["jpeg"] == 0 and "CPU" in st["jpeg_why_not"], st
+    assert "jpeg-wgpu" not in out["told"] and "jpeg" in out["told"], out["told"]
+    assert [s["k"] for s in out["seen"]][-1] == out["frames_drawn"]
