@@ -11,8 +11,9 @@ after every row.
   pipelined   3 sibling encoders in flight (submit, then result of the oldest), frames/s.
   nvjpeg      torchvision.io.encode_jpeg on a CUDA uint8 CHW tensor (nvJPEG, 4:4:4: torchvision's only
               chroma), median wall clock with the file on the GPU (synchronize) and with it copied to the host.
-  present     pygfx's cube (bench/wgpu_cube_app.py) through rcanvas' wgpu context, RCANVAS_WGPU_PRESENT=bitmap|
-              newest|behind, one raw WebSocket viewer (tests/python/wsraw.py, in this process) that acks every frame
+  present     pygfx's cube (bench/wgpu_cube_app.py) on rendercanvas' http backend ("http"), and through rcanvas:
+              rendercanvas' bitmap context ("bitmap"), rcanvas' ring ("newest", "behind"), JPEG on the app's device
+              ("jpeg-wgpu"), PRESENT_MODES; one raw WebSocket viewer (tests/python/wsraw.py, in this process) that acks every frame
               as the browser does: frames/s received (a frame: the message flagged "last tile", refinements left out) and the app process's CPU ms per frame (utime+stime).
 
     python3 bench/gpu_wgpu_bench.py OUT FRAMES_DIR [parts, default: jpeg-wgpu,pipelined,nvjpeg,present]
@@ -221,8 +222,16 @@ def part_present():
     hz = os.sysconf("SC_CLK_TCK")
     for size in os.environ.get("PRESENT_SIZES", "1920x1080,3840x2160").split(","):
         w, h = map(int, size.split("x"))
-        for mode in os.environ.get("PRESENT_MODES", "bitmap,newest,behind,auto").split(","):
-            env = dict(os.environ, RCANVAS_WGPU_PRESENT=mode, SIZE=size, PYTHONUNBUFFERED="1")
+        for mode in os.environ.get("PRESENT_MODES", "http,bitmap,newest,behind,jpeg-wgpu").split(","):
+            # http: rendercanvas' own http backend; bitmap: rendercanvas' bitmap context into rcanvas; newest,
+            # behind: rcanvas' ring; jpeg-wgpu: JPEG on the app's device (rcanvas._wgpu)
+            env = dict(os.environ, SIZE=size, PYTHONUNBUFFERED="1")
+            if mode == "http":
+                env["BACKEND"] = "http"
+            elif mode == "jpeg-wgpu":
+                env.update(CODEC="jpeg-wgpu", RCANVAS_WGPU_PRESENT="auto")
+            else:
+                env.update(RCANVAS_WGPU_PRESENT=mode, CODEC="jpeg")
             env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
             if os.environ.get("APP_LD_LIBRARY_PATH"):   # librcanvas' Debian libraries, for the app alone
                 env["LD_LIBRARY_PATH"] = os.environ["APP_LD_LIBRARY_PATH"]
@@ -241,8 +250,14 @@ def part_present():
                 if url is None:
                     raise RuntimeError("no url; stderr: " + "".join(errs)[-2000:])
                 u = urlparse(url)
-                ws = RawWS("127.0.0.1", u.port, f"/c/bench/ws?token={parse_qs(u.query)['token'][0]}")
+                http = mode == "http"
+                ws = RawWS("127.0.0.1", u.port, "/ws" if http else
+                           f"/c/bench/ws?token={parse_qs(u.query)['token'][0]}")
                 ws.sock.settimeout(30)
+                meta = None  # http: the framebufferdata message whose buffer comes next
+                if http:  # its canvas is 1x1 until a view reports its size (renderview's resize event)
+                    ws.send_json({"type": "resize", "width": w, "height": h, "pwidth": w, "pheight": h,
+                                  "ratio": 1, "timestamp": time.time()})
 
                 def stats():
                     s = [x for x in list(lines) if x.startswith("stats ")]
@@ -258,6 +273,21 @@ def part_present():
                     if phase == "measure" and now - t0 >= meas_s:
                         break
                     m = ws.recv()
+                    if http:  # renderview's protocol: a JSON message, then its buffer; feedback as its client
+                        if isinstance(m, str):
+                            meta = json.loads(m)
+                            continue
+                        if meta and meta.get("type") == "framebufferdata":
+                            ws.send_json({"type": "_framefeedback", "index": meta["index"],
+                                          "timestamp": meta["timestamp"], "localtime": time.time()})
+                            if "png" not in meta.get("mimetype", ""):   # the lossless redraw is not a frame
+                                n += 1
+                                tiles += 1
+                                nbytes += len(m)
+                            r["frame_size"] = size
+                            r["codec_id"] = meta.get("mimetype")
+                        meta = None
+                        continue
                     if isinstance(m, str):
                         continue
                     hd, payload = parse_frame(m)

@@ -22,7 +22,7 @@ prep)
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform manylinux1_x86_64 -d $KIT/whl wgpu==0.32.0 cffi==2.1.1 pycparser==3.12 pygfx==0.17.0 \
     pylinalg==0.6.8 freetype-py==2.5.1 uharfbuzz==0.57.0 Jinja2==3.1.6 MarkupSafe==3.0.4 rendercanvas==2.7.2 \
-    hsluv==5.0.5
+    hsluv==5.0.5 simplejpeg==1.9.0 uvicorn==0.55.0 h11==0.16.0 click==8.5.1 websockets==17.4
   for f in $FRAMES; do cp ../shared/frames/$f.png $KIT/frames/; done
   cp build/librcanvas.so.0.1.0 $KIT/librcanvas.so
   cp build/rcanvas-encode $KIT/rcanvas-encode
@@ -68,7 +68,7 @@ PY
     ;; esac
     case " $STEPS " in *" present "*)
     echo "== part 4: present"
-    RESULT_JSON=present.json timeout 240 python3 bench/gpu_wgpu_bench.py "$OUT" $KIT/frames present
+    RESULT_JSON=present.json timeout 480 python3 bench/gpu_wgpu_bench.py "$OUT" $KIT/frames present
     ;; esac
     date -u
   }

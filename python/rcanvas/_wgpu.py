@@ -20,7 +20,8 @@ When a frame reaches rcanvas, per frame (RCANVAS_WGPU_PRESENT=auto, the default)
                 readback took a large part of the frame time (the GPU is the bottleneck) or rcanvas held the draw
                 back (the encoder or the viewer is).
 
-RCANVAS_WGPU_PRESENT=newest or =behind fixes the mode; =bitmap makes the canvas use rendercanvas' own fallback
+RCANVAS_WGPU_PRESENT=newest or =behind fixes the mode (and, unless the codec is "jpeg-wgpu", reads every frame back
+whole instead of jpeg-wgpu below); =bitmap makes the canvas use rendercanvas' own fallback
 instead of this context (for comparison: make bench-wgpu, docs/benchmarks.md).
 
 jpeg-wgpu: where the canvas streams JPEG (codec "jpeg", the default, on a GPU; codec "jpeg-wgpu" to ask for it) the
@@ -235,8 +236,8 @@ class RcanvasWgpuContext(WgpuContext):
     # %% jpeg-wgpu
 
     def _jpeg_wanted(self):
-        if not self._jpeg_mode:
-            return False
+        if not self._jpeg_mode or (self._jpeg_mode == "auto" and self._mode != "auto"):
+            return False  # not JPEG, or a ring mode fixed by RCANVAS_WGPU_PRESENT (codec "jpeg-wgpu" still wins)
         if self._jpeg_ok is None:
             ok, why = jpeg_wgpu_allowed(self._config["device"])
             self._jpeg_ok, self.stats["jpeg_why_not"] = ok, why
