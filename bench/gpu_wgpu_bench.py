@@ -228,8 +228,8 @@ def part_present():
             env = dict(os.environ, SIZE=size, PYTHONUNBUFFERED="1")
             if mode == "http":
                 env["BACKEND"] = "http"
-            elif mode == "jpeg-wgpu":
-                env.update(CODEC="jpeg-wgpu", RCANVAS_WGPU_PRESENT="auto")
+            elif mode.startswith("jpeg-wgpu"):  # jpeg-wgpu, jpeg-wgpu-newest, jpeg-wgpu-behind
+                env.update(CODEC="jpeg-wgpu", RCANVAS_WGPU_PRESENT=mode[len("jpeg-wgpu-"):] or "auto")
             else:
                 env.update(RCANVAS_WGPU_PRESENT=mode, CODEC="jpeg")
             env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")

@@ -45,6 +45,7 @@ from rendercanvas.contexts import WgpuContext
 MODES = ("auto", "newest", "behind")
 RING = 3  # buffers: one being presented, one being read back, one for the frame being drawn
 JPEG_RETRY_FRAMES = 30  # frames through the ring after rcanvas could not take one encoded, before trying again
+JPEG_ENCODERS = 3  # jpeg-wgpu encodes in flight at most (one behind: the next frames' draws overlap them)
 
 
 def jpeg_wgpu_allowed(device):
@@ -151,9 +152,11 @@ class RcanvasWgpuContext(WgpuContext):
         self._jpeg_mode = present_info.get("rcanvas_jpeg")
         self._live_quality = present_info.get("rcanvas_live_quality") or (lambda: 0)
         self._jpeg_ok = None  # decided on the first frame, on the configured device
-        self._jpeg_enc = None
+        self._jpeg_pool = []  # JPEG_ENCODERS encoders sharing their pipelines
+        self._jpeg_flight = []  # the _JpegFrame jobs submitted and not yet mapped, oldest first
         self._jpeg_skip = 0
         self._jpeg_fresh = False  # the texture holds the frame rcanvas last took as JPEG (its pixels may be asked)
+        self._drawn_seq = 0
         self._texture = None
         self._slots = [_Slot() for _ in range(RING)]
         self._seq = 0  # frames submitted
@@ -168,7 +171,8 @@ class RcanvasWgpuContext(WgpuContext):
         # the GPU (both ways)
         self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "presented": 0, "dropped": 0,
                       "cpu_bytes_copied": 0, "python_bytes_copied": 0, "jpeg": 0, "jpeg_not_used": 0,
-                      "pixels_asked": 0, "gpu_bytes_read": 0, "jpeg_why_not": ""}
+                      "pixels_asked": 0, "gpu_bytes_read": 0, "jpeg_newest": 0, "jpeg_behind": 0, "jpeg_waited": 0,
+                      "jpeg_why_not": ""}
 
     # %% WgpuContext
 
@@ -196,6 +200,7 @@ class RcanvasWgpuContext(WgpuContext):
         w, h = self.physical_size
         size = (max(1, w), max(1, h), 1)
         self._jpeg_fresh = False  # a new frame is drawn into it
+        self._drawn_seq = self._seq + 1  # the frame the next present will carry
         if self._texture is None or self._texture.size != size:
             # One texture is enough: the copy out of it is queued before the next frame's render pass, and the
             # queue runs in order (wgpu puts the barrier between them).
@@ -253,18 +258,36 @@ class RcanvasWgpuContext(WgpuContext):
         return True
 
     def _present_jpeg(self, quality):
+        """This frame JPEG-encoded on the device. Newest first: the draw's present waits for the file (an awaitable).
+        One behind: the present returns at once and the file goes out when it is mapped (through the present
+        callback), so the app draws the next frame meanwhile; JPEG_ENCODERS encoders take turns, and a draw that
+        finds them all busy waits for the oldest (the texture still holds its frame: the next draw waits too)."""
         from rcanvas.jpeg_wgpu import JpegWgpuEncoder
 
-        if self._jpeg_enc is None or self._jpeg_enc.device is not self._config["device"]:
-            self._jpeg_enc = JpegWgpuEncoder(self._config["device"])
+        dev = self._config["device"]
+        if not self._jpeg_pool or self._jpeg_pool[0].device is not dev:
+            first = JpegWgpuEncoder(dev)
+            self._jpeg_pool = [first] + [first.sibling() for _ in range(JPEG_ENCODERS - 1)]
+            self._jpeg_flight = []
         self._seq += 1
-        tex = self._texture
-        try:
-            pending = self._jpeg_enc.submit(tex, quality=quality, subsampling="420")
-        except Exception as e:  # noqa: BLE001 — e.g. a frame past the device's buffer limits: the ring from now on
-            self._jpeg_ok, self.stats["jpeg_why_not"] = False, f"the encoder refused the frame: {e}"
-            return self._sync_result()
-        return {"method": "async", "awaitable": _JpegFrame(self, pending, tex.size[0], tex.size[1], quality)}
+        seq, tex = self._seq, self._texture
+        behind = self._choose(False) if self._mode == "auto" else self._mode == "behind"
+        self.stats["jpeg_behind" if behind else "jpeg_newest"] += 1
+        job = _JpegFrame(self, seq, tex.size[0], tex.size[1], quality, hand=behind)
+        free = [e for e in self._jpeg_pool if not e._busy]
+        if free:
+            if not job.start(free[0], tex):
+                return self._sync_result()
+            if behind:
+                return {"method": "skip"}  # it goes out when mapped (_JpegFrame._resolve → _hand_jpeg)
+            return {"method": "async", "awaitable": job}
+        # every encoder is busy: this draw waits for the oldest encode, then this frame's starts on its encoder
+        oldest = self._jpeg_flight[0]
+        job.hand = True
+        gate = _Gate()
+        oldest.on_done.append(lambda enc: (job.start(enc, tex) or job.fail_now(), gate.open()))
+        self.stats["jpeg_waited"] += 1
+        return {"method": "async", "awaitable": gate}
 
     def _sync_result(self):
         # this frame read back whole through the ring, waited for (the texture still holds it)
@@ -274,12 +297,13 @@ class RcanvasWgpuContext(WgpuContext):
         self.stats["gpu_bytes_read"] += slot.nbytes
         return self._result(slot)
 
-    def _jpeg_taken(self, ok, nbytes_read):
+    def _jpeg_taken(self, ok, nbytes_read, seq):
         self.stats["gpu_bytes_read"] += nbytes_read
         if ok:
             self.stats["jpeg"] += 1
             self.stats["presented"] += 1
-            self._jpeg_fresh = True
+            self._presented = max(self._presented, seq)
+            self._jpeg_fresh = seq == self._seq and self._drawn_seq == seq  # no newer frame drawn into the texture
         else:
             self.stats["jpeg_not_used"] += 1
             self._jpeg_skip = JPEG_RETRY_FRAMES
@@ -436,18 +460,20 @@ class EncodedJpeg:
     _rc_present_bitmap (as `data`). jpeg (bytes), width, height, quality. The canvas calls taken(True) once rcanvas
     took it, or present_pixels(present_address) when rcanvas could not: the frame is then read back whole."""
 
-    __slots__ = ("jpeg", "width", "height", "quality", "_ctx", "_read")
+    __slots__ = ("jpeg", "width", "height", "quality", "_ctx", "_read", "_seq")
 
-    def __init__(self, ctx, jpeg, width, height, quality, nbytes_read):
+    def __init__(self, ctx, jpeg, width, height, quality, nbytes_read, seq):
         self._ctx, self.jpeg, self.width, self.height, self.quality = ctx, jpeg, width, height, quality
-        self._read = nbytes_read
+        self._read, self._seq = nbytes_read, seq
 
     def taken(self):
-        self._ctx._jpeg_taken(True, self._read)
+        self._ctx._jpeg_taken(True, self._read, self._seq)
 
     def present_pixels(self, present_address):
         ctx = self._ctx
-        ctx._jpeg_taken(False, self._read)
+        ctx._jpeg_taken(False, self._read, self._seq)
+        if ctx._drawn_seq != self._seq:  # one behind: the texture holds a newer frame, which goes out soon
+            return
         frame = ctx._sync_result()["data"]
         try:
             present_address(frame.address, frame.width, frame.height, frame.pitch, frame.format)
@@ -455,43 +481,104 @@ class EncodedJpeg:
             frame.done()
 
 
-class _JpegFrame:
-    """The awaitable of a jpeg-wgpu present: then(callback) gets the present result once the file is mapped (or,
-    when the encode failed, the frame read back whole)."""
+class _Gate:
+    """An awaitable that resolves (with a skipped present) once open() is called."""
 
-    def __init__(self, ctx, pending, w, h, quality):
-        self._ctx, self._w, self._h, self._q = ctx, w, h, quality
-        self._callbacks = []
-        self._enc = ctx._jpeg_enc
+    def __init__(self):
+        self._callbacks, self._open = [], False
+
+    def then(self, callback):
+        if self._open:
+            callback({"method": "skip"})
+        else:
+            self._callbacks.append(callback)
+
+    def open(self):
+        self._open = True
+        cbs, self._callbacks = self._callbacks, []
+        for cb in cbs:
+            cb({"method": "skip"})
+
+
+class _JpegFrame:
+    """One frame's jpeg-wgpu encode. Newest first it is the present's awaitable: then(callback) gets the present
+    result once the file is mapped (or, when the encode failed, the frame read back whole). One behind (hand) it
+    presents itself through the context's present callback when mapped, unless a newer frame went out first.
+    on_done: callables given the encoder once it is free again."""
+
+    def __init__(self, ctx, seq, w, h, quality, hand):
+        self._ctx, self.seq, self._w, self._h, self._q, self.hand = ctx, seq, w, h, quality, hand
+        self._callbacks, self.on_done, self._enc = [], [], None
+
+    def start(self, enc, tex):
+        ctx = self._ctx
+        try:
+            pending = enc.submit(tex, quality=self._q, subsampling="420")
+        except Exception as e:  # noqa: BLE001 — e.g. past the device's buffer limits: the ring from now on
+            ctx._jpeg_ok, ctx.stats["jpeg_why_not"] = False, f"the encoder refused the frame: {e}"
+            return False
+        self._enc = enc
+        self._t0 = time.perf_counter()
+        ctx._jpeg_flight.append(self)
         pending.then(self._resolve, self._failed)
+        return True
+
+    def fail_now(self):
+        # a deferred start failed: this frame goes as pixels (the texture still holds it: the draw waits)
+        self._deliver(self._ctx._sync_result())
 
     def then(self, callback):
         self._callbacks.append(callback)
 
+    def _release(self):
+        ctx = self._ctx
+        if self in ctx._jpeg_flight:
+            ctx._jpeg_flight.remove(self)
+        waiting, self.on_done = self.on_done, []
+        for fn in waiting:
+            fn(self._enc)
+
     def _deliver(self, result):
+        ctx = self._ctx
         frame = result.get("data")
         try:
-            for cb in self._callbacks:
-                cb(result)
+            if self.hand:
+                if result.get("method") == "bitmap" and self.seq > ctx._presented and ctx._present_cb is not None:
+                    r = dict(result)
+                    r.pop("method")
+                    ctx._present_cb(**r)
+                elif result.get("method") == "bitmap":
+                    ctx.stats["dropped"] += 1  # a newer frame went out first
+            else:
+                for cb in self._callbacks:
+                    cb(result)
         finally:
             if isinstance(frame, MappedFrame):
                 frame.done()
 
     def _resolve(self, jpeg):
         ctx = self._ctx
-        if ctx._texture is None:
-            return self._deliver({"method": "skip"})  # closed or reconfigured meanwhile
         read = int(self._enc.last.get("read_back", 0))
-        self._deliver({"method": "bitmap", "format": "rgba-u8",
-                       "data": EncodedJpeg(ctx, jpeg, self._w, self._h, self._q, read)})
+        dt = time.perf_counter() - self._t0  # submit → file mapped: what "one behind" overlaps (_choose)
+        ctx._readback_s = dt if not ctx._readback_s else 0.9 * ctx._readback_s + 0.1 * dt
+        try:
+            if ctx._texture is None:
+                return self._deliver({"method": "skip"})  # closed or reconfigured meanwhile
+            self._deliver({"method": "bitmap", "format": "rgba-u8",
+                           "data": EncodedJpeg(ctx, jpeg, self._w, self._h, self._q, read, self.seq)})
+        finally:
+            self._release()
 
     def _failed(self, error):
         ctx = self._ctx
         ctx.stats["jpeg_why_not"] = f"{type(error).__name__}: {error}"
         ctx._jpeg_skip = JPEG_RETRY_FRAMES  # e.g. a frame whose data outgrew the GPU buffer (noise)
-        if ctx._texture is None:
-            return self._deliver({"method": "skip"})
-        self._deliver(ctx._sync_result())
+        try:
+            if ctx._texture is None or ctx._drawn_seq != self.seq:
+                return self._deliver({"method": "skip"})  # a newer frame is in the texture: it goes out instead
+            self._deliver(ctx._sync_result())
+        finally:
+            self._release()
 
 
 class _Newest:

@@ -43,14 +43,16 @@ scene.add(line)
 camera = gfx.NDCCamera()
 k = 0
 ctx = {}
-# REFUSE=K: rcanvas is made to refuse frame K's JPEG (as when a viewer needs another codec or a smaller frame), so
-# that the context's way back (this frame read back whole and presented as pixels) runs
+# REFUSE=K: rcanvas is made to refuse the K-th JPEG handed to it (as when a viewer needs another codec or a smaller
+# frame), so that the context's way back (the frame read back whole and presented as pixels) runs
 REFUSE = int(os.environ.get("REFUSE", "0"))
 _present_encoded = canvas._canvas.present_encoded
+calls = [0]
 
 
 def present_encoded(*args, **kwargs):
-    if k == REFUSE:
+    calls[0] += 1
+    if calls[0] == REFUSE:
         return False
     return _present_encoded(*args, **kwargs)
 
