@@ -57,7 +57,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas bench-notebook venv venv-lab bench-wgpu clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas bench-notebook venv venv-lab bench-wgpu bench-pygfx clean
 
 all: build
 
@@ -230,6 +230,19 @@ bench-notebook: build tests/browser/node_modules venv-lab
 bench-wgpu: build venv tests/browser/node_modules
 	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python \
 	  node bench_wgpu.mjs
+
+# pygfx's cube (update_mode "fastest") at each size on rendercanvas' own http backend and through rcanvas: rendercanvas'
+# bitmap context, rcanvas' ring (newest first, one behind), jpeg-wgpu (JPEG on the app's wgpu device); one raw
+# WebSocket viewer that acks as the browser does (bench/gpu_wgpu_bench.py's present part; the GPU machine's run is
+# tools/gpu_bench_wgpu.sh). Prints a JSON line per path: frames/s, app CPU ms per frame, bytes per frame, the context's
+# counters (GPU bytes read). SIZES=1920x1080,3840x2160 MODES=http,bitmap,newest,behind,jpeg-wgpu BENCH_SECONDS=6.
+# On a CPU device (lavapipe) jpeg-wgpu runs with RCANVAS_GPU_CODEC_DEVICE=any, set here.
+bench-pygfx: build venv
+	mkdir -p build/bench-pygfx && PATH=$(abspath $(VENV))/bin:$$PATH XDG_RUNTIME_DIR=$${XDG_RUNTIME_DIR:-/tmp} \
+	  RCANVAS_GPU_CODEC_DEVICE=any RCANVAS_LIBRARY=$(abspath build/librcanvas.so) \
+	  PRESENT_SIZES=$${SIZES:-1920x1080,3840x2160} PRESENT_MODES=$${MODES:-http,bitmap,newest,behind,jpeg-wgpu} \
+	  PRESENT_SECONDS=$${BENCH_SECONDS:-6} RESULT_JSON=present.json \
+	  $(abspath $(VENV))/bin/python bench/gpu_wgpu_bench.py build/bench-pygfx build/bench-pygfx present
 
 # ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
