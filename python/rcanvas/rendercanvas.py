@@ -14,8 +14,10 @@ or run an unmodified rendercanvas program on it::
 Configuration by environment (the runner and notebooks; rcanvas.get_server()): RCANVAS_HOST (127.0.0.1),
 RCANVAS_PORT (unset: a free port; in a Jupyter kernel one derived from the kernel, the same after a restart),
 RCANVAS_TOKEN, RCANVAS_BASE_PATH (behind a proxy, e.g. jupyter-server-proxy), RCANVAS_JUPYTER_PROXY (set by the
-notebook server extension rcanvas.jupyter), RCANVAS_CODEC (jpeg), RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS
-and RCANVAS_ALLOWED_ORIGINS (comma-separated; docs/python.md, "Notebooks"). Keyword arguments of RenderCanvas:
+notebook server extension rcanvas.jupyter), RCANVAS_CODEC (jpeg; "jpeg-wgpu": JPEG on the app's wgpu device, the
+default for wgpu canvases on a GPU), RCANVAS_QUALITY (85), RCANVAS_ALLOWED_HOSTS and RCANVAS_ALLOWED_ORIGINS
+(comma-separated; docs/python.md, "Notebooks"), RCANVAS_EVENT_LOG (a file: every event given to the app is appended
+as a JSON line, for debugging and for tests that replay them). Keyword arguments of RenderCanvas:
 name= (the page /c/NAME), codec=, quality=. Each new canvas says where it is: a link in a notebook cell's output,
 a line "rcanvas: open URL" on stdout elsewhere. A canvas made under the name of a live one replaces it.
 
@@ -39,6 +41,7 @@ events carry its devicePixelRatio); set_logical_size applies until a viewer has 
 __all__ = ["RcanvasRenderCanvas", "RenderCanvas", "RcanvasLoop", "loop", "get_server"]
 
 import atexit
+import json
 import math
 import os
 import signal
@@ -66,6 +69,9 @@ import rcanvas as _rc
 from rcanvas import _kernel
 
 _announce = None  # the runner's function that prints each canvas's URL; None = _kernel.announce
+
+
+_EVENT_LOG = os.environ.get("RCANVAS_EVENT_LOG")
 
 
 def get_server():
@@ -155,8 +161,8 @@ def _stop_waiters():
 class RcanvasRenderCanvas(BaseRenderCanvas):
     """A rendercanvas canvas shown in web browsers by rcanvas. Extra keyword arguments: name (the page
     "/c/NAME"; default: in a notebook cell a name of the cell, "cell-" + 10 hex digits, elsewhere "" for the
-    first canvas, "canvas2", "canvas3", … after), codec ("jpeg", "png", "webp", "h264", …; default
-    $RCANVAS_CODEC or "jpeg"), quality (1-100), server (an rcanvas.Server to use; default rcanvas.get_server()).
+    first canvas, "canvas2", "canvas3", … after), codec ("jpeg", "jpeg-wgpu", "png", "webp", "h264", …; default
+    $RCANVAS_CODEC or "jpeg", which is jpeg-wgpu for a wgpu canvas on a GPU), quality (1-100), server (an rcanvas.Server to use; default rcanvas.get_server()).
 
     A new canvas of the name of a live one replaces it: the old one is closed (its viewers get 1001 "canvas
     closed" and reconnect to the new one, at the same URL). So a notebook cell run again replaces its canvas
@@ -275,6 +281,9 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             ev.pop("viewer_id", None)
             if t == "char":
                 ev.setdefault("char_str", ev.get("data", ""))  # rendercanvas 2.7's qt/glfw send both (compat)
+            if _EVENT_LOG:  # RCANVAS_EVENT_LOG: what the app is given, a JSON line each (tests replay them)
+                with open(_EVENT_LOG, "a") as f:
+                    f.write(json.dumps(ev, default=list) + "\n")
             self.submit_event(ev)
 
     def _repr_html_(self):
