@@ -87,7 +87,8 @@ static const char USAGE[] =
     "                       and jpeg-gpu, .png for png\n"
     "  --codec jpeg|jpeg-gpu|png  the encoder (default: from OUT's extension, else jpeg)\n"
     "  --quality Q          JPEG quality 1-100 (default 85)\n"
-    "  --subsampling 420|444  JPEG chroma subsampling (default 420)\n"
+    "  --subsampling 420|444|auto  JPEG chroma subsampling (default 420; auto: as the library's AUTO chooses from\n"
+    "                      the pixels, said in the output line; the CPU encoder only)\n"
     "  --repeat N           encode N times (1-10000) and print the median time (default 1)\n"
     "  --help               print this and exit\n";
 
@@ -102,8 +103,15 @@ static int codec_of_name(const char *path) {
     return -1;
 }
 
+/* The first component's sampling factors byte of a JPEG's SOF0 (0x22 for 4:2:0, 0x11 for 4:4:4), or -1. */
+static int jpeg_luma_sampling(const uint8_t *d, size_t n) {
+    for (size_t i = 2; i + 11 < n; i++)
+        if (d[i] == 0xFF && d[i + 1] == 0xC0) return d[i + 11];
+    return -1;
+}
+
 int main(int argc, char **argv) {
-    static const char *const codecs[] = {"jpeg", "jpeg-gpu", "png", NULL}, *const subs[] = {"420", "444", NULL};
+    static const char *const codecs[] = {"jpeg", "jpeg-gpu", "png", NULL}, *const subs[] = {"420", "444", "auto", NULL};
     rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = 85, .subsampling = RCANVAS_SUBSAMP_420};
     int repeat = 1, gpu = 0, codec_given = 0, k;
     const char *in = NULL, *out = NULL;
@@ -121,7 +129,7 @@ int main(int argc, char **argv) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &p.quality)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
             if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
-            p.subsampling = k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
+            p.subsampling = k == 2 ? RCANVAS_SUBSAMP_AUTO : k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
         } else if (!strcmp(a, "--repeat")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 10000, &repeat)) return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
@@ -185,6 +193,9 @@ int main(int argc, char **argv) {
         qsort(ms, (size_t)repeat, sizeof(double), cmp_double);
         char what[32]; /* quality and subsampling are JPEG's; PNG has neither */
         if (p.codec == RCANVAS_CODEC_PNG) snprintf(what, sizeof what, "png lossless");
+        else if (p.subsampling == RCANVAS_SUBSAMP_AUTO) /* what AUTO chose: the luma's sampling factors (SOF0) */
+            snprintf(what, sizeof what, "jpeg q%d auto %s", p.quality,
+                     jpeg_luma_sampling(rc_buf_data(&buf), buf.len) == 0x11 ? "4:4:4" : "4:2:0");
         else snprintf(what, sizeof what, "jpeg q%d %s", p.quality, p.subsampling == RCANVAS_SUBSAMP_444 ? "4:4:4" : "4:2:0");
         printf("%s %ux%u %s: %.2f ms, %zu bytes (%.3f bits/pixel)\n", in, w, h, what, ms[repeat / 2], buf.len,
                8.0 * (double)buf.len / ((double)w * h));

@@ -151,6 +151,10 @@ class RcanvasWgpuContext(WgpuContext):
         # absent; "rcanvas_live_quality" a callable giving the quality to code at (0: rcanvas wants pixels)
         self._jpeg_mode = present_info.get("rcanvas_jpeg")
         self._live_quality = present_info.get("rcanvas_live_quality") or (lambda: 0)
+        # the canvas's chroma subsampling: "420", "444" or "auto" (rcanvas' AUTO rule, measured on the GPU with each
+        # frame: the next frame is coded as it says, _ss_auto)
+        self._subsampling = present_info.get("rcanvas_subsampling") or (lambda: "auto")
+        self._ss_auto = "420"
         self._jpeg_ok = None  # decided on the first frame, on the configured device
         self._jpeg_pool = []  # JPEG_ENCODERS encoders sharing their pipelines
         self._jpeg_flight = []  # the _JpegFrame jobs submitted and not yet mapped, oldest first
@@ -172,6 +176,7 @@ class RcanvasWgpuContext(WgpuContext):
         self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "presented": 0, "dropped": 0,
                       "cpu_bytes_copied": 0, "python_bytes_copied": 0, "jpeg": 0, "jpeg_not_used": 0,
                       "pixels_asked": 0, "gpu_bytes_read": 0, "jpeg_newest": 0, "jpeg_behind": 0, "jpeg_waited": 0,
+                      "jpeg_420": 0, "jpeg_444": 0,
                       "jpeg_why_not": ""}
 
     # %% WgpuContext
@@ -273,7 +278,9 @@ class RcanvasWgpuContext(WgpuContext):
         seq, tex = self._seq, self._texture
         behind = self._choose(False) if self._mode == "auto" else self._mode == "behind"
         self.stats["jpeg_behind" if behind else "jpeg_newest"] += 1
-        job = _JpegFrame(self, seq, tex.size[0], tex.size[1], quality, hand=behind)
+        ss = self._subsampling()
+        job = _JpegFrame(self, seq, tex.size[0], tex.size[1], quality, hand=behind,
+                         subsampling=self._ss_auto if ss == "auto" else ss, measure=ss == "auto")
         free = [e for e in self._jpeg_pool if not e._busy]
         if free:
             if not job.start(free[0], tex):
@@ -506,14 +513,15 @@ class _JpegFrame:
     presents itself through the context's present callback when mapped, unless a newer frame went out first.
     on_done: callables given the encoder once it is free again."""
 
-    def __init__(self, ctx, seq, w, h, quality, hand):
+    def __init__(self, ctx, seq, w, h, quality, hand, subsampling="420", measure=False):
         self._ctx, self.seq, self._w, self._h, self._q, self.hand = ctx, seq, w, h, quality, hand
+        self._ss, self._measure = subsampling, measure
         self._callbacks, self.on_done, self._enc = [], [], None
 
     def start(self, enc, tex):
         ctx = self._ctx
         try:
-            pending = enc.submit(tex, quality=self._q, subsampling="420")
+            pending = enc.submit(tex, quality=self._q, subsampling=self._ss, measure_chroma=self._measure)
         except Exception as e:  # noqa: BLE001 — e.g. past the device's buffer limits: the ring from now on
             ctx._jpeg_ok, ctx.stats["jpeg_why_not"] = False, f"the encoder refused the frame: {e}"
             return False
@@ -559,6 +567,9 @@ class _JpegFrame:
     def _resolve(self, jpeg):
         ctx = self._ctx
         read = int(self._enc.last.get("read_back", 0))
+        if "needs_444" in self._enc.last and self._measure:  # AUTO: this frame's chroma says the next one's
+            ctx._ss_auto = "444" if self._enc.last["needs_444"] else "420"
+            ctx.stats["jpeg_444" if self._ss == "444" else "jpeg_420"] += 1
         dt = time.perf_counter() - self._t0  # submit → file mapped: what "one behind" overlaps (_choose)
         ctx._readback_s = dt if not ctx._readback_s else 0.9 * ctx._readback_s + 0.1 * dt
         try:

@@ -28,7 +28,8 @@ shader below:
 Restart intervals are off by default, as in jpeg-gpu (the smallest file); ``restart_interval=N`` MCUs turns them
 on (DRI in the header). The host builds the headers (SOI, APP0, DQT, SOF0, DHT, DRI, SOS) and EOI.
 
-Bytes read back per frame: 4 (the data's length, mapped first) + the data's length rounded up to 4. Never the
+Bytes read back per frame: 8 (the data's length, and the chroma measure's count, mapped first) + the data's length
+rounded up to 4. Never the
 worst-case buffer. Two small waits per frame (the length, then the data); ``submit`` lets the caller overlap them
 with its own work, and ``sibling()`` gives a second encoder sharing the pipelines so several frames can be in
 flight.
@@ -306,6 +307,44 @@ fn rgb_at(x0: i32, y0: i32) -> vec3<f32> {
     let c = vec3<f32>(f32(v & 255u), f32((v >> 8u) & 255u), f32((v >> 16u) & 255u));
     if ((p.flags & 1u) != 0u) { return c.bgr; }
     return c;
+}
+"""
+
+# The chroma measure of rcanvas' CPU JPEG encoder (src/codec/jpeg.c, chroma_needs_444) for its AUTO subsampling:
+# over the 2×2 blocks of a checkerboard (half of them), a block "loses colour" under 4:2:0 when some pixel's Cb or Cr
+# lies more than 24 (of 255) from the block's mean; the integer arithmetic is the C code's (×256, truncating
+# division). Counts such blocks into lossy[0]; the host compares with a thousandth of the blocks looked at. Run
+# beside the encode of a frame, it says which chroma the next frame should have (the count comes back with the
+# data's length, in the same 8-byte read).
+_WGSL_CHROMA = """
+struct P { width: u32, height: u32, pitch_px: u32, mcus_x: u32, mcus_y: u32, subsamp420: u32, flags: u32,
+           total_blocks: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(5) var<storage, read_write> lossy: array<atomic<u32>>;
+{INPUT}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let by = gid.y;
+    let bx = 2u * gid.x + (by & 1u);
+    if (2u * by + 1u >= p.height || 2u * bx + 1u >= p.width) { return; }
+    let x = i32(2u * bx); let y = i32(2u * by);
+    var c = array<vec3<f32>, 4>(rgb_at(x, y), rgb_at(x + 1, y), rgb_at(x, y + 1), rgb_at(x + 1, y + 1));
+    var rg: array<i32, 4>; var bg: array<i32, 4>;
+    var lo_rg = 255; var hi_rg = -255; var lo_bg = 255; var hi_bg = -255;
+    for (var i = 0; i < 4; i++) {
+        rg[i] = i32(c[i].r) - i32(c[i].g); bg[i] = i32(c[i].b) - i32(c[i].g);
+        lo_rg = min(lo_rg, rg[i]); hi_rg = max(hi_rg, rg[i]); lo_bg = min(lo_bg, bg[i]); hi_bg = max(hi_bg, bg[i]);
+    }
+    if (hi_rg - lo_rg <= 32 && hi_bg - lo_bg <= 32) { return; }
+    var cb: array<i32, 4>; var cr: array<i32, 4>; var mb = 0; var mr = 0;
+    for (var i = 0; i < 4; i++) {
+        cb[i] = 128 * bg[i] - 43 * rg[i]; cr[i] = 128 * rg[i] - 21 * bg[i]; mb += cb[i]; mr += cr[i];
+    }
+    mb = mb / 4; mr = mr / 4;
+    var dev = 0;
+    for (var i = 0; i < 4; i++) { dev = max(dev, max(abs(cb[i] - mb), abs(cr[i] - mr))); }
+    if (dev > 24 * 256) { atomicAdd(&lossy[0], 1u); }
 }
 """
 
@@ -652,6 +691,8 @@ class _Pipelines:
         dct = _WGSL_DCT.replace("{ZZ}", _ZZ_OF)
         self.dct_tex = make(dct.replace("{INPUT}", _WGSL_DCT_TEXTURE), "jpeg_wgpu dct (texture)")
         self.dct_buf = make(dct.replace("{INPUT}", _WGSL_DCT_BUFFER), "jpeg_wgpu dct (buffer)")
+        self.chroma_tex = make(_WGSL_CHROMA.replace("{INPUT}", _WGSL_DCT_TEXTURE), "jpeg_wgpu chroma (texture)")
+        self.chroma_buf = make(_WGSL_CHROMA.replace("{INPUT}", _WGSL_DCT_BUFFER), "jpeg_wgpu chroma (buffer)")
         self.blk = make(_WGSL_BLK, "jpeg_wgpu blk")
         self.scan = make(_WGSL_SCAN, "jpeg_wgpu scan")
         self.place = make(_WGSL_PLACE, "jpeg_wgpu place")
@@ -714,6 +755,7 @@ class JpegWgpuEncoder:
         self._caps = {}
         self._quality = None
         self._busy = False
+        self._measured = False
         self._ops = []
         self.last = {}
         lim = device.limits
@@ -864,7 +906,7 @@ class JpegWgpuEncoder:
         self._geom = (w, h, ss420)
         self._nb, self._mcus = nb, (mcus_x, mcus_y)
 
-    def _record(self, texture, quality, subsampling, size):
+    def _record(self, texture, quality, subsampling, size, measure_chroma=False):
         wgpu = self._wgpu
         if self._busy:
             raise RuntimeError("an encode is in flight on this encoder (use sibling() for another)")
@@ -919,7 +961,19 @@ class JpegWgpuEncoder:
             {"binding": 3, "resource": {"buffer": self._bufs["mask"], "offset": 0, "size": self._bufs["mask"].size}},
             {"binding": 4, "resource": res4}])
         ctl = self._bufs["ctl"]
+        if measure_chroma:  # the lossy-block count of this frame (_WGSL_CHROMA), zeroed first
+            cbuf = self._buffer("chroma", 16, U.STORAGE | U.COPY_SRC | U.COPY_DST)
+            enc.clear_buffer(cbuf, 0, 16)
+            cpipe = self._pipes.chroma_tex if direct else self._pipes.chroma_buf
+            chroma_bg = dev.create_bind_group(layout=cpipe.get_bind_group_layout(0), entries=[
+                {"binding": 0, "resource": {"buffer": self._pbuf, "offset": 256 * self._dct_param, "size": 256}},
+                {"binding": 4, "resource": res4},
+                {"binding": 5, "resource": {"buffer": cbuf, "offset": 0, "size": 16}}])
         cp = enc.begin_compute_pass(label="jpeg_wgpu")
+        if measure_chroma:
+            cp.set_pipeline(cpipe)
+            cp.set_bind_group(0, chroma_bg)
+            cp.dispatch_workgroups(((w + 3) // 4 + 63) // 64, h // 2 or 1, 1)
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, dct_bg)
         cp.dispatch_workgroups(*self._dct_groups)
@@ -932,11 +986,17 @@ class JpegWgpuEncoder:
                 cp.dispatch_workgroups(*groups)
         cp.end()
         enc.copy_buffer_to_buffer(ctl, 0, self._len_map, 0, 4)
+        if measure_chroma:
+            enc.copy_buffer_to_buffer(cbuf, 0, self._len_map, 4, 4)
         t0 = time.perf_counter()
         dev.queue.submit([enc.finish()])
         self._busy = True
+        self._measured = measure_chroma
         self.last = {"width": w, "height": h, "quality": quality, "subsampling": "420" if ss420 else "444",
                      "direct": direct}
+        if measure_chroma:  # a thousandth of the blocks looked at (at least one), as chroma_needs_444
+            blocks = (w // 2) * (h // 2) // 2
+            self.last["chroma_need"] = max(1, blocks // 1000)
         return (w, h, quality, ss420, t0)
 
     # ---- readback: the length first, then that many bytes ----
@@ -957,8 +1017,11 @@ class JpegWgpuEncoder:
         return m
 
     def _length(self):
-        n = struct.unpack("<I", self._len_map.read_mapped(0, 4))[0]
+        n, lossy = struct.unpack("<II", self._len_map.read_mapped(0, 8))
         self._len_map.unmap()
+        if self._measured:
+            self.last["chroma_lossy"] = lossy
+            self.last["needs_444"] = lossy >= self.last["chroma_need"]
         if n == 0:
             self._busy = False
             raise JpegWgpuError("the entropy-coded data outgrew its GPU buffer: encode this frame on the CPU")
@@ -970,14 +1033,14 @@ class JpegWgpuEncoder:
         w, h, quality, ss420, t0 = token
         head = jfif_header(w, h, quality, "420" if ss420 else "444", self.restart_interval)
         jpeg = b"".join((head, bytes(data[:n]), b"\xff\xd9"))
-        self.last.update(bytes=len(jpeg), data_bytes=n, read_back=4 + m, ms=(time.perf_counter() - t0) * 1e3)
+        self.last.update(bytes=len(jpeg), data_bytes=n, read_back=8 + m, ms=(time.perf_counter() - t0) * 1e3)
         self._busy = False
         return jpeg
 
     def _finish(self, token):
         READ = self._wgpu.MapMode.READ
         try:
-            _map(self._len_map, READ, 0, 4)
+            _map(self._len_map, READ, 0, 8)
             n = self._length()
             m = self._data_copy(n)
             _map(self._data_map, READ, 0, m)
@@ -989,7 +1052,7 @@ class JpegWgpuEncoder:
     async def _finish_async(self, token):
         READ = self._wgpu.MapMode.READ
         try:
-            await self._len_map.map_async(READ, 0, 4)
+            await self._len_map.map_async(READ, 0, 8)
             n = self._length()
             m = self._data_copy(n)
             await self._data_map.map_async(READ, 0, m)
@@ -1026,7 +1089,7 @@ class JpegWgpuEncoder:
                 p.catch(fail)
 
         try:
-            p = self._len_map.map_async(READ, 0, 4)
+            p = self._len_map.map_async(READ, 0, 8)
         except Exception as e:  # noqa: BLE001
             return fail(e)
         p.then(on_length)
@@ -1035,11 +1098,14 @@ class JpegWgpuEncoder:
 
     # ---- API ----
 
-    def submit(self, texture, quality=80, subsampling="420", *, size=None):
+    def submit(self, texture, quality=80, subsampling="420", *, size=None, measure_chroma=False):
         """Records and submits the encode of `texture` (its top-left size=(w, h), default all of it); returns a
         PendingJpeg whose result() / await result_async() gives the JFIF file. Reads the texture as it is when
-        the GPU runs the submission (after the app's earlier submissions to the queue)."""
-        return PendingJpeg(self, self._record(texture, quality, subsampling, size))
+        the GPU runs the submission (after the app's earlier submissions to the queue). measure_chroma: also
+        count the 2×2 blocks that 4:2:0 would rob of colour (rcanvas' AUTO rule, _WGSL_CHROMA); once the file is
+        in host memory, last["needs_444"] says whether 4:4:4 is what AUTO would choose for this frame (the next
+        frame can be coded so: the measure costs no wait)."""
+        return PendingJpeg(self, self._record(texture, quality, subsampling, size, measure_chroma))
 
     def encode(self, texture, quality=80, subsampling="420", *, size=None):
         """The JFIF file (bytes) of `texture` (rgba8unorm / bgra8unorm, -srgb or not: the stored bytes are

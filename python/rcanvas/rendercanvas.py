@@ -72,6 +72,7 @@ _announce = None  # the runner's function that prints each canvas's URL; None = 
 
 
 _EVENT_LOG = os.environ.get("RCANVAS_EVENT_LOG")
+_SUBSAMPLING_NAMES = {0: "420", 1: "444", 2: "auto"}  # rcanvas_subsampling
 
 
 def get_server():
@@ -325,8 +326,13 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
 
             return {"method": "bitmap", "formats": ["rgba-u8"], "rcanvas_present": present,
                     "rcanvas_draw_wait": lambda: self_ref()._draw_wait if self_ref() is not None else 0.0,
-                    "rcanvas_jpeg": self._jpeg_wgpu, "rcanvas_live_quality": live_quality}
+                    "rcanvas_jpeg": self._jpeg_wgpu, "rcanvas_live_quality": live_quality,
+                    "rcanvas_subsampling": lambda: (_SUBSAMPLING_NAMES.get(self_ref()._subsampling_opt(), "auto")
+                                                    if self_ref() is not None else "auto")}
         return None  # rendercanvas raises: no "screen" on a remote canvas
+
+    def _subsampling_opt(self):
+        return self._canvas.get_option("subsampling") if self._canvas._h is not None else 2
 
     def _rc_request_draw(self):
         # rcanvas grants it (WAKE_DRAW in the waiter) once a viewer watches and may take a frame.

@@ -305,13 +305,55 @@ def test_region_of_a_larger_texture(device, enc):
 
 @pytest.mark.timeout(120)
 def test_reads_back_only_the_data(enc):
-    """4 bytes (the length, mapped first), then the data rounded up to 4: not the worst-case buffer."""
+    """8 bytes (the length and the chroma measure's count, mapped first), then the data rounded up to 4: not the
+    worst-case buffer."""
     rgb = crop(_CORPUS[0][1], 640, 480)
     jpeg = enc.encode_array(rgb, 80, "420")
     n = enc.last["data_bytes"]
-    assert enc.last["read_back"] == 4 + (n + 3) // 4 * 4
+    assert enc.last["read_back"] == 8 + (n + 3) // 4 * 4
     assert len(jpeg) == len(jfif_header(640, 480, 80, "420")) + n + 2
     assert enc.last["read_back"] < 640 * 480 * 1.5 // 64 * 256 / 4   # the data buffer is 256 bytes a block
+
+
+def auto_choice(rgb, tmp):
+    """What rcanvas' CPU encoder's AUTO subsampling chooses for the whole frame ("420" or "444"): rcanvas-encode
+    --subsampling auto says it; None where the tool is missing."""
+    if not os.access(ENCODE_TOOL, os.X_OK):
+        return None
+    src, dst = os.path.join(tmp, "auto.ppm"), os.path.join(tmp, "auto.jpg")
+    write_ppm(src, rgb)
+    r = subprocess.run([ENCODE_TOOL, "--codec", "jpeg", "--subsampling", "auto", src, dst], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return "444" if " auto 4:4:4" in r.stdout else "420"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("fmt", ["rgba8unorm", "bgra8unorm-srgb"])
+def test_chroma_measure_chooses_as_the_cpu_encoders_auto(device, enc, fmt, tmp_path):
+    """measure_chroma: the WGSL port of the CPU encoder's AUTO rule (chroma_needs_444) counts the same blocks, so
+    jpeg-wgpu codes a frame's successor with the chroma rcanvas' own encoder would choose: 4:4:4 for thin coloured
+    lines and coloured text, 4:2:0 for photographic or smooth content. Checked on each corpus frame (or generated
+    ones), at 640×480 and an odd size, against rcanvas-encode --subsampling auto; at least one of each choice."""
+    seen = set()
+    frames = [(n, crop(rgb, w, h)) for n, rgb in _CORPUS for (w, h) in SIZES]
+    y, x = np.mgrid[0:240, 0:320]
+    smooth = np.stack([x * 255 // 319, y * 255 // 239, (x + y) * 255 // 558], -1).astype(np.uint8)
+    lines = np.full((240, 320, 3), 255, np.uint8)
+    lines[100, :], lines[:, 50] = (220, 30, 40), (30, 60, 220)
+    frames += [("smooth", smooth), ("one-px lines", lines)]
+    for name, rgb in frames:
+        want = auto_choice(rgb, str(tmp_path))
+        if want is None:
+            pytest.skip("no build/rcanvas-encode (make build)")
+        tex = texture_of(device, rgb, fmt)
+        enc.submit(tex, 80, "420", measure_chroma=True).result()
+        got = "444" if enc.last["needs_444"] else "420"
+        print(f"{name} {rgb.shape[1]}x{rgb.shape[0]} {fmt}: {enc.last['chroma_lossy']} lossy blocks of a need of "
+              f"{enc.last['chroma_need']}: {got}; the CPU encoder's AUTO: {want}")
+        assert got == want, (name, enc.last)
+        seen.add(got)
+    assert seen == {"420", "444"}, seen
 
 
 @pytest.mark.timeout(180)

@@ -149,6 +149,11 @@ def test_jpeg_wgpu_frames_leave_the_gpu_as_jpeg_and_the_pixels_only_when_asked(m
     print(f"# jpeg-wgpu: {per_frame:.0f} bytes read back a frame, {100 * per_frame / raw:.1f} % of the raw frame")
     assert per_frame <= 0.1 * raw, per_frame
     assert per_frame <= max(s["bytes"] for s in seen) + 8, (per_frame, seen)
+    # chroma as rcanvas' AUTO chooses, measured on the GPU with each frame for the next: the thin red line needs
+    # 4:4:4 (the first frame, measured before any, is 4:2:0; one behind, up to three are in flight before a verdict)
+    sss = [s["ss"] for s in seen]
+    assert sss[-1] == "444" and sss.count("444") >= len(sss) // 2, sss
+    assert st["jpeg_444"] + st["jpeg_420"] == n and st["jpeg_444"] >= n // 2, st
     r = out["refined"]
     assert r and r["seq"] > 0 and (r["w"], r["h"]) == (320, 240), r
     assert r["centre"] == list(colour_of(n)), (r, colour_of(n))  # the pixels themselves: exact

@@ -107,8 +107,10 @@ def viewer():
                 px = decode_png(payload)[:, :, :3]
             c = px[H // 2, 20, :3].astype(int)  # off the line
             best = min(range(1, FRAMES + 1), key=lambda j: np.abs(c - colour(j)).sum())
+            sof = payload.find(b"\xff\xc0")  # the luma's sampling factors: 0x22 is 4:2:0, 0x11 4:4:4
+            ss = {0x22: "420", 0x11: "444"}.get(payload[sof + 11]) if h["codec"] == 1 and sof > 0 else None
             seen.append({"k": best, "err": int(np.abs(c - colour(best)).max()), "codec": h["codec"],
-                         "bytes": len(payload), "w": h["frame_width"], "h": h["frame_height"]})
+                         "bytes": len(payload), "w": h["frame_width"], "h": h["frame_height"], "ss": ss})
             last_px["rgb"] = px[:, :, :3]
         ws.close()
     except Exception as e:  # reported in the JSON, the test fails with it
