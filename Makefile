@@ -57,7 +57,7 @@ MAKEFLAGS += --no-print-directory
 # Configure build/ (silent unless something is wrong: CMake's warnings and errors go to stderr).
 CONFIGURE := cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRCANVAS_FRAMES_DIR=$(FRAMES) >/dev/null
 
-.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas bench-notebook venv venv-lab bench-wgpu bench-pygfx clean
+.PHONY: check all deps demo-deps build build-asan build-cpu demo test test-c test-asan test-cpu-only test-browser fuzz test-fuzz fuzz-build bench bench-frames bench-encode bench-video bench-vk bench-vk-damage gpu-kit bench-jpeg-gpu bench-e2e bench-shaped bench-damage bench-fanout bench-deps bench-anchor-deps bench-anchor bench-vnc bench-sfu test-python python-test-deps bench-rendercanvas bench-notebook venv venv-lab bench-wgpu bench-pygfx wheel clean
 
 all: build
 
@@ -191,6 +191,7 @@ venv-lab: $(VENV_LAB)/.installed
 test-python: build python-test-deps tests/browser/node_modules
 	@$(MAKE) venv || echo "note: make venv failed (no PyPI?): the wgpu tests skip"
 	@$(MAKE) venv-lab || echo "note: make venv-lab failed (no PyPI?): lab.test.mjs skips"
+	@$(MAKE) wheel || echo "note: make wheel failed (no PyPI?): test_wheel.py skips"
 	@cd tests/python && r=0; \
 	RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_RENDERCANVAS_DIR=$(RENDERCANVAS_DIR) \
 	  /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --timeout=$(PYTEST_TIMEOUT_S) . || r=1; \
@@ -243,6 +244,25 @@ bench-pygfx: build venv
 	  PRESENT_SIZES=$${SIZES:-1920x1080,3840x2160} PRESENT_MODES=$${MODES:-http,bitmap,newest,behind,jpeg-wgpu} \
 	  PRESENT_SECONDS=$${BENCH_SECONDS:-6} RESULT_JSON=present.json \
 	  $(abspath $(VENV))/bin/python bench/gpu_wgpu_bench.py build/bench-pygfx build/bench-pygfx present
+
+# A wheel for pip users (dist/rcanvas-VERSION-py3-none-manylinux_*.whl): pip builds the package with its normal
+# build isolation (setup.py compiles librcanvas.so with CMake, as `pip install ./python` does), then auditwheel
+# repair copies the libraries it links (libwebsockets, OpenSSL, libjpeg-turbo, openh264, libvpx, libaom, libwebp,
+# libspng, the Vulkan loader, ...) into the wheel (rcanvas.libs/), sets librcanvas' RPATH to them, strips debug info
+# and tags the wheel with the oldest manylinux policy its symbols allow. It installs with a plain `pip install
+# dist/rcanvas-*.whl` where none of the -dev packages (nor their runtime libraries) are: tests/python/test_wheel.py
+# checks what it links; tools/wheel-chroot-test.sh installs and runs it in a bare Debian.
+WHEEL_VENV := build/venv-wheel
+$(WHEEL_VENV)/.installed: tools/requirements-wheel.txt
+	rm -rf $(WHEEL_VENV) && /usr/bin/python3 -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/pip install -q --disable-pip-version-check -r tools/requirements-wheel.txt
+	touch $@
+wheel: deps $(WHEEL_VENV)/.installed
+	rm -rf build/wheel-raw && mkdir -p dist
+	RCANVAS_PY_BUILD_DIR=$(abspath build/wheel-build) $(WHEEL_VENV)/bin/pip wheel -q --no-deps \
+	  --disable-pip-version-check -w build/wheel-raw ./python
+	PATH=$(abspath $(WHEEL_VENV))/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair --strip -w dist build/wheel-raw/rcanvas-*.whl
+	@ls -l dist/rcanvas-*manylinux*.whl
 
 # ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus

@@ -14,7 +14,10 @@
 #     --target T     what to run in it, in order (repeatable; default: demo-smoke test). T is a Makefile target
 #                    (test, test-browser, test-c, ...) run as `make T` in the clone, or demo-smoke: `make demo` on a
 #                    free port until it prints its URL, then the page is fetched (HTTP 200, the client script named in
-#                    it, /client/package.json not served), then the demo is stopped.
+#                    it, /client/package.json not served), then the demo is stopped; or wheel-check: the newest
+#                    dist/rcanvas-*-manylinux_*.whl of this repository (make wheel here first) installed with pip into
+#                    a venv of the chroot's python3 (apt: python3, python3-venv; nothing else) and checked with
+#                    tests/python/wheel_check.py. A fresh chroot with only wheel-check is a machine with Python alone.
 #     --fresh        delete DIR first and bootstrap anew.
 #     --remove       delete DIR at the end (after unmounting).
 #     --mirror URL   the Debian mirror (default http://deb.debian.org/debian; security updates from debian-security).
@@ -176,10 +179,25 @@ demo_smoke() {
   echo "demo-smoke: the page answered 200 and names client/rcanvas.js; /client/package.json answered $served"
 }
 
+# wheel-check: the wheel built here (dist/, by make wheel) as a pip user installs it on a machine with Python and
+# nothing else: python3 and python3-venv from apt, a venv, `pip install` of the wheel (numpy from PyPI), then
+# tests/python/wheel_check.py (its own librcanvas loaded, its libraries from the wheel, frames to a raw viewer).
+wheel_check() {
+  local whl
+  whl=$(ls -t "$REPO"/dist/rcanvas-*-manylinux_*.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { echo "wheel-check FAILED: no $REPO/dist/rcanvas-*-manylinux_*.whl (make wheel first)"; return 1; }
+  in_chroot apt-get install -y -q --no-install-recommends python3 python3-venv >/dev/null || return 1
+  rm -rf "$DIR/root/wheel" && mkdir -p "$DIR/root/wheel" && cp "$whl" "$DIR/root/wheel/"
+  echo "wheel-check: $(basename "$whl") ($(du -k "$whl" | cut -f1) KiB)"
+  in_chroot sh -c "cd /root/wheel && python3 -m venv v && v/bin/pip install -q --disable-pip-version-check *.whl && \
+    v/bin/python /root/rcanvas/tests/python/wheel_check.py"
+}
+
 status=0
 for t in "${TARGETS[@]}"; do
   step "$t"
   if [ "$t" = demo-smoke ]; then demo_smoke || status=1
+  elif [ "$t" = wheel-check ]; then wheel_check || { status=1; echo "wheel-check FAILED"; }
   else in_chroot sh -c "cd /root/rcanvas && make $t" || { status=1; echo "make $t FAILED"; }
   fi
   step_done "$t"
