@@ -137,24 +137,33 @@ async function openNotebook(lab, defer, ui = 'lab/tree') {
   page.on('console', (m) => { if (/rcanvas|anywidget|error/i.test(m.text())) console.log(`page: ${m.text().slice(0, 300)}`); });
   // the notebook's kernel started beforehand, as the page would: a page that finds no kernel list yet (a loaded
   // machine) asks "Select Kernel" in a dialog instead, which would hide the cells
-  await lab.api('/api/sessions', 'POST', { path: 'test.ipynb', name: 'test.ipynb', type: 'notebook', kernel: { name: 'python3' } });
+  const session = await lab.api('/api/sessions', 'POST', { path: 'test.ipynb', name: 'test.ipynb', type: 'notebook', kernel: { name: 'python3' } });
+  page.kernelId = session && session.kernel && session.kernel.id;
   await page.goto(`${lab.url}/${ui}/test.ipynb?token=${lab.token}`);
-  await until(() => page.evaluate(() => {
-    const select = [...document.querySelectorAll('.jp-Dialog')].find((d) => /Select Kernel/.test(d.textContent));
-    if (select) select.querySelector('.jp-mod-accept')?.click();
+  await until(async () => (await acceptKernelDialog(page), page.evaluate(() => {
     const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
     return document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2 && !!s && s.dataset.status === 'idle';
-  }), 90000, 'the notebook and its idle kernel');
+  })), 90000, 'the notebook and its idle kernel');
   return { page, errors };
 }
 
-/** Lab may ask "Select Kernel" (its kernel list late on a loaded machine) after the notebook showed: the
- *  notebook's own kernel is the one it proposes. */
+/** Lab may ask "Select Kernel" (its kernel list late on a loaded machine) after the notebook showed. Its proposal
+ *  may be a new kernel ({"name": "python3"}): accepting that replaced the notebook's kernel by another, and then
+ *  Lab's comms over subshells sent the widget's messages with the old kernel's subshell id, which the new kernel
+ *  drops ("Unknown subshell_id": a click never arrived, CI under load). So the notebook's own running kernel is
+ *  chosen in the dialog's list ({"id": ...}) before accepting. */
 async function acceptKernelDialog(page) {
-  await page.evaluate(() => {
+  await page.evaluate((kernelId) => {
     const d = [...document.querySelectorAll('.jp-Dialog')].find((x) => /Select Kernel/.test(x.textContent));
-    if (d) d.querySelector('.jp-mod-accept')?.click();
-  });
+    if (!d) return;
+    const sel = d.querySelector('select');
+    const own = sel && kernelId && [...sel.options].find((o) => o.value.includes(kernelId));
+    if (own) {
+      sel.value = own.value;
+      sel.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+    d.querySelector('.jp-mod-accept')?.click();
+  }, page.kernelId || null);
 }
 
 const prompt = (page, i) => page.locator('.jp-Notebook .jp-Cell').nth(i).locator('.jp-InputPrompt').innerText();
