@@ -120,13 +120,14 @@ export const ackMessage = (seq, holdMs, decodeMs) => {
 
 /** The server's view of this viewer's link and its encoder's settings (hello.link, role.link, {"type":"link"}), as
  *  plain numbers: rate/target kbit/s, rtt ms, quality (0 = not a quality codec), scale (1, 2, 4), fps cap (0 =
- *  none), bitrate kbit/s (video; 0 = not video). Unknown or missing fields are null. */
+ *  none), bitrate kbit/s (video; 0 = not video), fill fps (video: the rate its frames are sized for when the
+ *  encoder keeps less than the app's; 0 = the app's). Unknown or missing fields are null. */
 export function parseLink(o) {
   if (!o || typeof o !== 'object') return null;
   const num = (k) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? o[k] : null);
   return { rateKbps: num('rate_kbps'), targetKbps: num('target_kbps'), rttMs: num('rtt_ms'), minRttMs: num('min_rtt_ms'),
            window: num('window'), rung: num('rung'), quality: num('quality'), scale: num('scale'),
-           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps'),
+           fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps'), fillFps: num('fill_fps'),
            limit: typeof o.limit === 'string' ? o.limit : null };
 }
 

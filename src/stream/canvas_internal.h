@@ -111,6 +111,8 @@ struct rc_tier {
     int enc_div;
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
     double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
+    double fill_fps;              /* stateful: > 0 while frames are sized for the rate the encoder keeps, not the
+                                   * app's (it cannot encode the app's rate: rc_canvas_steer_tier_locked) */
     int video_since_cut;          /* stateful: frames since that size was last lowered */
     int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
     /* paint-over (issue 17.4; side_check_locked, canvas_refine.c): the frame painted and the paint frames made of

@@ -384,3 +384,9 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
     else s->limit = RC_LIMIT_NONE;
 #undef COST
 }
+
+double rc_video_fill_fps(double fps, double enc_fps, double enc_us) {
+    if (!(enc_fps >= 1) || !(enc_fps < 0.9 * fps) || !rc_cpu_busy(enc_us, fps)) return fps;
+    double kept = round(enc_fps);
+    return kept < 1 ? 1 : kept;
+}

@@ -95,6 +95,8 @@ typedef struct rc_session_state {
     double fps_cap;              /* frame-rate cap of its encoder, frames/s; 0 = none */
     double bitrate_kbps;         /* video: its encoder's bitrate, kbit/s; 0 = not video */
     int limit;                   /* RC_LIMIT_* (rate.h): what holds its encoder's frame rate now */
+    double fill_fps;             /* video: > 0 while its frames are sized for the rate its encoder keeps (frames/s),
+                                  * below the app's (rc_video_fill_fps) */
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */

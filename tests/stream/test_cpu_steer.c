@@ -233,7 +233,22 @@ static void check_busy(void) {
     CHECK(!strcmp(rc_limit_name(RC_LIMIT_DECODER), "decoder") && !strcmp(rc_limit_name(RC_LIMIT_NONE), "none"));
 }
 
+/* A video tier whose encoder cannot keep the app's rate sizes its frames for the rate it keeps: at 30 fps asked, an
+ * openh264 taking 70 ms a frame makes ~14, and frames of bitrate / 30 filled 14/30 of the link. */
+static void check_fill(void) {
+    CHECK(rc_video_fill_fps(30, 14.3, 70000) == 14);  /* busy (2.1 frame times a frame): the rate it keeps */
+    CHECK(rc_video_fill_fps(30, 29.5, 30000) == 30);  /* it keeps up (within 10 %): the rate asked */
+    CHECK(rc_video_fill_fps(30, 14, 20000) == 30);    /* not busy (60 %): the app draws slower; the rate asked */
+    CHECK(rc_video_fill_fps(30, 0, 70000) == 30);     /* not measured yet */
+    CHECK(rc_video_fill_fps(30, 1.2, 900000) == 1);   /* at least one a second */
+    /* what a tier's encoder is told: bits a frame at 4 Mbit/s, 30 fps asked, 14 made: the link carries 4, not 1.9 */
+    double kept = rc_video_fill_fps(30, 14, 70000);
+    CHECK_MSG(4e6 / kept * 14 >= 0.95 * 4e6, "%.2f Mbit/s carried of 4", 4e6 / kept * 14 / 1e6);
+    CHECK_MSG(4e6 / 30 * 14 < 0.5 * 4e6, "sized for the app's rate: %.2f Mbit/s", 4e6 / 30 * 14 / 1e6);
+}
+
 int main(void) {
+    check_fill();
     check_cost();
     check_limits();
     check_hysteresis();
