@@ -291,7 +291,13 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
         return self._canvas._repr_html_()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/html": self._repr_html_(), "text/plain": f"<RcanvasRenderCanvas {self.url}>"}
+        # as rcanvas.Canvas: the notebook widget where the kernel has anywidget (rcanvas.widget; no port need be
+        # reachable from the browser), with the iframe as its text/html; else the iframe
+        bundle = self._canvas._repr_mimebundle_(include, exclude)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict) and "text/plain" in data:
+            data["text/plain"] = f"<RcanvasRenderCanvas {self.url}>"
+        return bundle
 
     # %% Methods to implement RenderCanvas
 

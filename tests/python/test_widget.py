@@ -149,3 +149,25 @@ def test_the_relay_replaces_the_front_ends_credential_with_the_kernels_token():
     p = widget._with_token("/c/w/ws?session=S&codecs=h264,png&token=X", "K")
     assert p == "/c/w/ws?token=K&codecs=h264,png"
     assert widget._with_token("/ws", "K") == "/ws?token=K"
+
+
+def test_a_rendercanvas_canvas_shows_the_widget_too(monkeypatch):
+    # rcanvas.rendercanvas' canvases (what pygfx and fastplotlib draw on) are the cell's value as often as a Canvas:
+    # the same widget, on the canvas's rcanvas.Canvas, with the iframe as its text/html
+    pytest.importorskip("rendercanvas", reason="rendercanvas is not installed")
+    from rcanvas import rendercanvas as rrc
+
+    monkeypatch.setattr(widget, "in_kernel", lambda: True)
+    srv = rcanvas.Server()
+    try:
+        rc = rrc.RenderCanvas(size=(64, 48), name="rcw", server=srv)
+        b = rc._repr_mimebundle_()
+        data = b[0] if isinstance(b, tuple) else b
+        assert "application/vnd.jupyter.widget-view+json" in data, data.keys()
+        assert '<iframe src="' in data["text/html"] and data["text/plain"].startswith("<RcanvasRenderCanvas")
+        assert rc._canvas._widget is not None and rc._canvas._widget.comm is not None
+        monkeypatch.setenv("RCANVAS_WIDGET", "0")
+        assert "application/vnd.jupyter.widget-view+json" not in rc._repr_mimebundle_()
+        rc.close()
+    finally:
+        srv.close()
