@@ -190,7 +190,7 @@ ee "$E: --codec gif: must be one of: jpeg, jpeg-gpu, png" --codec gif "$t/in.ppm
 ee "$E: --quality 0: must be an integer from 1 to 100" --quality 0 "$t/in.ppm" "$t/o.jpg"
 ee "$E: --quality 85x: must be an integer from 1 to 100" --quality 85x "$t/in.ppm" "$t/o.jpg"
 ee "$E: --repeat: needs a value (an integer from 1 to 10000)" "$t/in.ppm" "$t/o.jpg" --repeat
-ee "$E: --subsampling 411: must be one of: 420, 444" --subsampling 411 "$t/in.ppm" "$t/o.jpg"
+ee "$E: --subsampling 411: must be one of: 420, 444, auto" --subsampling 411 "$t/in.ppm" "$t/o.jpg"
 ee "$E: missing OUT: the file to write (.jpg, .jpeg or .png)" "$t/in.ppm"
 ee "$E: extra: unexpected argument (takes one IN and one OUT)" "$t/in.ppm" "$t/o.jpg" extra
 ee "$E: $t/o.webp: unknown extension: must be .jpg or .jpeg (jpeg, jpeg-gpu), .png (png), or none" "$t/in.ppm" "$t/o.webp"
