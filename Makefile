@@ -272,7 +272,8 @@ wheel: deps $(WHEEL_VENV)/.installed
 #   fuzz_route   the HTTP routing decision: rc_http_route (src/transport/route.c)
 #   fuzz_header  the wire frame header: rc_frame_header_read (src/transport/wire.c)
 #   fuzz_auth    the access rules: Bearer, cookie, Host check, base path, root prefix, role (src/transport/auth.c)
-FUZZ_TARGETS := msg route header auth
+#   fuzz_jpeg    the check of an app's JPEG before it is sent as it is: rc_jpeg_check_baseline (src/codec/jpeg_app.c)
+FUZZ_TARGETS := msg route header auth jpeg
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 20000
 FUZZ_CC ?= clang
@@ -281,6 +282,7 @@ FUZZ_SRC_msg := src/transport/wire.c
 FUZZ_SRC_header := src/transport/wire.c
 FUZZ_SRC_route := src/transport/route.c src/core/util.c
 FUZZ_SRC_auth := src/transport/auth.c src/core/util.c
+FUZZ_SRC_jpeg := src/codec/jpeg_app.c
 FUZZ_LIBS := -lcjson -lm
 FUZZ_HEADERS := $(wildcard include/*.h src/transport/*.h src/stream/*.h src/codec/*.h src/core/*.h)
 
