@@ -364,9 +364,9 @@ typedef enum rcanvas_option {
                                       still keeps a few frames in flight) */
     RCANVAS_OPT_LIVE_QUALITY = 13, /* read only: the JPEG quality (1–100) the next live frame is coded at for the
                                       viewers of the canvas's codec (the rate adaptation's, ≤ RCANVAS_OPT_QUALITY),
-                                      or 0 while the adaptation shrinks or caps their frames: what an app that
-                                      encodes its own frames (rcanvas_present_encoded) codes at. Setting it is
-                                      RCANVAS_EINVAL */
+                                      or 0 while the adaptation shrinks or caps their frames or their codec is not
+                                      JPEG: what an app that encodes its own frames (rcanvas_present_encoded)
+                                      codes at. Setting it is RCANVAS_EINVAL */
 } rcanvas_option;
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out
@@ -424,22 +424,25 @@ typedef struct rcanvas_encoded_frame {
     size_t size;               /* bytes, 4 .. 256 MiB */
     uint32_t width, height;    /* the picture's size in pixels (the SOF0's), within max_frame_dim */
     rcanvas_codec codec;       /* RCANVAS_CODEC_JPEG (the only one for now) */
-    int quality;               /* the quality it was coded at, 1–100 (the bytes serve while the canvas asks for at
-                                  most that: RCANVAS_OPT_LIVE_QUALITY) */
+    int quality;               /* the quality it was coded at, 1–100: the bytes serve while the canvas asks for at
+                                  least that (RCANVAS_OPT_LIVE_QUALITY; never above RCANVAS_OPT_QUALITY) */
     const char *encoder;       /* the encoder's name viewers are told ("encoder" message, stats): "jpeg-wgpu", or
                                   NULL for "jpeg-app" */
 } rcanvas_encoded_frame;
 
 /* Hands an encoded frame to rcanvas. It is taken (RCANVAS_OK) when it can be sent as it is: the canvas's codec is
- * the frame's, every viewer decodes that codec, none is steered below the frame's quality or to a smaller size or
- * frame rate, and the frame is not one small enough to go lossless. Otherwise RCANVAS_ENOTUSED, and nothing
- * changed: present the same frame's pixels with rcanvas_present() instead. A taken frame's pixels are not in
- * rcanvas: when it needs them (the lossless refinement of a still picture, a viewer joining with another codec),
- * rcanvas_wait() returns RCANVAS_WAKE_PIXELS once, and the app hands them over with rcanvas_present_pixels().
+ * the frame's, all its viewers share one encoder setting (one rate group: a viewer on a much slower link has its
+ * own), the rate adaptation asks for at least the frame's quality at full size and rate, no encode of an earlier
+ * frame is running, and the frame is not one small enough to go lossless. Otherwise RCANVAS_ENOTUSED, and nothing
+ * changed: present the same frame's pixels with rcanvas_present() instead (the next frame may be taken again). A
+ * taken frame's pixels are not in rcanvas: when it needs them (the lossless refinement of a still picture, a
+ * keyframe for a viewer of another rate group), rcanvas_wait() returns RCANVAS_WAKE_PIXELS once for that frame, and
+ * the app hands them over with rcanvas_present_pixels().
  * Errors (nothing changed): RCANVAS_EINVAL (NULL canvas/frame/data, size, quality or codec out of range, an
  * encoder name other than "jpeg-wgpu"), RCANVAS_EDATA (not a baseline JPEG of width × height: SOI, SOF0 and EOI
  * are checked, not the entropy-coded data), RCANVAS_EFRAME_SIZE, RCANVAS_ENOMEM, RCANVAS_ECLOSED, RCANVAS_EBUSY
- * (as rcanvas_present). Threading as rcanvas_present. */
+ * (as rcanvas_present). Threading: rcanvas_present, rcanvas_present_encoded, rcanvas_present_pixels and a frame
+ * source's presents (rcanvas_present_vk) are one at a time per canvas, from any thread. */
 RCANVAS_API int rcanvas_present_encoded(rcanvas_canvas *canvas, const rcanvas_encoded_frame *frame);
 
 /* The pixels of the newest frame, which came encoded without them (rcanvas_present_encoded), after
@@ -447,7 +450,7 @@ RCANVAS_API int rcanvas_present_encoded(rcanvas_canvas *canvas, const rcanvas_en
  * that needs it encoded again; the frame is not sent again. The size must be the encoded frame's.
  * RCANVAS_OK; RCANVAS_ESTALE when the newest frame is another one (a newer frame came, or it already has its
  * pixels): nothing to do; RCANVAS_EFRAME_SIZE (not the frame's size), and rcanvas_present's other errors.
- * Threading as rcanvas_present. */
+ * Threading: one at a time with the canvas's other presents (rcanvas_present_encoded). */
 RCANVAS_API int rcanvas_present_pixels(rcanvas_canvas *canvas, const rcanvas_frame *frame);
 
 /* ---- Scheduling -------------------------------------------------------------------------------------------- */
@@ -458,7 +461,8 @@ RCANVAS_API int rcanvas_present_pixels(rcanvas_canvas *canvas, const rcanvas_fra
 #define RCANVAS_WAKE_PIXELS 4 /* the newest frame came encoded (rcanvas_present_encoded) and its pixels are needed:
                                  rcanvas_present_pixels() them (returned once per frame) */
 
-/* Blocks until a draw is due or events are queued, at most timeout_ms (−1 = no limit, 0 = just check).
+/* Blocks until a draw is due or events are queued (or, for an app that presents encoded frames, their pixels are
+ * needed: RCANVAS_WAKE_PIXELS), at most timeout_ms (−1 = no limit, 0 = just check).
  * Returns a mask of RCANVAS_WAKE_* (a returned draw is consumed: the next call waits for the next one), 0 on
  * timeout, or RCANVAS_ECLOSED once the server is stopping. A draw is due per the update mode and max_fps, only
  * while at least one viewer is connected, and only while the active viewer holds fewer than max_in_flight

@@ -20,12 +20,26 @@
 #define RC_PACKET_KEEP_PER_PX 6
 #define RC_PACKET_KEEP_SLACK (1u << 20)
 
-static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
-    uint64_t px = (uint64_t)fb->img.width * fb->img.height;
-    if (px != c->keep_px) { /* a new frame size: what a packet of it may need at most stays in the free list */
+/* A frame of w × h is presented: the packet pool's keep limit follows the size (what a packet of it may need at most
+ * stays in the free list), and codecs that failed at another size get another chance. mu held. */
+static void note_size_locked(rcanvas_canvas *c, uint32_t w, uint32_t h) {
+    uint64_t px = (uint64_t)w * h;
+    if (px != c->keep_px) {
         c->keep_px = px;
         rc_packet_pool_set_keep(c->packets, (size_t)(px * RC_PACKET_KEEP_PER_PX) + RC_PACKET_KEEP_SLACK);
     }
+    if (w != c->present_w || h != c->present_h) {
+        c->present_w = w;
+        c->present_h = h;
+        if (c->codecs_disabled) { /* a new size: the codecs that failed at the old one get another chance */
+            c->codecs_disabled = 0;
+            rc_canvas_codec_changed_locked(c);
+        }
+    }
+}
+
+static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    note_size_locked(c, fb->img.width, fb->img.height);
     int64_t now = rc_now_us();
     rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
     fb->seq = ++c->presented_seq;
@@ -37,14 +51,6 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     }
     c->prev_present_us = c->last_present_us;
     c->last_present_us = now;
-    if (fb->img.width != c->present_w || fb->img.height != c->present_h) {
-        c->present_w = fb->img.width;
-        c->present_h = fb->img.height;
-        if (c->codecs_disabled) { /* a new size: the codecs that failed at the old one get another chance */
-            c->codecs_disabled = 0;
-            rc_canvas_codec_changed_locked(c);
-        }
-    }
     c->counters.presented++;
     if (c->pending) {
         c->counters.dropped++; /* replaced before it was encoded */
@@ -249,9 +255,9 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
 
 /* 1 if a packet of `codec`, coded at `quality`, may serve a frame like img as the canvas's only live packet: the
  * one tier in use is that codec's (a JPEG canvas whose viewers all decode JPEG), nothing is encoding, its steering
- * asks for the full size and rate and no more than that quality (0: not steered yet), and the frame is not one
- * that goes out lossless for its size (rc_canvas_small_lossless_locked). Otherwise the frame goes through the CPU
- * pipeline, which encodes every tier at its own settings. mu held. */
+ * asks for the full size and rate and at least that quality (the configured quality before it has steered), and
+ * the frame is not one that goes out lossless for its size (rc_canvas_small_lossless_locked). Otherwise the frame
+ * goes through the CPU pipeline, which encodes every tier at its own settings. mu held. */
 static int encoded_fits_locked(const rcanvas_canvas *c, const rc_codec_type *codec, const rc_image *img, int quality) {
     const rc_tier *t = &c->tiers[0];
     if (!t->codec || t->codec->wire_id != codec->wire_id || c->encoding || rc_canvas_tiers_busy_locked(c) ||
@@ -260,6 +266,7 @@ static int encoded_fits_locked(const rcanvas_canvas *c, const rc_codec_type *cod
     for (int i = 1; i < RC_MAX_TIERS; i++)
         if (c->tiers[i].nsessions) return 0;
     const rc_steer *st = &t->steer;
+    if (quality > c->params.quality) return 0; /* more than the canvas is configured for: its link was not asked */
     return !st->scale_div || (st->scale_div == 1 && !(st->fps_cap > 0) && st->quality >= quality);
 }
 
@@ -287,8 +294,9 @@ static rc_packet *encoded_packet(rcanvas_canvas *c, const rc_codec_type *codec, 
 
 /* fb (refs = 1, img set: its pixels, or NULL for a frame that came without them) becomes `last` with pk as the
  * first tier's newest packet, as if the CPU pipeline had encoded it: counted, the pending frame it overtakes
- * dropped, the steering taught by its size (as tier_done_locked does, canvas_encode.c), viewers woken. mu held. */
-static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packet *pk) {
+ * dropped, the steering taught by its size at the quality it was coded at (as tier_done_locked does,
+ * canvas_encode.c), viewers woken. mu held. */
+static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packet *pk, int quality) {
     int64_t now = rc_now_us();
     rc_tier *t = &c->tiers[0];
     fb->seq = ++c->presented_seq;
@@ -299,8 +307,7 @@ static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packe
     }
     c->prev_present_us = c->last_present_us;
     c->last_present_us = now;
-    c->present_w = fb->img.width;
-    c->present_h = fb->img.height;
+    note_size_locked(c, fb->img.width, fb->img.height);
     pk->seq = fb->seq;
     pk->present_us = now;
     c->counters.presented++;
@@ -313,9 +320,11 @@ static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packe
     /* the steering learns from its size as from a frame of its own (canvas_tiers.c's budget, then tier_done's) */
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, 0) : RC_LINK_MAX_BPS;
-    if (!(pk->codec->flags & RC_CODEC_LOSSLESS))
+    if (!(pk->codec->flags & RC_CODEC_LOSSLESS) && quality > 0) {
+        t->steer.quality = quality; /* rc_steer_image reads the bytes as coded at s->quality */
         rc_steer_image(&t->steer, c->params.quality, t->budget_bps, rc_canvas_fps_goal_locked(c),
                        (uint64_t)pk->width * pk->height, pk->total_bytes);
+    }
     rc_packet *old_latest = t->latest, *old_refined = c->refined;
     t->latest = pk;
     t->keyframe_requested = 0; /* it has the newest frame, decodable alone */
@@ -356,7 +365,7 @@ int rc_canvas_present_external_encoded(rcanvas_canvas *c, const rc_image *img, v
         release(arg);
         return r;
     }
-    publish_encoded_locked(c, fb, pk);
+    publish_encoded_locked(c, fb, pk, c->params.quality); /* the GPU encoder codes at the configured quality */
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
 }
@@ -408,7 +417,7 @@ int rcanvas_present_encoded(rcanvas_canvas *c, const rcanvas_encoded_frame *f) {
         c->source_codec = codec;
         c->pixels_wanted_seq = c->pixels_woken_seq = 0;
     }
-    publish_encoded_locked(c, fb, pk);
+    publish_encoded_locked(c, fb, pk, f->quality);
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
 }

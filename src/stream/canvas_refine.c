@@ -90,6 +90,10 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             if (next < 0 || wait < next) next = wait;
             continue;
         }
+        if (!rc_canvas_want_pixels_locked(c, c->last)) { /* it came encoded: its pixels re-arm the tick */
+            t->paint_next = 0;
+            continue;
+        }
         if (!t->keyframe_requested && !t->paint_next) /* counts for the cap (a paint frame does not) */
             rc_steer_rate_allows(&t->steer, &t->cap_next_us, now_us);
         c->last->refs++; /* held while the tier reads it; tier_done_locked (canvas_encode.c) lets go */

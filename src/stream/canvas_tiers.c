@@ -196,12 +196,10 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         rc_steer_video(&t->steer, top_bps, t->budget_bps, goal, px);
         double fps = round(t->steer.fps_cap > 0 && t->steer.fps_cap < goal ? t->steer.fps_cap : goal);
         /* Fill the link: where the encoder itself cannot make that many frames (busy most of each frame's time at
-         * that rate), the frames really made come at enc_fps, and frames sized for bitrate / fps left the rest of
-         * the link unused (H.264 carried 2.1 of 4 Mbit/s on a pan the 2-core machine encoded at half the app's
-         * rate). Each frame is sized for the rate the encoder keeps: the bits a second stay the link's. Only for the
-         * encoder's limit: a link that takes fewer frames must not get bigger ones (that spiral, issue 17, is why
-         * the rate viewers take frames at never counts here). */
-        double kept = rc_video_fill_fps(fps, t->enc_fps, t->enc_us);
+         * that rate), frames sized for bitrate / fps left the rest of the link unused (H.264 carried 2.1 of 4
+         * Mbit/s on a pan the 2-core machine encoded at half the app's rate). Each frame is sized for the rate the
+         * encoder can keep, from its own time a frame (rc_video_fill_fps): the bits a second stay the link's. */
+        double kept = rc_video_fill_fps(fps, t->enc_us);
         t->fill_fps = kept < fps ? kept : 0;
         fps = kept;
         if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */

@@ -385,8 +385,10 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
 #undef COST
 }
 
-double rc_video_fill_fps(double fps, double enc_fps, double enc_us) {
-    if (!(enc_fps >= 1) || !(enc_fps < 0.9 * fps) || !rc_cpu_busy(enc_us, fps)) return fps;
-    double kept = round(enc_fps);
+double rc_video_fill_fps(double fps, double enc_us) {
+    if (!(enc_us > 0) || !(fps > 0) || !rc_cpu_busy(enc_us, fps)) return fps;
+    double can = 1e6 / enc_us; /* what the encoder makes at most, whatever the link takes */
+    if (can >= 0.9 * fps) return fps;
+    double kept = round(can);
     return kept < 1 ? 1 : kept;
 }

@@ -245,10 +245,11 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
                   uint64_t pixels);
 /* The frame rate a video encoder's frames are sized for (bitrate / that: its rate control's bits a frame) when the
  * tier asks for fps: fps, unless the encoder itself cannot keep it — busy RC_CPU_BUSY of each frame's time at fps
- * (enc_us µs a frame) and making fewer than 0.9 × fps (enc_fps, measured) —, then enc_fps rounded (≥ 1): frames sized
- * for a rate never reached leave the link that much emptier. Never from the rate viewers take frames at (a slow
- * link would then get bigger frames, fewer taken, bigger frames). */
-double rc_video_fill_fps(double fps, double enc_fps, double enc_us);
+ * (enc_us µs a frame, measured) and able to make fewer than 0.9 × fps (1e6 / enc_us) —, then 1e6 / enc_us rounded
+ * (≥ 1): frames sized for a rate never reached leave the link that much emptier. From the encoder's own time only,
+ * never from the rate frames were taken or started at (a slow link or full windows would then get bigger frames,
+ * fewer taken, bigger frames: issue 17's spiral). */
+double rc_video_fill_fps(double fps, double enc_us);
 /* The CPUs' steering never shrinks a frame (of `pixels`, full size) below this many pixels (320x180): a small
  * frame's time is mostly fixed costs (a page's wake, a message, a draw), which no smaller size saves (seen: a
  * 400x300 test scene, its second viewer a page in the background, shrunk to 100x75) */

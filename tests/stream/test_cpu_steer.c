@@ -236,13 +236,16 @@ static void check_busy(void) {
 /* A video tier whose encoder cannot keep the app's rate sizes its frames for the rate it keeps: at 30 fps asked, an
  * openh264 taking 70 ms a frame makes ~14, and frames of bitrate / 30 filled 14/30 of the link. */
 static void check_fill(void) {
-    CHECK(rc_video_fill_fps(30, 14.3, 70000) == 14);  /* busy (2.1 frame times a frame): the rate it keeps */
-    CHECK(rc_video_fill_fps(30, 29.5, 30000) == 30);  /* it keeps up (within 10 %): the rate asked */
-    CHECK(rc_video_fill_fps(30, 14, 20000) == 30);    /* not busy (60 %): the app draws slower; the rate asked */
-    CHECK(rc_video_fill_fps(30, 0, 70000) == 30);     /* not measured yet */
-    CHECK(rc_video_fill_fps(30, 1.2, 900000) == 1);   /* at least one a second */
+    CHECK(rc_video_fill_fps(30, 70000) == 14);   /* 70 ms a frame: 14.3 at most, the rate it keeps */
+    CHECK(rc_video_fill_fps(30, 30000) == 30);   /* busy (90 %) but it keeps 33: the rate asked */
+    CHECK(rc_video_fill_fps(30, 20000) == 30);   /* not busy (60 %): the rate asked */
+    CHECK(rc_video_fill_fps(30, 0) == 30);       /* not measured yet */
+    CHECK(rc_video_fill_fps(30, 900000) == 1);   /* at least one a second */
+    /* a tier that skips frames for its link (it starts 10 a second) with an encoder of 15 ms (66 a second): the
+     * rate asked, whatever rate frames were started at, so a slow link never gets bigger frames for it */
+    CHECK(rc_video_fill_fps(60, 15000) == 60);
     /* what a tier's encoder is told: bits a frame at 4 Mbit/s, 30 fps asked, 14 made: the link carries 4, not 1.9 */
-    double kept = rc_video_fill_fps(30, 14, 70000);
+    double kept = rc_video_fill_fps(30, 70000);
     CHECK_MSG(4e6 / kept * 14 >= 0.95 * 4e6, "%.2f Mbit/s carried of 4", 4e6 / kept * 14 / 1e6);
     CHECK_MSG(4e6 / 30 * 14 < 0.5 * 4e6, "sized for the app's rate: %.2f Mbit/s", 4e6 / 30 * 14 / 1e6);
 }

@@ -9,8 +9,9 @@
  *  E2 a still picture's lossless refinement: the canvas asks for the pixels once (RCANVAS_WAKE_PIXELS from
  *     rcanvas_wait, not twice), takes them, and sends a PNG whose decoded pixels equal them; a second hand-over
  *     is RCANVAS_ESTALE, and so is one after a newer frame;
- *  E3 when the bytes cannot serve (a frame small enough to go lossless, a PNG canvas, the steering asking for a
- *     lower quality than the frame's): RCANVAS_ENOTUSED and nothing changed (no frame counted, no packet);
+ *  E3 when the bytes cannot serve (a frame small enough to go lossless, a PNG canvas, a quality above the
+ *     canvas's, the steering asking for a lower quality than the frame's or a smaller frame): RCANVAS_ENOTUSED and
+ *     nothing changed (no frame counted, no packet);
  *     RCANVAS_OPT_LIVE_QUALITY says the steered quality and cannot be set;
  *  E4 bad input names itself: not a JPEG, a JPEG of another size, progressive, cut short, an unknown encoder name,
  *     quality or codec out of range, a size of 0: each its error code, and the canvas still takes a good frame.
@@ -225,10 +226,14 @@ static void e3_not_used(void) {
     picture(g_px, 40, 30, 0);
     encode_jpeg(g_px, 40, 30, 80);
     CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, 40, 30, 80, "jpeg-wgpu"), RCANVAS_ENOTUSED);
-    /* the steering asks for less than the frame's quality */
+    /* more than the canvas's configured quality (85): not what its viewers' links were asked about */
     picture(g_px, W, H, 0);
     encode_jpeg(g_px, W, H, 90);
-    CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 90, "jpeg-wgpu"), RCANVAS_OK);
+    CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 90, "jpeg-wgpu"), RCANVAS_ENOTUSED);
+    encode_jpeg(g_px, W, H, 85);
+    CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 85, "jpeg-wgpu"), RCANVAS_OK);
+    /* the steering asks for less than the frame's quality */
+    encode_jpeg(g_px, W, H, 80);
     rc_packet *pk = take(c, s, 1000);
     if (pk) rc_session_ack(s, pk->seq, 0, rc_now_us());
     rc_packet_unref(pk);
@@ -240,7 +245,7 @@ static void e3_not_used(void) {
     CHECK_EQ_INT(rcanvas_canvas_get_option(c, RCANVAS_OPT_LIVE_QUALITY, &q), RCANVAS_OK);
     CHECK_EQ_INT(q, 60);
     uint32_t before = dbg(c).presented_seq;
-    CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 90, "jpeg-wgpu"), RCANVAS_ENOTUSED);
+    CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 80, "jpeg-wgpu"), RCANVAS_ENOTUSED);
     CHECK_EQ_INT(dbg(c).presented_seq, before);
     encode_jpeg(g_px, W, H, 60);
     CHECK_EQ_INT(present_encoded(c, rc_buf_data(&g_jpeg), g_jpeg.len, W, H, 60, "jpeg-wgpu"), RCANVAS_OK);
