@@ -13,7 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, until, sleep, root, stopProcess } from '../browser/lib.mjs';
+import { launchBrowser, until, sleep, root, stopProcess, canvasPicture } from '../browser/lib.mjs';
 
 const HERE = path.join(root, 'tests', 'python');
 const PY = process.env.RCANVAS_VENV_PYTHON || path.join(root, 'build', 'venv', 'bin', 'python');
@@ -49,18 +49,7 @@ function runCube() {
   }, 60000, 'the runner to print its URL');
 }
 
-/** The canvas's backing store as RGBA, and its rectangle on the page. */
-async function picture(page) {
-  const p = await page.evaluate(() => {
-    const c = document.querySelector('canvas');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let bin = '';
-    for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
-    const r = c.getBoundingClientRect();
-    return { w: c.width, h: c.height, b64: btoa(bin), rect: { x: r.x, y: r.y, w: r.width, h: r.height } };
-  });
-  return { w: p.w, h: p.h, data: Buffer.from(p.b64, 'base64'), rect: p.rect };
-}
+const picture = canvasPicture;
 
 test('pygfx cube.py: the browser shows pygfx\'s own render of the frame, and a drag turns the camera as pygfx\'s OrbitController does',
      { skip, timeout: 600000 }, async () => {
