@@ -94,7 +94,11 @@ test(`H.264 ${motion} 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested k
     // frames that 15 a second would fit through the link. Frames the link cannot carry at 15 fps (the collapse:
     // 2.1 fps of 127 kB), or an encoder waiting on the link, fail whatever the load; 5 fps is the floor in any case.
     const sized = w.kB * 8 * 15 <= 4000 * 1.05;
-    const encoderBound = w.enc.busy >= 0.6 && w.frames >= 0.85 * w.enc.encoded;
+    // The app itself may be what presents too few (the pan is drawn on the CPU: 13.2 a second with two test
+    // suites on the 2-core machine): then the viewer must get what was presented and encoded, no fewer.
+    const gotAll = w.frames >= 0.85 * w.enc.encoded;
+    const encoderBound = gotAll && (w.enc.busy >= 0.6 ||
+                                    (w.enc.presentedFps < 15 * 1.1 && w.enc.fps >= 0.75 * w.enc.presentedFps));
     assert.ok(sized, `${w.kB.toFixed(1)} kB a frame: 15 of them a second do not fit a 4 Mbit/s link`);
     assert.ok(w.fps >= 15 || (encoderBound && w.fps >= 5),
               `${w.fps.toFixed(1)} fps < 15, and not for the encoder's speed (${showEncoder(w.enc)}, ${w.frames} frames received)`);
