@@ -36,12 +36,21 @@ frame[..., 0], frame[..., 3] = 200, 255
 canvas.present(frame)
 print(json.dumps({"port": server.port, "token": server.token}), flush=True)
 sys.stdin.readline()
-usleep = ctypes.PyDLL(None).usleep   # PyDLL: the GIL stays held during the call
+libc = ctypes.PyDLL(None)   # PyDLL: the GIL stays held during its calls
+usleep, write = libc.usleep, libc.write
 usleep.argtypes = [ctypes.c_uint]
+write.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+# "holding" goes out by write(2) inside the hold, not by print(): print's write releases the GIL, and a loaded machine
+# that preempted this thread there let rcanvas' log thread deliver the wrong token's line before the hold began (a
+# Debian 12 chroot beside another test suite). No thread switch between the two calls but by this thread's own
+# blocking: the switch interval is made longer than the hold meanwhile.
+sys.stdout.flush()
+sys.setswitchinterval(1000.0)
 t_hold = time.monotonic()   # before the client can know: whatever it sends comes after this
-print("holding", flush=True)
+write(1, b"holding\n", 8)
 usleep(HOLD_US)
 t_release = time.monotonic()
+sys.setswitchinterval(0.005)
 sys.stdin.readline()               # the client is done with its requests
 deadline = time.monotonic() + 10
 while time.monotonic() < deadline and not any("wrong token" in m for _, _, m in logs):
