@@ -32,8 +32,10 @@ needs another codec or a smaller frame, a frame small enough to go lossless) thi
 the ring after all, and the next JPEG_RETRY_FRAMES frames go that way before the encoder is tried again. The pixels
 of a frame sent as JPEG are read back only when rcanvas asks for them (the lossless refinement once the picture is
 still: RCANVAS_WAKE_PIXELS), from the texture, which still holds that frame unless a newer one was drawn. These
-frames go newest first: the encode's two small readbacks are the whole wait. On a CPU device (lavapipe) it runs only
-with RCANVAS_GPU_CODEC_DEVICE=any (as h264-gpu): there the CPU encoders are faster.
+frames go newest first or one behind by the same rule as the ring's (one behind: JPEG_ENCODERS encoders take turns,
+and the app draws the next frame while the last file is read back). The chroma follows rcanvas' AUTO rule, measured
+on the GPU beside each encode for the next frame. On a CPU device (lavapipe) it runs only with
+RCANVAS_GPU_CODEC_DEVICE=any (as h264-gpu): there the CPU encoders are faster.
 """
 
 import os
