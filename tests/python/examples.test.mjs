@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cleanup, killOnExit, launchBrowser, until, sleep, root } from '../browser/lib.mjs';
+import { cleanup, killOnExit, launchBrowser, until, sleep, root, canvasPicture } from '../browser/lib.mjs';
 
 const RC = process.env.RCANVAS_RENDERCANVAS_DIR || path.resolve(root, '..', 'shared', 'third_party', 'rendercanvas');
 const haveRC = fs.existsSync(path.join(RC, 'rendercanvas', 'base.py'));
@@ -76,21 +76,9 @@ async function open(url, viewport = { width: 500, height: 400 }) {
 
 const shown = (page) => page.evaluate(() => window.rcanvas.stats().framesShown);
 
-/** The whole picture: {w, h, data (RGBA)} of the canvas's backing store, plus its rectangle on the page. */
-async function picture(page) {
-  // The pixels cross as base64 (one string), not as a JSON array of 800 000 numbers: that took so long on a loaded
-  // machine that the polls below kept the page's main thread busy and its frames came late (a test timed out with
-  // the new frame already there). Polls that read pictures wait 250 ms between reads (untilPicture).
-  const p = await page.evaluate(() => {
-    const c = document.querySelector('canvas');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let bin = '';
-    for (let i = 0; i < d.length; i += 0x8000) bin += String.fromCharCode.apply(null, d.subarray(i, i + 0x8000));
-    const r = c.getBoundingClientRect();
-    return { w: c.width, h: c.height, b64: btoa(bin), rect: { x: r.x, y: r.y, w: r.width, h: r.height } };
-  });
-  return { w: p.w, h: p.h, data: new Uint8Array(Buffer.from(p.b64, 'base64')), rect: p.rect };
-}
+/** The whole picture (lib.mjs): {w, h, data (RGBA), rect}. Polls that read pictures wait 250 ms between reads
+ *  (untilPicture): reading one keeps the page's main thread busy for a while on a loaded machine. */
+const picture = canvasPicture;
 /** until() for conditions on the picture: a read every 250 ms at most, up to timeoutMs (20 s: a loaded machine). */
 async function untilPicture(fn, timeoutMs, what) {
   return until(async () => { const r = await fn(); if (!r) await sleep(200); return r; }, Math.max(timeoutMs, 20000), what);
