@@ -232,18 +232,16 @@ bench-wgpu: build venv tests/browser/node_modules
 	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python \
 	  node bench_wgpu.mjs
 
-# pygfx's cube (update_mode "fastest") at each size on rendercanvas' own http backend and through rcanvas: rendercanvas'
-# bitmap context, rcanvas' ring (newest first, one behind), jpeg-wgpu (JPEG on the app's wgpu device); one raw
-# WebSocket viewer that acks as the browser does (bench/gpu_wgpu_bench.py's present part; the GPU machine's run is
-# tools/gpu_bench_wgpu.sh). Prints a JSON line per path: frames/s, app CPU ms per frame, bytes per frame, the context's
-# counters (GPU bytes read). SIZES=1920x1080,3840x2160 MODES=http,bitmap,newest,behind,jpeg-wgpu BENCH_SECONDS=6.
-# On a CPU device (lavapipe) jpeg-wgpu runs with RCANVAS_GPU_CODEC_DEVICE=any, set here.
-bench-pygfx: build venv
-	mkdir -p build/bench-pygfx && PATH=$(abspath $(VENV))/bin:$$PATH XDG_RUNTIME_DIR=$${XDG_RUNTIME_DIR:-/tmp} \
-	  RCANVAS_GPU_CODEC_DEVICE=any RCANVAS_LIBRARY=$(abspath build/librcanvas.so) \
-	  PRESENT_SIZES=$${SIZES:-1920x1080,3840x2160} PRESENT_MODES=$${MODES:-http,bitmap,newest,behind,jpeg-wgpu} \
-	  PRESENT_SECONDS=$${BENCH_SECONDS:-6} RESULT_JSON=present.json \
-	  $(abspath $(VENV))/bin/python bench/gpu_wgpu_bench.py build/bench-pygfx build/bench-pygfx present
+# pygfx's cube (update_mode "fastest"; a click toggles its background) at each size on rendercanvas' own http backend
+# and through rcanvas: rendercanvas' bitmap context, rcanvas' ring (newest first, one behind), jpeg-wgpu (JPEG on the
+# app's wgpu device); one headless Chromium viewer; frames/s shown, app CPU ms per frame, GPU bytes read per frame,
+# bytes received per frame, click to picture (tests/python/bench_pygfx.mjs; docs/benchmarks.md). On a CPU device
+# (lavapipe) jpeg-wgpu runs with RCANVAS_GPU_CODEC_DEVICE=any, set there. SIZES=1920x1080,3840x2160
+# MODES=http,bitmap,newest,behind,jpeg-wgpu MEASURE_MS=10000 CLICKS=5. The GPU machine (no browser) runs the same with
+# a raw WebSocket viewer: tools/gpu_bench_wgpu.sh run present (bench/gpu_wgpu_bench.py).
+bench-pygfx: build venv tests/browser/node_modules
+	cd tests/python && RCANVAS_LIBRARY=$(abspath build/librcanvas.so) RCANVAS_VENV_PYTHON=$(abspath $(VENV))/bin/python \
+	  node bench_pygfx.mjs
 
 # A wheel for pip users (dist/rcanvas-VERSION-py3-none-manylinux_*.whl): pip builds the package with its normal
 # build isolation (setup.py compiles librcanvas.so with CMake, as `pip install ./python` does), then auditwheel

@@ -13,12 +13,17 @@ after every row.
               chroma), median wall clock with the file on the GPU (synchronize) and with it copied to the host.
   present     pygfx's cube (bench/wgpu_cube_app.py) on rendercanvas' http backend ("http"), and through rcanvas:
               rendercanvas' bitmap context ("bitmap"), rcanvas' ring ("newest", "behind"), JPEG on the app's device
-              ("jpeg-wgpu"), PRESENT_MODES; one raw WebSocket viewer (tests/python/wsraw.py, in this process) that acks every frame
-              as the browser does: frames/s received (a frame: the message flagged "last tile", refinements left out) and the app process's CPU ms per frame (utime+stime).
+              ("jpeg-wgpu"), PRESENT_MODES; one raw WebSocket viewer (tests/python/wsraw.py, in this process) that
+              acks every frame as the browser does: frames/s received (a frame: the message flagged "last tile",
+              refinements left out), the app process's CPU ms per frame (utime+stime), then PRESENT_CLICKS clicks
+              (pointer_down: the app toggles its background) each timed to the first picture whose top-left corner
+              has the new colour (click to picture; the JPEG decoded at 1/8 scale by simplejpeg). The GPU machine
+              has no browser (Chromium is 348 MB, past what a run carries): make bench-pygfx is the same with
+              Chromium as the viewer.
 
     python3 bench/gpu_wgpu_bench.py OUT FRAMES_DIR [parts, default: jpeg-wgpu,pipelined,nvjpeg,present]
 Environment: RUNS (60), WARM (8), RESULT_JSON (wgpu.json), PRESENT_SIZES, PRESENT_MODES, PRESENT_WARM (3 s),
-PRESENT_SECONDS (8 s), APP_LD_LIBRARY_PATH (the app's LD_LIBRARY_PATH alone), RCANVAS_LIBRARY.
+PRESENT_SECONDS (8 s), PRESENT_CLICKS (5), APP_LD_LIBRARY_PATH (the app's LD_LIBRARY_PATH alone), RCANVAS_LIBRARY.
 """
 import json
 import os
@@ -32,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT, FRAMES = sys.argv[1], sys.argv[2]
 PARTS = (sys.argv[3] if len(sys.argv) > 3 else "jpeg-wgpu,pipelined,nvjpeg,present").split(",")
 RUNS, WARM = int(os.environ.get("RUNS", "60")), int(os.environ.get("WARM", "8"))
+CLICKS = int(os.environ.get("PRESENT_CLICKS", "5"))
 RESULTS = {"runs": RUNS, "warm": WARM, "python": sys.version}
 
 
@@ -265,6 +271,40 @@ def part_present():
 
                 n, tiles, nbytes, t_start = 0, 0, 0, time.monotonic()
                 phase, c0, s0, t0 = "warm", 0, {}, 0.0
+
+                def take(m):
+                    """One message as a viewer takes it (acks, feedback); (a frame ended, a JPEG that holds the
+                    picture's top-left corner or None)."""
+                    nonlocal meta, n, tiles, nbytes
+                    if http:  # renderview's protocol: a JSON message, then its buffer; feedback as its client
+                        if isinstance(m, str):
+                            meta = json.loads(m)
+                            return False, None
+                        mt, meta = meta, None
+                        if not mt or mt.get("type") != "framebufferdata":
+                            return False, None
+                        ws.send_json({"type": "_framefeedback", "index": mt["index"],
+                                      "timestamp": mt["timestamp"], "localtime": time.time()})
+                        r["codec_id"] = mt.get("mimetype")
+                        if "png" in mt.get("mimetype", ""):   # the lossless redraw is not a frame
+                            return False, None
+                        n, tiles, nbytes = n + 1, tiles + 1, nbytes + len(m)
+                        r["frame_size"] = size
+                        return True, m
+                    if isinstance(m, str):
+                        return False, None
+                    hd, payload = parse_frame(m)
+                    if hd["flags"] & 2:   # the frame's last tile: acked as the browser does
+                        ws.send_json({"type": "ack", "seq": hd["seq"]})
+                    if hd["flags"] & 4:   # refinements are not frames
+                        return False, None
+                    tiles, nbytes = tiles + 1, nbytes + len(payload)
+                    n += bool(hd["flags"] & 2)
+                    r["frame_size"] = f"{hd['frame_width']}x{hd['frame_height']}"
+                    r["codec_id"] = hd["codec"]
+                    corner = payload if hd["x"] == 0 and hd["y"] == 0 and payload[:2] == b"\xff\xd8" else None
+                    return bool(hd["flags"] & 2), corner
+
                 while True:
                     now = time.monotonic()
                     if phase == "warm" and now - t_start >= warm_s:
@@ -272,42 +312,47 @@ def part_present():
                         c0, s0, t0 = cpu_ticks(proc.pid), stats(), now
                     if phase == "measure" and now - t0 >= meas_s:
                         break
-                    m = ws.recv()
-                    if http:  # renderview's protocol: a JSON message, then its buffer; feedback as its client
-                        if isinstance(m, str):
-                            meta = json.loads(m)
-                            continue
-                        if meta and meta.get("type") == "framebufferdata":
-                            ws.send_json({"type": "_framefeedback", "index": meta["index"],
-                                          "timestamp": meta["timestamp"], "localtime": time.time()})
-                            if "png" not in meta.get("mimetype", ""):   # the lossless redraw is not a frame
-                                n += 1
-                                tiles += 1
-                                nbytes += len(m)
-                            r["frame_size"] = size
-                            r["codec_id"] = meta.get("mimetype")
-                        meta = None
-                        continue
-                    if isinstance(m, str):
-                        continue
-                    hd, payload = parse_frame(m)
-                    if hd["flags"] & 2:   # the frame's last tile: acked as the browser does
-                        ws.send_json({"type": "ack", "seq": hd["seq"]})
-                    if not hd["flags"] & 4:   # refinements are not frames
-                        tiles += 1
-                        nbytes += len(payload)
-                        if hd["flags"] & 2:
-                            n += 1
-                        r["frame_size"] = f"{hd['frame_width']}x{hd['frame_height']}"
-                        r["codec_id"] = hd["codec"]
+                    take(ws.recv())
                 secs, c1 = time.monotonic() - t0, cpu_ticks(proc.pid)
-                time.sleep(1.1)
+                n_meas, tiles_meas, bytes_meas = n, tiles, nbytes
+                t_next = time.monotonic() + 1.1   # the app prints its counters once a second
+                while time.monotonic() < t_next:
+                    take(ws.recv())
                 s1 = stats()
+                # click to picture: a pointer_down (the app toggles its background between black and green), then
+                # the time until a picture arrives whose top-left corner has the new colour (decoded at 1/8 scale)
+                import simplejpeg
+                click_ms = []
+                for k in range(CLICKS):
+                    green = k % 2 == 0
+                    ev = {"x": w / 2, "y": h / 2, "button": 1, "buttons": [1], "modifiers": []}
+                    tc = time.monotonic()
+                    if http:
+                        ws.send_json({"type": "pointer_down", "timestamp": time.time(), **ev})
+                        ws.send_json({"type": "pointer_up", "timestamp": time.time(), **ev, "buttons": []})
+                    else:
+                        ws.send_json({"event_type": "pointer_down", "ntouches": 0, "touches": {},
+                                      "time_stamp": time.time(), **ev})
+                        ws.send_json({"event_type": "pointer_up", "ntouches": 0, "touches": {},
+                                      "time_stamp": time.time(), **ev, "buttons": []})
+                    while time.monotonic() - tc < 5:
+                        _, jpg = take(ws.recv())
+                        ta = time.monotonic()
+                        if jpg is not None:
+                            px = simplejpeg.decode_jpeg(jpg, min_factor=8)[0, 0]
+                            if (px[1] > 120 and px[0] < 100) == green:
+                                click_ms.append((ta - tc) * 1e3)
+                                break
+                    t_next = time.monotonic() + 0.2
+                    while time.monotonic() < t_next:
+                        take(ws.recv())
                 ws.close()
                 d = {k: s1.get(k, 0) - s0.get(k, 0) for k in s1 if isinstance(s1.get(k), (int, float))}
+                n, tiles, nbytes = n_meas, tiles_meas, bytes_meas
                 r.update(fps=n / secs, cpu_ms_per_frame=(c1 - c0) * 1e3 / hz / max(1, n),
                          cpu_pct=(c1 - c0) * 100 / hz / secs, bytes_per_frame=nbytes / max(1, n),
-                         tiles_per_frame=tiles / max(1, n), seconds=secs,
+                         tiles_per_frame=tiles / max(1, n), seconds=secs, click_ms=click_ms,
+                         click_ms_median=statistics.median(click_ms) if click_ms else None,
                          context=s1.get("context"), stats_delta=d)
             except Exception as e:
                 r["error"] = repr(e)

@@ -8,7 +8,10 @@ path, CODEC the codec ("jpeg": the ring; "jpeg-wgpu": JPEG on the app's device).
 wgpu context's counters every second ("stats {...}").
 BACKEND=http: on rendercanvas' own http backend (rendercanvas.http: uvicorn, its bitmap context, simplejpeg at
 quality 80) on 127.0.0.1:PORT. Prints "url http://127.0.0.1:PORT/" once the server listens, then "stats {...}"
-with its frame counters every second."""
+with its frame counters every second.
+
+A click (pointer_down) toggles the background between black and green, which the benchmarks' viewers time: from
+the click to the first picture with the new background (click to picture)."""
 
 import json
 import os
@@ -41,8 +44,17 @@ renderer = gfx.WgpuRenderer(canvas)
 camera = gfx.PerspectiveCamera(70, 16 / 9)
 camera.show_object(ex["cube"])
 scene = gfx.Scene()
-scene.add(ex["cube"], gfx.AmbientLight(), gfx.DirectionalLight())
-frames = [0]
+background = gfx.Background.from_color("#000000")
+scene.add(background, ex["cube"], gfx.AmbientLight(), gfx.DirectionalLight())
+frames, clicks = [0], [0]
+
+
+def on_click(event):
+    clicks[0] += 1
+    background.material.set_colors("#00c800" if clicks[0] % 2 else "#000000")
+
+
+canvas.add_event_handler(on_click, "pointer_down")
 
 
 def draw():
@@ -58,7 +70,7 @@ canvas.request_draw(draw)
 def report():
     ctx = getattr(canvas, "_canvas_context", None)
     st = dict(getattr(ctx, "stats", None) or {})
-    st["drawn"] = frames[0]
+    st["drawn"], st["clicks"] = frames[0], clicks[0]
     if BACKEND == "http":
         st["sent_frames"] = canvas._stats.get("sent_frames", 0)
     print("stats " + json.dumps({"context": type(ctx).__name__, **st}), flush=True)

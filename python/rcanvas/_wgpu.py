@@ -20,6 +20,11 @@ When a frame reaches rcanvas, per frame (RCANVAS_WGPU_PRESENT=auto, the default)
                 readback took a large part of the frame time (the GPU is the bottleneck) or rcanvas held the draw
                 back (the encoder or the viewer is).
 
+For INPUT_NEWEST_S after a viewer's input (a click, a drag, the wheel, a key: the canvas calls note_input), auto
+goes newest first whatever the rule says: someone is waiting for the picture to answer. On an H100 (pygfx's cube,
+docs/benchmarks.md) one behind shows 10 % more frames at 1080p but takes 43 ms instead of 28 ms from a click to its
+picture (4K: 117 against 85 ms): a frame of latency, and with jpeg-wgpu up to JPEG_ENCODERS of them.
+
 RCANVAS_WGPU_PRESENT=newest or =behind fixes the mode (and, unless the codec is "jpeg-wgpu", reads every frame back
 whole instead of jpeg-wgpu below); =bitmap makes the canvas use rendercanvas' own fallback
 instead of this context (for comparison: make bench-wgpu, docs/benchmarks.md).
@@ -47,6 +52,7 @@ from rendercanvas.contexts import WgpuContext
 MODES = ("auto", "newest", "behind")
 RING = 3  # buffers: one being presented, one being read back, one for the frame being drawn
 JPEG_RETRY_FRAMES = 30  # frames through the ring after rcanvas could not take one encoded, before trying again
+INPUT_NEWEST_S = 0.5  # newest first this long after a viewer's input
 JPEG_ENCODERS = 3  # jpeg-wgpu encodes in flight at most (one behind: the next frames' draws overlap them)
 
 
@@ -170,12 +176,15 @@ class RcanvasWgpuContext(WgpuContext):
         self._readback_s = 0.0  # moving average: submit → mapped
         self._frame_s = 0.0  # moving average: present → present
         self._t_last = 0.0
+        self._t_input = -1e9  # perf_counter of the last input from a viewer (note_input)
         # counters, for tests and the benchmark: frames by mode, and bytes copied by the CPU in this process
-        # ("behind_held": rcanvas held the draw; "behind_gpu": the readback was over a quarter of the frame time)
+        # ("behind_held": rcanvas held the draw; "behind_gpu": the readback was over a quarter of the frame time;
+        # "newest_input": newest first because a viewer's input came within INPUT_NEWEST_S)
         # jpeg-wgpu: "jpeg" frames taken as JPEG, "jpeg_not_used" read back whole after rcanvas could not take
         # them, "pixels_asked" frames whose pixels rcanvas asked for later; "gpu_bytes_read": bytes mapped from
         # the GPU (both ways)
-        self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "presented": 0, "dropped": 0,
+        self.stats = {"newest": 0, "behind": 0, "behind_held": 0, "behind_gpu": 0, "newest_input": 0,
+                      "presented": 0, "dropped": 0,
                       "cpu_bytes_copied": 0, "python_bytes_copied": 0, "jpeg": 0, "jpeg_not_used": 0,
                       "pixels_asked": 0, "gpu_bytes_read": 0, "jpeg_newest": 0, "jpeg_behind": 0, "jpeg_waited": 0,
                       "jpeg_420": 0, "jpeg_444": 0,
@@ -303,7 +312,6 @@ class RcanvasWgpuContext(WgpuContext):
         slot = self._submit()
         slot.promise.sync_wait()
         slot.on_mapped()
-        self.stats["gpu_bytes_read"] += slot.nbytes
         return self._result(slot)
 
     def _jpeg_taken(self, ok, nbytes_read, seq):
@@ -388,6 +396,11 @@ class RcanvasWgpuContext(WgpuContext):
         slot.promise = slot.buffer.map_async(wgpu.MapMode.READ, 0, slot.nbytes)
         return slot
 
+    def note_input(self):
+        """A viewer's input event (pointer, wheel, key) reached the app: newest first for INPUT_NEWEST_S. Called
+        in the loop's thread, as the draws are."""
+        self._t_input = time.perf_counter()
+
     def _choose(self, force_sync):
         """True for one behind, False for newest first (module doc)."""
         if self._mode != "auto":
@@ -399,6 +412,9 @@ class RcanvasWgpuContext(WgpuContext):
             dt = now - self._t_last
             self._frame_s = dt if not self._frame_s else 0.9 * self._frame_s + 0.1 * dt
         self._t_last = now
+        if now - self._t_input < INPUT_NEWEST_S:
+            self.stats["newest_input"] += 1
+            return False  # a viewer's input waits for its picture: latency first
         if self._draw_wait() > max(0.004, 0.25 * self._frame_s):
             self.stats["behind_held"] += 1
             return True  # rcanvas held this draw back: the encoder or the viewer is the bottleneck
@@ -418,9 +434,11 @@ class RcanvasWgpuContext(WgpuContext):
         # drop older frames still in the ring (a newer frame goes out: they never will)
         for s in self._slots:
             if s is not slot and s.seq < slot.seq and s.state == "mapped":
+                self.stats["gpu_bytes_read"] += s.nbytes  # read back, never sent
                 s.release()
                 self.stats["dropped"] += 1
         self.stats["presented"] += 1
+        self.stats["gpu_bytes_read"] += slot.nbytes
         self.stats["cpu_bytes_copied"] += slot.width * slot.height * 4  # rcanvas' copy, in C
         fmt = "bgra-u8" if slot.format == "bgra" else "rgba-u8"
         return {"method": "bitmap", "format": fmt, "data": MappedFrame(slot)}

@@ -280,6 +280,9 @@ class RcanvasRenderCanvas(BaseRenderCanvas):
             self.close()
         else:
             ev.pop("viewer_id", None)
+            ctx = getattr(self, "_canvas_context", None)
+            if hasattr(ctx, "note_input"):  # its next frames go newest first: the viewer waits for the answer
+                ctx.note_input()
             if t == "char":
                 ev.setdefault("char_str", ev.get("data", ""))  # rendercanvas 2.7's qt/glfw send both (compat)
             if _EVENT_LOG:  # RCANVAS_EVENT_LOG: what the app is given, a JSON line each (tests replay them)

@@ -78,6 +78,8 @@ def test_frames_reach_the_viewer_exact_and_in_order(mode):
     assert out["pitches"] == [[100, 60, 512, "rgba"]], out["pitches"]
     assert st["presented"] == out["frames_drawn"] and st["python_bytes_copied"] == 0, st
     assert st["cpu_bytes_copied"] == 100 * 60 * 4 * st["presented"], st
+    # read from the GPU: each frame's mapped rows, pitch included
+    assert st["gpu_bytes_read"] == 512 * 60 * st["presented"], st
     if mode == "newest":
         assert st["behind"] == 0 and st["newest"] == out["frames_drawn"], st
     elif mode == "behind":
@@ -193,3 +195,32 @@ def test_jpeg_wgpu_on_a_cpu_device_stays_on_the_cpu_unless_asked():
     assert st["jpeg"] == 0 and "CPU" in st["jpeg_why_not"], st
     assert "jpeg-wgpu" not in out["told"] and "jpeg" in out["told"], out["told"]
     assert [s["k"] for s in out["seen"]][-1] == out["frames_drawn"]
+
+
+@needs_wgpu
+def test_auto_goes_newest_first_after_a_viewers_input(monkeypatch):
+    # auto's rule says one behind here (the readback half the frame time: the GPU is the bottleneck), until a
+    # viewer's input reaches the canvas: then newest first for INPUT_NEWEST_S (someone waits for the picture to
+    # answer), then the rule again. A resize is not input.
+    from rcanvas import _wgpu
+    from rcanvas.rendercanvas import RenderCanvas
+
+    monkeypatch.setenv("RCANVAS_WGPU_PRESENT", "auto")
+    canvas = RenderCanvas(size=(64, 48), name="input", update_mode="ondemand")
+    try:
+        ctx = canvas.get_context("wgpu")
+        assert isinstance(ctx, _wgpu.RcanvasWgpuContext), type(ctx)
+        ctx._frame_s, ctx._readback_s = 0.010, 0.005
+        assert ctx._choose(False) is True and ctx.stats["behind_gpu"] == 1, ctx.stats
+        canvas._on_event({"event_type": "resize", "width": 64, "height": 48, "pixel_ratio": 1.0})
+        assert ctx._choose(False) is True and ctx.stats["newest_input"] == 0, ctx.stats
+        canvas._on_event({"event_type": "pointer_down", "x": 5.0, "y": 5.0, "button": 1, "buttons": (1,),
+                          "modifiers": (), "ntouches": 0, "touches": {}, "time_stamp": 0.0})
+        assert [ctx._choose(False) for _ in range(3)] == [False] * 3, ctx.stats
+        assert ctx.stats["newest_input"] == 3 and ctx.stats["behind_gpu"] == 2, ctx.stats
+        ctx._t_input -= _wgpu.INPUT_NEWEST_S  # as if that much time had passed
+        assert ctx._choose(False) is True and ctx.stats["behind_gpu"] == 3, ctx.stats
+        canvas._on_event({"event_type": "key_down", "key": "a", "modifiers": (), "time_stamp": 0.0})
+        assert ctx._choose(False) is False and ctx.stats["newest_input"] == 4, ctx.stats
+    finally:
+        canvas.close()
