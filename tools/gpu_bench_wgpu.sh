@@ -7,7 +7,8 @@
 #        packages they load and the Vulkan loader (../shared/gpu/pack-runtime.sh). Needs make build done.
 #   run [STEPS] (there, carry [".gl", "build/gpukit"]): unpacks, then the STEPS (default "wgpu jpeg-gpu present"):
 #        bench/gpu_wgpu_bench.py's jpeg-wgpu, nvjpeg and pipelined parts, rcanvas-encode --codec jpeg-gpu, then the
-#        present part (pygfx through rcanvas' wgpu context). Writes $OUT/log.txt, $OUT/wgpu.json,
+#        present part (pygfx through rcanvas' wgpu context); "render" (not by default): bench/pygfx_render_only.py
+#        at 1080p and 4K. Writes $OUT/log.txt, $OUT/wgpu.json,
 #        $OUT/present.json, $OUT/jpeg_gpu.txt as it goes.
 set -u
 cd "$(dirname "$0")/.."
@@ -65,6 +66,10 @@ PY
       LD_LIBRARY_PATH=$APP_LD_LIBRARY_PATH timeout 30 $KIT/rcanvas-encode --codec jpeg-gpu --quality $q \
         --subsampling $ss --repeat 60 $KIT/frames/$f.png /tmp/o.jpg 2>&1 | tee -a "$OUT/jpeg_gpu.txt"
     done; done; done
+    ;; esac
+    case " $STEPS " in *" render "*)
+    echo "== render alone (bench/pygfx_render_only.py: the GPU's bound, pygfx's own CPU a frame)"
+    for size in 1920x1080 3840x2160; do SIZE=$size timeout 60 python3 bench/pygfx_render_only.py 4 2>/dev/null; done
     ;; esac
     case " $STEPS " in *" present "*)
     echo "== part 4: present"
