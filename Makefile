@@ -434,21 +434,24 @@ bench-anchor: bench-frames
 BENCH_VNC_ARGS ?=
 # The content (issue 17): the corpus slideshow (1920x1080 frames of FRAMES) and generated motion sequences
 # (rcanvas-testframes --motion, 64 frames, the last followed by the first without a jump): motion, a pan and zoom
-# over a dense coloured line plot; rotate, a 3D scatter plot orbited (every point moves by its depth). Each with the
-# source at every rate of BENCH_VNC_FPS.
+# over a dense coloured line plot; rotate, a 3D scatter plot orbited (every point moves by its depth); zoom,
+# noise-like imaging data zoomed in and out with sensor noise in every frame; scroll, a terminal's text scrolling 3
+# lines a frame. Each with the source at every rate of BENCH_VNC_FPS. BENCH_VNC_PIN=0/1: the servers on CPU 0 and
+# Chromium on CPU 1 (taskset), as on two machines.
 BENCH_VNC_FPS ?= 30 60
-BENCH_VNC_CONTENT ?= slideshow motion rotate
+BENCH_VNC_CONTENT ?= slideshow motion rotate zoom scroll
+BENCH_VNC_PIN ?=
 bench-vnc: bench-deps tests/browser/node_modules
 	$(CONFIGURE)
 	cmake --build build -j $(JOBS) --target rcanvas-demo bench-x11-player rcanvas-testframes
-	rm -rf build/bench-motion build/bench-rotate
+	rm -rf build/bench-motion build/bench-rotate build/bench-zoom build/bench-scroll
 	./build/rcanvas-testframes build/bench-motion --motion pan-1920x1080 64 >/dev/null
-	./build/rcanvas-testframes build/bench-rotate --motion rotate-1920x1080 64 >/dev/null
+	for m in rotate zoom scroll; do ./build/rcanvas-testframes build/bench-$$m --motion $$m-1920x1080 64 >/dev/null; done
 	for c in $(BENCH_VNC_CONTENT); do for f in $(BENCH_VNC_FPS); do \
-	  dir=$(FRAMES); [ $$c = motion ] && dir=$(abspath build/bench-motion); [ $$c = rotate ] && dir=$(abspath build/bench-rotate); \
+	  dir=$(FRAMES); [ $$c != slideshow ] && dir=$(abspath build/bench-$$c); \
 	  echo "== bench-vnc: $$c at $$f fps"; \
 	  (cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
-	    node bench_vnc.mjs --frames $$dir --fps $$f $(BENCH_VNC_ARGS)) || exit 1; \
+	    node bench_vnc.mjs --frames $$dir --fps $$f $(if $(BENCH_VNC_PIN),--pin $(BENCH_VNC_PIN)) $(BENCH_VNC_ARGS)) || exit 1; \
 	done; done
 
 # Issue 20: viewers through Janus (the SFU: rcanvas-demo --rtp-out → Janus → WebRTC) against direct WebSocket viewers,

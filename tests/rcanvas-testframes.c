@@ -57,7 +57,7 @@ static int write_motion(rc_encoder *enc, const char *dir, const char *spec, cons
     memcpy(name, spec, (size_t)(dash - spec));
     name[dash - spec] = 0;
     if (tf_motion_parse(name, &m)) {
-        fprintf(stderr, "rcanvas-testframes: unknown motion %s (pan, rotate)\n", name);
+        fprintf(stderr, "rcanvas-testframes: unknown motion %s (pan, rotate, zoom, scroll)\n", name);
         return 2;
     }
     uint8_t *px = malloc((size_t)w * h * 4);
@@ -76,7 +76,7 @@ static int write_motion(rc_encoder *enc, const char *dir, const char *spec, cons
 int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: rcanvas-testframes OUTDIR [KIND-WxH ...]\n"
-                        "       rcanvas-testframes OUTDIR --motion MOTION-WxH N   (MOTION: pan or rotate; N: 1-64 frames)\n"
+                        "       rcanvas-testframes OUTDIR --motion MOTION-WxH N   (MOTION: pan, rotate, zoom or scroll; N: 1-64)\n"
                         "  KIND: plot text gradient heatmap noise; default: every kind at every standard size\n");
         return 2;
     }

@@ -432,7 +432,7 @@ uint8_t *tf_smooth_new(uint32_t w, uint32_t h) {
 
 /* ---- motion sequences ---- */
 
-static const char *const k_motion_names[TF_MOTIONS] = {"pan", "rotate"};
+static const char *const k_motion_names[TF_MOTIONS] = {"pan", "rotate", "zoom", "scroll"};
 
 const char *tf_motion_name(tf_motion m) { return m >= 0 && m < TF_MOTIONS ? k_motion_names[m] : "?"; }
 
@@ -586,12 +586,79 @@ static void draw_rotate(canvas *c, uint32_t i, uint32_t n) {
     free(pts);
 }
 
+/* The zoom: microscopy-like imaging data (the heatmap kind: blobs of value noise under strong per-pixel grain,
+ * inferno) zoomed into and out of, 1× to 2× and back over the loop (a cosine, so frame n is frame 0 again), about
+ * a point off the centre, sampled bilinearly from the image at frame size; and a camera's sensor noise of its own
+ * in every frame (±6 levels, new each frame): noise-like content in which nearly every pixel changes every frame. */
+static void draw_zoom(canvas *c, uint32_t i, uint32_t n) {
+    int w = c->w, h = c->h;
+    uint8_t *src = malloc((size_t)w * h * 4);
+    if (!src) return;
+    canvas s = {src, w, h, (size_t)w * 4};
+    draw_heatmap(&s, 0x7a6f6f6d);
+    const double pi = 3.14159265358979323846;
+    double z = 1.5 - 0.5 * cos(2 * pi * i / n);
+    double cx = w * 0.42, cy = h * 0.55; /* the point zoomed into: it stays where it is */
+    for (int y = 0; y < h; y++) {
+        double v = cy + (y - cy) / z;
+        int y0 = (int)floor(v);
+        double fy = v - y0;
+        if (y0 < 0) y0 = 0, fy = 0;
+        if (y0 >= h - 1) y0 = h - 2 < 0 ? 0 : h - 2, fy = h > 1 ? 1 : 0;
+        int y1 = h > 1 ? y0 + 1 : y0;
+        uint8_t *out = c->px + (size_t)y * c->pitch;
+        for (int x = 0; x < w; x++) {
+            double u = cx + (x - cx) / z;
+            int x0 = (int)floor(u);
+            double fx = u - x0;
+            if (x0 < 0) x0 = 0, fx = 0;
+            if (x0 >= w - 1) x0 = w - 2 < 0 ? 0 : w - 2, fx = w > 1 ? 1 : 0;
+            int x1 = w > 1 ? x0 + 1 : x0;
+            const uint8_t *a = src + ((size_t)y0 * w + x0) * 4, *b = src + ((size_t)y0 * w + x1) * 4;
+            const uint8_t *cc = src + ((size_t)y1 * w + x0) * 4, *d = src + ((size_t)y1 * w + x1) * 4;
+            int grain = (int)(hash3(i % n, (uint64_t)y, (uint64_t)x) % 13) - 6;
+            for (int k = 0; k < 3; k++) {
+                double t = (a[k] * (1 - fx) + b[k] * fx) * (1 - fy) + (cc[k] * (1 - fx) + d[k] * fx) * fy;
+                int q = (int)lround(t) + grain;
+                out[x * 4 + k] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+            }
+            out[x * 4 + 3] = 255;
+        }
+    }
+    free(src);
+}
+
+/* The scroll: a terminal (light grey text, some of it coloured, on near-black) scrolling up three lines a frame,
+ * as `cat` of a log or a fast scroll would: frame i shows lines 3i... of a text of 3n lines that repeats, so frame
+ * n is frame 0 again. Each line's words come from its own line number: consecutive frames are the same picture
+ * moved up by 3 lines (36 px), exactly. */
+static void draw_scroll(canvas *c, uint32_t i, uint32_t n) {
+    static const uint8_t bg[3] = {18, 18, 22}, fg[3] = {204, 204, 204};
+    static const uint8_t hl[4][3] = {{106, 200, 106}, {230, 200, 90}, {110, 160, 240}, {235, 100, 100}};
+    make_glyphs();
+    fill(c, bg);
+    const int lh = GH + 1, lines = 3 * (int)n;
+    for (int row = 0; row * lh < c->h; row++) {
+        int line = (int)((3 * (uint64_t)i + (uint64_t)row) % (uint64_t)lines);
+        rng r = {hash3(0x7363726f6c6c, (uint64_t)line, 5)};
+        if (rng_below(&r, 12) == 0) continue; /* an empty line */
+        int y = 2 + row * lh, x = 4, end = (c->w - 4) * (20 + rng_below(&r, 81)) / 100;
+        x = word(c, &r, x, y, 8, hl[2]) + GW; /* a time stamp */
+        while (x < end) {
+            int nch = 1 + rng_below(&r, 10), coloured = rng_below(&r, 7) == 0;
+            x = word(c, &r, x, y, nch, coloured ? hl[rng_below(&r, 4)] : fg) + GW;
+        }
+    }
+}
+
 void tf_motion_draw(tf_motion m, uint32_t i, uint32_t n, uint32_t w, uint32_t h, uint8_t *rgba, size_t pitch) {
     if (!rgba || w < 1 || h < 1 || n < 1 || pitch < (size_t)w * 4) return;
     canvas c = {rgba, (int)w, (int)h, pitch};
     switch (m) {
     case TF_MOTION_PAN: draw_pan(&c, i % n, n); break;
     case TF_MOTION_ROTATE: draw_rotate(&c, i % n, n); break;
+    case TF_MOTION_ZOOM: draw_zoom(&c, i % n, n); break;
+    case TF_MOTION_SCROLL: draw_scroll(&c, i % n, n); break;
     default: fill(&c, k_white); break;
     }
 }

@@ -65,8 +65,13 @@ uint8_t *tf_smooth_new(uint32_t w, uint32_t h);
  *   rotate  a 3D scatter plot (2400 shaded points in three clusters and a helix, in a wireframe box) turning 360°
  *         about the vertical axis over the loop, in perspective: motion that differs by depth, as when a 3D view
  *         is orbited. Drawn with libm: not pinned by a checksum.
+ *   zoom  noise-like imaging data (the heatmap kind: blobs under per-pixel grain) zoomed 1× → 2× → 1× over the
+ *         loop about a point off the centre, with ±6 levels of sensor noise new in each frame: nearly every pixel
+ *         changes every frame, as in live microscopy. Drawn with libm: not pinned by a checksum.
+ *   scroll  a terminal's text (light on near-black, some words coloured) scrolling up 3 lines (36 px) a frame:
+ *         frame i + 1 is frame i moved up by 36 px, the new lines at the bottom.
  * rcanvas-testframes OUTDIR --motion pan-1920x1080 64 writes such a loop as PNG files (the demo's --frames). */
-typedef enum tf_motion { TF_MOTION_PAN, TF_MOTION_ROTATE, TF_MOTIONS } tf_motion;
+typedef enum tf_motion { TF_MOTION_PAN, TF_MOTION_ROTATE, TF_MOTION_ZOOM, TF_MOTION_SCROLL, TF_MOTIONS } tf_motion;
 const char *tf_motion_name(tf_motion m);
 /* Motion by name; -1 if unknown. */
 int tf_motion_parse(const char *name, tf_motion *m);

@@ -23,9 +23,12 @@
 // better PSNR.
 //
 //   node bench_vnc.mjs [--seconds S] [--clicks N] [--links loopback,20/40,4/80] [--rcanvas jpeg,h264]
-//                      [--novnc 0/2,2/9,6/2] [--fps 30] [--snapshots 2] [--frames DIR] [--verbose]
+//                      [--novnc 0/2,2/9,6/2] [--fps 30] [--snapshots 2] [--frames DIR] [--pin 0/1] [--verbose]
 //   links: "loopback" (the shaper as a pass-through: 100 Gbit/s, no delay) or RATE/RTT (Mbit/s / ms round trip).
 //   noVNC's pairs by default: 0/2 and 2/9 (the fastest found at these links, 2026-11-30), 6/2 (noVNC's default).
+//   --pin SERVER/BROWSER (CPU lists, as taskset's): the servers' side (this process with its shaper, rcanvas-demo,
+//   Xvnc and its player, websockify) on SERVER's cores, Chromium on BROWSER's, as on two machines; unpinned by
+//   default, where both sides take turns on every core.
 //   The source plays at --fps (30): a system that keeps up shows 30, so at loopback 2× cannot show; --fps 60
 //   gives the headroom.
 // `make bench-vnc` runs it on the corpus slideshow and on a generated motion sequence (rcanvas-testframes --motion:
@@ -62,6 +65,7 @@ function parseArgs(argv) {
     else if (a === '--frames') o.frames = path.resolve(val());
     else if (a === '--snapshots') o.snapshots = Number(val());
     else if (a === '--verbose') o.verbose = true;
+    else if (a === '--pin') o.pin = val();
     else if (a === '--help' || a === '-h') {          // the head comment of this file
       console.log(fs.readFileSync(new URL(import.meta.url), 'utf8').split('\nimport ')[0].replace(/^\/\/ ?/gm, ''));
       process.exit(0);
@@ -464,11 +468,21 @@ preflight(o);
 const frames = frameFolder(o.frames);
 novncWebRoot(frames);
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+if (o.pin) {   // this process's threads now, its children by inheritance; Chromium through a wrapper of its own
+  const [server, viewer] = o.pin.split('/');
+  if (!server || !viewer) fail('--pin: SERVER/BROWSER CPU lists, e.g. 0/1');
+  const r = spawnSync('taskset', ['-a', '-pc', server, String(process.pid)], { encoding: 'utf8' });
+  if (r.status !== 0) fail(`--pin: taskset: ${(r.stderr || r.error || '').toString().trim()}`);
+  const wrapper = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-vnc-pin-')), 'chromium');
+  fs.writeFileSync(wrapper, `#!/bin/sh\nexec taskset -c ${viewer} ${process.env.CHROMIUM || '/usr/bin/chromium'} "$@"\n`, { mode: 0o755 });
+  process.env.CHROMIUM = wrapper;
+}
 const browser = await launchBrowser();
 const tiger = o.novnc.length ? versionOf('Xvnc', ['-version'], /TigerVNC (\S+)/) : '-';
 const novncV = o.novnc.length ? versionOf('dpkg-query', ['-W', '-f=${Version}', 'novnc'], /^(\S+)/) : '-';
 console.log(`# rcanvas vs TigerVNC ${tiger} + noVNC ${novncV} (websockify), ${new Date().toISOString()}, ` +
-            `${os.cpus().length} cores, Chromium ${browser.version()}`);
+            `${os.cpus().length} cores, Chromium ${browser.version()}` +
+            (o.pin ? `; pinned: servers on CPUs ${o.pin.split('/')[0]}, Chromium on ${o.pin.split('/')[1]}` : '; not pinned'));
 console.log(`# ${frames.names.length} frames of ${WIDTH}x${HEIGHT} (${frames.source}: ${frames.names.join(' ')}) at ${o.fps} fps; ` +
             `${o.seconds} s per run after 3 s warm-up, PSNR from ${o.snapshots} snapshots of each frame, ${o.clicks} clicks; load average ${load()}`);
 const rows = [];

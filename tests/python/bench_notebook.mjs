@@ -13,7 +13,10 @@
 // page's 60 a second); C: the kernel process's CPU time (user+system, /proc) per shown frame, its encoders and
 // relay threads included; P: the median of 5 clicks from the page's pointerdown to the first animation frame
 // showing the square's new colour. Each measures 5 s after 3 s of warm-up. Environment: BENCH_SIZES (640x480,1920x1080),
-// BENCH_PATHS (all four, comma-separated), BENCH_MAX_IN_FLIGHT (rcanvas' canvas option max_in_flight; default 2).
+// BENCH_PATHS (all four, comma-separated), BENCH_MAX_IN_FLIGHT (rcanvas' canvas option max_in_flight; default 2),
+// BENCH_PROXY=1: JupyterLab with rcanvas.jupyter (the server extension) enabled, where the widget's direct way goes
+// through the notebook server's own port (/rcanvas/PORT/…): rcanvas-direct is then reported as rcanvas-proxy, and
+// the bench checks that its WebSocket went that way.
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -31,6 +34,7 @@ if (have.status !== 0) {
 }
 const SIZES = (process.env.BENCH_SIZES || '640x480,1920x1080').split(',').map((s) => s.split('x').map(Number));
 const PATHS = (process.env.BENCH_PATHS || 'rcanvas-direct,rcanvas-comm,jupyter_rfb,rendercanvas-anywidget').split(',');
+const PROXY = process.env.BENCH_PROXY === '1';
 const MEASURE_MS = 5000;
 const WARM_MS = 3000;
 
@@ -143,6 +147,10 @@ async function main() {
     nb.cells.forEach((c, i) => { c.id = `c${i}`; });
     fs.writeFileSync(path.join(dir, 'bench.ipynb'), JSON.stringify(nb));
     for (const d of ['runtime', 'config', 'data', 'ipython', 'settings', 'workspaces']) fs.mkdirSync(path.join(dir, d));
+    if (PROXY) {
+      fs.writeFileSync(path.join(dir, 'config', 'jupyter_server_config.json'),
+                       JSON.stringify({ ServerApp: { jpserver_extensions: { 'rcanvas.jupyter': true } } }));
+    }
     const env = {
       ...process.env, PYTHONPATH: path.join(root, 'python'),
       RCANVAS_LIBRARY: process.env.RCANVAS_LIBRARY || path.join(root, 'build', 'librcanvas.so'),
@@ -166,6 +174,8 @@ async function main() {
     const browser = await launchBrowser();
     stops.push(() => browser.close());
     const page = await browser.newPage({ viewport: { width: 2200, height: 1500 } });
+    const wsUrls = [];
+    page.on('websocket', (ws) => wsUrls.push(ws.url()));
     // the kernel started first: a page that finds no kernel list yet asks "Select Kernel" in a dialog instead
     await fetch(`${url}/api/sessions`, { method: 'POST', headers: { Authorization: `token ${token}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ path: 'bench.ipynb', name: 'bench.ipynb', type: 'notebook', kernel: { name: 'python3' } }) });
@@ -262,7 +272,13 @@ async function main() {
       const clicks = (await out.evaluate((o) => o.__bench.clickMs)).sort((a, b) => a - b);
       const click = clicks.length ? clicks[clicks.length >> 1].toFixed(0) : '-';
       const cpf = fps > 0 ? ((c1 - c0) / (secs * fps)).toFixed(1) : '-';
-      console.log(`notebook ${p} ${w}x${h} fps ${fps.toFixed(1)} kernel-cpu-ms ${cpf} click-ms ${click}` +
+      let label = p;
+      if (PROXY && p === 'rcanvas-direct') {
+        const viaProxy = wsUrls.filter((u) => u.includes(`127.0.0.1:${port}/rcanvas/`) && u.includes('/c/bench/'));
+        if (!viaProxy.length) throw new Error(`BENCH_PROXY: the widget's WebSocket did not go through rcanvas.jupyter: ${wsUrls.join(' ')}`);
+        label = 'rcanvas-proxy';
+      }
+      console.log(`notebook ${label} ${w}x${h} fps ${fps.toFixed(1)} kernel-cpu-ms ${cpf} click-ms ${click}` +
                   (clicks.length < 5 ? ` (${clicks.length} of 5 clicks shown within 3 s)` : ''));
     }
   } finally {
