@@ -46,12 +46,20 @@ function fill(file, pairs) {
   return text;
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
+/** n free ports, all different: each is held until all are taken (one at a time, a port closed may come back at
+ *  once: a proxy's https and plain ports once did, and nginx refused the plain server on its ssl port). */
+async function freePorts(n) {
+  const servers = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = net.createServer();
+      servers.push(s);
+      await new Promise((resolve, reject) => { s.once('error', reject); s.listen(0, '127.0.0.1', resolve); });
+    }
+    return servers.map((s) => s.address().port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(() => resolve()))));
+  }
 }
 
 function portOpen(port) {
@@ -133,8 +141,8 @@ async function setUp() {
   fs.mkdirSync(framesDir);
   fs.writeFileSync(path.join(framesDir, 'orange.png'), solidPng(640, 480, ORANGE));
 
-  const ports = { nginx: await freePort(), nginxHttp: await freePort(), short: await freePort(),
-    shortHttp: await freePort(), haproxy: await freePort(), haproxyHttp: await freePort() };
+  const free = await freePorts(6);
+  const ports = Object.fromEntries(['nginx', 'nginxHttp', 'short', 'shortHttp', 'haproxy', 'haproxyHttp'].map((k, i) => [k, free[i]]));
   // each server allows the public name and the origins the browser sends through each proxy
   const allow = ['--allow-host', NAME, '--ping-ms', '2000',
     ...[ports.nginx, ports.short, ports.haproxy].flatMap((p) => ['--allow-origin', `https://${NAME}:${p}`])];

@@ -91,6 +91,7 @@ struct rc_gpu_h264 {
     int want_key;
     uint32_t frame_num, idr_pic_id, since_key;
     double qp_p;      /* the rate control's QP for P pictures */
+    int rc_started;   /* qp_p was set from the budget at this size (start_qp) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
@@ -207,7 +208,8 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
-    if (w != e->w || h != e->h) e->have_ref = 0, e->p_avg = 0, e->debt = 0; /* a new size starts with an IDR */
+    if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
+        e->have_ref = 0, e->p_avg = 0, e->debt = 0, e->rc_started = 0;
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -266,6 +268,7 @@ static void bw_ue(bw *w, uint32_t k) {
     bw_put(w, 0, m);
     bw_put(w, k + 1, m + 1);
 }
+static void bw_se(bw *w, int v) { bw_ue(w, v > 0 ? 2u * (uint32_t)v - 1 : 2u * (uint32_t)-v); }
 static void bw_trailing(bw *w) {
     bw_put(w, 1, 1);
     while (w->bits & 7) w->bits++;
@@ -290,6 +293,27 @@ static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
     }
     out->len += k;
     return RCANVAS_OK;
+}
+
+/* A P picture of P_Skip macroblocks only: one slice whose data is a single mb_skip_run over the picture (7.3.4).
+ * A P_Skip macroblock's vector is the predicted one, which is zero where the left or upper neighbour is missing or
+ * is itself a zero vector to reference 0 (8.4.1.1); so, from the first macroblock on, every vector is zero and the
+ * decoder repeats the reference picture exactly (no residual; deblocking off as in every slice here). The encoder's
+ * reference stays as it is too: no GPU pass, the parity not flipped. 4–6 bytes at any size. */
+static int put_skip_picture(const rc_gpu_h264 *e, rc_buf *out, int qp) {
+    bw s = {{0}, 0};
+    bw_ue(&s, 0);                     /* first_mb_in_slice */
+    bw_ue(&s, 5);                     /* slice_type P, as the GPU's P slices */
+    bw_ue(&s, 0);                     /* pic_parameter_set_id */
+    bw_put(&s, e->frame_num & 15, 4); /* frame_num (log2_max_frame_num 4) */
+    bw_put(&s, 0, 1);                 /* num_ref_idx_active_override_flag */
+    bw_put(&s, 0, 1);                 /* ref_pic_list_modification_flag_l0 */
+    bw_put(&s, 0, 1);                 /* adaptive_ref_pic_marking_mode_flag */
+    bw_se(&s, qp - 26);               /* slice_qp_delta (nothing is quantized) */
+    bw_ue(&s, 1);                     /* disable_deblocking_filter_idc */
+    bw_ue(&s, e->mbw * e->mbh);       /* mb_skip_run: every macroblock */
+    bw_trailing(&s);
+    return put_nal(out, 0x41, s.b, s.bits / 8);
 }
 
 /* The smallest level (Table A-1) whose MaxFS and MaxMBPS (at 60 pictures a second) hold this size, and whose
@@ -517,18 +541,45 @@ static int pick_qp(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, i
  * full): while it is in debt the QP does not fall, and rises by 6·log2(1 + debt / half a second's budget), so a
  * slideshow of cuts (IDR pictures between still P pictures of a few bytes) settles at its bitrate too. At most 4
  * a picture either way. */
+static void rate_debt(rc_gpu_h264 *e, double fps, double target, double bits) {
+    e->debt = e->debt * 0.97 + bits - target;
+    if (e->debt < -target * fps) e->debt = -target * fps; /* at most a second of savings */
+}
+
 static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int key, size_t bytes) {
     if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
     double fps = p->fps > 0 ? p->fps : 30;
     double target = p->bitrate_kbps * 1000.0 / fps, bits = (double)bytes * 8.0;
-    e->debt = e->debt * 0.97 + bits - target;
-    if (e->debt < -target * fps) e->debt = -target * fps; /* at most a second of savings */
+    rate_debt(e, fps, target, bits);
     double step = key ? 0 : 6.0 * log2(bits / target) * 0.5;
     if (e->debt > 0) step = fmax(step, 0) + 6.0 * log2(1 + e->debt / (target * fps * 0.5));
     step = step > 4 ? 4 : step < -4 ? -4 : step;
     e->qp_p = (key ? e->qp_p : qp) + step; /* after an IDR picture (QP 4 below, clamped at 12) from the P QP */
     if (e->qp_p < 12) e->qp_p = 12;
     if (e->qp_p > 51) e->qp_p = 51;
+}
+
+/* The P QP the rate control starts from at a new size: where the IDR picture that opens the stream (4 below it)
+ * would cost about 8 pictures' budget on dense content, by the model of rate_update (bits ∝ 2^(−QP/6)) with 2 bits
+ * a pixel at QP 26 (a 1080p pan over 32 coloured signals codes its IDR picture at 3.7, a plot at less than 1); never
+ * below 30, the start for generous budgets. Before it the start was 30 at any budget: at 2 Mbit/s and 60 pictures
+ * a second the first 1080p picture took 960 kB, four seconds of that link. */
+static double start_qp(const rc_gpu_h264 *e, const rc_encode_params *p) {
+    double fps = p->fps > 0 ? p->fps : 30, target = p->bitrate_kbps * 1000.0 / fps;
+    double q = 26 + 4 + 6.0 * log2(2.0 * e->w * e->h / (8.0 * target));
+    return q < 30 ? 30 : q > 51 ? 51 : q;
+}
+
+/* Whether this picture is skipped (put_skip_picture) for the bitrate: at QP 51 the pictures of dense motion can
+ * still cost several times the budget (a 1080p pan: about 12 kB against 4 kB a picture at 2 Mbit/s and 60 fps), and
+ * QP has nowhere to go; so while the bucket holds more than half a picture's budget, a P picture repeats the last
+ * one instead, and the viewer sees fewer pictures rather than late ones: the coded pictures keep QP 51's quality
+ * and the stream its bitrate (a picture of 3 budgets, then two skipped). Never an IDR picture, a paint-over or a
+ * fixed QP. */
+static int rate_skip(const rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, int key) {
+    if (key || qp_override || !p || p->paint || p->bitrate_kbps <= 0) return 0;
+    double target = p->bitrate_kbps * 1000.0 / (p->fps > 0 ? p->fps : 30);
+    return e->qp_p >= 50.5 && e->debt > 0.5 * target;
 }
 
 /* One GPU pass over the picture in `in` as an IDR (key) or P picture at qp: records, submits, waits. The slices'
@@ -558,7 +609,27 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
 static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
                   rc_gpu_h264_info *info, int64_t t0) {
     int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
+    if (!e->rc_started && !qp_override && p && !p->paint && p->bitrate_kbps > 0) {
+        e->qp_p = start_qp(e, p);
+        e->rc_started = 1;
+    }
     int qp = pick_qp(e, p, qp_override, key);
+    if (rate_skip(e, p, qp_override, key)) {
+        size_t start = out->len;
+        int r = put_skip_picture(e, out, qp);
+        if (r) return r;
+        e->since_key++;
+        e->frame_num = (e->frame_num + 1) & 15;
+        double fps = p->fps > 0 ? p->fps : 30;
+        rate_debt(e, fps, p->bitrate_kbps * 1000.0 / fps, (double)(out->len - start) * 8.0); /* the QP stays */
+        if (info) {
+            memset(info, 0, sizeof *info);
+            info->qp = qp;
+            info->skipped = 1;
+            info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
+        }
+        return RCANVAS_OK;
+    }
     int r = gpu_pass(e, in, bgra, key, qp);
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;

@@ -37,6 +37,8 @@ void rc_gpu_h264_free(rc_gpu_h264 *e);
 typedef struct rc_gpu_h264_info {
     int keyframe;       /* 1: an IDR picture (with SPS and PPS) */
     int qp;             /* the picture's QP (12–51) */
+    int skipped;        /* 1: a P picture of skipped macroblocks only, repeating the last picture exactly (the rate
+                         * control was over its budget at QP 51); no GPU pass, the times 0 but wall_ms */
     double stage_ms[7]; /* GPU time: upload copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
                          * write, copy out (timestamp queries; 0 where the device has none) */
     double gpu_ms;      /* first to last timestamp */
@@ -49,7 +51,8 @@ typedef struct rc_gpu_h264_info {
  * row) and appends the access unit to out. The QP: p->paint → RC_GPU_H264_PAINT_QP; else qp_override 12–51 when
  * not 0 (tests); else the rate control from p->bitrate_kbps and p->fps (bits per picture = bitrate / fps; the QP
  * moves by the log ratio of the last picture's bits to that, at most 4 a picture, IDR pictures 4 below P; the
- * H.264 QP step of 2^(1/6) per unit is the model). An IDR picture at the first encode, after a size change, on
+ * H.264 QP step of 2^(1/6) per unit is the model; at QP 51 and over budget, P pictures of skipped macroblocks only
+ * until the budget allows a coded one again). An IDR picture at the first encode, after a size change, on
  * rc_gpu_h264_request_keyframe, and every p->keyframe_interval pictures when > 0. info may be NULL.
  * RCANVAS_EINVAL (bad image), RCANVAS_EFRAME_SIZE (too large for the device's buffers), RCANVAS_ENOMEM,
  * RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST. */
