@@ -35,6 +35,7 @@ if (have.status !== 0) {
 const SIZES = (process.env.BENCH_SIZES || '640x480,1920x1080').split(',').map((s) => s.split('x').map(Number));
 const PATHS = (process.env.BENCH_PATHS || 'rcanvas-direct,rcanvas-comm,jupyter_rfb,rendercanvas-anywidget').split(',');
 const PROXY = process.env.BENCH_PROXY === '1';
+let labLog = null;   // JupyterLab's last 20 kB of log, for BENCH_LAB_LOG=FILE
 const MEASURE_MS = 5000;
 const WARM_MS = 3000;
 
@@ -166,6 +167,7 @@ async function main() {
     stops.push(() => stopProcess(proc, { killAfterMs: 10000 }));
     let log = '';
     proc.stderr.on('data', (d) => { log = (log + d).slice(-20000); });
+    labLog = () => log;
     const url = `http://127.0.0.1:${port}`;
     await until(async () => {
       if (proc.exitCode !== null) throw new Error(`JupyterLab exited: ${log}`);
@@ -283,6 +285,7 @@ async function main() {
     }
   } finally {
     await cleanupAll();
+    if (process.env.BENCH_LAB_LOG && typeof labLog === 'function') fs.writeFileSync(process.env.BENCH_LAB_LOG, labLog());
   }
 }
 
