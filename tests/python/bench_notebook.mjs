@@ -5,6 +5,8 @@
 //   rcanvas-comm            rcanvas.widget with way="comm": the same protocol through the widget's comm
 //   jupyter_rfb             jupyter_rfb.RemoteFrameBuffer (JPEG frames through the comm, base64)
 //   rendercanvas-anywidget  rendercanvas.anywidget.RenderCanvas (its bitmap context)
+//   rcanvas-page            (not by default) the same rcanvas canvas on its own page (canvas.url) in a tab of the
+//                           canvas's size, beside Lab: what the widget's direct way is compared with
 // The kernel draws as fast as each way takes frames: a smooth colour texture scrolling sideways (the whole frame
 // changes), a block whose grey level is the frame's number, and a centre square that turns from red to green (and
 // back) on each pointer_down. Prints one line per way and size:
@@ -68,6 +70,7 @@ def frame(i, clicks):
 const CELLS = {
   'rcanvas-direct': (w, h) => rcanvasCell(w, h, 'direct'),
   'rcanvas-comm': (w, h) => rcanvasCell(w, h, 'comm'),
+  'rcanvas-page': (w, h) => rcanvasCell(w, h, 'page'),
   jupyter_rfb: (w, h) => `${prelude(w, h)}from jupyter_rfb import RemoteFrameBuffer
 class Bench(RemoteFrameBuffer):
     def __init__(self):
@@ -124,7 +127,7 @@ def run(c=bench):
             return
 threading.Thread(target=run, daemon=True).start()
 BENCH_STOP = bench.close
-rcanvas.widget.widget_for(bench, way=${JSON.stringify(way)})`;
+${way === 'page' ? 'print("URL", bench.url)' : `rcanvas.widget.widget_for(bench, way=${JSON.stringify(way)})`}`;
 }
 
 const src = (text) => text.split('\n').map((l, i, a) => (i < a.length - 1 ? l + '\n' : l));
@@ -212,10 +215,17 @@ async function main() {
     for (let i = 0; i < runs.length; i++) {
       const { p, w, h } = runs[i];
       await runCell(i + 1);
-      const out = cell(i + 1).locator('.jp-Cell-outputArea').first();
+      let out = cell(i + 1).locator('.jp-Cell-outputArea').first(), view = page;
+      if (p === 'rcanvas-page') {   // the same canvas on its own page, in a tab of the canvas's size
+        const url = /URL (\S+)/.exec(await out.innerText())[1];
+        view = await browser.newPage({ viewport: { width: w, height: h } });
+        stops.push(() => view.close().catch(() => {}));
+        await view.goto(url);
+        out = view.locator('body');
+      }
       // the element that shows the frames: rcanvas' canvas, or the peers' <img>
       await until(() => out.evaluate((o) => {
-        const c = o.querySelector('.rcanvas-widget canvas');
+        const c = o.querySelector('.rcanvas-widget canvas') || (o.tagName === 'BODY' ? o.querySelector('canvas') : null);
         const imgs = [...o.querySelectorAll('img')].filter((x) => x.naturalWidth > 100);
         const el = c || imgs[0];
         if (!el) return false;
@@ -267,11 +277,12 @@ async function main() {
       const box = await out.evaluate((o) => { const r = o.__bench.el.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; });
       for (let k = 0; k < 5; k++) {
         const before = await out.evaluate((o) => o.__bench.clickMs.length);
-        await page.mouse.click(box.x, box.y);
+        await view.mouse.click(box.x, box.y);
         await until(async () => (await out.evaluate((o) => o.__bench.clickMs.length)) > before, 3000, 'the click shown').catch(() => {});
         await sleep(200);
       }
       const clicks = (await out.evaluate((o) => o.__bench.clickMs)).sort((a, b) => a - b);
+      if (view !== page) await view.close();
       const click = clicks.length ? clicks[clicks.length >> 1].toFixed(0) : '-';
       const cpf = fps > 0 ? ((c1 - c0) / (secs * fps)).toFixed(1) : '-';
       let label = p;
