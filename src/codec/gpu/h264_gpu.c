@@ -299,7 +299,8 @@ static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
  * A P_Skip macroblock's vector is the predicted one, which is zero where the left or upper neighbour is missing or
  * is itself a zero vector to reference 0 (8.4.1.1); so, from the first macroblock on, every vector is zero and the
  * decoder repeats the reference picture exactly (no residual; deblocking off as in every slice here). The encoder's
- * reference stays as it is too: no GPU pass, the parity not flipped. 4–6 bytes at any size. */
+ * reference stays as it is too: no GPU pass, the parity not flipped. About 10 bytes with the start code (11 at
+ * 320×176, where the skip run is short). */
 static int put_skip_picture(const rc_gpu_h264 *e, rc_buf *out, int qp) {
     bw s = {{0}, 0};
     bw_ue(&s, 0);                     /* first_mb_in_slice */
@@ -571,11 +572,11 @@ static double start_qp(const rc_gpu_h264 *e, const rc_encode_params *p) {
 }
 
 /* Whether this picture is skipped (put_skip_picture) for the bitrate: at QP 51 the pictures of dense motion can
- * still cost several times the budget (a 1080p pan: about 12 kB against 4 kB a picture at 2 Mbit/s and 60 fps), and
- * QP has nowhere to go; so while the bucket holds more than half a picture's budget, a P picture repeats the last
- * one instead, and the viewer sees fewer pictures rather than late ones: the coded pictures keep QP 51's quality
- * and the stream its bitrate (a picture of 3 budgets, then two skipped). Never an IDR picture, a paint-over or a
- * fixed QP. */
+ * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 42 kB a coded picture
+ * against 4.2 kB), and QP has nowhere to go; so while the bucket holds more than half a picture's budget, a P
+ * picture repeats the last one instead, and the viewer sees fewer pictures rather than late ones: the coded
+ * pictures keep QP 51's quality and the stream its bitrate (that pan: 6 pictures of 60 coded, 2004 kbit/s). Never
+ * an IDR picture, a paint-over or a fixed QP. */
 static int rate_skip(const rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, int key) {
     if (key || qp_override || !p || p->paint || p->bitrate_kbps <= 0) return 0;
     double target = p->bitrate_kbps * 1000.0 / (p->fps > 0 ? p->fps : 30);
