@@ -109,7 +109,9 @@ bench`,
 
 function rcanvasCell(w, h, way) {
   return `${prelude(w, h)}import rcanvas, rcanvas.widget
-bench = rcanvas.get_server().canvas("bench", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000)
+# a name per way and size: an earlier cell's widget, still on the page, would otherwise reconnect to this canvas as
+# a second viewer, and the first viewer sizes the canvas (this one's frames would then show letterboxed in it)
+bench = rcanvas.get_server().canvas("bench_${way}_${w}", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000)
 if os.environ.get("BENCH_MAX_IN_FLIGHT"):   # frames unacked before no draw is due (rcanvas' default: 2)
     bench.set_option("max_in_flight", int(os.environ["BENCH_MAX_IN_FLIGHT"]))
 def run(c=bench):
@@ -287,7 +289,7 @@ async function main() {
       const cpf = fps > 0 ? ((c1 - c0) / (secs * fps)).toFixed(1) : '-';
       let label = p;
       if (PROXY && p === 'rcanvas-direct') {
-        const viaProxy = wsUrls.filter((u) => u.includes(`127.0.0.1:${port}/rcanvas/`) && u.includes('/c/bench/'));
+        const viaProxy = wsUrls.filter((u) => u.includes(`127.0.0.1:${port}/rcanvas/`) && u.includes('/c/bench_direct_'));
         if (!viaProxy.length) throw new Error(`BENCH_PROXY: the widget's WebSocket did not go through rcanvas.jupyter: ${wsUrls.join(' ')}`);
         label = 'rcanvas-proxy';
       }
