@@ -590,6 +590,19 @@ static void draw_rotate(canvas *c, uint32_t i, uint32_t n) {
  * inferno) zoomed into and out of, 1× to 2× and back over the loop (a cosine, so frame n is frame 0 again), about
  * a point off the centre, sampled bilinearly from the image at frame size; and a camera's sensor noise of its own
  * in every frame (±6 levels, new each frame): noise-like content in which nearly every pixel changes every frame. */
+/* Where screen position pos samples the image when zoomed z× about centre, along an axis of n pixels: the two
+ * source pixels *p0, *p1 (clamped to the image) and the weight of *p1. */
+static double zoom_tap(double centre, int pos, double z, int n, int *p0, int *p1) {
+    double v = centre + (pos - centre) / z;
+    int a = (int)floor(v);
+    double f = v - a;
+    if (a < 0) a = 0, f = 0;
+    if (a >= n - 1) a = n - 2 < 0 ? 0 : n - 2, f = n > 1 ? 1 : 0;
+    *p0 = a;
+    *p1 = n > 1 ? a + 1 : a;
+    return f;
+}
+
 static void draw_zoom(canvas *c, uint32_t i, uint32_t n) {
     int w = c->w, h = c->h;
     uint8_t *src = malloc((size_t)w * h * 4);
@@ -600,20 +613,12 @@ static void draw_zoom(canvas *c, uint32_t i, uint32_t n) {
     double z = 1.5 - 0.5 * cos(2 * pi * i / n);
     double cx = w * 0.42, cy = h * 0.55; /* the point zoomed into: it stays where it is */
     for (int y = 0; y < h; y++) {
-        double v = cy + (y - cy) / z;
-        int y0 = (int)floor(v);
-        double fy = v - y0;
-        if (y0 < 0) y0 = 0, fy = 0;
-        if (y0 >= h - 1) y0 = h - 2 < 0 ? 0 : h - 2, fy = h > 1 ? 1 : 0;
-        int y1 = h > 1 ? y0 + 1 : y0;
+        int y0, y1;
+        double fy = zoom_tap(cy, y, z, h, &y0, &y1);
         uint8_t *out = c->px + (size_t)y * c->pitch;
         for (int x = 0; x < w; x++) {
-            double u = cx + (x - cx) / z;
-            int x0 = (int)floor(u);
-            double fx = u - x0;
-            if (x0 < 0) x0 = 0, fx = 0;
-            if (x0 >= w - 1) x0 = w - 2 < 0 ? 0 : w - 2, fx = w > 1 ? 1 : 0;
-            int x1 = w > 1 ? x0 + 1 : x0;
+            int x0, x1;
+            double fx = zoom_tap(cx, x, z, w, &x0, &x1);
             const uint8_t *a = src + ((size_t)y0 * w + x0) * 4, *b = src + ((size_t)y0 * w + x1) * 4;
             const uint8_t *cc = src + ((size_t)y1 * w + x0) * 4, *d = src + ((size_t)y1 * w + x1) * 4;
             int grain = (int)(hash3(i % n, (uint64_t)y, (uint64_t)x) % 13) - 6;

@@ -2,6 +2,7 @@
 // lib.mjs — shared helpers of the browser tests and the end-to-end benchmark: start rcanvas-demo on a free port,
 // launch Debian's headless Chromium through playwright-core, wait for conditions.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -186,4 +187,11 @@ export async function patchError(page, patches) {
     for (let c = 0; c < 3; c++) worst = Math.max(worst, Math.abs(got[c] - want[c]));
   }
   return worst;
+}
+
+/** CPU time of process pid so far, in clock ticks (USER_HZ, 100 a second on Linux): utime + stime of
+ *  /proc/PID/stat (the fields after the command name, which may itself hold spaces, hence the split at ") "). */
+export function procCpuTicks(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return Number(f[11]) + Number(f[12]);
 }

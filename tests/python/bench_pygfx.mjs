@@ -19,7 +19,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, until, sleep, root, stopProcess } from '../browser/lib.mjs';
+import { launchBrowser, until, sleep, root, stopProcess, procCpuTicks as cpuTicks } from '../browser/lib.mjs';
 
 const PY = process.env.RCANVAS_VENV_PYTHON || path.join(root, 'build', 'venv', 'bin', 'python');
 if (!fs.existsSync(PY)) { console.log(`bench-pygfx: SKIPPED: no ${PY} (make venv)`); process.exit(0); }
@@ -30,11 +30,6 @@ const MODES = (process.env.MODES || 'http,bitmap,newest,behind,jpeg-wgpu').split
 const APP = path.join(root, 'bench', 'wgpu_cube_app.py');
 const NAMES = { http: "rendercanvas' http backend (simplejpeg q80)", bitmap: "rendercanvas' bitmap context → rcanvas",
                 newest: 'rcanvas ring, newest first', behind: 'rcanvas ring, one behind', 'jpeg-wgpu': 'jpeg-wgpu' };
-
-function cpuTicks(pid) {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(f[11]) + Number(f[12]);   // utime + stime, clock ticks (100/s)
-}
 
 async function run(browser, mode, [w, h]) {
   const env = { ...process.env, PYTHONPATH: path.join(root, 'python'), PYTHONUNBUFFERED: '1', SIZE: `${w}x${h}`,

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, until, sleep, root, stopProcess } from '../browser/lib.mjs';
+import { launchBrowser, until, sleep, root, stopProcess, procCpuTicks as cpuTicks } from '../browser/lib.mjs';
 
 const PY = process.env.RCANVAS_VENV_PYTHON || path.join(root, 'build', 'venv', 'bin', 'python');
 if (!fs.existsSync(PY)) { console.log(`bench-wgpu: SKIPPED: no ${PY} (make venv)`); process.exit(0); }
@@ -18,11 +18,6 @@ const WARM_MS = Number(process.env.WARM_MS || 3000), MEASURE_MS = Number(process
 const SIZES = (process.env.SIZES || '320x240,640x480').split(',').map((s) => s.split('x').map(Number));
 const MODES = (process.env.MODES || 'bitmap,newest,behind,auto').split(',');
 const SCRIPT = path.join(root, 'tests', 'python', 'cube_fastest.py');
-
-function cpuTicks(pid) {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(f[11]) + Number(f[12]);   // utime + stime, clock ticks (100/s)
-}
 
 async function run(browser, mode, [w, h]) {
   const env = { ...process.env, PYTHONPATH: path.join(root, 'python'), PYTHONUNBUFFERED: '1', RCANVAS_WGPU_PRESENT: mode,
