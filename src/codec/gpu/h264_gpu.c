@@ -607,30 +607,43 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
 }
 
 /* One picture from `in` (B_STAGE filled, or an image), after prepare(): the GPU pass(es), then the framing. */
-static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
-                  rc_gpu_h264_info *info, int64_t t0) {
-    int key = !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
+static int key_due(const rc_gpu_h264 *e, const rc_encode_params *p) {
+    return !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
+}
+
+/* After prepare(), before any pixel moves: starts the rate control at this size, and when rate_skip says so appends
+ * the skipped picture (*skipped = 1; the caller neither copies nor codes the frame). */
+static int encode_skip(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, rc_buf *out,
+                       rc_gpu_h264_info *info, int64_t t0, int *skipped) {
+    *skipped = 0;
     if (!e->rc_started && !qp_override && p && !p->paint && p->bitrate_kbps > 0) {
         e->qp_p = start_qp(e, p);
         e->rc_started = 1;
     }
+    int key = key_due(e, p);
+    if (!rate_skip(e, p, qp_override, key)) return RCANVAS_OK;
     int qp = pick_qp(e, p, qp_override, key);
-    if (rate_skip(e, p, qp_override, key)) {
-        size_t start = out->len;
-        int r = put_skip_picture(e, out, qp);
-        if (r) return r;
-        e->since_key++;
-        e->frame_num = (e->frame_num + 1) & 15;
-        double fps = p->fps > 0 ? p->fps : 30;
-        rate_debt(e, fps, p->bitrate_kbps * 1000.0 / fps, (double)(out->len - start) * 8.0); /* the QP stays */
-        if (info) {
-            memset(info, 0, sizeof *info);
-            info->qp = qp;
-            info->skipped = 1;
-            info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
-        }
-        return RCANVAS_OK;
+    size_t start = out->len;
+    int r = put_skip_picture(e, out, qp);
+    if (r) return r;
+    e->since_key++;
+    e->frame_num = (e->frame_num + 1) & 15;
+    double fps = p->fps > 0 ? p->fps : 30;
+    rate_debt(e, fps, p->bitrate_kbps * 1000.0 / fps, (double)(out->len - start) * 8.0); /* the QP stays */
+    if (info) {
+        memset(info, 0, sizeof *info);
+        info->qp = qp;
+        info->skipped = 1;
+        info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
+    *skipped = 1;
+    return RCANVAS_OK;
+}
+
+static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
+                  rc_gpu_h264_info *info, int64_t t0) {
+    int key = key_due(e, p);
+    int qp = pick_qp(e, p, qp_override, key);
     int r = gpu_pass(e, in, bgra, key, qp);
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
@@ -694,8 +707,11 @@ int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_
         img->width > 16384 || img->height > 16384 || img->pitch < (size_t)img->width * 4 || qp_override < 0 ||
         qp_override > 51)
         return RCANVAS_EINVAL;
+    int skipped;
     int r = prepare(e, img->width, img->height);
-    if (!r) r = buf_reserve(e, B_STAGE, (VkDeviceSize)img->width * img->height * 4);
+    if (!r) r = encode_skip(e, p, qp_override, out, info, t0, &skipped);
+    if (r || skipped) return r; /* a skipped picture: the frame is not even copied */
+    r = buf_reserve(e, B_STAGE, (VkDeviceSize)img->width * img->height * 4);
     if (r) return r;
     uint8_t *st = e->bufs[B_STAGE].map;
     if (img->pitch == (size_t)img->width * 4) memcpy(st, img->pixels, (size_t)img->width * 4 * img->height);
@@ -715,8 +731,10 @@ int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkI
         (!bgra && format != VK_FORMAT_R8G8B8A8_UNORM && format != VK_FORMAT_R8G8B8A8_SRGB) ||
         (layout != VK_IMAGE_LAYOUT_GENERAL && layout != VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL))
         return RCANVAS_EINVAL;
+    int skipped;
     int r = prepare(e, w, h);
-    if (r) return r;
+    if (!r) r = encode_skip(e, p, qp_override, out, info, t0, &skipped);
+    if (r || skipped) return r;
     input in = {image, layout};
     return encode(e, &in, bgra, p, qp_override, out, info, t0);
 }
