@@ -32,6 +32,13 @@ import { Badge, Stats, StatsOverlay } from './stats.js';
 
 const RESIZE_MIN_MS = 33;              // at most one resize event this often (about 30 a second; sendResize)
 const BAR_COLOR = '#111';              // the letterbox bars: the view's background (rcanvas.css)
+// Frames that arrive together (a burst after a stalled hop: a busy notebook kernel, Wi-Fi aggregation) are drawn
+// one per rendering update: a frame drawn over another before the page painted is never seen, so the motion would
+// stutter at half the frames received. The wait is the next update's (about a display refresh), at most
+// PACE_MAX_MS (a hidden page has no updates). A frame with a newer one already queued behind it does not wait:
+// frames that come faster than the display are drawn at once, as before, so that no queue builds up behind the
+// paints (the newest picture, the one a click waits for, would be late by a refresh per frame queued).
+const PACE_MAX_MS = 34;
 
 /**
  * Issue 19: where a picture of aspect frameW : frameH goes in a cw × ch canvas: its aspect kept, centred (integer
@@ -105,6 +112,8 @@ export class RCanvasView {
       onKeyframeNeeded: () => this.conn.send(keyframeMessage()),
     }));
     this.presentProbe = this.makePresentProbe();
+    this.pacer = this.makePacer();
+    this.presentQueued = 0;              // frames handed to present() and not acked yet
     this.assembling = null;            // the frame whose tiles are arriving
     this.presentChain = Promise.resolve();
     this.presentDone = 0;                // performance.now() when the last frame was drawn (its ack's decode_ms)
@@ -445,13 +454,25 @@ export class RCanvasView {
   // Frames are drawn and acked strictly in arrival order; their tiles decode in parallel meanwhile. A frame none of
   // whose tiles gave a picture (decode errors, video packets dropped until a keyframe) is acked undrawn.
   present(f) {
+    this.presentQueued++;
     this.presentChain = this.presentChain.then(async () => {
       const drawables = await Promise.all(f.tiles.map((t) => t.drawable));
       if (this.testDecodeMsPerMpx > 0 && !f.incomplete) {
         await new Promise((resolve) => this.win.setTimeout(resolve, this.testDecodeMsPerMpx * f.frameWidth * f.frameHeight / 1e6));
       }
+      const draws = !f.incomplete && drawables.some((d) => d);
+      let paced = 0;                           // ms waited for the page to paint the frame before (not decoding)
+      const painting = draws && this.presentQueued === 1 ? this.pacer.wait() : null;
+      if (painting) {
+        const t = performance.now();
+        await painting;
+        paced = performance.now() - t;
+      }
       try {
-        if (!f.incomplete && !this.destroyed && drawables.some((d) => d)) this.drawFrame(f, drawables);
+        if (draws && !this.destroyed) {
+          this.drawFrame(f, drawables);
+          this.pacer.drawn();
+        }
       } catch (err) {
         console.error('rcanvas: drawing frame', f.seq, 'failed:', err);
       } finally {
@@ -460,11 +481,12 @@ export class RCanvasView {
         // byte came or when the frame before it was drawn, whichever is later; when the decoder keeps up it is the
         // frame's decode and draw, when it falls behind the spacing of drawn frames (its throughput)
         const done = performance.now();
-        const cost = done - Math.max(f.arrived, this.presentDone);
+        const cost = done - Math.max(f.arrived, this.presentDone) - paced;
         this.presentDone = done;
         this.conn.send(ackMessage(f.seq, done - f.lastArrived, cost), f.socket); // skipped if it closed
       }
-    }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err));
+    }).catch((err) => console.error('rcanvas: presenting frame', f.seq, 'failed:', err))
+      .then(() => { this.presentQueued--; });
   }
 
   drawFrame(f, drawables) {
@@ -512,6 +534,34 @@ export class RCanvasView {
     this.stats_.stages.frame(f.arrived, decoded, drawStart, drawn);
     this.presentProbe(drawn);
     this.stats_.frameDrawn(f, this.viewer.encoder);
+  }
+
+  /** The pacer of draws: drawn() after a frame is drawn; wait() is then a promise that resolves once the page has
+   *  gone through a rendering update since (requestAnimationFrame, then a task queued from it runs after the
+   *  update) or PACE_MAX_MS have passed, and null when nothing is pending. */
+  makePacer() {
+    const win = this.win;
+    const channel = new win.MessageChannel();
+    let pending = null, release = null, timer = 0, gen = 0;
+    const done = (g) => {
+      if (g !== gen || !release) return;           // a late update of a round already released by its timer
+      win.clearTimeout(timer);
+      const r = release;
+      pending = release = null;
+      r();
+    };
+    channel.port1.onmessage = (ev) => done(ev.data);
+    this.cleanups.push(() => { channel.port1.close(); done(gen); });
+    return {
+      wait: () => pending,
+      drawn: () => {
+        if (pending || this.destroyed) return;
+        const g = ++gen;
+        pending = new Promise((r) => { release = r; });
+        win.requestAnimationFrame(() => channel.port2.postMessage(g));
+        timer = win.setTimeout(() => done(g), PACE_MAX_MS);
+      },
+    };
   }
 
   /** presentProbe(drawnAt): when the frame just drawn has gone through the next rendering update

@@ -40,7 +40,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, startDemo, until, sleep, buildDir, framesDir as defaultFramesDir } from './lib.mjs';
+import { launchBrowser, pinProcesses, startDemo, until, sleep, buildDir, framesDir as defaultFramesDir } from './lib.mjs';
 import { startShaper } from './shaper.mjs';
 
 const MARKER = { x: 64, y: 64, size: 256 };      // examples/demo/frames.h: FRAME_MARKER_*
@@ -469,13 +469,7 @@ const frames = frameFolder(o.frames);
 novncWebRoot(frames);
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 if (o.pin) {   // this process's threads now, its children by inheritance; Chromium through a wrapper of its own
-  const [server, viewer] = o.pin.split('/');
-  if (!server || !viewer) fail('--pin: SERVER/BROWSER CPU lists, e.g. 0/1');
-  const r = spawnSync('taskset', ['-a', '-pc', server, String(process.pid)], { encoding: 'utf8' });
-  if (r.status !== 0) fail(`--pin: taskset: ${(r.stderr || r.error || '').toString().trim()}`);
-  const wrapper = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-vnc-pin-')), 'chromium');
-  fs.writeFileSync(wrapper, `#!/bin/sh\nexec taskset -c ${viewer} ${process.env.CHROMIUM || '/usr/bin/chromium'} "$@"\n`, { mode: 0o755 });
-  process.env.CHROMIUM = wrapper;
+  try { pinProcesses(o.pin); } catch (e) { fail(`--pin: ${e.message}`); }
 }
 const browser = await launchBrowser();
 const tiger = o.novnc.length ? versionOf('Xvnc', ['-version'], /TigerVNC (\S+)/) : '-';

@@ -329,3 +329,59 @@ test('a view out of sight or in a hidden page gets no frames; it gets them again
     assert.deepEqual(other.errors, []);
   } finally { await page.close(); if (!other.page.isClosed()) await other.page.close(); await demo.stop(); }
 });
+
+test('frames that arrive together are drawn one per rendering update, unless a newer frame waits behind', async (t) => {
+  const defer = cleanup(t);
+  const demo = await startDemo(['--scene', 'test', '--codec', 'png']);
+  defer(() => demo.stop());
+  const { page, errors } = await newPage();
+  defer(() => page.close());
+  await openBlank(page, demo);
+  // a view of no server (its frames are the test's own, handed to present() as the socket would), a counter of
+  // rendering updates (one per animation frame), and the update each draw happened in
+  const r = await page.evaluate(async () => {
+    const { RCanvasView } = await import('/client/view.js');
+    const box = document.body.appendChild(document.createElement('div'));
+    box.style.cssText = 'width:320px;height:240px';
+    const v = new RCanvasView(box, { url: 'http://127.0.0.1:9/c/none' });
+    let updates = 0;
+    const tick = () => { updates++; requestAnimationFrame(tick); };
+    requestAnimationFrame(tick);
+    const draws = [];
+    const draw = v.drawFrame.bind(v);
+    v.drawFrame = (f, d) => { draws.push({ seq: f.seq, update: updates }); return draw(f, d); };
+    const frame = async (seq) => {
+      const c = new OffscreenCanvas(64, 48);
+      const x = c.getContext('2d');
+      x.fillStyle = `rgb(${seq * 40},0,0)`;
+      x.fillRect(0, 0, 64, 48);
+      const image = await createImageBitmap(c);
+      const now = performance.now();
+      const d = { image, width: 64, height: 48, decodedAt: now, close() { image.close(); } };
+      return { seq, flags: 8, codec: 'png', frameWidth: 64, frameHeight: 48, scaled: false, arrived: now,
+               lastArrived: now, bytes: 100, rttUs: 0, socket: null,
+               tiles: [{ x: 0, y: 0, w: 64, h: 48, drawable: Promise.resolve(d) }] };
+    };
+    const idle = () => new Promise((res) => requestAnimationFrame(() => setTimeout(res, 50)));
+    const burst = async (seqs) => {
+      const fs = await Promise.all(seqs.map(frame));
+      await idle();                              // no paint pending from before
+      for (const f of fs) v.present(f);          // all in one task, as one message of several frames
+      await v.presentChain;
+    };
+    await burst([1, 2]);
+    await burst([3, 4, 5]);
+    const px = Array.from(v.canvas.getContext('2d').getImageData(1, 1, 1, 1).data).slice(0, 3);
+    v.destroy();
+    return { draws, px };
+  });
+  const at = (seq) => r.draws.find((d) => d.seq === seq)?.update;
+  assert.deepEqual(r.draws.map((d) => d.seq), [1, 2, 3, 4, 5], 'every frame drawn, in order');
+  // a burst of two: the second waits for the page to paint the first
+  assert.ok(at(2) > at(1), `frames 1 and 2 drawn in updates ${at(1)} and ${at(2)}`);
+  // a burst of three: the first is drawn over at once (a newer one waits behind it), the last waits for a paint
+  assert.equal(at(4), at(3), `frames 3 and 4 drawn in updates ${at(3)} and ${at(4)}`);
+  assert.ok(at(5) > at(4), `frames 4 and 5 drawn in updates ${at(4)} and ${at(5)}`);
+  assert.deepEqual(r.px, [200, 0, 0], 'the last frame is the picture');
+  assert.deepEqual(errors, []);
+});

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // lib.mjs — shared helpers of the browser tests and the end-to-end benchmark: start rcanvas-demo on a free port,
 // launch Debian's headless Chromium through playwright-core, wait for conditions.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { chromium } from 'playwright-core';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,23 @@ export async function launchBrowser(extraArgs = []) {
     headless: true,
     args: [...CHROMIUM_ARGS, ...extraArgs],
   });
+}
+
+/**
+ * Pins the two sides of a bench to different CPUs, as on two machines: `spec` is "SERVER/BROWSER" (CPU lists as
+ * taskset takes them, e.g. "0/1"). This process's threads go to SERVER now (the servers it starts later inherit
+ * it); Chromium, launched later by launchBrowser, goes to BROWSER through a wrapper script that CHROMIUM names.
+ * Throws with taskset's message when it cannot. Returns { server, browser }.
+ */
+export function pinProcesses(spec) {
+  const [server, viewer] = String(spec).split('/');
+  if (!server || !viewer) throw new Error(`pin: SERVER/BROWSER CPU lists, e.g. 0/1 (got ${spec})`);
+  const r = spawnSync('taskset', ['-a', '-pc', server, String(process.pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`pin: taskset: ${(r.stderr || r.error || '').toString().trim()}`);
+  const wrapper = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-pin-')), 'chromium');
+  fs.writeFileSync(wrapper, `#!/bin/sh\nexec taskset -c ${viewer} ${process.env.CHROMIUM || '/usr/bin/chromium'} "$@"\n`, { mode: 0o755 });
+  process.env.CHROMIUM = wrapper;
+  return { server, browser: viewer };
 }
 
 /**

@@ -14,18 +14,24 @@
 // F: frames the page shows a second (changes of the numbered block, sampled every animation frame, so at most the
 // page's 60 a second); C: the kernel process's CPU time (user+system, /proc) per shown frame, its encoders and
 // relay threads included; P: the median of 5 clicks from the page's pointerdown to the first animation frame
-// showing the square's new colour. Each measures 5 s after 3 s of warm-up. Environment: BENCH_SIZES (640x480,1920x1080),
+// showing the square's new colour. Each measures 5 s (BENCH_MEASURE_S) after 3 s of warm-up. Environment: BENCH_SIZES (640x480,1920x1080),
 // BENCH_PATHS (all four, comma-separated), BENCH_MAX_IN_FLIGHT (rcanvas' canvas option max_in_flight; default 2),
 // BENCH_PROXY=1: JupyterLab with rcanvas.jupyter (the server extension) enabled, where the widget's direct way goes
 // through the notebook server's own port (/rcanvas/PORT/…): rcanvas-direct is then reported as rcanvas-proxy, and
-// the bench checks that its WebSocket went that way.
+// the bench checks that its WebSocket went that way. BENCH_STATS=1: rcanvas' views show their stats overlay, and
+// the bench prints it after each measurement, with the cores each process group kept busy meanwhile, the page's
+// animation frames and the spacing of rcanvas' draws; BENCH_WS=1: the kernel messages Lab's page received and sent
+// meanwhile, by type (through the DevTools protocol, which costs the page time);
+// BENCH_CODEC (jpeg): the rcanvas canvases' codec (auto, h264, …); BENCH_PIN=0/1: JupyterLab with its kernel on CPU 0 and Chromium on CPU 1, as on two machines (a remote kernel);
+// BENCH_PROFILE=1: the page's main thread is sampled while it measures and the 15 costliest functions printed
+// (BENCH_PROFILE_DIR=DIR: each profile saved there too, PATH-WxH.cpuprofile).
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, until, sleep, root, killOnExit, stopProcess } from '../browser/lib.mjs';
+import { launchBrowser, pinProcesses, until, sleep, root, killOnExit, stopProcess } from '../browser/lib.mjs';
 
 const PY = process.env.RCANVAS_LAB_PYTHON || path.join(root, 'build', 'venv-lab', 'bin', 'python');
 const have = spawnSync(PY, ['-c', 'import jupyterlab, anywidget, jupyter_rfb, rendercanvas.anywidget'], { encoding: 'utf8' });
@@ -37,8 +43,11 @@ if (have.status !== 0) {
 const SIZES = (process.env.BENCH_SIZES || '640x480,1920x1080').split(',').map((s) => s.split('x').map(Number));
 const PATHS = (process.env.BENCH_PATHS || 'rcanvas-direct,rcanvas-comm,jupyter_rfb,rendercanvas-anywidget').split(',');
 const PROXY = process.env.BENCH_PROXY === '1';
+const STATS = process.env.BENCH_STATS === '1';
+const PROFILE = process.env.BENCH_PROFILE === '1';
+const PIN = process.env.BENCH_PIN || '';
 let labLog = null;   // JupyterLab's last 20 kB of log, for BENCH_LAB_LOG=FILE
-const MEASURE_MS = 5000;
+const MEASURE_MS = 1000 * Number(process.env.BENCH_MEASURE_S || 5);
 const WARM_MS = 3000;
 
 const freePort = () => new Promise((resolve, reject) => {
@@ -111,7 +120,8 @@ function rcanvasCell(w, h, way) {
   return `${prelude(w, h)}import rcanvas, rcanvas.widget
 # a name per way and size: an earlier cell's widget, still on the page, would otherwise reconnect to this canvas as
 # a second viewer, and the first viewer sizes the canvas (this one's frames would then show letterboxed in it)
-bench = rcanvas.get_server().canvas("bench_${way}_${w}", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000)
+bench = rcanvas.get_server().canvas("bench_${way}_${w}", width=W, height=H, replace=True, update_mode="continuous", max_fps=1000,
+                                   codec=os.environ.get("BENCH_CODEC", "jpeg"))
 if os.environ.get("BENCH_MAX_IN_FLIGHT"):   # frames unacked before no draw is due (rcanvas' default: 2)
     bench.set_option("max_in_flight", int(os.environ["BENCH_MAX_IN_FLIGHT"]))
 def run(c=bench):
@@ -129,7 +139,7 @@ def run(c=bench):
             return
 threading.Thread(target=run, daemon=True).start()
 BENCH_STOP = bench.close
-${way === 'page' ? 'print("URL", bench.url)' : `rcanvas.widget.widget_for(bench, way=${JSON.stringify(way)})`}`;
+${way === 'page' ? 'print("URL", bench.url)' : `rcanvas.widget.widget_for(bench, way=${JSON.stringify(way)}${STATS ? ', stats=True' : ''})`}`;
 }
 
 const src = (text) => text.split('\n').map((l, i, a) => (i < a.length - 1 ? l + '\n' : l));
@@ -140,6 +150,10 @@ async function main() {
   const cleanupAll = async () => { while (stops.length) { try { await stops.pop()(); } catch { /* next */ } } };
   process.once('SIGINT', () => { cleanupAll().then(() => process.exit(130)); });
   try {
+    if (PIN) {
+      const p = pinProcesses(PIN);
+      console.log(`# pinned: JupyterLab, its kernel and this process on CPUs ${p.server}, Chromium on ${p.browser}`);
+    }
     const token = crypto.randomBytes(16).toString('hex');
     const port = await freePort();
     const runs = [];
@@ -214,6 +228,28 @@ async function main() {
       const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       return (Number(f[11]) + Number(f[12])) * 1000 / 100;   // utime + stime, in ticks of 1/100 s (USER_HZ)
     };
+    // CPU time (ms) by process group, for BENCH_STATS: the kernel, the notebook server, the browser, the rest
+    const cpuByGroup = () => {
+      const g = { kernel: 0, server: 0, other: 0 };
+      for (const d of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(d)) continue;
+        let st;
+        try { st = fs.readFileSync(`/proc/${d}/stat`, 'utf8'); } catch { continue; }
+        const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+        const ms = (Number(f[11]) + Number(f[12])) * 10;
+        let k = Number(d) === pid ? 'kernel' : Number(d) === proc.pid ? 'server' : /chrom/i.test(name) ? 'browser' : 'other';
+        if (k === 'browser') {   // Chromium's process kinds: its renderers, its GPU (here software) process, the rest
+          let cmd = '';
+          try { cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8'); } catch { /* gone */ }
+          const t = /--type=([a-z-]+)/.exec(cmd);
+          k = `browser-${t ? t[1].replace('-process', '') : 'main'}`;
+          g[k] = g[k] || 0;
+        }
+        g[k] += ms;
+      }
+      return g;
+    };
     for (let i = 0; i < runs.length; i++) {
       const { p, w, h } = runs[i];
       await runCell(i + 1);
@@ -247,6 +283,7 @@ async function main() {
         window.addEventListener('pointerdown', () => { b.clickAt = performance.now(); }, true);
         const tick = () => {
           if (!o.isConnected) return;
+          b.ticks = (b.ticks || 0) + 1;
           const g = read(24 / fw, 24 / fh);
           if (g && Math.abs(g[0] - b.last) > 12) { b.changes++; b.last = g[0]; }
           const c = read(0.5, 0.5);
@@ -268,12 +305,76 @@ async function main() {
       });
       await sleep(WARM_MS);
       const c0 = cpuMs();
-      const n0 = await out.evaluate((o) => o.__bench.changes);
+      const g0 = STATS ? cpuByGroup() : null;
+      // the kernel's messages the page receives and sends meanwhile, by channel and type (Lab's kernel WebSocket)
+      const wsCount = { in: new Map(), out: new Map() };
+      const cdp = process.env.BENCH_WS === '1' ? await page.context().newCDPSession(page) : null;
+      if (cdp) {
+        await cdp.send('Network.enable');
+        const tally = (m, f) => {
+          const text = f.opcode === 2 ? Buffer.from(f.payloadData, 'base64').subarray(0, 4096).toString('latin1') : f.payloadData.slice(0, 4096);
+          const t = /"msg_type":\s*"([a-z_]+)"/.exec(text);
+          const k = t ? t[1] : 'other';
+          m.set(k, (m.get(k) || 0) + 1);
+        };
+        cdp.on('Network.webSocketFrameReceived', (e) => tally(wsCount.in, e.response));
+        cdp.on('Network.webSocketFrameSent', (e) => tally(wsCount.out, e.response));
+      }
+      const prof = PROFILE ? await view.context().newCDPSession(view) : null;
+      if (prof) { await prof.send('Profiler.enable'); await prof.send('Profiler.start'); }
+      if (STATS) {   // rcanvas' views: when each frame is drawn, for the spacing of draws
+        await out.evaluate((o) => {
+          const v = o.querySelector('.rcanvas-widget')?.rcanvas;
+          if (!v || v.__draws) return;
+          v.__draws = [];
+          const draw = v.drawFrame.bind(v);
+          v.drawFrame = (...a) => { v.__draws.push(performance.now()); return draw(...a); };
+        });
+      }
+      const [n0, r0] = await out.evaluate((o) => [o.__bench.changes, o.__bench.ticks]);
       const t0 = Date.now();
       await sleep(MEASURE_MS);
-      const n1 = await out.evaluate((o) => o.__bench.changes);
+      const [n1, r1] = await out.evaluate((o) => [o.__bench.changes, o.__bench.ticks]);
       const secs = (Date.now() - t0) / 1000;
       const c1 = cpuMs();
+      if (prof) {   // the page's main thread: self time by function, the top 15
+        const { profile } = await prof.send('Profiler.stop');
+        if (process.env.BENCH_PROFILE_DIR) {   // for chrome://inspect or a script: the whole .cpuprofile
+          fs.writeFileSync(path.join(process.env.BENCH_PROFILE_DIR, `${p}-${w}x${h}.cpuprofile`), JSON.stringify(profile));
+        }
+        const self = new Map();
+        const dt = profile.timeDeltas.reduce((a, b) => a + b, 0) / profile.samples.length / 1000;   // ms a sample
+        const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+        for (const id of profile.samples) {
+          const cf = byId.get(id).callFrame;
+          const k = `${cf.functionName || '(anon)'} ${cf.url.split('/').pop()}:${cf.lineNumber}`;
+          self.set(k, (self.get(k) || 0) + dt);
+        }
+        const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15);
+        console.log(`bench-notebook: ${p} ${w}x${h}: main thread, ms a second:\n` +
+                    top.map(([k, v]) => `  ${(v / secs).toFixed(1).padStart(6)} ${k}`).join('\n'));
+        await prof.detach();
+      }
+      if (cdp) {
+        await cdp.detach();
+        const line = (m) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / secs).toFixed(1)}`).join(', ');
+        console.log(`bench-notebook: ${p} ${w}x${h}: the page's WebSocket messages a second, in: ${line(wsCount.in)}; out: ${line(wsCount.out)}`);
+      }
+      if (STATS) {
+        console.log(`bench-notebook: ${p} ${w}x${h}: the page's animation frames a second: ${((r1 - r0) / secs).toFixed(1)}`);
+        const gaps = await out.evaluate((o) => {
+          const d = o.querySelector('.rcanvas-widget')?.rcanvas?.__draws || [];
+          return d.slice(1).map((t, i) => t - d[i]);
+        });
+        if (gaps.length) {
+          const q = (f) => [...gaps].sort((a, b) => a - b)[Math.floor(f * (gaps.length - 1))].toFixed(1);
+          console.log(`bench-notebook: ${p} ${w}x${h}: ${gaps.length + 1} draws, ms between draws p10 ${q(0.1)} p50 ${q(0.5)} p90 ${q(0.9)}, ` +
+                      `${gaps.filter((g) => g < 8).length} within 8 ms of the one before`);
+        }
+        const g1 = cpuByGroup();
+        console.log(`bench-notebook: ${p} ${w}x${h}: cores busy: ` +
+                    Object.keys(g1).map((k) => `${k} ${((g1[k] - (g0[k] || 0)) / 1000 / secs).toFixed(2)}`).join(' '));
+      }
       const fps = (n1 - n0) / secs;
       // clicks at the centre of the shown frame, each after the previous one's colour arrived (or 3 s)
       const box = await out.evaluate((o) => { const r = o.__bench.el.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; });
@@ -284,6 +385,10 @@ async function main() {
         await sleep(200);
       }
       const clicks = (await out.evaluate((o) => o.__bench.clickMs)).sort((a, b) => a - b);
+      if (STATS) {
+        const text = await out.evaluate((o) => [...o.querySelectorAll('pre')].map((x) => x.textContent).join('\n'));
+        console.log(`bench-notebook: ${p} ${w}x${h}: stats overlay:\n${text}`);
+      }
       if (view !== page) await view.close();
       const click = clicks.length ? clicks[clicks.length >> 1].toFixed(0) : '-';
       const cpf = fps > 0 ? ((c1 - c0) / (secs * fps)).toFixed(1) : '-';
