@@ -173,6 +173,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
                     if (s->dec_cost.n[k] >= RC_CPU_SAMPLES && s->dec_cost.at[k] > dec.at[k]) {
                         dec.at[k] = s->dec_cost.at[k];
                         dec.n[k] = s->dec_cost.n[k];
+                        dec.seen[k] = s->dec_cost.seen[k];
                     }
         /* Video: the decoders' limit only, and a larger size back after RC_CPU_VIDEO_UP_CALLS: each size step
          * restarts the encoder (a keyframe), and a shrunk tier paints shrunk (canvas_refine.c). Measured: with the

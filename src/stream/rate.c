@@ -335,8 +335,22 @@ void rc_cost_sample(rc_cost *c, int div, double us) {
     int i = div_index(div);
     if (i < 0 || !(us > 0)) return;
     c->at[i] = c->at[i] > 0 ? c->at[i] + (us - c->at[i]) / 4 : us;
+    c->seen[i] = c->seen[i] > 0 ? c->seen[i] + (us - c->seen[i]) / 4 : us;
     if (c->n[i] < RC_CPU_SAMPLES) c->n[i]++;
     for (int k = 0; k < i; k++) c->at[k] *= RC_CPU_FORGET; /* the larger sizes, not measured meanwhile */
+    for (int k = i + 1; k < 3; k++) c->seen[k] *= RC_CPU_RETRY_FORGET; /* the smaller ones: tried again some day */
+}
+
+/* the cost measured at 1/div (RC_CPU_SAMPLES frames), not forgotten for a smaller size's sake; 0 = not measured */
+static double cost_seen(const rc_cost *c, int div) {
+    int i = div_index(div);
+    return c && i >= 0 && c->n[i] >= RC_CPU_SAMPLES ? c->seen[i] : 0;
+}
+
+int rc_cost_shrink_pays(const rc_cost *enc, const rc_cost *dec, int big, int small) {
+    double b = fmax(cost_seen(enc, big), cost_seen(dec, big)), s = fmax(cost_seen(enc, small), cost_seen(dec, small));
+    if (!(b > 0) || !(s > 0)) return 1;
+    return s < RC_CPU_PAYS * b;
 }
 
 double rc_cost_predict(const rc_cost *c, int div) {
@@ -366,8 +380,11 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
     while (dmax < RC_STEER_SCALE_MAX && pixels / (uint64_t)(4 * dmax * dmax) >= RC_CPU_MIN_PX) dmax *= 2;
     int cur = s->cpu_div > 1 ? s->cpu_div : 1;
     if (cur > dmax) cur = dmax;
-    if (COST(cur) > RC_CPU_BUSY * frame_us) { /* smaller at once: every frame late costs frames */
-        while (cur < dmax && COST(cur) > RC_CPU_BUSY * frame_us) cur *= 2;
+    if (cur > 1 && !rc_cost_shrink_pays(enc, dec, cur / 2, cur)) { /* it bought nothing: the larger size back */
+        cur /= 2;
+        s->cpu_up_calls = 0;
+    } else if (COST(cur) > RC_CPU_BUSY * frame_us) { /* smaller at once: every frame late costs frames */
+        while (cur < dmax && COST(cur) > RC_CPU_BUSY * frame_us && rc_cost_shrink_pays(enc, dec, cur, cur * 2)) cur *= 2;
         s->cpu_up_calls = 0;
     } else if (cur > 1 && COST(cur / 2) <= RC_CPU_UP * frame_us) {
         if (++s->cpu_up_calls >= up_calls) { /* larger only once it has fitted for a while */
@@ -380,6 +397,8 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
     s->cpu_div = cur;
     if (cur > 1)
         s->limit = rc_cost_predict(enc, cur / 2) >= rc_cost_predict(dec, cur / 2) ? RC_LIMIT_ENCODER : RC_LIMIT_DECODER;
+    else if (COST(1) > RC_CPU_BUSY * frame_us) /* busy at full size, where no smaller size paid */
+        s->limit = rc_cost_predict(enc, 1) >= rc_cost_predict(dec, 1) ? RC_LIMIT_ENCODER : RC_LIMIT_DECODER;
     else if (s->fps_cap > 0 || s->scale_div > 1 || (q_top > 0 && s->quality < q_top)) s->limit = RC_LIMIT_LINK;
     else s->limit = RC_LIMIT_NONE;
 #undef COST

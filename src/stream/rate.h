@@ -217,17 +217,31 @@ enum { RC_LIMIT_NONE = 0, RC_LIMIT_LINK = 1, RC_LIMIT_ENCODER = 2, RC_LIMIT_DECO
 /* a size's figure counts from this many frames measured there on: one slow frame (a load spike, an encoder being
  * made) shrinks nothing */
 #define RC_CPU_SAMPLES 3
+/* A smaller size must pay: the slower coder's cost measured there under this fraction of its cost measured at the
+ * larger size. Halving the size quarters the pixels, so a coder whose work is the pixels' saves most of its time;
+ * one that saves less than a quarter is held by something else (a browser whose main thread is busy with its
+ * page, a message's fixed cost: a 1080p canvas in JupyterLab on the 2-core machine took 27 ms a frame at 1/4 as at
+ * 1/2), and shrinking only blurs the picture. The larger size then comes back, and the frame rate gives. */
+#define RC_CPU_PAYS 0.75
+/* ... and each frame measured at a larger size, the smaller sizes' own figures (`seen`) are forgotten by this
+ * factor, so that a size that did not pay is tried again (3 frames) every 5 s or so: the load may have changed */
+#define RC_CPU_RETRY_FORGET 0.998
 
 /* What one frame costs a coder at each size divisor (1, 2, 4), µs, smoothed; 0 = never measured there. */
 typedef struct rc_cost {
     double at[3];
     int n[3];                  /* frames measured there (up to RC_CPU_SAMPLES) */
+    double seen[3];            /* as at[], but not forgotten while a smaller size is used: what shrinking bought */
 } rc_cost;
 /* A frame coded at 1/div of the size took us µs (div 1, 2 or 4; anything else is ignored). */
 void rc_cost_sample(rc_cost *c, int div, double us);
 /* The predicted cost of a frame at 1/div: measured there (RC_CPU_SAMPLES frames), else the lowest of the sizes
  * measured scaled by area; 0 = none. */
 double rc_cost_predict(const rc_cost *c, int div);
+/* 0 if going from 1/big to 1/small (big < small, both 1, 2 or 4) was measured not to pay (RC_CPU_PAYS): the
+ * slower of the two coders (either may be NULL) cost at 1/small at least RC_CPU_PAYS of its cost at 1/big, both
+ * measured (RC_CPU_SAMPLES frames, `seen`); 1 otherwise (not measured at both: it is worth a try). */
+int rc_cost_shrink_pays(const rc_cost *enc, const rc_cost *dec, int big, int small);
 /* The name of a limit for the link JSON ("none", "link", "encoder", "decoder"). */
 const char *rc_limit_name(int limit);
 /* 1 if a coder that takes cost_us a frame, at frames_per_s frames a second, is busy RC_CPU_BUSY of the time. */
@@ -236,9 +250,11 @@ int rc_cpu_busy(double cost_us, double frames_per_s);
  * each size; either may be NULL), decide s->cpu_div and s->limit. At min(goal_fps, RC_CPU_FPS_MAX) a frame has
  * 1/fps: when the larger of the two predicted costs at cpu_div is over RC_CPU_BUSY of it, the smallest divisor
  * whose cost fits is taken at once (1/4 at most); a larger size once its cost fitted under RC_CPU_UP on
- * up_calls calls in a row (RC_STEER_SIZE_UP_CALLS for an image codec). s->limit is the coder that holds the larger size back (the slower one
- * there) while cpu_div > 1, else RC_LIMIT_LINK where the link's steering holds anything back (quality, frame-rate
- * cap or size), else RC_LIMIT_NONE. rc_steer_image and rc_steer_video then never encode larger than 1/cpu_div,
+ * up_calls calls in a row (RC_STEER_SIZE_UP_CALLS for an image codec). A smaller size that was measured not to
+ * pay (rc_cost_shrink_pays) is not taken, and is left at once for the larger one: the coder then limits the
+ * frame rate at that size. s->limit is the coder that holds the larger size back (the slower one there) while
+ * cpu_div > 1, or the slower one at full size while it is busy there, else RC_LIMIT_LINK where the link's steering
+ * holds anything back (quality, frame-rate cap or size), else RC_LIMIT_NONE. rc_steer_image and rc_steer_video then never encode larger than 1/cpu_div,
  * cap an image codec's quality at RC_CPU_Q_MAX while cpu_div > 1, and size the frame-rate cap for the frames at
  * that size. */
 void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, const rc_cost *dec, int up_calls,

@@ -386,7 +386,8 @@ async function main() {
       }
       const clicks = (await out.evaluate((o) => o.__bench.clickMs)).sort((a, b) => a - b);
       if (STATS) {
-        const text = await out.evaluate((o) => [...o.querySelectorAll('pre')].map((x) => x.textContent).join('\n'));
+        const text = await out.evaluate((o) => [...o.querySelectorAll('pre')].map((x) => x.textContent).join('\n') +
+          `\nlink: ${JSON.stringify(o.querySelector('.rcanvas-widget')?.rcanvas?.stats()?.link ?? null)}`);
         console.log(`bench-notebook: ${p} ${w}x${h}: stats overlay:\n${text}`);
       }
       if (view !== page) await view.close();

@@ -4,7 +4,8 @@
  * synthetic inputs, deterministic: which of the link, the server's encoder and the viewer's decoder limits the
  * frame rate; a saturated coder gets smaller frames (never a lower frame rate); the size comes back only after it
  * fitted for a while; an app that draws slowly by itself, unmeasured costs and a link-limited viewer keep today's
- * steering; and a delay trend that the CPUs explain is not taken for a queue, while a real one still is.
+ * steering; a smaller size that buys nothing is left at once; and a delay trend that the CPUs explain is not taken
+ * for a queue, while a real one still is.
  */
 #include <math.h>
 #include <stdio.h>
@@ -250,8 +251,63 @@ static void check_fill(void) {
     CHECK_MSG(4e6 / 30 * 14 < 0.5 * 4e6, "sized for the app's rate: %.2f Mbit/s", 4e6 / 30 * 14 / 1e6);
 }
 
+/* A smaller size must pay (RC_CPU_PAYS): a decoder that costs nearly as much at 1/2 as at full size is held by
+ * something other than the pixels (a browser busy with its page), so the full size comes back at once and stays
+ * (the frame rate gives, the decoder named as the limit); the 1/2 size is tried again only after its figure faded
+ * (RC_CPU_RETRY_FORGET). A decoder whose work is the pixels keeps its smaller size. */
+static void check_shrink_must_pay(void) {
+    rc_steer s;
+    rc_steer_init(&s, 85, 50e6);
+    rc_cost d = full(40000); /* 40 ms a full frame: busy at 30 fps */
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 2, "not measured at 1/2 yet: worth a try (div %d)", s.cpu_div);
+    CHECK(rc_cost_shrink_pays(NULL, &d, 1, 2) == 1);
+    for (int i = 0; i < RC_CPU_SAMPLES; i++) rc_cost_sample(&d, 2, 36000); /* 36 ms at 1/2: 0.9 of full size's */
+    CHECK(rc_cost_shrink_pays(NULL, &d, 1, 2) == 0 && rc_cost_shrink_pays(&d, NULL, 1, 2) == 0);
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 1 && s.limit == RC_LIMIT_DECODER, "1/2 bought nothing: div %d limit %s", s.cpu_div,
+              rc_limit_name(s.limit));
+    int calls = 0;
+    while (s.cpu_div == 1 && calls < 1000) { /* full size stays, 40 ms a frame, until 1/2's figure has faded */
+        rc_cost_sample(&d, 1, 40000);
+        rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+        CHECK(s.limit == RC_LIMIT_DECODER || s.cpu_div == 2);
+        calls++;
+    }
+    /* 36 ms × 0.998^n < 30 ms from n = 92 (1/4, never measured, may be taken at once from 1/2's figure) */
+    CHECK_MSG(s.cpu_div >= 2 && calls >= 85 && calls <= 100, "1/2 tried again after %d frames", calls);
+    /* still no better (1/2 and 1/4 as slow as full size, within 15 %): a few frames there, and back */
+    int probe = 0;
+    while (s.cpu_div > 1 && probe < 50) {
+        rc_cost_sample(&d, s.cpu_div, s.cpu_div == 2 ? 36000 : 34000);
+        rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+        probe++;
+    }
+    CHECK_MSG(s.cpu_div == 1 && probe <= 6, "the retry bought nothing either: div %d after %d frames", s.cpu_div, probe);
+
+    /* the pixels' work: 40 ms full, 11 ms at 1/2 (0.28): 1/2 is kept */
+    rc_steer_init(&s, 85, 50e6);
+    d = full(40000);
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    for (int i = 0; i < 20; i++) {
+        rc_cost_sample(&d, 2, 11000);
+        rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    }
+    CHECK_MSG(s.cpu_div == 2 && s.limit == RC_LIMIT_DECODER, "a decoder of pixels: div %d", s.cpu_div);
+    /* and 1/4 is not taken where 1/2 was measured to pay but 1/4 not: 1/2 at 30 ms, 1/4 at 28 */
+    rc_steer_init(&s, 85, 50e6);
+    d = full(120000);
+    for (int i = 0; i < RC_CPU_SAMPLES; i++) rc_cost_sample(&d, 2, 30000);
+    for (int i = 0; i < RC_CPU_SAMPLES; i++) rc_cost_sample(&d, 4, 28000);
+    for (int i = 0; i < RC_CPU_SAMPLES; i++) rc_cost_sample(&d, 2, 30000);
+    s.cpu_div = 2;
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 2 && s.limit == RC_LIMIT_DECODER, "1/4 measured no better than 1/2: div %d", s.cpu_div);
+}
+
 int main(void) {
     check_fill();
+    check_shrink_must_pay();
     check_cost();
     check_limits();
     check_hysteresis();
