@@ -322,10 +322,8 @@ class CanvasWidget(anywidget.AnyWidget):
         elif op == "m":
             r = self._relays.get(sid)
             if r:
-                # t: one text, or several (acks held back by the front end go in front of what came next)
-                t = content.get("t")
-                for text in (t if isinstance(t, list) else [] if t is None else [t])[:64]:
-                    r.send(str(text))
+                if "t" in content:
+                    r.send(str(content["t"]))
                 for b in buffers or []:
                     r.send(bytes(b))
         elif op == "close":

@@ -12,13 +12,6 @@ const nativeFetch = (...a) => globalThis.fetch(...a);
 const COMM_HOST = 'comm.rcanvas.invalid';
 const PROBE_MS = 1500;                 // a reachable server answers its hello in milliseconds; a blocked port never
 const OPEN_MS = 4000;                  // the kernel answers an open at once when it runs; else it is gone or busy
-// Every message to the kernel is a shell message, and the kernel answers each with two status messages (busy,
-// idle) that JupyterLab turns into toolbar and title updates: at 40 acks a second they cost the page more than the
-// frames did. Acks are cumulative (an ack covers the frames before it), so the comm way sends at most one every
-// ACK_GAP_MS: a newer ack replaces one held back, its hold_ms grows by the time it was held (the server takes
-// that time off the round trip), and anything else the view sends (input, a resize) goes at once, with the held ack
-// in front of it.
-const ACK_GAP_MS = 50;
 const comms = new Map();               // "w<n>" -> CommLink of a displayed widget
 const CSS_URL = '@@CSS_URL@@';         // client/rcanvas.css (bundle_widget.py puts it here as a data: URL)
 let nextComm = 0;
@@ -63,10 +56,6 @@ class CommSocket {
     this.binaryType = 'arraybuffer';
     this.protocol = '';
     this.onopen = this.onmessage = this.onclose = this.onerror = null;
-    this.heldAck = null;               // the newest ack not sent yet, and when it was held back
-    this.heldAt = 0;
-    this.ackTimer = null;
-    this.lastSent = -Infinity;         // performance.now() of the last message to the kernel
     link.sockets.set(this.sid, this);
     link.send({ op: 'open', sid: this.sid, path: url.pathname + url.search });
     this.openTimer = setTimeout(() => { if (this.readyState === 0) this.closedBy(1006, ''); }, OPEN_MS);
@@ -96,47 +85,12 @@ class CommSocket {
 
   send(data) {
     if (this.readyState !== 1) return;
-    if (typeof data === 'string' && data.startsWith('{"type":"ack"')) {
-      let ack = null;
-      try { ack = JSON.parse(data); } catch { /* sent as it is */ }
-      if (ack && Number.isInteger(ack.seq)) { this.queueAck(ack); return; }
-    }
-    if (typeof data === 'string') this.flush([data]);
-    else this.flush([], [data]);
-  }
-
-  queueAck(ack) {
-    const now = performance.now();
-    if (!this.heldAck && now - this.lastSent >= ACK_GAP_MS) {
-      this.flush([JSON.stringify(ack)]);
-      return;
-    }
-    this.heldAck = ack;
-    this.heldAt = now;
-    if (!this.ackTimer) {
-      this.ackTimer = setTimeout(() => { this.ackTimer = null; if (this.readyState === 1) this.flush([]); },
-                                 Math.max(0, this.lastSent + ACK_GAP_MS - now));
-    }
-  }
-
-  // One comm message: the held ack (if any), then texts, then buffers, in that order.
-  flush(texts, buffers) {
-    const now = performance.now();
-    if (this.heldAck) {
-      const a = this.heldAck;
-      a.hold_ms = Math.min(60000, Math.round(((a.hold_ms || 0) + now - this.heldAt) * 10) / 10);
-      texts = [JSON.stringify(a), ...texts];
-      this.heldAck = null;
-    }
-    if (!texts.length && !buffers) return;
-    this.lastSent = now;
-    this.link.send({ op: 'm', sid: this.sid, t: texts }, buffers);
+    if (typeof data === 'string') this.link.send({ op: 'm', sid: this.sid, t: data });
+    else this.link.send({ op: 'm', sid: this.sid }, [data]);
   }
 
   close(code = 1000, reason = '') {
     if (this.readyState >= 2) return;
-    clearTimeout(this.ackTimer);
-    this.flush([]);                    // the last ack too: the server forgets nothing it needs
     this.link.send({ op: 'close', sid: this.sid, code, reason });
     this.closedBy(code, reason);
   }
@@ -144,8 +98,6 @@ class CommSocket {
   closedBy(code, reason) {
     if (this.readyState === 3) return;
     clearTimeout(this.openTimer);
-    clearTimeout(this.ackTimer);
-    this.heldAck = null;
     this.readyState = 3;
     this.link.sockets.delete(this.sid);
     setTimeout(() => this.onclose?.({ code, reason, wasClean: code !== 1006 }), 0);

@@ -75,29 +75,6 @@ def test_relay_carries_hello_frames_and_acks(setup):
     wait_for(lambda: c.viewer_count == 0)
 
 
-def test_several_texts_in_one_message_reach_the_server_in_order(setup):
-    # the front end holds acks back and sends the newest in front of what comes next (an input event): one comm
-    # message with t a list of texts
-    srv, c, w, got = setup
-    w._on_front(w, {"op": "open", "sid": "s2", "path": f"/c/w/ws?token={srv.token}&codecs=png"}, [])
-    wait_for(lambda: any(g[0]["op"] == "open" for g in got))
-    c.present(np.full((48, 64, 3), 90, np.uint8))
-    frame = wait_for(lambda: next((b for g in got if g[0]["op"] == "m" for b in g[1] if b[:4] == b"RCCF"), None))
-    seq = int.from_bytes(frame[8:12], "little")
-    down = {"event_type": "pointer_down", "button": 1, "buttons": [1], "modifiers": [], "time_stamp": 1.0}
-    w._on_front(w, {"op": "m", "sid": "s2", "t": [json.dumps({"type": "ack", "seq": seq, "hold_ms": 40.0}),
-                                                  json.dumps(dict(down, x=3, y=4)),
-                                                  json.dumps(dict(down, x=7, y=8))]}, [])
-    evs = []
-    wait_for(lambda: evs.extend(e for e in c.poll_events() if e["event_type"] == "pointer_down") or len(evs) >= 2)
-    assert [(e["x"], e["y"]) for e in evs] == [(3, 4), (7, 8)]
-    # the ack went through too: the viewer is still there, and takes a next frame
-    c.present(np.full((48, 64, 3), 160, np.uint8))
-    wait_for(lambda: any(b[:4] == b"RCCF" and int.from_bytes(b[8:12], "little") > seq
-                         for g in got if g[0]["op"] == "m" for b in g[1]))
-    assert c.viewer_count == 1
-
-
 def test_refusals_say_their_status(setup):
     srv, c, w, got = setup
     # the relay goes by the kernel's own token whatever credential the front end's path carries (the session's
