@@ -45,6 +45,7 @@
 #define RC_SHRINK_MIN_BYTES (4u << 20)
 #define RC_FRAME_BUFS 5        /* presenter, pending, encoding, last, an older last still being refined */
 #define RC_MAX_INFLIGHT 16     /* max_in_flight is at most this */
+#define RC_DETAIL_EVERY 8      /* a tier looks at its frames' fine detail (rc_image_fine_detail) every this many */
 /* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
  * or hostile client cannot freeze the canvas for everybody (it keeps its connection and gets frames as a
  * passive viewer when it acks again). */
@@ -109,6 +110,8 @@ struct rc_tier {
     rc_cost enc_cost;
     double enc_us;
     int enc_div;
+    int fine_detail, detail_age;  /* its frames have fine detail (rc_image_fine_detail; steer.keep_size); frames
+                                   * until it is looked at again */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
     double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
     double fill_fps;              /* stateful: > 0 while frames are sized for the rate the encoder keeps, not the

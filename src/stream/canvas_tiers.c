@@ -165,6 +165,12 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     /* the CPUs' limit (rate.h): the encoder's time for a frame and the slowest decoder's among its visible viewers,
      * against the app's rate (held back by the windows, its rate is the viewers': then the cap) */
     if (t->nsessions && c->rate_adapt) {
+        /* text and 1-px lines keep their size whatever the CPUs (rate.h, keep_size), looked at every few frames */
+        if (--t->detail_age <= 0) {
+            t->fine_detail = rc_image_fine_detail(&fb->img);
+            t->detail_age = RC_DETAIL_EVERY;
+        }
+        t->steer.keep_size = t->fine_detail;
         rc_cost dec; /* the slowest of its visible viewers' decoders, at each size they measured */
         memset(&dec, 0, sizeof dec);
         for (const rc_session *s = c->sessions; s; s = s->next)

@@ -377,7 +377,7 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
     double frame_us = 1e6 / fps;
 #define COST(d) fmax(rc_cost_predict(enc, d), rc_cost_predict(dec, d))
     int dmax = 1; /* the smallest size it may take */
-    while (dmax < RC_STEER_SCALE_MAX && pixels / (uint64_t)(4 * dmax * dmax) >= RC_CPU_MIN_PX) dmax *= 2;
+    while (!s->keep_size && dmax < RC_STEER_SCALE_MAX && pixels / (uint64_t)(4 * dmax * dmax) >= RC_CPU_MIN_PX) dmax *= 2;
     int cur = s->cpu_div > 1 ? s->cpu_div : 1;
     if (cur > dmax) cur = dmax;
     if (cur > 1 && !rc_cost_shrink_pays(enc, dec, cur / 2, cur)) { /* it bought nothing: the larger size back */

@@ -125,6 +125,9 @@ typedef struct rc_steer {
     int cpu_div;               /* 1, 2 or 4 (0 = 1): the size divisor the encoder's and the decoders' time allows at
                                 * the frame rate (rc_steer_cpu); the link's steering never encodes larger */
     int cpu_up_calls;          /* consecutive rc_steer_cpu calls on which a larger size fitted */
+    int keep_size;             /* its frames have fine detail (text, 1-px lines: rc_image_fine_detail), which half
+                                  the size makes unreadable: the CPUs' steering keeps them whole (cpu_div 1) and
+                                  the frame rate gives; set by the tier */
     int limit;                 /* RC_LIMIT_*: what holds this encoder's frame rate now */
     int quality;               /* JPEG/WebP quality now (1–100) */
     int scale_div;             /* 1, 2 or 4: the frame is encoded at width/scale_div × height/scale_div */
@@ -251,7 +254,8 @@ int rc_cpu_busy(double cost_us, double frames_per_s);
  * 1/fps: when the larger of the two predicted costs at cpu_div is over RC_CPU_BUSY of it, the smallest divisor
  * whose cost fits is taken at once (1/4 at most); a larger size once its cost fitted under RC_CPU_UP on
  * up_calls calls in a row (RC_STEER_SIZE_UP_CALLS for an image codec). A smaller size that was measured not to
- * pay (rc_cost_shrink_pays) is not taken, and is left at once for the larger one: the coder then limits the
+ * pay (rc_cost_shrink_pays) is not taken, and is left at once for the larger one, and s->keep_size keeps the
+ * full size whatever the costs (fine detail that a smaller size would blur): the coder then limits the
  * frame rate at that size. s->limit is the coder that holds the larger size back (the slower one there) while
  * cpu_div > 1, or the slower one at full size while it is busy there, else RC_LIMIT_LINK where the link's steering
  * holds anything back (quality, frame-rate cap or size), else RC_LIMIT_NONE. rc_steer_image and rc_steer_video then never encode larger than 1/cpu_div,

@@ -3,9 +3,13 @@
 // following the link it goes through. Short windows; the asserts are the issue's bounds and directions (the long
 // runs and the figures are in `make bench-shaped`).
 import { test } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { cleanup, launchBrowser, startDemo, until, sleep } from './lib.mjs';
+import { cleanup, launchBrowser, startDemo, until, sleep, buildDir } from './lib.mjs';
 import { startShaper } from './shaper.mjs';
 import { encoderSample, encoderWindow, showEncoder } from './encoder.mjs';
 import { parseFrameHeader } from '../../client/protocol.js';
@@ -287,4 +291,36 @@ test('a viewer whose decoder is saturated gets smaller frames at a higher rate, 
   const appStarved = w.enc.presentedFps < 1.5 * fullFps;
   assert.ok(w.fps >= 1.25 * fullFps || appStarved,
             `${w.fps.toFixed(1)} fps: no more than the ${fullFps.toFixed(1)} a saturated decoder shows of whole frames (${showEncoder(w.enc)})`);
+});
+
+// Text keeps its size (rate.h, keep_size; scale.h, rc_image_fine_detail): the same saturated decoder on a terminal's
+// scrolling text (rcanvas-testframes --motion scroll) — halved, the 12-px lines would be unreadable — is named the
+// limit, the frames stay 1920x1080 and the frame rate gives instead (it cannot pass what the decoder does whole).
+test('a viewer whose decoder is saturated keeps text whole and gives frame rate instead', async (t) => {
+  const defer = cleanup(t);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-scroll-'));
+  defer(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const made = spawnSync(path.join(buildDir, 'rcanvas-testframes'), [dir, '--motion', 'scroll-1920x1080', '16'],
+                         { encoding: 'utf8', timeout: 60000 });
+  assert.equal(made.status, 0, `rcanvas-testframes: ${made.stderr}`);
+  const browser = await launchBrowser();
+  defer(() => browser.close());
+  const demo = await startDemo(['--frames', dir, '--fps', '30', '--codec', 'jpeg']);
+  defer(() => demo.stop());
+  const link = await startShaper({ target: demo.port, rateMbps: 1000, delayMs: 5 });
+  defer(() => link.close());
+  const page = await shapedPage(browser, demo, link);
+  const msPerMpx = 60;
+  await page.evaluate((ms) => { window.rcanvas.testDecodeMsPerMpx = ms; }, msPerMpx);
+  const fullFps = 1000 / (msPerMpx * 1920 * 1080 / 1e6);
+  await until(async () => (await page.evaluate(() => window.rcanvas.stats())).link?.limit === 'decoder', 20000,
+              'the steering finds the decoder');
+  await sleep(1000);
+  const w = await windowStats(page, link, demo, 4000);
+  console.log(`# text, a decoder at most ${fullFps.toFixed(1)} fps whole: ${w.fps.toFixed(1)} fps of ${w.size}, ` +
+              `link ${JSON.stringify(w.link)}; ${showEncoder(w.enc)}`);
+  assert.equal(w.link.limit, 'decoder', JSON.stringify(w.link));
+  assert.equal(w.link.scale, 1, `text shrunk: ${JSON.stringify(w.link)}`);
+  assert.equal(w.size, '1920x1080');
+  assert.ok(w.frames > 0 && w.fps <= 1.25 * fullFps, `${w.fps.toFixed(1)} fps whole through a ${fullFps.toFixed(1)} fps decoder`);
 });

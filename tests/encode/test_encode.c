@@ -19,6 +19,7 @@
 #include "core/pool.h"
 #include "core/util.h"
 #include "codec/frame_encode.h"
+#include "codec/scale.h"
 #include "imageio.h"
 #include "test.h"
 #include "test_wire.h"
@@ -382,7 +383,39 @@ static void test_chroma(void) {
     free(px);
 }
 
+/* rc_image_fine_detail: the frames whose size must stay (text, 1-px lines) against those a smaller size only
+ * softens (noise-like imaging, smooth shading, a gradient), on the generated sequences and kinds at 1080p. */
+static void test_fine_detail(void) {
+    const uint32_t w = 1920, h = 1080;
+    uint8_t *px = malloc((size_t)w * h * 4);
+    if (!px) return;
+    rc_image img = {.pixels = px, .width = w, .height = h, .pitch = (size_t)w * 4, .format = RCANVAS_FORMAT_RGBA8};
+    const struct { tf_motion m; int want; } seq[] = {
+        {TF_MOTION_SCROLL, 1}, {TF_MOTION_PAN, 1}, {TF_MOTION_ZOOM, 0}};
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++)
+        for (uint32_t i = 0; i < 64; i += 21) {
+            tf_motion_draw(seq[k].m, i, 64, w, h, px, img.pitch);
+            int got = rc_image_fine_detail(&img);
+            CHECK_MSG(got == seq[k].want, "%s frame %u: fine detail %d", tf_motion_name(seq[k].m), i, got);
+        }
+    const struct { tf_kind k; int want; } kinds[] = {{TF_TEXT, 1}, {TF_PLOT, 1}, {TF_GRADIENT, 0}, {TF_HEATMAP, 0},
+                                                     {TF_NOISE, 0}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        tf_draw(kinds[k].k, w, h, px, img.pitch);
+        CHECK_MSG(rc_image_fine_detail(&img) == kinds[k].want, "%s: fine detail not %d", tf_kind_name(kinds[k].k),
+                  kinds[k].want);
+    }
+    /* the same text as BGRA is found too; tiny and empty images are not */
+    tf_draw(TF_TEXT, w, h, px, img.pitch);
+    img.format = RCANVAS_FORMAT_BGRA8;
+    CHECK(rc_image_fine_detail(&img) == 1);
+    img.width = img.height = 1;
+    CHECK(rc_image_fine_detail(&img) == 0 && rc_image_fine_detail(NULL) == 0);
+    free(px);
+}
+
 int main(void) {
+    test_fine_detail();
     if (rc_pool_new(rc_cpu_count() < 2 ? 2 : rc_cpu_count(), &g_pool) || !(g_pp = rc_packet_pool_new())) return 1;
     test_stripe_plan();
     test_bad_input();

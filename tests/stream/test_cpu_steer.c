@@ -303,6 +303,20 @@ static void check_shrink_must_pay(void) {
     s.cpu_div = 2;
     rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
     CHECK_MSG(s.cpu_div == 2 && s.limit == RC_LIMIT_DECODER, "1/4 measured no better than 1/2: div %d", s.cpu_div);
+
+    /* fine detail (text, 1-px lines: keep_size) stays whole however slow its decoder, which is named the limit;
+     * once the detail is gone the steering shrinks again */
+    rc_steer_init(&s, 85, 50e6);
+    s.keep_size = 1;
+    d = full(150000);
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 1 && s.limit == RC_LIMIT_DECODER, "text: div %d limit %s", s.cpu_div, rc_limit_name(s.limit));
+    s.cpu_div = 4; /* shrunk before the detail came: back to whole at once */
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 1, "text after a shrunk picture: div %d", s.cpu_div);
+    s.keep_size = 0;
+    rc_steer_cpu(&s, 85, 30, NULL, &d, RC_STEER_SIZE_UP_CALLS, PX);
+    CHECK_MSG(s.cpu_div == 4, "no detail any more: div %d", s.cpu_div);
 }
 
 int main(void) {
