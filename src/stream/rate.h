@@ -227,7 +227,8 @@ enum { RC_LIMIT_NONE = 0, RC_LIMIT_LINK = 1, RC_LIMIT_ENCODER = 2, RC_LIMIT_DECO
  * 1/2), and shrinking only blurs the picture. The larger size then comes back, and the frame rate gives. */
 #define RC_CPU_PAYS 0.75
 /* ... and each frame measured at a larger size, the smaller sizes' own figures (`seen`) are forgotten by this
- * factor, so that a size that did not pay is tried again (3 frames) every 5 s or so: the load may have changed */
+ * factor, so that a size that did not pay is tried again (for a frame or a few) every 5 s or so at 30 frames a
+ * second: the load may have changed */
 #define RC_CPU_RETRY_FORGET 0.998
 
 /* What one frame costs a coder at each size divisor (1, 2, 4), µs, smoothed; 0 = never measured there. */
