@@ -35,9 +35,10 @@ const BAR_COLOR = '#111';              // the letterbox bars: the view's backgro
 // Frames that arrive together (a burst after a stalled hop: a busy notebook kernel, Wi-Fi aggregation) are drawn
 // one per rendering update: a frame drawn over another before the page painted is never seen, so the motion would
 // stutter at half the frames received. The wait is the next update's (about a display refresh), at most
-// PACE_MAX_MS (a hidden page has no updates). A frame with a newer one already queued behind it does not wait:
-// frames that come faster than the display are drawn at once, as before, so that no queue builds up behind the
-// paints (the newest picture, the one a click waits for, would be late by a refresh per frame queued).
+// PACE_MAX_MS (a page whose updates stall), and none in a hidden page. A frame with a newer one already queued
+// behind it does not wait: frames that come faster than the display are drawn at once, as before, so that no queue
+// builds up behind the paints (the newest picture, the one a click waits for, would be late by a refresh per frame
+// queued).
 const PACE_MAX_MS = 34;
 
 /**
@@ -462,7 +463,8 @@ export class RCanvasView {
       }
       const draws = !f.incomplete && drawables.some((d) => d);
       let paced = 0;                           // ms waited for the page to paint the frame before (not decoding)
-      const painting = draws && this.presentQueued === 1 ? this.pacer.wait() : null;
+      // (a hidden page paints nothing, and its timers may wait a second: no pacing there)
+      const painting = draws && this.presentQueued === 1 && this.doc.visibilityState !== 'hidden' ? this.pacer.wait() : null;
       if (painting) {
         const t = performance.now();
         await painting;

@@ -167,7 +167,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     if (t->nsessions && c->rate_adapt) {
         /* text and 1-px lines keep their size whatever the CPUs (rate.h, keep_size), looked at every few frames */
         if (--t->detail_age <= 0) {
-            t->fine_detail = rc_image_fine_detail(&fb->img);
+            t->fine_detail = rc_image_fine_detail(&fb->img, t->fine_detail);
             t->detail_age = RC_DETAIL_EVERY;
         }
         t->steer.keep_size = t->fine_detail;
@@ -176,10 +176,10 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         for (const rc_session *s = c->sessions; s; s = s->next)
             if (s->tier == (int)(t - c->tiers) && s->visible)
                 for (int k = 0; k < 3; k++)
-                    if (s->dec_cost.n[k] >= RC_CPU_SAMPLES && s->dec_cost.at[k] > dec.at[k]) {
-                        dec.at[k] = s->dec_cost.at[k];
-                        dec.n[k] = s->dec_cost.n[k];
-                        dec.seen[k] = s->dec_cost.seen[k];
+                    if (s->dec_cost.n[k] >= RC_CPU_SAMPLES) {
+                        if (s->dec_cost.at[k] > dec.at[k]) dec.at[k] = s->dec_cost.at[k];
+                        if (s->dec_cost.seen[k] > dec.seen[k]) dec.seen[k] = s->dec_cost.seen[k];
+                        dec.n[k] = RC_CPU_SAMPLES;
                     }
         /* Video: the decoders' limit only, and a larger size back after RC_CPU_VIDEO_UP_CALLS: each size step
          * restarts the encoder (a keyframe), and a shrunk tier paints shrunk (canvas_refine.c). Measured: with the

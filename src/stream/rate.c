@@ -384,7 +384,11 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
         cur /= 2;
         s->cpu_up_calls = 0;
     } else if (COST(cur) > RC_CPU_BUSY * frame_us) { /* smaller at once: every frame late costs frames */
-        while (cur < dmax && COST(cur) > RC_CPU_BUSY * frame_us && rc_cost_shrink_pays(enc, dec, cur, cur * 2)) cur *= 2;
+        while (cur < dmax && COST(cur) > RC_CPU_BUSY * frame_us && rc_cost_shrink_pays(enc, dec, cur, cur * 2)) {
+            cur *= 2;
+            /* a size measured before (a retry of one that did not pay): one step, and its frames tell the rest */
+            if (cost_seen(enc, cur) > 0 || cost_seen(dec, cur) > 0) break;
+        }
         s->cpu_up_calls = 0;
     } else if (cur > 1 && COST(cur / 2) <= RC_CPU_UP * frame_us) {
         if (++s->cpu_up_calls >= up_calls) { /* larger only once it has fitted for a while */
