@@ -42,13 +42,13 @@ int rc_image_downscale(const rc_image *src, int div, uint8_t **buf, size_t *cap,
     return RCANVAS_OK;
 }
 
-int rc_image_fine_detail(const rc_image *img, int had) {
+int rc_image_fine_detail(const rc_image *img) {
     if (!img || img->width < 2 || img->height < 2) return 0;
     int ri = img->format == RCANVAS_FORMAT_BGRA8 ? 2 : 0, bi = 2 - ri;
     uint64_t looked = 0, lossy = 0, flat = 0;
-    for (uint32_t y = 0; y + 1 < img->height; y += 8) { /* every fourth block row */
+    for (uint32_t y = 0; y + 1 < img->height; y += 4) { /* every other block row */
         const uint8_t *r0 = img->pixels + (size_t)y * img->pitch, *r1 = r0 + img->pitch;
-        for (uint32_t x = (y & 8) ? 2 : 0; x + 1 < img->width; x += 4) { /* every other block of it, alternating */
+        for (uint32_t x = (y & 4) ? 2 : 0; x + 1 < img->width; x += 4) { /* every other block of it, alternating */
             const uint8_t *p[4] = {r0 + 4 * x, r0 + 4 * x + 4, r1 + 4 * x, r1 + 4 * x + 4};
             int l[4], sum = 0;
             for (int i = 0; i < 4; i++) {
@@ -65,6 +65,5 @@ int rc_image_fine_detail(const rc_image *img, int had) {
             else if (dev <= RC_DETAIL_FLAT * 1024) flat++;
         }
     }
-    uint64_t need = had ? RC_DETAIL_OFF_PER_MILLE : RC_DETAIL_PER_MILLE;
-    return looked && lossy * 1000 >= looked * need && flat * 1000 >= looked * RC_DETAIL_FLAT_PER_MILLE;
+    return looked && lossy * 1000 >= looked * RC_DETAIL_PER_MILLE && flat * 1000 >= looked * RC_DETAIL_FLAT_PER_MILLE;
 }

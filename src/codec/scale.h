@@ -31,13 +31,11 @@ int rc_image_downscale(const rc_image *src, int div, uint8_t **buf, size_t *cap,
  * may lose. */
 #define RC_DETAIL_FLAT 4
 #define RC_DETAIL_FLAT_PER_MILLE 500
-/* ... and a frame that had such detail keeps it down to half RC_DETAIL_PER_MILLE: content near the line (a sparse
- * plot, a zoom into grain) does not change its size back and forth (for video each change is a keyframe) */
-#define RC_DETAIL_OFF_PER_MILLE (RC_DETAIL_PER_MILLE / 2)
-/* 1 if img (any 4-byte format) has such detail (both rules; `had`: the previous frame looked at had it, for the
- * lower threshold): looks at half the 2x2 blocks (a checkerboard) of every fourth block row, 1.0-1.6 ms for a 1080p
- * frame on the 2-core VM with a test suite on the other core (a tier looks every RC_DETAIL_EVERY frames).
- * Thread-safe (reads img). */
-int rc_image_fine_detail(const rc_image *img, int had);
+/* 1 if img (any 4-byte format) has such detail (both rules): looks at half the 2x2 blocks (a checkerboard) of every
+ * other block row, 1.9-2.0 ms for a 1080p frame on the 2-core VM with a test suite on the other core (a tier looks
+ * every RC_DETAIL_EVERY frames). No hysteresis: one with a lower threshold for a tier that had detail kept the
+ * demo's zooming fractal whole under a saturated decoder (adapt.test), so content near the line may change size
+ * every 8 frames. Thread-safe (reads img). */
+int rc_image_fine_detail(const rc_image *img);
 
 #endif

@@ -167,7 +167,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     if (t->nsessions && c->rate_adapt) {
         /* text and 1-px lines keep their size whatever the CPUs (rate.h, keep_size), looked at every few frames */
         if (--t->detail_age <= 0) {
-            t->fine_detail = rc_image_fine_detail(&fb->img, t->fine_detail);
+            t->fine_detail = rc_image_fine_detail(&fb->img);
             t->detail_age = RC_DETAIL_EVERY;
         }
         t->steer.keep_size = t->fine_detail;
