@@ -9,8 +9,11 @@
  * less disturbed by a busy machine); JPEG (rc_codec_jpeg, one call, 4:2:0) at q85, and at the quality of equal PSNR
  * — bytes interpolated between the two qualities whose PSNR brackets the video's, measured on every 3rd frame — and
  * the ratio "video bytes / JPEG bytes at equal PSNR". JPEG's Y is measured like the video's: decoded to RGB and
- * converted by rc_i420_from_image. Prints figures, asserts nothing.
- *   bench-video [--frames N] [--kbps K[,K…]] [--threads T] [--fps F] [--generated] [--no-jpeg] [DIR]  (--help)
+ * converted by rc_i420_from_image. With --play, DIR's 1920×1080 PNGs are instead one sequence played in name order
+ * and looped (rcanvas-testframes --motion: the scroll, zoom, pan and rotation of bench-vnc). Prints figures,
+ * asserts nothing.
+ *   bench-video [--frames N] [--kbps K[,K…]] [--threads T] [--fps F] [--generated] [--play] [--screen]
+ *               [--no-jpeg] [DIR]
  * Adding a codec: a decoder (open, decode one packet to I420, close) and one line in k_codecs.
  */
 #include <dirent.h>
@@ -130,10 +133,16 @@ typedef struct source {
     char name[64];
     uint8_t *rgba; /* NULL: the generated scene, drawn frame by frame */
     uint32_t w, h;
+    uint8_t **seq; /* --play: the frames themselves, each OUT_W×OUT_H, played in order and looped */
+    int nseq;
 } source;
 
 /* Frame i of n: the viewport zooms between 1.1× and 1.4× and pans across the rest, back and forth. */
 static void render(const source *s, int i, int n, uint8_t *dst) {
+    if (s->seq) {
+        memcpy(dst, s->seq[i % s->nseq], (size_t)OUT_W * OUT_H * 4);
+        return;
+    }
     if (!s->rgba) { /* the generated scene moves by itself: pan (3, 1) pixels per frame, drifting gradient */
         gen_frame(dst, OUT_W, OUT_H, (size_t)OUT_W * 4, i, 1.0);
         return;
@@ -145,6 +154,44 @@ static void render(const source *s, int i, int n, uint8_t *dst) {
     int x0 = (int)((s->w - (uint32_t)vw) * fx), y0 = (int)((s->h - (uint32_t)vh) * fy);
     ARGBScale(s->rgba + ((size_t)y0 * s->w + (size_t)x0) * 4, (int)s->w * 4, vw, vh, dst, OUT_W * 4, OUT_W, OUT_H,
               kFilterBilinear);
+}
+
+/* --play: every PNG of dir, exactly OUT_W×OUT_H, as the frames of one sequence (at most 64). */
+static int load_played(const char *dir, source **out) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char *names[64];
+    int nn = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && nn < 64) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+    source *s = calloc(1, sizeof *s);
+    if (s) s->seq = calloc((size_t)nn + 1, sizeof(uint8_t *));
+    for (int i = 0; i < nn; i++) {
+        char path[4096], err[256];
+        uint8_t *px = NULL;
+        uint32_t w = 0, h = 0;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (s && s->seq && rc_image_load(path, &px, &w, &h, err, sizeof err) == 0 && w == OUT_W && h == OUT_H)
+            s->seq[s->nseq++] = px;
+        else
+            free(px);
+        free(names[i]);
+    }
+    if (!s || !s->nseq) {
+        if (s) free(s->seq);
+        free(s);
+        return 0;
+    }
+    const char *base = strrchr(dir, '/');
+    snprintf(s->name, sizeof s->name, "%s", base && base[1] ? base + 1 : dir);
+    s->rgba = s->seq[0]; /* not NULL: not the generated scene */
+    *out = s;
+    return 1;
 }
 
 static int load_sources(const char *dir, int with_generated, source **out) {
@@ -201,11 +248,13 @@ static const char USAGE[] =
     "  --threads T          video encoder threads, 0-256 (default 0: all cores)\n"
     "  --fps F              frame rate the rate control assumes, 1-1000 (default 30)\n"
     "  --generated          the generated scene as a sequence too\n"
+    "  --play               DIR's 1920x1080 PNGs, in name order, are the sequence (looped), not stills to pan\n"
+    "  --screen             video encoders in their screen-content mode (rc_encode_params.screen)\n"
     "  --no-jpeg            video figures only\n"
     "  --help               print this and exit\n";
 
 int main(int argc, char **argv) {
-    int nframes = 60, threads = 0, kbps[8] = {4000, 8000, 16000}, nk = 3, with_generated = 0, jpeg_on = 1;
+    int nframes = 60, threads = 0, kbps[8] = {4000, 8000, 16000}, nk = 3, with_generated = 0, jpeg_on = 1, play = 0, screen = 0;
     double fps = 30;
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
@@ -232,6 +281,10 @@ int main(int argc, char **argv) {
             if (!nk) return cli_error(PROG, "%s %s: must be a list of integers from 100 to 200000", a, v);
         } else if (!strcmp(a, "--generated")) {
             with_generated = 1;
+        } else if (!strcmp(a, "--play")) {
+            play = 1;
+        } else if (!strcmp(a, "--screen")) {
+            screen = 1;
         } else if (!strcmp(a, "--no-jpeg")) {
             jpeg_on = 0;
         } else if (a[0] == '-' && a[1]) {
@@ -246,11 +299,13 @@ int main(int argc, char **argv) {
     if (!dir && stat("../shared/frames", &st) == 0) dir = "../shared/frames";
     if (!threads) threads = rc_cpu_count();
     source *src;
-    int nsrc = load_sources(dir, with_generated, &src);
-    printf("bench-video: %d sequence(s) of %d frames, %dx%d, pan and zoom over %s; %.0f fps; video encoders on %d "
-           "thread(s); JPEG one call, 4:2:0; machine: %d cores\n",
-           nsrc, nframes, OUT_W, OUT_H, !src[0].rgba ? "the generated scene" : dir, fps, threads,
-           rc_cpu_count());
+    int nsrc = play ? (dir ? load_played(dir, &src) : 0) : load_sources(dir, with_generated, &src);
+    if (play && !nsrc) return cli_error(PROG, "--play: no 1920x1080 PNG in %s", dir ? dir : "(no DIR)");
+    printf("bench-video: %d sequence(s) of %d frames, %dx%d, %s %s; %.0f fps; video encoders on %d "
+           "thread(s)%s; JPEG one call, 4:2:0; machine: %d cores\n",
+           nsrc, nframes, OUT_W, OUT_H, play ? "played as they are from" : "pan and zoom over",
+           play ? dir : !src[0].rgba ? "the generated scene" : dir, fps, threads,
+           screen ? ", screen-content mode" : "", rc_cpu_count());
     if (NCODECS == 0) printf("no video codec built in (openh264, libvpx missing): JPEG only\n");
 
     size_t cap = (size_t)OUT_W * OUT_H * 4;
@@ -304,7 +359,8 @@ int main(int argc, char **argv) {
                 void *dec = k_codecs[c].dec->open();
                 if (rc_codec_new(k_codecs[c].type, &enc) || !dec) return 1;
                 rc_encode_params p = {.codec = (rcanvas_codec)k_codecs[c].type->wire_id, .bitrate_kbps = kbps[k],
-                                      .keyframe_interval = 0, .threads = threads, .fps = fps};
+                                      .keyframe_interval = 0, .threads = threads, .fps = fps,
+                                      .screen = screen};
                 double bytes = 0, psnr = 0, cpu = 0;
                 for (int i = 0; i < nframes; i++) {
                     render(&src[si], i, nframes, frame);
@@ -360,7 +416,14 @@ int main(int argc, char **argv) {
                 printf(" %s@%d: %.2f", k_codecs[c].type->name, kbps[k], tot_video[c][k] / tot_jpeg[c][k]);
         printf("\n");
     }
-    for (int i = 0; i < nsrc; i++) free(src[i].rgba);
+    for (int i = 0; i < nsrc; i++) {
+        if (src[i].seq) {
+            for (int j = 0; j < src[i].nseq; j++) free(src[i].seq[j]);
+            free(src[i].seq);
+        } else {
+            free(src[i].rgba);
+        }
+    }
     free(src);
     free(frame);
     free(ms);

@@ -128,6 +128,7 @@ export function parseLink(o) {
   return { rateKbps: num('rate_kbps'), targetKbps: num('target_kbps'), rttMs: num('rtt_ms'), minRttMs: num('min_rtt_ms'),
            window: num('window'), rung: num('rung'), quality: num('quality'), scale: num('scale'),
            fpsCap: num('fps_cap'), bitrateKbps: num('bitrate_kbps'), fillFps: num('fill_fps'),
+           screen: num('screen'),
            limit: typeof o.limit === 'string' ? o.limit : null };
 }
 

@@ -44,6 +44,11 @@ typedef struct rc_encode_params {
                                       * at its fixed high quality (h264: H264_PAINT_QP) instead of the rate
                                       * control's, as a P-frame; 0 = live (the rate control's); codecs that do
                                       * not know it ignore it */
+    int screen;                      /* video: 1 = screen content (text, thin lines: rc_image_fine_detail): a
+                                      * codec with a mode for it codes the frames in it (h264: openh264's
+                                      * SCREEN_CONTENT_REAL_TIME, whose scroll detection finds a terminal's 36 px
+                                      * a frame); a change of it restarts that codec's stream (a keyframe);
+                                      * codecs without such a mode ignore it */
 } rc_encode_params;
 
 /* RCANVAS_SUBSAMP_AUTO's choice for img: RCANVAS_SUBSAMP_444 where 4:2:0 would lose colour detail, else _420

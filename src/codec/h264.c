@@ -22,19 +22,20 @@
 
 #include "codec/yuv.h"
 
-/* Usage type: CAMERA_VIDEO_REAL_TIME. Measured with bench-video (8 corpus sequences panned and zoomed + the
- * generated scene, 30 frames each, 1080p, 30 fps, 2 threads, 2–16 Mbit/s; bytes compared at equal Y PSNR along
- * each rate curve): SCREEN_CONTENT_REAL_TIME needs fewer bytes on lines (−34 %), text (−33 %), surface (−17 %),
- * scatter (−13 %) and the generated scene (−9 %), the same on render and more on the heat maps (+15 %, +85 %):
- * −6 % overall. But it costs 1.1–5.5× the CPU (text 38 vs 9 ms per frame, lines at 4K 82 vs 15: screen-content
- * motion search and scroll detection), which rules out the 8 ms budget at 1080p; and it clamps QP to 26–35, so at
- * 2 Mbit/s it spends 6× the target on the 1080p heat map (the camera mode 1.3×) and from 4 Mbit/s up it stops at
- * ~15 kB per frame on smooth content (render, surface stay at 45.8 dB). The camera mode keeps openh264's QP range
- * 12–42. */
-#ifndef RC_H264_USAGE
-#define RC_H264_USAGE CAMERA_VIDEO_REAL_TIME
-#endif
-
+/* Usage type: CAMERA_VIDEO_REAL_TIME, or SCREEN_CONTENT_REAL_TIME where the stream asks for it
+ * (rc_encode_params.screen: frames with fine detail). Measured with bench-video (8 corpus sequences panned and zoomed
+ * + the generated scene, 30 frames each, 1080p, 30 fps, 2 threads, 2–16 Mbit/s; bytes compared at equal Y PSNR along
+ * each rate curve): the screen mode needs fewer bytes on lines (−34 %), text (−33 %), surface (−17 %), scatter
+ * (−13 %) and the generated scene (−9 %), the same on render and more on the heat maps (+15 %, +85 %). It costs
+ * 1.1–5.5× the CPU (text 38 vs 9 ms a frame, lines at 4K 82 vs 15: screen-content motion search and scroll
+ * detection), and its rate control (ratectl.cpp, the "Scc" functions) keeps QP within 26–35 whatever iMinQp and
+ * iMaxQp say: at 2 Mbit/s it spends 6× the target on the 1080p heat map, and from 4 Mbit/s up it stops at ~15 kB a
+ * frame on smooth content. On a terminal scrolling 36 px a frame (rcanvas-testframes --motion scroll, `bench-video
+ * --play`, 30 fps, 2 threads) the camera mode's search does not find the motion: 19.0–26.3 dB in 32–63 kB a frame
+ * at 2–16 Mbit/s, over every target up to 8 Mbit/s; the screen mode meets each target (9.6–43.6 kB) at 20.7, 24.9,
+ * 37.2 and 47.5 dB, 11–15 ms a frame. Hence camera by default and screen for text and lines, where the steering
+ * also watches what it costs (canvas_tiers.c). iComplexityMode (LOW/MEDIUM/HIGH) changed neither bytes nor time
+ * by more than 10 % in either mode on that sequence. */
 /* openh264 2.3.1 limits (codec/encoder/core/inc/wels_const.h): MIN/MAX_FRAME_RATE 1/60, MAX_THREADS_NUM 4. */
 #define H264_MIN_FPS 1.0
 #define H264_MAX_FPS 60.0
@@ -61,6 +62,7 @@ typedef struct h264_codec {
     uint32_t src_w, src_h;      /* the frame size the encoder was made for */
     int coded_w, coded_h;       /* even, ≥ 16: what openh264 codes */
     int threads;                /* applied: 1–4 */
+    int screen;                 /* 1: made as SCREEN_CONTENT_REAL_TIME (rc_encode_params.screen) */
     int kbps, keyframe_interval;
     double fps;
     int want_idr;               /* request_keyframe() was called */
@@ -140,7 +142,7 @@ static int encoder_new(h264_codec *e, const rc_encode_params *p) {
     SEncParamExt q;
     (*e->enc)->GetDefaultParams(e->enc, &q);
     int threads = clamp_threads(p->threads);
-    q.iUsageType = RC_H264_USAGE;
+    q.iUsageType = p->screen ? SCREEN_CONTENT_REAL_TIME : CAMERA_VIDEO_REAL_TIME;
     q.iPicWidth = e->coded_w;
     q.iPicHeight = e->coded_h;
     q.iRCMode = RC_BITRATE_MODE;
@@ -203,6 +205,7 @@ static int encoder_new(h264_codec *e, const rc_encode_params *p) {
         return RCANVAS_ECODEC;
     }
     e->threads = threads;
+    e->screen = !!p->screen;
     e->kbps = p->bitrate_kbps;
     e->fps = p->fps;
     e->keyframe_interval = p->keyframe_interval;
@@ -297,8 +300,9 @@ static int h264_encode(rc_codec *c, const rc_image *img, const rc_encode_params 
     if (img->width > 65536 || img->height > 65536) return RCANVAS_EINVAL;
     e->trace[0] = '\0';
 
-    /* A new size (or thread count) needs a new encoder; its first packet is an IDR. */
-    if (e->enc && (img->width != e->src_w || img->height != e->src_h || clamp_threads(p->threads) != e->threads))
+    /* A new size, thread count or usage type needs a new encoder; its first packet is an IDR. */
+    if (e->enc && (img->width != e->src_w || img->height != e->src_h || clamp_threads(p->threads) != e->threads ||
+                   !!p->screen != e->screen))
         encoder_free(e);
     int r;
     if (!e->enc) {

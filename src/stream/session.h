@@ -97,6 +97,7 @@ typedef struct rc_session_state {
     int limit;                   /* RC_LIMIT_* (rate.h): what holds its encoder's frame rate now */
     double fill_fps;             /* video: > 0 while its frames are sized for the rate its encoder keeps (frames/s),
                                   * below the app's (rc_video_fill_fps) */
+    int screen;                  /* video: 1 while its encoder codes the frames as screen content (text, lines) */
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */

@@ -66,10 +66,11 @@ static void link_fields(const rc_session_state *st, char *out, size_t cap) {
 #define ROUND2(x) ((x) <= 0 ? 0 : (double)(long long)((x) / pow(10, floor(log10(x)) - 1) + 0.5) * pow(10, floor(log10(x)) - 1))
     snprintf(out, cap,
              "\"rate_kbps\":%.0f,\"target_kbps\":%.0f,\"rtt_ms\":%u,\"min_rtt_ms\":%u,\"window\":%d,\"rung\":%d,"
-             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f,\"limit\":\"%s\",\"fill_fps\":%.0f",
+             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f,\"limit\":\"%s\",\"fill_fps\":%.0f,"
+             "\"screen\":%d",
              ROUND2(r), ROUND2(t), (st->srtt_us + 500) / 1000, (st->min_rtt_us + 500) / 1000, st->window, st->rung,
              st->quality, st->scale_div ? st->scale_div : 1, st->fps_cap, ROUND2(b), rc_limit_name(st->limit),
-             st->fill_fps);
+             st->fill_fps, st->screen);
 #undef ROUND2
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // video_link.test.mjs — issue 17: H.264 through shaped links (shaper.mjs) on content that moves: the pan loop of
 // rcanvas-testframes (40,20 px a frame and a zoom over a dense plot, 1920×1080 or 1280×720, played by the demo's
-// --frames at 30 fps). Counted from the wire by raw viewers (frames, keyframe flags, bytes) and, for input to
+// --frames at 30 fps), and at 4 Mbit/s its other moving content too: an orbited 3D scatter, a zoom into a
+// noise-like heat map (microscopy) and a terminal scrolling 36 px a frame. Counted from the wire by raw viewers (frames, keyframe flags, bytes) and, for input to
 // pixels, in Chromium (the demo's click marker). Short windows; the bounds are the issue's done-when targets, which
 // hold with room on a loaded 2-core machine (the figures of a run are printed).
 import { test, before, after } from 'node:test';
@@ -21,7 +22,7 @@ let tmp;
 const panDir = (w, h, motion = 'pan') => path.join(tmp, `${motion}-${w}x${h}`);
 before(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rcanvas-video-link-'));
-  for (const [w, h, motion] of [[1920, 1080, 'pan'], [1280, 720, 'pan'], [1920, 1080, 'rotate']])
+  for (const [w, h, motion] of [[1920, 1080, 'pan'], [1280, 720, 'pan'], [1920, 1080, 'rotate'], [1920, 1080, 'zoom'], [1920, 1080, 'scroll']])
     execFileSync(path.join(buildDir, 'rcanvas-testframes'), [panDir(w, h, motion), '--motion', `${motion}-${w}x${h}`, '64'],
                  { stdio: 'ignore' });
 });
@@ -72,7 +73,7 @@ const panDemo = (w, h, extra = [], motion = 'pan') =>
 // P-frames of 127 kB for a 2.8 Mbit/s target): frames sized for the link, no keyframe nobody asked for. On both
 // kinds of motion of the issue: the pan and zoom over a dense plot, and a 3D scatter plot being orbited (rotate:
 // every point moves by its depth, what a motion search finds hardest).
-for (const motion of ['pan', 'rotate'])
+for (const motion of ['pan', 'rotate', 'zoom', 'scroll'])
 test(`H.264 ${motion} 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested keyframes, within the link`, async (t) => {
   const defer = cleanup(t);
   const demo = await panDemo(1920, 1080, [], motion);
@@ -105,6 +106,19 @@ test(`H.264 ${motion} 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested k
     assert.ok(w.keyframes <= 1, `${w.keyframes} keyframes in 4 s, none requested`);
     assert.ok(w.mbps <= 4 * 1.02, `${w.mbps} Mbit/s through a 4 Mbit/s link`);
   }
+  // The encoder's mode follows the content: text and dense lines as screen content (openh264's scroll detection
+  // finds the terminal's 36 px a frame, which its camera mode misses: 18 against 37 dB in test_h264), the
+  // orbited scatter and the noise-like zoom as camera video (screen mode would spend 6x the bytes on the zoom).
+  const screen = { pan: 1, rotate: 0, zoom: 0, scroll: 1 }[motion];
+  assert.equal(b.link.screen, screen, `the ${motion}'s encoder mode: screen ${b.link.screen}`);
+  // The link is used where the content needs it (measured 82-94 % on pan, rotate and zoom): 70 % at least unless
+  // the encoder or the app is what held the frames back. The scroll in screen mode is not asked to: its rate
+  // control stops at QP 26 (openh264's floor for screen content), where the text costs 19 kB a frame, 3 Mbit/s.
+  if (!screen || motion === 'pan')
+    for (const w of [a, b]) {
+      const held = w.enc.busy >= 0.6 || w.frames < 0.85 * w.enc.encoded || w.enc.presentedFps < 15;
+      assert.ok(w.mbps >= 0.7 * 4 || held, `${w.mbps.toFixed(2)} Mbit/s of a 4 Mbit/s link (${showEncoder(w.enc)})`);
+    }
 });
 
 // Done when: "keyframes only at start/on request/at the GOP interval for the slow+fast pair" (the user measured
@@ -138,9 +152,10 @@ test('H.264 pan 720p, a direct viewer and one through 2 Mbit/s, 30 ms: no keyfra
   assert.ok(fastFps >= 20 || encoderBound, `the direct viewer: ${fastFps.toFixed(1)} fps, not for the encoder (${showEncoder(w.enc)})`);
 });
 
-// Done when: "at 20 Mbit/s the video uses ≥ 60 % of the link when the content needs it" (the user measured 4.8 of 20:
-// a fixed 8 Mbit/s ceiling and a per-frame budget of bitrate ÷ max_fps).
-test('H.264 pan 1080p through 20 Mbit/s, 40 ms: the video uses >= 60 % of the link', async (t) => {
+// Done when: "at 20 Mbit/s a moving H.264 tier carries ≥ 80 % of the link once the encoder has the time" (the user
+// measured 4.8 of 20: a fixed 8 Mbit/s ceiling and a per-frame budget of bitrate ÷ max_fps; 19.3-19.4 of 20 now on
+// the 2-core machine). The encoder has the time unless it was busy most of the window (encoder.mjs).
+test('H.264 pan 1080p through 20 Mbit/s, 40 ms: the video uses >= 80 % of the link', async (t) => {
   const defer = cleanup(t);
   const demo = await panDemo(1920, 1080);
   defer(() => demo.stop());
@@ -151,11 +166,12 @@ test('H.264 pan 1080p through 20 Mbit/s, 40 ms: the video uses >= 60 % of the li
   await v.opened;
   await until(() => v.frames > 5, 15000, 'frames');
   await sleep(3000);
-  const a = await windowOf(v, 4000);
-  const b = await windowOf(v, 4000);
+  const a = await windowOf(v, 4000, demo);
+  const b = await windowOf(v, 4000, demo);
   console.log(`# 20 Mbit/s 40 ms, pan 1080p: ${show(a)}\n#   then ${show(b)}`);
-  const best = Math.max(a.mbps, b.mbps);
-  assert.ok(best >= 12, `${best.toFixed(2)} Mbit/s of a 20 Mbit/s link`);
+  const best = [a, b].reduce((x, w) => (w.mbps > x.mbps ? w : x));
+  assert.ok(best.mbps >= 16 || (best.enc.busy >= 0.6 && best.mbps >= 12),
+            `${best.mbps.toFixed(2)} Mbit/s of a 20 Mbit/s link, the encoder busy ${(100 * best.enc.busy).toFixed(0)} %`);
   // and by the encoder's own target, not by overshooting a lower one (a fixed 8 Mbit/s ceiling gave 2.5x frames)
   assert.ok(b.link.bitrate_kbps >= 12000, `the encoder aims at ${b.link.bitrate_kbps} kbit/s on a 20 Mbit/s link`);
   for (const w of [a, b]) assert.ok(w.mbps <= 20 * 1.02, `${w.mbps} Mbit/s through a 20 Mbit/s link`);
