@@ -46,14 +46,6 @@
 #define RC_FRAME_BUFS 5        /* presenter, pending, encoding, last, an older last still being refined */
 #define RC_MAX_INFLIGHT 16     /* max_in_flight is at most this */
 #define RC_DETAIL_EVERY 8      /* a tier looks at its frames' fine detail (rc_image_fine_detail) every this many */
-/* A video tier codes frames with fine detail as screen content (rc_encode_params.screen; canvas_tiers.c): it changes
- * mode (a new encoder, a keyframe) after this many of those looks in a row disagree with its mode (3: 24 frames,
- * under a second at 30 fps, so content near the detector's line does not cost a keyframe every 8 frames); a screen
- * mode whose encoder could not keep the app's rate once settled (this many P-frames) gives way to the camera mode,
- * tried again after RC_SCREEN_RETRY_US. */
-#define RC_SCREEN_VOTES 3
-#define RC_SCREEN_SETTLE 16
-#define RC_SCREEN_RETRY_US 30000000
 /* An active viewer whose window stays full this long while others watch loses the active role, so one stalled
  * or hostile client cannot freeze the canvas for everybody (it keeps its connection and gets frames as a
  * passive viewer when it acks again). */
@@ -120,10 +112,7 @@ struct rc_tier {
     int enc_div;
     int fine_detail, detail_age;  /* its frames have fine detail (rc_image_fine_detail; steer.keep_size); frames
                                    * until it is looked at again */
-    /* stateful: its encoder's mode (rc_encode_params.screen), once its frames were first looked at; the looks in a
-     * row that disagreed with it; until when the screen mode is not tried again (RC_SCREEN_*) */
-    int video_screen, screen_known, screen_votes;
-    int64_t screen_off_until_us;
+    rc_screen_mode screen;        /* stateful: its encoder's mode for text and lines (rc_screen_mode_step) */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
     double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
     double fill_fps;              /* stateful: > 0 while frames are sized for the rate the encoder keeps, not the

@@ -144,33 +144,6 @@ int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, c
     return t->small_bpp * (double)img->width * img->height * 8 * fps <= t->budget_bps;
 }
 
-/* A video tier's encoder mode: screen content for frames with fine detail (text, thin lines), where openh264's
- * screen mode meets the bitrate at 8–21 dB more than its camera mode on a scrolling terminal but costs 2–5× the
- * time (src/codec/h264.c has the figures). The first look decides; later ones change the mode only when
- * RC_SCREEN_VOTES looks in a row disagree with it (each change is a keyframe). Frame rate comes first: a screen mode
- * whose encoder, settled, cannot keep the rate frames are asked at (fill_fps set) gives way to the camera mode for
- * RC_SCREEN_RETRY_US. mu held. */
-static void video_mode_locked(rc_tier *t, int looked, int64_t now) {
-    if (t->video_screen && t->fill_fps > 0 && t->video_since_key >= RC_SCREEN_SETTLE) {
-        t->video_screen = 0;
-        t->screen_votes = 0;
-        t->screen_off_until_us = now + RC_SCREEN_RETRY_US;
-        return;
-    }
-    if (!looked) return;
-    int want = t->fine_detail && now >= t->screen_off_until_us;
-    if (!t->screen_known) {
-        t->screen_known = 1;
-        t->video_screen = want;
-        t->screen_votes = 0;
-    } else if (want != t->video_screen && ++t->screen_votes >= RC_SCREEN_VOTES) {
-        t->video_screen = want;
-        t->screen_votes = 0;
-    } else if (want == t->video_screen) {
-        t->screen_votes = 0;
-    }
-}
-
 /* A tier's encode settings for its viewers' link (rate.h): video gets its bitrate, frame-rate cap and scale here;
  * image codecs their quality from the previous frame (tier_done_locked, canvas_encode.c). Returns the image to
  * encode (fb's, or fb's shrunk into the tier's buffer) and in *codec the codec to encode it with (the tier's, or PNG
@@ -239,8 +212,9 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         t->fill_fps = kept < fps ? kept : 0;
         fps = kept;
         if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */
-        video_mode_locked(t, looked, now);
-        params->screen = t->video_screen;
+        /* text and lines as screen content (rate.h, rc_screen_mode_step), unless its encoder falls behind */
+        params->screen = rc_screen_mode_step(&t->screen, looked, t->fine_detail,
+                                             t->fill_fps > 0 && t->video_since_key >= RC_SCREEN_SETTLE, now);
         double kbps = t->steer.bitrate_bps / 1000;
         params->fps = fps;
         params->bitrate_kbps = kbps < 100 ? 100 : kbps > RC_MAX_BITRATE_KBPS ? RC_MAX_BITRATE_KBPS : (int)kbps;

@@ -408,6 +408,31 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
 #undef COST
 }
 
+int rc_screen_mode_step(rc_screen_mode *m, int looked, int fine_detail, int behind, int64_t now_us) {
+    if (m->on && behind) {
+        m->backoff_us = m->backoff_us ? 2 * m->backoff_us : RC_SCREEN_RETRY_US;
+        if (m->backoff_us > RC_SCREEN_RETRY_MAX_US) m->backoff_us = RC_SCREEN_RETRY_MAX_US;
+        m->on = 0;
+        m->votes = 0;
+        m->off_until_us = now_us + m->backoff_us;
+        return 0;
+    }
+    if (!looked) return m->on;
+    if (!fine_detail) m->backoff_us = 0;
+    int want = fine_detail && now_us >= m->off_until_us;
+    if (!m->known) {
+        m->known = 1;
+        m->on = want;
+        m->votes = 0;
+    } else if (want == m->on) {
+        m->votes = 0;
+    } else if (++m->votes >= RC_SCREEN_VOTES) {
+        m->on = want;
+        m->votes = 0;
+    }
+    return m->on;
+}
+
 double rc_video_fill_fps(double fps, double enc_us) {
     if (!(enc_us > 0) || !(fps > 0) || !rc_cpu_busy(enc_us, fps)) return fps;
     double can = 1e6 / enc_us; /* what the encoder makes at most, whatever the link takes */

@@ -271,6 +271,29 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
  * never from the rate frames were taken or started at (a slow link or full windows would then get bigger frames,
  * fewer taken, bigger frames: issue 17's spiral). */
 double rc_video_fill_fps(double fps, double enc_us);
+/* A video encoder's mode for screen content (rc_encode_params.screen: openh264's SCREEN_CONTENT_REAL_TIME, whose
+ * scroll detection and search find a terminal's 36 px a frame that its camera mode misses; it costs 2–5× the encode
+ * time and spends 6× the bytes on noise-like content: src/codec/h264.c has the figures). */
+typedef struct rc_screen_mode {
+    int on;                    /* the mode asked of the encoder */
+    int known;                 /* the frames were looked at once: the first look decides at once */
+    int votes;                 /* looks in a row that disagreed with `on` */
+    int64_t off_until_us;      /* the screen mode is not tried again before this (µs, the caller's clock) */
+    int64_t backoff_us;        /* the last such wait; 0: none yet */
+} rc_screen_mode;
+/* One frame of a video tier: looked = the fine-detail detector looked at this frame (rc_image_fine_detail, every
+ * RC_DETAIL_EVERY frames) and found fine_detail; behind = the encoder, settled in its mode, cannot keep the rate
+ * frames are asked at (rc_video_fill_fps below it, RC_SCREEN_SETTLE P-frames after a keyframe). The first look
+ * decides; later ones change the mode after RC_SCREEN_VOTES looks in a row disagree with it (each change is a
+ * keyframe: content near the detector's line must not cost one every 8 frames). A screen mode that is behind gives
+ * way at once (frame rate first) for RC_SCREEN_RETRY_US, twice the last wait after each retry that fails again (at
+ * most RC_SCREEN_RETRY_MAX_US: two keyframes and a slow second every 30 s would show); content without fine detail
+ * forgets the waits. Returns m->on. Not thread-safe (the tier's lock). */
+int rc_screen_mode_step(rc_screen_mode *m, int looked, int fine_detail, int behind, int64_t now_us);
+#define RC_SCREEN_VOTES 3
+#define RC_SCREEN_SETTLE 16
+#define RC_SCREEN_RETRY_US 30000000
+#define RC_SCREEN_RETRY_MAX_US 480000000
 /* The CPUs' steering never shrinks a frame (of `pixels`, full size) below this many pixels (320x180): a small
  * frame's time is mostly fixed costs (a page's wake, a message, a draw), which no smaller size saves (seen: a
  * 400x300 test scene, its second viewer a page in the background, shrunk to 100x75) */

@@ -319,7 +319,51 @@ static void check_shrink_must_pay(void) {
     CHECK_MSG(s.cpu_div == 4, "no detail any more: div %d", s.cpu_div);
 }
 
+/* The screen-content mode of a video tier (rc_screen_mode_step): the first look decides, then RC_SCREEN_VOTES looks
+ * in a row; an encoder behind gives the mode up at once and waits 30 s, 60 s after a retry that fails; content
+ * without detail forgets the waits. */
+static void check_screen_mode(void) {
+    rc_screen_mode m = {0};
+    const int64_t s = 1000000;
+    CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 0, 0) == 0, "no look yet: camera");
+    CHECK_MSG(rc_screen_mode_step(&m, 1, 1, 0, 0) == 1, "the first look at text decides at once");
+    CHECK_MSG(rc_screen_mode_step(&m, 0, 0, 0, 0) == 1, "frames between looks keep the mode");
+    int on = 1;
+    for (int k = 1; k < RC_SCREEN_VOTES; k++) on &= rc_screen_mode_step(&m, 1, 0, 0, k * s);
+    CHECK_MSG(on == 1, "%d looks without detail do not switch yet", RC_SCREEN_VOTES - 1);
+    rc_screen_mode_step(&m, 1, 1, 0, 3 * s); /* one look with detail again: the count starts over */
+    for (int k = 1; k < RC_SCREEN_VOTES; k++) on &= rc_screen_mode_step(&m, 1, 0, 0, (3 + k) * s);
+    CHECK_MSG(on == 1, "disagreeing looks must come in a row");
+    CHECK_MSG(rc_screen_mode_step(&m, 1, 0, 0, 9 * s) == 0, "%d looks in a row without detail: camera", RC_SCREEN_VOTES);
+
+    /* an encoder behind in the screen mode: camera at once, no retry for 30 s, then 60 s after it fails again */
+    m = (rc_screen_mode){0};
+    rc_screen_mode_step(&m, 1, 1, 0, 0);
+    CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 1, 10 * s) == 0, "behind: camera at once");
+    int64_t t = 10 * s;
+    for (int k = 0; k < 2 * RC_SCREEN_VOTES; k++) on = rc_screen_mode_step(&m, 1, 1, 0, t + k * s);
+    CHECK_MSG(on == 0, "no screen mode within the wait");
+    for (int k = 0; k < RC_SCREEN_VOTES; k++) on = rc_screen_mode_step(&m, 1, 1, 0, t + RC_SCREEN_RETRY_US + k * s);
+    CHECK_MSG(on == 1, "tried again once the wait is over");
+    t += RC_SCREEN_RETRY_US + 10 * s;
+    CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 1, t) == 0 && m.off_until_us == t + 2 * (int64_t)RC_SCREEN_RETRY_US,
+              "behind again: a wait of %lld s", (long long)((m.off_until_us - t) / s));
+    for (int k = 0; k < 20; k++) { /* the wait stops doubling at its top */
+        m.on = 1;
+        rc_screen_mode_step(&m, 0, 1, 1, t);
+    }
+    CHECK_MSG(m.backoff_us == RC_SCREEN_RETRY_MAX_US, "the wait's top: %lld s", (long long)(m.backoff_us / s));
+    rc_screen_mode_step(&m, 1, 0, 0, t); /* other content: the waits are forgotten */
+    CHECK_MSG(m.backoff_us == 0, "content without detail keeps a wait of %lld s", (long long)(m.backoff_us / s));
+
+    /* the camera mode is never "behind" the screen mode's way: a slow camera encoder keeps its mode */
+    m = (rc_screen_mode){0};
+    rc_screen_mode_step(&m, 1, 0, 0, 0);
+    CHECK_MSG(rc_screen_mode_step(&m, 1, 0, 1, s) == 0 && m.off_until_us == 0, "camera behind: nothing changes");
+}
+
 int main(void) {
+    check_screen_mode();
     check_fill();
     check_shrink_must_pay();
     check_cost();
