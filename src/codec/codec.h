@@ -47,8 +47,8 @@ typedef struct rc_encode_params {
     int screen;                      /* video: 1 = screen content (text, thin lines: rc_image_fine_detail): a
                                       * codec with a mode for it codes the frames in it (h264: openh264's
                                       * SCREEN_CONTENT_REAL_TIME, whose scroll detection finds a terminal's 36 px
-                                      * a frame); a change of it restarts that codec's stream (a keyframe);
-                                      * codecs without such a mode ignore it */
+                                      * a frame, made anew on a change: a keyframe; vp9: VP9E_CONTENT_SCREEN, set
+                                      * on the running encoder); other codecs ignore it */
 } rc_encode_params;
 
 /* RCANVAS_SUBSAMP_AUTO's choice for img: RCANVAS_SUBSAMP_444 where 4:2:0 would lose colour detail, else _420

@@ -32,14 +32,20 @@
 /* Cyclic-refresh AQ: on panned frames +1.2…+1.4 dB at the same bitrate (heatmap ±0), on zoomed ones -0.1…-0.3 dB,
  * at no extra CPU; it also brings still regions up to quality over a few frames. */
 #define VP9_AQ_MODE 3
-/* VP9E_CONTENT_DEFAULT, not SCREEN: screen tuning costs 15–30 % CPU, loses 0.8–2.1 dB on panned text and 1.2 dB on
- * zoomed lines, and gains at most 1.2 dB elsewhere: no clear win for the price. */
-#define VP9_TUNE VP9E_CONTENT_DEFAULT
+/* VP9's content tuning: VP9E_CONTENT_SCREEN where the stream says the frames are screen content
+ * (rc_encode_params.screen: text, thin lines), else DEFAULT. Measured on the corpus' stills panned and zoomed
+ * (bench-video), screen tuning cost 15–30 % CPU, lost 0.8–2.1 dB on panned text and 1.2 dB on zoomed lines, and
+ * gained at most 1.2 dB elsewhere; on moving content made for it (`bench-video --play`, rcanvas-testframes --motion,
+ * 1080p, 30 fps, 2 threads) it wins where the stream asks for it: a terminal scrolling 36 px a frame 28.9 against
+ * 22.9 dB in 19.3 against 35.7 kB a frame at 4000 kbit/s, 37.6 against 23.6 dB at 8000; a pan of a dense plot
+ * 26.4 against 25.6 dB in 18.6 against 24.4 kB at 4000, +1.2 dB at 8000; for 10–25 % more CPU. VP8's
+ * VP8E_SET_SCREEN_CONTENT_MODE gained nothing on either (24.6 and 26.9 dB in 4–23 % more bytes): not used. */
 
 typedef struct vpx_enc {
     rc_codec base;
     int vp9;
     int open;                 /* ctx holds a live encoder */
+    int screen;               /* its content tuning (rc_encode_params.screen), as last set */
     vpx_codec_ctx_t ctx;
     vpx_codec_enc_cfg_t cfg;  /* the configuration the encoder runs with */
     double fps;               /* frame rate ctx's timebase was made from */
@@ -161,13 +167,14 @@ static int vpx_open(vpx_enc *e, uint32_t w, uint32_t h, const rc_encode_params *
         CTRL(VP9E_SET_ROW_MT, 1);
         CTRL(VP9E_SET_TILE_COLUMNS, vp9_tile_columns_log2(p->threads));
         CTRL(VP9E_SET_AQ_MODE, VP9_AQ_MODE);
-        CTRL(VP9E_SET_TUNE_CONTENT, VP9_TUNE);
+        CTRL(VP9E_SET_TUNE_CONTENT, p->screen ? VP9E_CONTENT_SCREEN : VP9E_CONTENT_DEFAULT);
         /* What rc_i420_from_image produced, so the browser converts back with the same matrix and range. */
         CTRL(VP9E_SET_COLOR_SPACE, VPX_CS_BT_601);
         CTRL(VP9E_SET_COLOR_RANGE, VPX_CR_STUDIO_RANGE);
     } else {
         CTRL(VP8E_SET_CPUUSED, VP8_CPU_USED);
     }
+    e->screen = !!p->screen;
     e->fps = p->fps;
     e->pts = 0;
     return RCANVAS_OK;
@@ -210,6 +217,15 @@ static int vpx_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
     if (r) {
         vpx_close(e);
         return r;
+    }
+    if (e->vp9 && !!p->screen != e->screen) { /* the tuning changes on the running encoder: no keyframe */
+        if (vpx_codec_control(&e->ctx, VP9E_SET_TUNE_CONTENT, p->screen ? VP9E_CONTENT_SCREEN : VP9E_CONTENT_DEFAULT) !=
+            VPX_CODEC_OK) {
+            r = vpx_fail(e, "VP9E_SET_TUNE_CONTENT");
+            vpx_close(e);
+            return r;
+        }
+        e->screen = !!p->screen;
     }
     if ((r = rc_i420_from_image(&e->yuv, img))) return r;
     /* Planes set by hand: vpx_img_wrap would place U after an even-rounded Y height, rc_i420 after the real one. */
