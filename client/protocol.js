@@ -121,7 +121,8 @@ export const ackMessage = (seq, holdMs, decodeMs) => {
 /** The server's view of this viewer's link and its encoder's settings (hello.link, role.link, {"type":"link"}), as
  *  plain numbers: rate/target kbit/s, rtt ms, quality (0 = not a quality codec), scale (1, 2, 4), fps cap (0 =
  *  none), bitrate kbit/s (video; 0 = not video), fill fps (video: the rate its frames are sized for when the
- *  encoder keeps less than the app's; 0 = the app's). Unknown or missing fields are null. */
+ *  encoder keeps less than the app's; 0 = the app's), screen (video: 1 while its encoder codes the frames as screen
+ *  content, text and thin lines). Unknown or missing fields are null. */
 export function parseLink(o) {
   if (!o || typeof o !== 'object') return null;
   const num = (k) => (typeof o[k] === 'number' && Number.isFinite(o[k]) ? o[k] : null);

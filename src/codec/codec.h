@@ -63,6 +63,7 @@ int rc_jpeg_auto_subsampling(const rc_image *img);
 #define RC_CODEC_LOSSLESS 0x10u
 #define RC_CODEC_ONE_THREAD 0x20u /* by default one encoder thread (RCANVAS_OPT_ENCODER_THREADS may ask for more) */
 #define RC_CODEC_PAINT 0x40u   /* stateful: knows rc_encode_params.paint (a still frame re-coded sharper as a P-frame) */
+#define RC_CODEC_SCREEN 0x80u  /* video: knows rc_encode_params.screen (a mode for text and thin lines) */
 
 typedef struct rc_codec rc_codec;
 typedef struct rc_codec_type rc_codec_type;

@@ -363,6 +363,7 @@ static void h264_request_keyframe(rc_codec *c) { ((h264_codec *)c)->want_idr = 1
  * constrained baseline), level 4.0. openh264 picks the stream's level from size, frame rate and bitrate (3.1 for
  * 720p30, 4.x for 1080p, 5.1 for 4K) and the decoder reads it in band. */
 const rc_codec_type rc_codec_h264 = {
-    .name = "h264", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028", .flags = RC_CODEC_STATEFUL | RC_CODEC_PAINT,
+    .name = "h264", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028",
+    .flags = RC_CODEC_STATEFUL | RC_CODEC_PAINT | RC_CODEC_SCREEN,
     .create = h264_create, .encode = h264_encode, .request_keyframe = h264_request_keyframe,
     .destroy = h264_destroy};

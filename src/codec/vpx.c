@@ -278,5 +278,5 @@ const rc_codec_type rc_codec_vp8 = {
     .create = vpx_create, .encode = vpx_encode, .request_keyframe = vpx_request_keyframe, .destroy = vpx_destroy};
 
 const rc_codec_type rc_codec_vp9 = {
-    .name = "vp9", .wire_id = RCANVAS_CODEC_VP9, .webcodecs = "vp09.00.10.08", .flags = RC_CODEC_STATEFUL,
+    .name = "vp9", .wire_id = RCANVAS_CODEC_VP9, .webcodecs = "vp09.00.10.08", .flags = RC_CODEC_STATEFUL | RC_CODEC_SCREEN,
     .create = vpx_create, .encode = vpx_encode, .request_keyframe = vpx_request_keyframe, .destroy = vpx_destroy};

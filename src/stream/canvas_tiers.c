@@ -213,8 +213,8 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         fps = kept;
         if (fps < 1) fps = 1; /* whole frames a second: the encoder is not re-tuned for every smoothing step */
         /* text and lines as screen content (rate.h, rc_screen_mode_step), unless its encoder falls behind */
-        params->screen = rc_screen_mode_step(&t->screen, looked, t->fine_detail,
-                                             t->fill_fps > 0 && t->video_since_key >= RC_SCREEN_SETTLE, now);
+        params->screen = (t->codec->flags & RC_CODEC_SCREEN) &&
+                         rc_screen_mode_step(&t->screen, looked, t->fine_detail, t->fill_fps > 0, now);
         double kbps = t->steer.bitrate_bps / 1000;
         params->fps = fps;
         params->bitrate_kbps = kbps < 100 ? 100 : kbps > RC_MAX_BITRATE_KBPS ? RC_MAX_BITRATE_KBPS : (int)kbps;

@@ -4,6 +4,7 @@
  */
 #include "stream/rate.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -408,27 +409,32 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
 #undef COST
 }
 
+static void screen_set(rc_screen_mode *m, int on) {
+    if (on != m->on) m->frames = 0;
+    m->on = on;
+    m->votes = 0;
+}
+
 int rc_screen_mode_step(rc_screen_mode *m, int looked, int fine_detail, int behind, int64_t now_us) {
-    if (m->on && behind) {
+    if (m->frames < INT_MAX) m->frames++;
+    if (m->on && behind && m->frames > RC_SCREEN_SETTLE) {
         m->backoff_us = m->backoff_us ? 2 * m->backoff_us : RC_SCREEN_RETRY_US;
         if (m->backoff_us > RC_SCREEN_RETRY_MAX_US) m->backoff_us = RC_SCREEN_RETRY_MAX_US;
-        m->on = 0;
-        m->votes = 0;
         m->off_until_us = now_us + m->backoff_us;
+        screen_set(m, 0);
         return 0;
     }
     if (!looked) return m->on;
-    if (!fine_detail) m->backoff_us = 0;
+    m->plain = fine_detail ? 0 : m->plain + 1;
+    if (m->plain >= RC_SCREEN_VOTES) m->backoff_us = 0, m->off_until_us = 0; /* other content: start afresh */
     int want = fine_detail && now_us >= m->off_until_us;
     if (!m->known) {
         m->known = 1;
-        m->on = want;
-        m->votes = 0;
+        screen_set(m, want);
     } else if (want == m->on) {
         m->votes = 0;
     } else if (++m->votes >= RC_SCREEN_VOTES) {
-        m->on = want;
-        m->votes = 0;
+        screen_set(m, want);
     }
     return m->on;
 }

@@ -278,17 +278,21 @@ typedef struct rc_screen_mode {
     int on;                    /* the mode asked of the encoder */
     int known;                 /* the frames were looked at once: the first look decides at once */
     int votes;                 /* looks in a row that disagreed with `on` */
+    int plain;                 /* looks in a row without fine detail */
+    int frames;                /* frames since `on` last changed (the encoder's time settles in a mode) */
     int64_t off_until_us;      /* the screen mode is not tried again before this (µs, the caller's clock) */
     int64_t backoff_us;        /* the last such wait; 0: none yet */
 } rc_screen_mode;
-/* One frame of a video tier: looked = the fine-detail detector looked at this frame (rc_image_fine_detail, every
- * RC_DETAIL_EVERY frames) and found fine_detail; behind = the encoder, settled in its mode, cannot keep the rate
- * frames are asked at (rc_video_fill_fps below it, RC_SCREEN_SETTLE P-frames after a keyframe). The first look
- * decides; later ones change the mode after RC_SCREEN_VOTES looks in a row disagree with it (each change is a
- * keyframe: content near the detector's line must not cost one every 8 frames). A screen mode that is behind gives
- * way at once (frame rate first) for RC_SCREEN_RETRY_US, twice the last wait after each retry that fails again (at
- * most RC_SCREEN_RETRY_MAX_US: two keyframes and a slow second every 30 s would show); content without fine detail
- * forgets the waits. Returns m->on. Not thread-safe (the tier's lock). */
+/* One frame of a video tier whose codec has a screen mode (RC_CODEC_SCREEN): looked = the fine-detail detector
+ * looked at this frame (rc_image_fine_detail, every RC_DETAIL_EVERY frames) and found fine_detail; behind = the
+ * encoder cannot keep the rate frames are asked at (rc_video_fill_fps below it), which counts against the screen
+ * mode only once RC_SCREEN_SETTLE frames were coded in it (the encoder's time a frame is smoothed: until then it
+ * is the other mode's). The first look decides; later ones change the mode after RC_SCREEN_VOTES looks in a row
+ * disagree with it (a change is a keyframe in H.264: content near the detector's line must not cost one every 8
+ * frames). A screen mode that is behind gives way at once (frame rate first) for RC_SCREEN_RETRY_US, twice the
+ * last wait after each retry that fails again (at most RC_SCREEN_RETRY_MAX_US: two keyframes and a slow second
+ * every 30 s would show); RC_SCREEN_VOTES looks in a row without fine detail (other content) forget the wait and
+ * its doubling. Returns m->on. Not thread-safe (the tier's lock). */
 int rc_screen_mode_step(rc_screen_mode *m, int looked, int fine_detail, int behind, int64_t now_us);
 #define RC_SCREEN_VOTES 3
 #define RC_SCREEN_SETTLE 16

@@ -473,7 +473,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
         out->bitrate_kbps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->steer.bitrate_bps / 1000 : 0;
         out->limit = t->steer.limit;
         out->fill_fps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->fill_fps : 0;
-        out->screen = (t->codec->flags & RC_CODEC_STATEFUL) ? t->screen.on : 0;
+        out->screen = (t->codec->flags & RC_CODEC_SCREEN) ? t->screen.on : 0;
     }
     const rc_codec_type *tc = s->tier >= 0 ? c->tiers[s->tier].codec : &rc_codec_jpeg;
     out->encoder = tc == &rc_codec_jpeg && c->source_codec ? c->source_codec : tc;

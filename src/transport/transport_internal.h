@@ -29,6 +29,9 @@
                                        the rest counted (core/ratelog.h) */
 #define RC_CLOSE_GRACE_US 50000     /* see rc_viewer_request_close */
 
+/* The link fields' JSON (viewer.c, link_fields): about 190 bytes with every field at a large value; room kept. */
+#define RC_LINK_FIELDS_MAX 320
+
 typedef struct rc_viewer rc_viewer;
 /* A viewer is told of its link's state (a {"type":"link"} notice) when it changed, at most this often. */
 #define RC_LINK_NOTICE_US 500000
@@ -51,7 +54,7 @@ struct rc_viewer {
     int told_title_version;
     int told_cursor_version;  /* issue 12: 0 until the canvas sets a cursor, then the version told */
     const rc_codec_type *told_encoder;
-    char told_link[200];      /* the link fields last sent (link_fields) */
+    char told_link[RC_LINK_FIELDS_MAX]; /* the link fields last sent (link_fields) */
     int64_t told_link_us;     /* when */
     int64_t last_out_us;      /* when a message last went out to it (issue 19: the heartbeat) */
     double told_width, told_height, told_ratio; /* the canvas size last told (hello or {"type":"size"}) */

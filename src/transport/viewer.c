@@ -90,7 +90,7 @@ static void queue_hello(rc_viewer *v) {
     rc_session_state st;
     rc_session_get_hello(v->session, &h);
     rc_session_get_state(v->session, &st);
-    char title[256 * 6 + 1], msg[2900], codec[400], link[200];
+    char title[256 * 6 + 1], msg[2900], codec[400], link[RC_LINK_FIELDS_MAX];
     json_escape(title, sizeof title, h.title);
     v->told_title_version = h.title_version;
     v->told_active = st.active;
@@ -133,21 +133,21 @@ void rc_viewer_service(rc_viewer *v) {
         rc_viewer_request_close(v, LWS_CLOSE_STATUS_GOINGAWAY, "canvas closed");
         return;
     }
-    char link[200];
+    char link[RC_LINK_FIELDS_MAX];
     int64_t now = rc_now_us();
     int role_changed = st.active != v->told_active;
     /* formatted only when it could go out (a role change, or RC_LINK_NOTICE_US since the last): not on every ack */
     int due = role_changed || (now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0);
     if (due) link_fields(&st, link, sizeof link);
     if (role_changed) {
-        char msg[300];
+        char msg[RC_LINK_FIELDS_MAX + 64];
         snprintf(msg, sizeof msg, "{\"type\":\"role\",\"active\":%s,\"link\":{%s}}", st.active ? "true" : "false", link);
         rc_viewer_queue_text(v, msg);
         v->told_active = st.active;
         memcpy(v->told_link, link, sizeof link);
         v->told_link_us = now;
     } else if (due && strcmp(link, v->told_link)) {
-        char msg[300]; /* at most every RC_LINK_NOTICE_US, and never ahead of other notices */
+        char msg[RC_LINK_FIELDS_MAX + 64]; /* at most every RC_LINK_NOTICE_US, and never ahead of other notices */
         snprintf(msg, sizeof msg, "{\"type\":\"link\",%s}", link);
         rc_viewer_queue_text(v, msg);
         memcpy(v->told_link, link, sizeof link);

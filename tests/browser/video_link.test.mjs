@@ -33,12 +33,13 @@ after(() => { if (tmp) fs.rmSync(tmp, { recursive: true, force: true }); });
 function videoViewer(port, token) {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws?token=${token}&codecs=h264,jpeg`,
                            { headers: { Origin: `http://127.0.0.1:${port}` } });
-  const v = { frames: 0, keyframes: 0, bytes: 0, codec: null, link: null, closed: false, ws };
+  const v = { frames: 0, keyframes: 0, bytes: 0, codec: null, link: null, screens: new Set(), closed: false, ws };
   ws.on('message', (data, isBinary) => {
     if (!isBinary) {
       const m = JSON.parse(data.toString());
       if (m.link) v.link = m.link;
       if (m.type === 'link') v.link = m;
+      if (v.link) v.screens.add(v.link.screen); // every encoder mode it was told of
       return;
     }
     v.bytes += data.length;
@@ -109,8 +110,10 @@ test(`H.264 ${motion} 1080p through 4 Mbit/s, 80 ms: >= 15 fps, no unrequested k
   // The encoder's mode follows the content: text and dense lines as screen content (openh264's scroll detection
   // finds the terminal's 36 px a frame, which its camera mode misses: 18 against 37 dB in test_h264), the
   // orbited scatter and the noise-like zoom as camera video (screen mode would spend 6x the bytes on the zoom).
+  // Screen content may later give way where this machine's encoder falls behind in that mode (rate.c): so the
+  // modes it was told of, not the last one.
   const screen = { pan: 1, rotate: 0, zoom: 0, scroll: 1 }[motion];
-  assert.equal(b.link.screen, screen, `the ${motion}'s encoder mode: screen ${b.link.screen}`);
+  assert.equal(v.screens.has(1), screen === 1, `the ${motion}'s encoder modes: screen ${[...v.screens].join(', ')}`);
   // The link is used where the content needs it (measured 82-94 % on pan, rotate and zoom): 70 % at least unless
   // the encoder or the app is what held the frames back. The scroll in screen mode is not asked to: its rate
   // control stops at QP 26 (openh264's floor for screen content), where the text costs 19 kB a frame, 3 Mbit/s.

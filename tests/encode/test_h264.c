@@ -444,7 +444,7 @@ static void test_bad_params(void) {
     rc_codec_free(c);
 }
 
-/* One 720p scroll stream in the given mode: mean Y PSNR and bytes over frames 8–39 (after the IDR's debt). With
+/* One 720p scroll stream in the given mode: mean Y PSNR and bytes over frames 20–59 (after the IDR's debt). With
  * switch_at > 0 the stream starts in the camera mode and turns screen on at that frame, which must be an IDR that
  * the same decoder follows. */
 static void scroll_stream(int screen, int switch_at, double *psnr, double *bytes) {

@@ -336,25 +336,38 @@ static void check_screen_mode(void) {
     CHECK_MSG(on == 1, "disagreeing looks must come in a row");
     CHECK_MSG(rc_screen_mode_step(&m, 1, 0, 0, 9 * s) == 0, "%d looks in a row without detail: camera", RC_SCREEN_VOTES);
 
-    /* an encoder behind in the screen mode: camera at once, no retry for 30 s, then 60 s after it fails again */
+    /* an encoder behind in the screen mode: not within RC_SCREEN_SETTLE frames of the change (its time a frame is
+     * still the other mode's), then camera at once, no retry for 30 s, then 60 s after it fails again */
     m = (rc_screen_mode){0};
     rc_screen_mode_step(&m, 1, 1, 0, 0);
-    CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 1, 10 * s) == 0, "behind: camera at once");
+    for (int k = 0; k < RC_SCREEN_SETTLE; k++) on = rc_screen_mode_step(&m, 0, 1, 1, s);
+    CHECK_MSG(on == 1, "behind within %d frames of the change: the mode stays", RC_SCREEN_SETTLE);
+    CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 1, 10 * s) == 0, "behind once settled: camera at once");
     int64_t t = 10 * s;
     for (int k = 0; k < 2 * RC_SCREEN_VOTES; k++) on = rc_screen_mode_step(&m, 1, 1, 0, t + k * s);
     CHECK_MSG(on == 0, "no screen mode within the wait");
     for (int k = 0; k < RC_SCREEN_VOTES; k++) on = rc_screen_mode_step(&m, 1, 1, 0, t + RC_SCREEN_RETRY_US + k * s);
     CHECK_MSG(on == 1, "tried again once the wait is over");
     t += RC_SCREEN_RETRY_US + 10 * s;
+    for (int k = 0; k < RC_SCREEN_SETTLE; k++) rc_screen_mode_step(&m, 0, 1, 0, t);
     CHECK_MSG(rc_screen_mode_step(&m, 0, 1, 1, t) == 0 && m.off_until_us == t + 2 * (int64_t)RC_SCREEN_RETRY_US,
               "behind again: a wait of %lld s", (long long)((m.off_until_us - t) / s));
     for (int k = 0; k < 20; k++) { /* the wait stops doubling at its top */
         m.on = 1;
+        m.frames = RC_SCREEN_SETTLE + 1;
         rc_screen_mode_step(&m, 0, 1, 1, t);
     }
     CHECK_MSG(m.backoff_us == RC_SCREEN_RETRY_MAX_US, "the wait's top: %lld s", (long long)(m.backoff_us / s));
-    rc_screen_mode_step(&m, 1, 0, 0, t); /* other content: the waits are forgotten */
-    CHECK_MSG(m.backoff_us == 0, "content without detail keeps a wait of %lld s", (long long)(m.backoff_us / s));
+    /* one look without detail (a cleared screen, content near the line) keeps the wait; RC_SCREEN_VOTES in a row
+     * (other content) forget it, and text coming back is screen content again without waiting */
+    rc_screen_mode_step(&m, 1, 0, 0, t);
+    rc_screen_mode_step(&m, 1, 1, 0, t);
+    CHECK_MSG(m.backoff_us == RC_SCREEN_RETRY_MAX_US && m.off_until_us > t, "one look without detail forgot the wait");
+    for (int k = 0; k < RC_SCREEN_VOTES; k++) rc_screen_mode_step(&m, 1, 0, 0, t);
+    CHECK_MSG(m.backoff_us == 0 && m.off_until_us == 0, "other content keeps a wait of %lld s",
+              (long long)(m.backoff_us / s));
+    for (int k = 0; k < RC_SCREEN_VOTES; k++) on = rc_screen_mode_step(&m, 1, 1, 0, t + k);
+    CHECK_MSG(on == 1, "text back after other content: screen content");
 
     /* the camera mode is never "behind" the screen mode's way: a slow camera encoder keeps its mode */
     m = (rc_screen_mode){0};
