@@ -33,8 +33,8 @@
  * frame on smooth content. On a terminal scrolling 36 px a frame (rcanvas-testframes --motion scroll, `bench-video
  * --play`, 30 fps, 2 threads) the camera mode's search does not find the motion: 19.0–26.3 dB in 32–63 kB a frame
  * at 2–16 Mbit/s, over every target up to 8 Mbit/s; the screen mode meets each target (9.6–43.6 kB) at 20.7, 24.9,
- * 37.2 and 47.5 dB, 11–15 ms a frame. Hence camera by default and screen for text and lines, where the steering
- * also watches what it costs (canvas_tiers.c). iComplexityMode (LOW/MEDIUM/HIGH) changed neither bytes nor time
+ * 37.2 and 47.5 dB, 11–15 ms a frame. Hence camera by default and screen for text and lines, which the steering
+ * leaves when its encoder falls behind (rc_screen_mode_step in src/stream/rate.c). iComplexityMode (LOW/MEDIUM/HIGH) changed neither bytes nor time
  * by more than 10 % in either mode on that sequence. */
 /* openh264 2.3.1 limits (codec/encoder/core/inc/wels_const.h): MIN/MAX_FRAME_RATE 1/60, MAX_THREADS_NUM 4. */
 #define H264_MIN_FPS 1.0

@@ -219,8 +219,8 @@ static int vpx_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
         return r;
     }
     if (e->vp9 && !!p->screen != e->screen) { /* the tuning changes on the running encoder: no keyframe */
-        if (vpx_codec_control(&e->ctx, VP9E_SET_TUNE_CONTENT, p->screen ? VP9E_CONTENT_SCREEN : VP9E_CONTENT_DEFAULT) !=
-            VPX_CODEC_OK) {
+        int tune = p->screen ? VP9E_CONTENT_SCREEN : VP9E_CONTENT_DEFAULT;
+        if (vpx_codec_control(&e->ctx, VP9E_SET_TUNE_CONTENT, tune) != VPX_CODEC_OK) {
             r = vpx_fail(e, "VP9E_SET_TUNE_CONTENT");
             vpx_close(e);
             return r;
@@ -278,5 +278,6 @@ const rc_codec_type rc_codec_vp8 = {
     .create = vpx_create, .encode = vpx_encode, .request_keyframe = vpx_request_keyframe, .destroy = vpx_destroy};
 
 const rc_codec_type rc_codec_vp9 = {
-    .name = "vp9", .wire_id = RCANVAS_CODEC_VP9, .webcodecs = "vp09.00.10.08", .flags = RC_CODEC_STATEFUL | RC_CODEC_SCREEN,
+    .name = "vp9", .wire_id = RCANVAS_CODEC_VP9, .webcodecs = "vp09.00.10.08",
+    .flags = RC_CODEC_STATEFUL | RC_CODEC_SCREEN,
     .create = vpx_create, .encode = vpx_encode, .request_keyframe = vpx_request_keyframe, .destroy = vpx_destroy};

@@ -425,7 +425,7 @@ int rc_screen_mode_step(rc_screen_mode *m, int looked, int fine_detail, int behi
         return 0;
     }
     if (!looked) return m->on;
-    m->plain = fine_detail ? 0 : m->plain + 1;
+    m->plain = fine_detail ? 0 : m->plain < INT_MAX ? m->plain + 1 : INT_MAX;
     if (m->plain >= RC_SCREEN_VOTES) m->backoff_us = 0, m->off_until_us = 0; /* other content: start afresh */
     int want = fine_detail && now_us >= m->off_until_us;
     if (!m->known) {
