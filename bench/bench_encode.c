@@ -6,7 +6,6 @@
  * plus bytes per frame, PSNR of the decoded result, and the ratio (b)/(a). PNG (the lossless refinement) too.
  *   bench-encode [--runs N] [--threads T] [--quality Q] [DIR]    (DIR defaults to $RCANVAS_FRAMES_DIR)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +25,6 @@ static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof(double), cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Decodes every tile of pk into one RGBA image and returns its PSNR against src. */
 static double packet_psnr(const rc_packet *pk, const uint8_t *src, uint32_t w, uint32_t h) {
@@ -84,20 +82,12 @@ int main(int argc, char **argv) {
     if (!dir) dir = getenv("RCANVAS_FRAMES_DIR");
     if (!dir || !*dir) return cli_error(PROG, "missing DIR: the directory of PNG frames (or set RCANVAS_FRAMES_DIR)");
     if (!threads) threads = rc_cpu_count();
-    DIR *d = opendir(dir);
-    if (!d) {
+    char *names[64];
+    int nn = rc_list_png(dir, names, 64);
+    if (nn < 0) {
         fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    char *names[64];
-    int nn = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && nn < 64) {
-        size_t l = strlen(de->d_name);
-        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)nn, sizeof(char *), cmp_str);
 
     rc_pool *pool;
     if (rc_pool_new(threads, &pool)) return 1;

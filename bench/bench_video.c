@@ -16,7 +16,6 @@
  *               [--no-jpeg] [DIR]
  * Adding a codec: a decoder (open, decode one packet to I420, close) and one line in k_codecs.
  */
-#include <dirent.h>
 #include <libyuv.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,8 +125,6 @@ static int64_t cpu_us(void) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* A source still and the sequence over it. */
 typedef struct source {
     char name[64];
@@ -158,17 +155,9 @@ static void render(const source *s, int i, int n, uint8_t *dst) {
 
 /* --play: every PNG of dir, exactly OUT_W×OUT_H, as the frames of one sequence (at most 64). */
 static int load_played(const char *dir, source **out) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
     char *names[64];
-    int nn = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && nn < 64) {
-        size_t l = strlen(de->d_name);
-        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+    int nn = rc_list_png(dir, names, 64);
+    if (nn < 0) return 0;
     source *s = calloc(1, sizeof *s);
     if (s) s->seq = calloc((size_t)nn + 1, sizeof(uint8_t *));
     for (int i = 0; i < nn; i++) {
@@ -197,17 +186,9 @@ static int load_played(const char *dir, source **out) {
 static int load_sources(const char *dir, int with_generated, source **out) {
     int n = 0;
     source *v = NULL;
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (d) {
-        char *names[64];
-        int nn = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) && nn < 64) {
-            size_t l = strlen(de->d_name);
-            if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
-        }
-        closedir(d);
-        qsort(names, (size_t)nn, sizeof(char *), cmp_str);
+    char *names[64];
+    int nn = dir ? rc_list_png(dir, names, 64) : -1;
+    if (nn >= 0) {
         v = calloc((size_t)nn + 1, sizeof(source));
         for (int i = 0; i < nn; i++) {
             char path[4096], err[256];

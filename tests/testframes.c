@@ -6,7 +6,6 @@
  */
 #include "testframes.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -348,7 +347,6 @@ int tf_each_generated(uint64_t max_pixels, tf_visit fn, void *user) {
     return n;
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Width × height from a PNG's IHDR without decoding it; -1 if the file is not a PNG. */
 static int png_size(const char *path, uint32_t *w, uint32_t *h) {
@@ -366,20 +364,12 @@ static int png_size(const char *path, uint32_t *w, uint32_t *h) {
 int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *user, int *load_errors) {
     const char *dir = getenv("RCANVAS_FRAMES_DIR");
     if (!dir || !*dir) dir = "../shared/frames";
-    DIR *d = opendir(dir);
-    if (!d) {
+    char *names[256];
+    int nn = rc_list_png(dir, names, 256), n = 0;
+    if (nn < 0) {
         printf("%s: no frame corpus at %s: generated frames only\n", what, dir);
         return -1;
     }
-    char *names[256];
-    int nn = 0, n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && nn < 256) {
-        size_t l = strlen(de->d_name);
-        if (l > 4 && !strcmp(de->d_name + l - 4, ".png")) names[nn++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)nn, sizeof names[0], cmp_name);
     char left[1024] = "";
     for (int i = 0; i < nn; i++) {
         char path[4096], err[256];

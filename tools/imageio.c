@@ -4,6 +4,7 @@
  */
 #include "imageio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <spng.h>
@@ -170,4 +171,20 @@ double rc_psnr_rgb(const uint8_t *a, size_t pa, const uint8_t *b, size_t pb, uin
     if (se == 0) return 99.0;
     double mse = se / ((double)w * h * 3);
     return 10.0 * log10(255.0 * 255.0 / mse);
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int rc_list_png(const char *dir, char **names, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *de;
+    while (n < max && (de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l > 4 && !strcmp(de->d_name + l - 4, ".png") && (names[n] = strdup(de->d_name))) n++;
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], cmp_name);
+    return n;
 }

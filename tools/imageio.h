@@ -22,6 +22,11 @@ int rc_decode_png(const uint8_t *data, size_t len, uint8_t **rgba, uint32_t *wid
 double rc_psnr_rgb(const uint8_t *a, size_t pitch_a, const uint8_t *b, size_t pitch_b, uint32_t width,
                    uint32_t height);
 
+/* The names of the *.png files in dir, sorted by strcmp, at most max of them (readdir's first max), each
+ * malloc'd (the caller frees them; a name that could not be copied is left out). Returns the count, or -1 if dir
+ * cannot be opened (errno says why). */
+int rc_list_png(const char *dir, char **names, int max);
+
 /* Reads a whole file into a malloc'd buffer. 0 or -1. */
 int rc_read_file(const char *path, uint8_t **data, size_t *len);
 /* Writes len bytes to path. 0 or -1. */
