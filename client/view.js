@@ -203,6 +203,7 @@ export class RCanvasView {
       connected: this.conn.connected, state: this.conn.state, viewerId: v.id, active: v.active, viewOnly: !!v.viewOnly, title: v.title,
       url: this.url.replace(/token=[^&]*/, 'token=…'), canvas: this.canvasName, visible: this.visible,
       canvasWidth: this.canvas.width, canvasHeight: this.canvas.height,
+      logicalWidth: v.width || 0, logicalHeight: v.height || 0,   // the canvas's logical size (the active viewer's)
       protocol: this.viewer.protocol, codecString: this.viewer.codecString || null,
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
