@@ -919,6 +919,8 @@ int main(int argc, char **argv) {
 #endif
 #if !RCANVAS_BENCH_AVCODEC
     printf("libavcodec: not built in: x264 high profile rows SKIPPED (apt: libavcodec-dev)\n");
+#else
+    if (!lavc_h264_available()) printf("libavcodec: %s not on this machine: x264 high profile rows SKIPPED\n", LAVC_SONAME);
 #endif
 
     if (vp9_check) { /* the direct libvpx encoder in 4:2:0 against rc_codec_vp9: identical packets expected */
@@ -957,9 +959,11 @@ int main(int argc, char **argv) {
                                    .close = x264s_close, .preset = pnames[np], .profile = "baseline"};
             snprintf(enc[ne++].name, sizeof enc[0].name, "x264-base-%s", t);
 #if RCANVAS_BENCH_AVCODEC
-            enc[ne] = (anchor_enc){.dec = &lavc_h264_decoder, .open = x264s_open, .encode = x264s_encode,
-                                   .close = x264s_close, .preset = pnames[np], .profile = "high"};
-            snprintf(enc[ne++].name, sizeof enc[0].name, "x264-high-%s", t);
+            if (lavc_h264_available()) {
+                enc[ne] = (anchor_enc){.dec = &lavc_h264_decoder, .open = x264s_open, .encode = x264s_encode,
+                                       .close = x264s_close, .preset = pnames[np], .profile = "high"};
+                snprintf(enc[ne++].name, sizeof enc[0].name, "x264-high-%s", t);
+            }
 #endif
         }
 #else

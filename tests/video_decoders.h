@@ -6,7 +6,8 @@
  * rc_codec_h264 writes) when RCANVAS_HAVE_H264, libvpx VP8/VP9 (VP9 profiles 0 and 1: 4:2:0 and 4:4:4) when
  * RCANVAS_HAVE_VPX, and libavcodec's H.264 (any profile: x264's high) when RCANVAS_BENCH_AVCODEC. Header only, for
  * programs that link those libraries themselves: every one found, since an -O0 build emits the decoder tables
- * (and so references the functions) even when a program uses one codec.
+ * (and so references the functions) even when a program uses one codec. libavcodec is the exception: it is loaded
+ * at run time (lavc_h264_available), so a program built with its headers runs where it is absent.
  */
 #ifndef RC_BENCH_VIDEO_DECODERS_H
 #define RC_BENCH_VIDEO_DECODERS_H
@@ -23,6 +24,7 @@
 #include <vpx/vpx_decoder.h>
 #endif
 #if RCANVAS_BENCH_AVCODEC
+#include <dlfcn.h>
 #include <libavcodec/avcodec.h>
 #endif
 
@@ -110,6 +112,51 @@ static const video_decoder vp9_decoder = {vp9_open, vpx_decode, vpx_dec_close};
 #endif
 
 #if RCANVAS_BENCH_AVCODEC
+/* libavcodec, loaded on first use from the major version these headers describe (dlopen), not linked: its
+ * dependency closure on Debian 12 is 146 MB (x265, codec2, rsvg, ICU's data…), which a kit of test binaries for
+ * another machine cannot carry (the GPU machine takes 64 MiB); there the tests decode with openh264 alone, and say
+ * so. The table's types are the headers' own, so a signature that changes does not compile. */
+typedef struct lavc_api {
+    __typeof__(&avcodec_find_decoder) avcodec_find_decoder;
+    __typeof__(&avcodec_alloc_context3) avcodec_alloc_context3;
+    __typeof__(&avcodec_open2) avcodec_open2;
+    __typeof__(&avcodec_free_context) avcodec_free_context;
+    __typeof__(&avcodec_send_packet) avcodec_send_packet;
+    __typeof__(&avcodec_receive_frame) avcodec_receive_frame;
+    __typeof__(&av_packet_alloc) av_packet_alloc;
+    __typeof__(&av_packet_free) av_packet_free;
+    __typeof__(&av_frame_alloc) av_frame_alloc;
+    __typeof__(&av_frame_free) av_frame_free;
+    __typeof__(&av_frame_unref) av_frame_unref;
+} lavc_api;
+#define LAVC_STR_(x) #x
+#define LAVC_STR(x) LAVC_STR_(x)
+#define LAVC_SONAME "libavcodec.so." LAVC_STR(LIBAVCODEC_VERSION_MAJOR)
+/* The functions, or NULL when libavcodec (LAVC_SONAME, with its libavutil) cannot be loaded here. Not thread-safe on
+ * the first call. */
+static inline const lavc_api *lavc_load(void) {
+    static lavc_api api;
+    static int state; /* 0 not tried, 1 loaded, -1 absent */
+    if (state) return state > 0 ? &api : NULL;
+    state = -1;
+    void *h = dlopen(LAVC_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return NULL;
+#define LAVC_LOAD(f)                                                                                                   \
+    if (!(api.f = (__typeof__(api.f))dlsym(h, #f))) return NULL;
+    LAVC_LOAD(avcodec_find_decoder) LAVC_LOAD(avcodec_alloc_context3) LAVC_LOAD(avcodec_open2)
+    LAVC_LOAD(avcodec_free_context) LAVC_LOAD(avcodec_send_packet) LAVC_LOAD(avcodec_receive_frame)
+    LAVC_LOAD(av_packet_alloc) LAVC_LOAD(av_packet_free) LAVC_LOAD(av_frame_alloc) LAVC_LOAD(av_frame_free)
+    LAVC_LOAD(av_frame_unref)
+#undef LAVC_LOAD
+    state = 1;
+    return &api;
+}
+/* 1 if libavcodec's H.264 decoder can be used here. */
+static inline int lavc_h264_available(void) {
+    const lavc_api *a = lavc_load();
+    return a && a->avcodec_find_decoder(AV_CODEC_ID_H264) != NULL;
+}
+
 /* libavcodec's H.264 decoder on one thread, low delay: a stream without B-frames (x264's zerolatency) gives each
  * picture back from its own packet. */
 typedef struct lavc_dec {
@@ -119,23 +166,25 @@ typedef struct lavc_dec {
 } lavc_dec;
 static inline void lavc_close(void *dp) {
     lavc_dec *d = dp;
-    avcodec_free_context(&d->ctx);
-    av_packet_free(&d->pkt);
-    av_frame_free(&d->frame);
+    const lavc_api *a = lavc_load(); /* loaded: d was opened */
+    a->avcodec_free_context(&d->ctx);
+    a->av_packet_free(&d->pkt);
+    a->av_frame_free(&d->frame);
     free(d);
 }
 static inline void *lavc_h264_open(void) {
-    const AVCodec *c = avcodec_find_decoder(AV_CODEC_ID_H264);
+    const lavc_api *a = lavc_load();
+    const AVCodec *c = a ? a->avcodec_find_decoder(AV_CODEC_ID_H264) : NULL;
     lavc_dec *d = c ? calloc(1, sizeof *d) : NULL;
     if (!d) return NULL;
-    d->ctx = avcodec_alloc_context3(c);
-    d->pkt = av_packet_alloc();
-    d->frame = av_frame_alloc();
+    d->ctx = a->avcodec_alloc_context3(c);
+    d->pkt = a->av_packet_alloc();
+    d->frame = a->av_frame_alloc();
     if (d->ctx) {
         d->ctx->thread_count = 1;
         d->ctx->flags |= AV_CODEC_FLAG_LOW_DELAY;
     }
-    if (!d->ctx || !d->pkt || !d->frame || avcodec_open2(d->ctx, c, NULL) < 0) {
+    if (!d->ctx || !d->pkt || !d->frame || a->avcodec_open2(d->ctx, c, NULL) < 0) {
         lavc_close(d);
         return NULL;
     }
@@ -143,10 +192,11 @@ static inline void *lavc_h264_open(void) {
 }
 static inline int lavc_decode(void *dp, const uint8_t *data, size_t len, yuv_view *out) {
     lavc_dec *d = dp;
-    av_frame_unref(d->frame);
+    const lavc_api *a = lavc_load();
+    a->av_frame_unref(d->frame);
     d->pkt->data = (uint8_t *)data;
     d->pkt->size = (int)len;
-    if (avcodec_send_packet(d->ctx, d->pkt) < 0 || avcodec_receive_frame(d->ctx, d->frame) < 0) return -1;
+    if (a->avcodec_send_packet(d->ctx, d->pkt) < 0 || a->avcodec_receive_frame(d->ctx, d->frame) < 0) return -1;
     if (d->frame->format != AV_PIX_FMT_YUV420P && d->frame->format != AV_PIX_FMT_YUVJ420P) return -1;
     *out = (yuv_view){d->frame->data[0], d->frame->data[1], d->frame->data[2], d->frame->width, d->frame->height,
                       d->frame->linesize[0], d->frame->linesize[1], 0};
