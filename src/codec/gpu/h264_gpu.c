@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the six pipelines, one
- * command buffer per picture, the parameter sets, NAL framing, and the rate control.
+ * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
  *
  * The choices, and why:
  *  - IDR pictures: one slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster
@@ -22,6 +22,7 @@
 #include "codec/gpu/h264_gpu.h"
 
 #include "codec/gpu/gpu_device.h"
+#include "codec/gpu/h264_gpu_rate.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -90,12 +91,10 @@ struct rc_gpu_h264 {
     int have_ref;     /* a picture was coded at this size: P pictures can follow */
     int want_key;
     uint32_t frame_num, idr_pic_id, since_key;
-    double qp_p;      /* the rate control's QP for P pictures */
-    int rc_started;   /* qp_p was set from the budget at this size (start_qp) */
+    rc_h264_rate rate; /* the rate control (h264_gpu_rate.h) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
-    double debt;       /* the rate control's bucket: bits over budget */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -133,7 +132,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->base.type = &rc_codec_h264_gpu;
     e->log = log ? log : &quiet;
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue, e->qlock = queue_lock;
-    e->qp_p = 30;
+    rc_h264_rate_reset(&e->rate);
     const char *me = getenv("RCANVAS_GPU_H264_ME");
     if (me && !strcmp(me, "int")) e->me_flags |= 1;
     VkDescriptorSetLayoutBinding b[NBIND];
@@ -209,7 +208,7 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
     if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
-        e->have_ref = 0, e->p_avg = 0, e->debt = 0, e->rc_started = 0;
+        e->have_ref = 0, e->p_avg = 0, rc_h264_rate_reset(&e->rate);
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -528,61 +527,6 @@ static VkResult submit_wait(rc_gpu_h264 *e) {
     return vr;
 }
 
-static int pick_qp(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, int key) {
-    int qp;
-    if (p && p->paint) qp = RC_GPU_H264_PAINT_QP;
-    else if (qp_override) qp = qp_override;
-    else qp = (int)lround(e->qp_p) - (key ? 4 : 0);
-    return qp < 12 ? 12 : qp > 51 ? 51 : qp;
-}
-
-/* The rate control, after a picture of `bytes` at qp. The model: bits ∝ 2^(−qp/6) (the QP step), so the QP that
- * would have hit the per-picture target (bitrate / fps) is qp + 6·log2(bits / target); after a P picture the P QP
- * moves half-way there. And a leaky bucket of the bits over budget (decaying 3 % a picture, IDR pictures counted in
- * full): while it is in debt the QP does not fall, and rises by 6·log2(1 + debt / half a second's budget), so a
- * slideshow of cuts (IDR pictures between still P pictures of a few bytes) settles at its bitrate too. At most 4
- * a picture either way. */
-static void rate_debt(rc_gpu_h264 *e, double fps, double target, double bits) {
-    e->debt = e->debt * 0.97 + bits - target;
-    if (e->debt < -target * fps) e->debt = -target * fps; /* at most a second of savings */
-}
-
-static void rate_update(rc_gpu_h264 *e, const rc_encode_params *p, int qp, int key, size_t bytes) {
-    if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
-    double fps = p->fps > 0 ? p->fps : 30;
-    double target = p->bitrate_kbps * 1000.0 / fps, bits = (double)bytes * 8.0;
-    rate_debt(e, fps, target, bits);
-    double step = key ? 0 : 6.0 * log2(bits / target) * 0.5;
-    if (e->debt > 0) step = fmax(step, 0) + 6.0 * log2(1 + e->debt / (target * fps * 0.5));
-    step = step > 4 ? 4 : step < -4 ? -4 : step;
-    e->qp_p = (key ? e->qp_p : qp) + step; /* after an IDR picture (QP 4 below, clamped at 12) from the P QP */
-    if (e->qp_p < 12) e->qp_p = 12;
-    if (e->qp_p > 51) e->qp_p = 51;
-}
-
-/* The P QP the rate control starts from at a new size: where the IDR picture that opens the stream (4 below it)
- * would cost about 8 pictures' budget on dense content, by the model of rate_update (bits ∝ 2^(−QP/6)) with 2 bits
- * a pixel at QP 26 (a 1080p pan over 32 coloured signals codes its IDR picture at 3.7, a plot at less than 1); never
- * below 30, the start for generous budgets. Before it the start was 30 at any budget: at 2 Mbit/s and 60 pictures
- * a second the first 1080p picture took 960 kB, four seconds of that link. */
-static double start_qp(const rc_gpu_h264 *e, const rc_encode_params *p) {
-    double fps = p->fps > 0 ? p->fps : 30, target = p->bitrate_kbps * 1000.0 / fps;
-    double q = 26 + 4 + 6.0 * log2(2.0 * e->w * e->h / (8.0 * target));
-    return q < 30 ? 30 : q > 51 ? 51 : q;
-}
-
-/* Whether this picture is skipped (put_skip_picture) for the bitrate: at QP 51 the pictures of dense motion can
- * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 42 kB a coded picture
- * against 4.2 kB), and QP has nowhere to go; so while the bucket holds more than half a picture's budget, a P
- * picture repeats the last one instead, and the viewer sees fewer pictures rather than late ones: the coded
- * pictures keep QP 51's quality and the stream its bitrate (that pan: 6 pictures of 60 coded, 2004 kbit/s). Never
- * an IDR picture, a paint-over or a fixed QP. */
-static int rate_skip(const rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, int key) {
-    if (key || qp_override || !p || p->paint || p->bitrate_kbps <= 0) return 0;
-    double target = p->bitrate_kbps * 1000.0 / (p->fps > 0 ? p->fps : 30);
-    return e->qp_p >= 50.5 && e->debt > 0.5 * target;
-}
-
 /* One GPU pass over the picture in `in` as an IDR (key) or P picture at qp: records, submits, waits. The slices'
  * RBSPs are then in B_HOST (their offsets in B_CTL). */
 static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) {
@@ -611,25 +555,22 @@ static int key_due(const rc_gpu_h264 *e, const rc_encode_params *p) {
     return !e->have_ref || e->want_key || (p && p->keyframe_interval > 0 && e->since_key >= (uint32_t)p->keyframe_interval);
 }
 
-/* After prepare(), before any pixel moves: starts the rate control at this size, and when rate_skip says so appends
- * the skipped picture (*skipped = 1; the caller neither copies nor codes the frame). */
+/* After prepare(), before any pixel moves: starts the rate control at this size, and when it says so
+ * (rc_h264_rate_skip) appends a picture of skipped macroblocks (*skipped = 1; the caller neither copies nor codes
+ * the frame). */
 static int encode_skip(rc_gpu_h264 *e, const rc_encode_params *p, int qp_override, rc_buf *out,
                        rc_gpu_h264_info *info, int64_t t0, int *skipped) {
     *skipped = 0;
-    if (!e->rc_started && !qp_override && p && !p->paint && p->bitrate_kbps > 0) {
-        e->qp_p = start_qp(e, p);
-        e->rc_started = 1;
-    }
+    rc_h264_rate_begin(&e->rate, e->w, e->h, p, qp_override);
     int key = key_due(e, p);
-    if (!rate_skip(e, p, qp_override, key)) return RCANVAS_OK;
-    int qp = pick_qp(e, p, qp_override, key);
+    if (!rc_h264_rate_skip(&e->rate, p, qp_override, key)) return RCANVAS_OK;
+    int qp = rc_h264_rate_qp(&e->rate, p, qp_override, key);
     size_t start = out->len;
     int r = put_skip_picture(e, out, qp);
     if (r) return r;
     e->since_key++;
     e->frame_num = (e->frame_num + 1) & 15;
-    double fps = p->fps > 0 ? p->fps : 30;
-    rate_debt(e, fps, p->bitrate_kbps * 1000.0 / fps, (double)(out->len - start) * 8.0); /* the QP stays */
+    rc_h264_rate_done(&e->rate, p, qp, 0, 1, out->len - start);
     if (info) {
         memset(info, 0, sizeof *info);
         info->qp = qp;
@@ -643,7 +584,7 @@ static int encode_skip(rc_gpu_h264 *e, const rc_encode_params *p, int qp_overrid
 static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
                   rc_gpu_h264_info *info, int64_t t0) {
     int key = key_due(e, p);
-    int qp = pick_qp(e, p, qp_override, key);
+    int qp = rc_h264_rate_qp(&e->rate, p, qp_override, key);
     int r = gpu_pass(e, in, bgra, key, qp);
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
@@ -661,7 +602,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (!key && !paint) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm; /* also at a cut: it adapts */
     if (cut) {
         size_t pbytes = ctl[0];
-        int kqp = pick_qp(e, p, qp_override, 1);
+        int kqp = rc_h264_rate_qp(&e->rate, p, qp_override, 1);
         r = gpu_pass(e, in, bgra, 1, kqp);
         if (!r && ctl[0] < pbytes * 3 / 2) key = 1, qp = kqp;
         else if (!r) r = gpu_pass(e, in, bgra, 0, qp);
@@ -684,7 +625,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
     e->frame_num = (e->frame_num + 1) & 15;
     e->parity ^= 1;
-    rate_update(e, p, qp, key, out->len - start);
+    rc_h264_rate_done(&e->rate, p, qp, key, 0, out->len - start);
     if (info) {
         memset(info, 0, sizeof *info);
         info->keyframe = key;

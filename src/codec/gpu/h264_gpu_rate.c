@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * h264_gpu_rate.c — the rate control of the Vulkan compute H.264 encoder (h264_gpu_rate.h has the model).
+ */
+#include "codec/gpu/h264_gpu_rate.h"
+
+#include "codec/gpu/h264_gpu.h"
+
+#include <math.h>
+
+/* The QP step: bits halve every 6 QP (H.264 8.5.12's quantizer step, Qstep doubling every 6). */
+#define QP_PER_OCTAVE 6.0
+/* After a P picture the QP moves this fraction of the way to the one that would have hit the target: one
+ * picture's size is noisy (its content, the motion search's luck), two halves converge within a few pictures. */
+#define STEP_GAIN 0.5
+/* At most this many QP a picture either way: a 1080p pan's pictures move by ±12 % of their bits, not 4× */
+#define STEP_MAX 4.0
+/* The bucket forgets 3 % a picture (about a second at 30 fps): an old overshoot is not paid for forever. */
+#define DECAY 0.97
+/* ... and holds at most a second of savings (a still spell must not buy a burst of big pictures). */
+#define SAVINGS_S 1.0
+/* In debt, the QP rises by 6·log2(1 + debt / this many seconds of budget): a slideshow of cuts (IDR pictures
+ * between still P pictures of a few bytes) settles at its bitrate too. */
+#define DEBT_S 0.5
+/* The start: the IDR picture that opens the stream should cost about this many pictures' budget on dense content
+ * (a quarter of a second at 30 fps), ... */
+#define START_PICTURES 8.0
+/* ... taken to need this many bits a pixel at QP 26 (a 1080p pan over 32 coloured signals codes its IDR picture at
+ * 3.7, a plot at less than 1: the middle of those). Before this start the stream began at QP 30 at any budget: at
+ * 2 Mbit/s and 60 pictures a second the first 1080p picture took 960 kB, four seconds of that link. */
+#define START_BITS_PER_PIXEL_AT_26 2.0
+/* Skip pictures from this QP (51, less the rounding of qp_p) ... */
+#define SKIP_QP 50.5
+/* ... while the bucket holds more than this many pictures' budget. At QP 51 the pictures of dense motion can
+ * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 42 kB a coded picture
+ * against 4.2 kB), and QP has nowhere to go: the viewer sees fewer pictures rather than late ones, the coded ones
+ * keep QP 51's quality and the stream its bitrate (that pan: 6 pictures of 60 coded, 2004 kbit/s; at 1000 kbit/s
+ * 3 of 60, 1000 kbit/s). */
+#define SKIP_DEBT_PICTURES 0.5
+/* A P picture under this fraction of its budget is still content (rc_h264_rate_done): 1/8, where a moving 1080p
+ * picture at the QP that fits its budget takes about all of it, and a still one (P_Skip) a few dozen bytes. */
+#define STILL_FRACTION 0.125
+
+double rc_h264_rate_bits_at(double bits, double qp, double to_qp) {
+    return bits * pow(2.0, (qp - to_qp) / QP_PER_OCTAVE);
+}
+
+double rc_h264_rate_qp_for(double bits, double qp, double target_bits) {
+    return qp + QP_PER_OCTAVE * log2(bits / target_bits);
+}
+
+static double clamp_qp(double q) {
+    return q < RC_H264_RATE_QP_MIN ? RC_H264_RATE_QP_MIN : q > RC_H264_RATE_QP_MAX ? RC_H264_RATE_QP_MAX : q;
+}
+
+static int controlled(const rc_encode_params *p, int qp_override) {
+    return p && !p->paint && !qp_override && p->bitrate_kbps > 0;
+}
+
+static double fps_of(const rc_encode_params *p) { return p->fps > 0 ? p->fps : 30; }
+
+/* bits a picture may take: the bitrate over the frame rate asked */
+static double picture_budget(const rc_encode_params *p) { return p->bitrate_kbps * 1000.0 / fps_of(p); }
+
+void rc_h264_rate_reset(rc_h264_rate *r) {
+    r->qp_p = RC_H264_RATE_QP_START;
+    r->qp_dense = RC_H264_RATE_QP_MIN;
+    r->debt = 0;
+    r->started = 0;
+}
+
+void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode_params *p, int qp_override) {
+    if (!controlled(p, qp_override)) return;
+    /* the P QP whose IDR picture (RC_H264_RATE_IDR_OFFSET below) takes START_PICTURES budgets by the model */
+    double idr_bits = START_BITS_PER_PIXEL_AT_26 * w * h;
+    double q = rc_h264_rate_qp_for(idr_bits, 26, START_PICTURES * picture_budget(p)) + RC_H264_RATE_IDR_OFFSET;
+    r->qp_dense = q < RC_H264_RATE_QP_START ? RC_H264_RATE_QP_START : clamp_qp(q);
+    if (!r->started) r->qp_p = r->qp_dense;
+    r->started = 1;
+}
+
+int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key) {
+    double qp;
+    if (p && p->paint) qp = RC_GPU_H264_PAINT_QP;
+    else if (qp_override) qp = qp_override;
+    else qp = lround(r->qp_p) - (key ? RC_H264_RATE_IDR_OFFSET : 0);
+    return (int)clamp_qp(qp);
+}
+
+int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key) {
+    if (key || !controlled(p, qp_override)) return 0;
+    return r->qp_p >= SKIP_QP && r->debt > SKIP_DEBT_PICTURES * picture_budget(p);
+}
+
+void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp, int key, int skipped, size_t bytes) {
+    if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
+    double fps = fps_of(p), target = picture_budget(p), bits = (double)bytes * 8.0;
+    r->debt = r->debt * DECAY + bits - target;
+    if (r->debt < -target * fps * SAVINGS_S) r->debt = -target * fps * SAVINGS_S;
+    if (skipped) return; /* the QP stays: it is at its top */
+    double step = key ? 0 : (rc_h264_rate_qp_for(bits, qp, target) - qp) * STEP_GAIN;
+    if (r->debt > 0) step = fmax(step, 0) + QP_PER_OCTAVE * log2(1 + r->debt / (target * fps * DEBT_S));
+    step = step > STEP_MAX ? STEP_MAX : step < -STEP_MAX ? -STEP_MAX : step;
+    /* after an IDR picture (coded below the P QP, clamped at the minimum) the step is from the P QP */
+    double next = clamp_qp((key ? r->qp_p : qp) + step);
+    if (!key && bits < STILL_FRACTION * target && next < r->qp_p && next < r->qp_dense) /* still: not below qp_dense */
+        next = r->qp_p < r->qp_dense ? r->qp_p : r->qp_dense;
+    r->qp_p = next;
+}

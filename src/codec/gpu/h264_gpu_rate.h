@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * h264_gpu_rate.h — the rate control of the Vulkan compute H.264 encoder (h264_gpu.h): which QP a picture is
+ * coded at, which pictures are skipped, and what each coded picture teaches, for the bitrate and frame rate the
+ * stream's steering asks in rc_encode_params (bitrate_kbps, fps: the same seam as the CPU encoders). Pure
+ * arithmetic on doubles, no Vulkan: the encoder reports each picture's size (FFmpeg's split: ratecontrol.c owns its
+ * state, the encoder reports frame_size).
+ *
+ * The model (named below): a picture's bits go as 2^(−QP/6), the quantizer step of ITU-T H.264 8.5.12 doubling every
+ * 6 QP. On it: a QP that moves half-way to the one that would have hit the per-picture target, a leaky bucket of the
+ * bits over budget that keeps the QP from falling while in debt, a start QP from the budget, and pictures of
+ * skipped macroblocks once QP 51 is not enough. Not thread-safe: one per encoder, under the encoder's own rules.
+ */
+#ifndef RC_H264_GPU_RATE_H
+#define RC_H264_GPU_RATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/codec.h"
+
+/* QPs the rate control uses: H.264 allows 0–51 (7.4.2.2, pic_init_qp); below 12 the pictures of a 1080p pan cost
+ * several times a fast link for no visible gain (and the refinement sends still pictures lossless anyway). */
+#define RC_H264_RATE_QP_MIN 12
+#define RC_H264_RATE_QP_MAX 51
+/* An IDR picture is coded this many QP below the P pictures (x264's ipratio 1.4 is about 3; one more: an IDR
+ * picture is what every following P picture predicts from). */
+#define RC_H264_RATE_IDR_OFFSET 4
+/* The QP a stream starts from when the budget allows it (and the floor of rc_h264_rate_start). */
+#define RC_H264_RATE_QP_START 30
+
+typedef struct rc_h264_rate {
+    double qp_p;    /* the QP for P pictures (fractional: moved by the model's steps) */
+    double debt;    /* the leaky bucket: bits over budget, decaying RC_H264_RATE_DECAY a picture */
+    int started;    /* qp_p was set from the budget at this size (rc_h264_rate_begin) */
+    double qp_dense; /* the QP dense content would need at this size and budget (rc_h264_rate_begin): the lowest
+                      * a picture far under its budget (still content) may take qp_p */
+} rc_h264_rate;
+
+/* The model: the bits a picture of `bits` at QP qp would take at QP to_qp. */
+double rc_h264_rate_bits_at(double bits, double qp, double to_qp);
+/* The model inverted: the QP at which a picture of `bits` at QP qp would take target_bits (> 0). */
+double rc_h264_rate_qp_for(double bits, double qp, double target_bits);
+
+/* A new stream or size: QP RC_H264_RATE_QP_START, no debt, not started. */
+void rc_h264_rate_reset(rc_h264_rate *r);
+/* Before a picture of w × h under a bitrate (p->bitrate_kbps > 0, not a paint-over, no fixed QP): qp_dense, the P
+ * QP at which an IDR picture of dense content would cost a few pictures' budget (START_* in h264_gpu_rate.c), never
+ * below RC_H264_RATE_QP_START; the first picture at this size starts qp_p there. */
+void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode_params *p, int qp_override);
+/* The QP of the next picture: RC_GPU_H264_PAINT_QP for a paint-over (p->paint), else qp_override (12–51) when
+ * nonzero, else the rate control's (RC_H264_RATE_IDR_OFFSET lower for an IDR picture), within the QPs above. */
+int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
+/* 1 if the next picture is to be skipped (sent as a picture of skipped macroblocks) for the bitrate: a P picture
+ * under the rate control while the QP is at its top and the bucket holds more than half a picture's budget. */
+int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
+/* A picture of `bytes` was sent at qp (key: an IDR picture; skipped: rc_h264_rate_skip's picture, which moves
+ * the bucket only). Nothing for paint-overs, fixed QPs or an empty picture. A P picture under STILL_FRACTION of
+ * its budget (still content: P_Skip, a cursor) lowers qp_p no further than qp_dense: the model says nothing about
+ * the content that comes next, and a still spell had taken the QP to 12, where the next slide's IDR picture cost
+ * 2.5 MB (10 s of a 2 Mbit/s link; test_h264_gpu_rate's slideshow). */
+void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp, int key, int skipped, size_t bytes);
+
+#endif
