@@ -5,9 +5,11 @@
  *     and the turning 3D scatter, 16 frames each uploaded once as VkImages) coded from the VkImages for --frames
  *     frames (an IDR, then P pictures) at a fixed QP (--qp, default 28) and then under the rate control at --kbps:
  *     per stage GPU ms (timestamp queries: input copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
- *     write, copy out), GPU ms and wall ms per picture (medians, IDR pictures apart), the process's CPU ms per
- *     picture (getrusage over the timed loop: recording, submitting, the fence wait, NAL framing), bytes per
- *     picture; and the same pixels from the CPU (rc_gpu_h264_encode_cpu: the upload copy included).
+ *     write, copy out), GPU ms and wall ms per picture (medians over the P pictures coded: IDR pictures apart, and
+ *     the pictures the rate control skipped, which have no GPU pass), the process's CPU ms per picture (getrusage
+ *     over the timed loop: recording, submitting, the fence wait, NAL framing), bytes per P picture and the P
+ *     pictures' kbit/s at 60 fps (skipped ones included: the stream's bitrate), the P pictures skipped; and the
+ *     same pixels from the CPU (rc_gpu_h264_encode_cpu: the upload copy included).
  *   --density K[,K...]: K canvases at once, each a thread coding the pan at --size, paced at --fps (default 60)
  *     for --seconds S (default 5): with h264-gpu (K encoders on one device, one queue) and with openh264
  *     (rc_codec_h264, one thread each, from CPU bitmaps, at --kbps): pictures/s per canvas (mean, the slowest),
@@ -85,7 +87,7 @@ static void seq_free(rcanvas_vk *vk, seqimg *s) {
  * CPU. */
 static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int n, int qp, int kbps, int from_cpu) {
     double st[7][4096], gpu[4096], wall[4096], kgpu = 0;
-    int np = 0, nk = 0;
+    int np = 0, nk = 0, nc = 0, nskip = 0; /* P pictures, IDR pictures, P pictures coded, P pictures skipped */
     size_t pbytes = 0, kbytes = 0;
     rc_buf out = {0};
     rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .fps = 60};
@@ -115,18 +117,27 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
             nk++, kbytes += out.len, kgpu += info.gpu_ms;
             continue;
         }
-        for (int j = 0; j < 7; j++) st[j][np] = info.stage_ms[j];
-        gpu[np] = info.gpu_ms, wall[np] = info.wall_ms;
         pbytes += out.len;
         np++;
+        if (info.skipped) { /* the rate control sent a picture of skipped macroblocks: no GPU pass to time */
+            nskip++;
+            continue;
+        }
+        for (int j = 0; j < 7; j++) st[j][nc] = info.stage_ms[j];
+        gpu[nc] = info.gpu_ms, wall[nc] = info.wall_ms;
+        nc++;
     }
     double cpu_ms = (double)(cpu_us() - c0) / 1000.0 / (n ? n : 1);
-    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.1f (%.2f ms) |\n",
-           seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qp ? "fixed" : "rate ctl", median(st[0], np),
-           median(st[1], np), median(st[2], np), median(st[3], np), median(st[4], np), median(st[5], np),
-           median(st[6], np), median(gpu, np), median(wall, np), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
-           nk ? (double)kbytes / nk / 1000.0 : 0, nk ? kgpu / nk : 0);
-    (void)lastqp;
+    char qps[32];
+    if (qp) snprintf(qps, sizeof qps, "fixed");
+    else snprintf(qps, sizeof qps, "rate ctl (last %d)", lastqp);
+    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.0f | "
+           "%d of %d | %.1f (%.2f ms) |\n",
+           seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, median(st[0], nc), median(st[1], nc),
+           median(st[2], nc), median(st[3], nc), median(st[4], nc), median(st[5], nc), median(st[6], nc),
+           median(gpu, nc), median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
+           np ? (double)pbytes * 8 * p.fps / np / 1000.0 : 0, nskip, np, nk ? (double)kbytes / nk / 1000.0 : 0,
+           nk ? kgpu / nk : 0);
     fflush(stdout);
     rc_buf_free(&out);
 }
@@ -305,8 +316,8 @@ int main(int argc, char **argv) {
                         rcanvas_vk_queue(vk), NULL, NULL, &e))
         return 1;
     printf("| sequence | input | QP | copy in | colour | motion | MBs | CAVLC count | scan+write | copy out | GPU "
-           "ms/P | wall ms/P | CPU ms/picture | kB/P | kB/IDR (GPU ms) |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "ms/P | wall ms/P | CPU ms/picture | kB/P | P kbit/s | P skipped | kB/IDR (GPU ms) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < ns; si++)
         for (int m = 0; m < TF_MOTIONS; m++) {
             seqimg s;
