@@ -11,7 +11,9 @@
  *     pictures' kbit/s at 60 fps (skipped ones included: the stream's bitrate), the P pictures skipped; and the
  *     same pixels from the CPU (rc_gpu_h264_encode_cpu: the upload copy included).
  *   --density K[,K...]: K canvases at once, each a thread coding the pan at --size, paced at --fps (default 60)
- *     for --seconds S (default 5): with h264-gpu (K encoders on one device, one queue) and with openh264
+ *     for --seconds S (default 5): with h264-gpu (K encoders on one device, one queue, from VkImages), with the
+ *     codec table's h264-gpu as a canvas runs it (the process-wide device, from CPU bitmaps: on one queue, then
+ *     spread over its queues) and with openh264
  *     (rc_codec_h264, one thread each, from CPU bitmaps, at --kbps): pictures/s per canvas (mean, the slowest),
  *     the process's CPU (cores busy) and CPU ms per picture.
  * Prints markdown tables; asserts nothing.
@@ -145,7 +147,9 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
 /* ---- density ---- */
 
 typedef struct dens_job {
-    int gpu;                /* 1: h264-gpu on the shared device; 0: openh264 */
+    int gpu;                /* 1: h264-gpu on the shared device (one queue), from VkImages; 2: the codec table's
+                             * h264-gpu (the process-wide device, its queues) from CPU bitmaps, as a canvas runs it;
+                             * 0: openh264 */
     rcanvas_vk *vk;
     pthread_mutex_t *qlock;
     const seqimg *s;
@@ -168,7 +172,9 @@ static void *dens_thread(void *arg) {
     dens_job *j = arg;
     rc_gpu_h264 *ge = NULL;
     rc_codec *ce = NULL;
-    if (j->gpu) {
+    if (j->gpu == 2) {
+        if (rc_codec_new(&rc_codec_h264_gpu, &ce)) j->errors++;
+    } else if (j->gpu) {
         if (rc_gpu_h264_new(rcanvas_vk_physical_device(j->vk), rcanvas_vk_device(j->vk), rcanvas_vk_queue_family(j->vk),
                             rcanvas_vk_queue(j->vk), j->qlock, NULL, &ge))
             j->errors++;
@@ -228,9 +234,12 @@ static void run_density(rcanvas_vk *vk, const seqimg *s, int k, int gpu, double 
         gms += jobs[i].gpu_ms;
         if (jobs[i].frames < slowest) slowest = jobs[i].frames;
     }
-    char g[32] = "–";
-    if (gpu && total) snprintf(g, sizeof g, "%.3f", gms / total);
-    printf("| %d | %s | %ux%u @ %.0f | %.1f | %.1f | %.2f | %.3f | %s | %d |\n", k, gpu ? "h264-gpu" : "openh264", s->w,
+    char g[32] = "–", name[64];
+    if (gpu == 1 && total) snprintf(g, sizeof g, "%.3f", gms / total);
+    const char *nq = getenv("RCANVAS_GPU_QUEUES");
+    if (gpu == 2) snprintf(name, sizeof name, "h264-gpu, CPU bitmaps, %s queue(s)", nq ? nq : "all");
+    else snprintf(name, sizeof name, "%s", gpu ? "h264-gpu, VkImages, one queue" : "openh264");
+    printf("| %d | %s | %ux%u @ %.0f | %.1f | %.1f | %.2f | %.3f | %s | %d |\n", k, name, s->w,
            s->h, fps, total / wall_s / k, slowest / wall_s, cpu_s / wall_s, total ? cpu_s * 1000 / total : 0, g, errors);
     fflush(stdout);
     free(jobs);
@@ -305,6 +314,11 @@ int main(int argc, char **argv) {
                "busy | CPU ms/picture | GPU ms/picture | errors |\n|---|---|---|---|---|---|---|---|---|\n");
         for (int d = 0; d < nd; d++) {
             run_density(vk, &s, dens[d], 1, fps, seconds, kbps);
+            /* the process-wide device is made anew for each run (its last user gone): one queue, then all */
+            setenv("RCANVAS_GPU_QUEUES", "1", 1);
+            run_density(vk, &s, dens[d], 2, fps, seconds, kbps);
+            unsetenv("RCANVAS_GPU_QUEUES");
+            run_density(vk, &s, dens[d], 2, fps, seconds, kbps);
             run_density(vk, &s, dens[d], 0, fps, seconds, kbps);
         }
         seq_free(vk, &s);
@@ -323,7 +337,14 @@ int main(int argc, char **argv) {
             seqimg s;
             if (seq_make(vk, (tf_motion)m, sw[si], sh[si], &s)) return 1;
             run_single(e, &s, tf_motion_name((tf_motion)m), frames, qp, 0, 0);
-            run_single(e, &s, tf_motion_name((tf_motion)m), frames, 0, kbps, 0);
+            /* the rate control from its start on each sequence: an encoder of its own (the one above carries the
+             * last sequence's QP and bucket) */
+            rc_gpu_h264 *re = NULL;
+            if (rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                                rcanvas_vk_queue(vk), NULL, NULL, &re))
+                return 1;
+            run_single(re, &s, tf_motion_name((tf_motion)m), frames, 0, kbps, 0);
+            rc_gpu_h264_free(re);
             run_single(e, &s, tf_motion_name((tf_motion)m), frames / 2, qp, 0, 1);
             seq_free(vk, &s);
         }

@@ -132,8 +132,8 @@ typedef struct lavc_api {
 #define LAVC_STR_(x) #x
 #define LAVC_STR(x) LAVC_STR_(x)
 #define LAVC_SONAME "libavcodec.so." LAVC_STR(LIBAVCODEC_VERSION_MAJOR)
-/* The functions, or NULL when libavcodec (LAVC_SONAME, with its libavutil) cannot be loaded here. Not thread-safe on
- * the first call. */
+/* The functions, or NULL when libavcodec (LAVC_SONAME, with its libavutil) cannot be loaded here or lacks one of
+ * them. Not thread-safe on the first call. */
 static inline const lavc_api *lavc_load(void) {
     static lavc_api api;
     static int state; /* 0 not tried, 1 loaded, -1 absent */
@@ -142,7 +142,10 @@ static inline const lavc_api *lavc_load(void) {
     void *h = dlopen(LAVC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) return NULL;
 #define LAVC_LOAD(f)                                                                                                   \
-    if (!(api.f = (__typeof__(api.f))dlsym(h, #f))) return NULL;
+    if (!(api.f = (__typeof__(api.f))dlsym(h, #f))) {                                                                  \
+        dlclose(h);                                                                                                    \
+        return NULL;                                                                                                   \
+    }
     LAVC_LOAD(avcodec_find_decoder) LAVC_LOAD(avcodec_alloc_context3) LAVC_LOAD(avcodec_open2)
     LAVC_LOAD(avcodec_free_context) LAVC_LOAD(avcodec_send_packet) LAVC_LOAD(avcodec_receive_frame)
     LAVC_LOAD(av_packet_alloc) LAVC_LOAD(av_packet_free) LAVC_LOAD(av_frame_alloc) LAVC_LOAD(av_frame_free)

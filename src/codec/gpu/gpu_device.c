@@ -41,15 +41,33 @@ int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *
     return RCANVAS_OK;
 }
 
-VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue) {
-    float prio = 1.0f;
+VkResult rc_gpu_create_device_queues(VkPhysicalDevice phys, uint32_t family, uint32_t max, VkDevice *dev,
+                                     VkQueue *queues, uint32_t *n) {
+    uint32_t nf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &nf, NULL);
+    VkQueueFamilyProperties fam[32];
+    if (nf > 32) nf = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &nf, fam);
+    uint32_t count = family < nf ? fam[family].queueCount : 1;
+    if (count > max) count = max;
+    if (count < 1) count = 1;
+    float prio[RC_GPU_DEVICE_QUEUES > 1 ? RC_GPU_DEVICE_QUEUES : 1];
+    if (count > sizeof prio / sizeof prio[0]) count = sizeof prio / sizeof prio[0];
+    for (uint32_t i = 0; i < count; i++) prio[i] = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = family,
-                                   .queueCount = 1, .pQueuePriorities = &prio};
+                                   .queueCount = count, .pQueuePriorities = prio};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci};
     VkResult r = vkCreateDevice(phys, &dci, NULL, dev);
-    if (r == VK_SUCCESS) vkGetDeviceQueue(*dev, family, 0, queue);
-    return r;
+    if (r != VK_SUCCESS) return r;
+    for (uint32_t i = 0; i < count; i++) vkGetDeviceQueue(*dev, family, i, &queues[i]);
+    *n = count;
+    return VK_SUCCESS;
+}
+
+VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue) {
+    uint32_t n = 0;
+    return rc_gpu_create_device_queues(phys, family, 1, dev, queue, &n);
 }
 
 int rc_gpu_find_memory(VkPhysicalDevice phys, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
@@ -123,7 +141,7 @@ static int64_t g_failed_us; /* when making it last failed, 0: not */
 static void destroy(rc_gpu_device *d) {
     if (d->dev) vkDestroyDevice(d->dev, NULL);
     if (d->instance) vkDestroyInstance(d->instance, NULL);
-    pthread_mutex_destroy(&d->queue_lock);
+    for (int i = 0; i < RC_GPU_DEVICE_QUEUES; i++) pthread_mutex_destroy(&d->queue_locks[i]);
     free(d);
 }
 
@@ -134,7 +152,7 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
     if (!g_dev && !r) {
         rc_gpu_device *d = calloc(1, sizeof *d);
         if (!d) r = RCANVAS_ENOMEM;
-        if (d) pthread_mutex_init(&d->queue_lock, NULL);
+        for (int i = 0; d && i < RC_GPU_DEVICE_QUEUES; i++) pthread_mutex_init(&d->queue_locks[i], NULL);
         VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "rcanvas",
                                  .apiVersion = VK_API_VERSION_1_1};
         VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
@@ -153,7 +171,12 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
                 r = RCANVAS_EVULKAN;
             }
         }
-        if (d && !r && rc_gpu_create_device(d->phys, d->family, &d->dev, &d->queue) != VK_SUCCESS) r = RCANVAS_EVULKAN;
+        const char *nq = getenv("RCANVAS_GPU_QUEUES");
+        int want = nq ? atoi(nq) : RC_GPU_DEVICE_QUEUES;
+        if (want < 1 || want > RC_GPU_DEVICE_QUEUES) want = RC_GPU_DEVICE_QUEUES;
+        if (d && !r && rc_gpu_create_device_queues(d->phys, d->family, (uint32_t)want, &d->dev, d->queues,
+                                                   &d->nqueues) != VK_SUCCESS)
+            r = RCANVAS_EVULKAN;
         if (r) {
             if (d) destroy(d);
             g_failed_us = rc_now_us();
@@ -167,6 +190,13 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
     *out = r ? NULL : g_dev;
     pthread_mutex_unlock(&g_mu);
     return r;
+}
+
+uint32_t rc_gpu_device_take_queue(rc_gpu_device *d) {
+    pthread_mutex_lock(&g_mu);
+    uint32_t i = d->nqueues > 1 ? d->next_queue++ % d->nqueues : 0;
+    pthread_mutex_unlock(&g_mu);
+    return i;
 }
 
 void rc_gpu_device_release(rc_gpu_device *d) {

@@ -18,6 +18,9 @@
 int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *phys, uint32_t *family);
 /* A device with one queue of that family. VkResult of vkCreateDevice. */
 VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue);
+/* A device with as many queues of that family as it has, up to max (≥ 1): *n of them in queues[]. VkResult. */
+VkResult rc_gpu_create_device_queues(VkPhysicalDevice phys, uint32_t family, uint32_t max, VkDevice *dev,
+                                     VkQueue *queues, uint32_t *n);
 
 /* A buffer with its own memory: `map` is its mapping when host-visible, NULL otherwise; cap its size in bytes. */
 typedef struct rc_gpu_buf {
@@ -39,20 +42,29 @@ void rc_gpu_buf_free(VkDevice dev, rc_gpu_buf *b);
 VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint32_t *code, size_t size, VkPipeline *out);
 
 /* The process-wide device: made at the first acquire (a Vulkan 1.1 instance without layers, rc_gpu_pick_device;
- * not a CPU device such as lavapipe unless RCANVAS_GPU_CODEC_DEVICE=any),
- * kept while anyone holds it, destroyed at the last release. Submissions to its queue from different threads hold
- * `queue_lock`. A failure to make it is remembered for RC_GPU_DEVICE_RETRY_S seconds (each try costs an instance).
- * RCANVAS_OK, RCANVAS_EVULKAN, RCANVAS_ENOMEM. Any thread. */
+ * not a CPU device such as lavapipe unless RCANVAS_GPU_CODEC_DEVICE=any), with up to RC_GPU_DEVICE_QUEUES queues of
+ * its compute family (RCANVAS_GPU_QUEUES=N asks fewer: benchmarks), kept while anyone holds it, destroyed at the
+ * last release. Each user takes a queue (rc_gpu_device_take_queue, round robin); submissions to one queue from
+ * different threads hold its lock. Queues, not one: a pipeline barrier orders everything submitted to its queue
+ * before it, so the encoders of many canvases on one queue run one after the other however idle the GPU is between
+ * their small dispatches; on separate queues they overlap. A failure to make it is remembered for
+ * RC_GPU_DEVICE_RETRY_S seconds (each try costs an instance). RCANVAS_OK, RCANVAS_EVULKAN, RCANVAS_ENOMEM. Any
+ * thread. */
+#define RC_GPU_DEVICE_QUEUES 8
 typedef struct rc_gpu_device {
     VkInstance instance;
     VkPhysicalDevice phys;
     VkDevice dev;
     uint32_t family;
-    VkQueue queue;
-    pthread_mutex_t queue_lock;
+    uint32_t nqueues;          /* queues made (1..RC_GPU_DEVICE_QUEUES) */
+    VkQueue queues[RC_GPU_DEVICE_QUEUES];
+    pthread_mutex_t queue_locks[RC_GPU_DEVICE_QUEUES];
+    uint32_t next_queue;       /* the queue the next user takes (round robin; under the module's lock) */
 } rc_gpu_device;
 #define RC_GPU_DEVICE_RETRY_S 10
 int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out);
+/* The index of the queue a new user of d should submit to (with queue_locks[i]). Any thread. */
+uint32_t rc_gpu_device_take_queue(rc_gpu_device *d);
 void rc_gpu_device_release(rc_gpu_device *d);
 
 #endif

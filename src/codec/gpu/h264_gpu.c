@@ -570,7 +570,7 @@ static int encode_skip(rc_gpu_h264 *e, const rc_encode_params *p, int qp_overrid
     if (r) return r;
     e->since_key++;
     e->frame_num = (e->frame_num + 1) & 15;
-    rc_h264_rate_done(&e->rate, p, qp, 0, 1, out->len - start);
+    rc_h264_rate_done(&e->rate, p, qp_override, qp, 0, 1, out->len - start);
     if (info) {
         memset(info, 0, sizeof *info);
         info->qp = qp;
@@ -625,7 +625,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (key) e->idr_pic_id = (e->idr_pic_id + 1) & 0xFFFF;
     e->frame_num = (e->frame_num + 1) & 15;
     e->parity ^= 1;
-    rc_h264_rate_done(&e->rate, p, qp, key, 0, out->len - start);
+    rc_h264_rate_done(&e->rate, p, qp_override, qp, key, 0, out->len - start);
     if (info) {
         memset(info, 0, sizeof *info);
         info->keyframe = key;
@@ -717,7 +717,8 @@ static int gpu_create(const rc_codec_type *type, rc_codec **out) {
     int r = rc_gpu_device_acquire(NULL, &d);
     if (r) return r;
     rc_gpu_h264 *e = NULL;
-    r = rc_gpu_h264_new(d->phys, d->dev, d->family, d->queue, &d->queue_lock, NULL, &e);
+    uint32_t q = rc_gpu_device_take_queue(d); /* the canvases' encoders spread over the device's queues */
+    r = rc_gpu_h264_new(d->phys, d->dev, d->family, d->queues[q], &d->queue_locks[q], NULL, &e);
     if (r) {
         rc_gpu_device_release(d);
         return r;

@@ -22,6 +22,7 @@
 #include <vulkan/vulkan.h>
 
 #include "codec/codec.h"
+#include "codec/gpu/h264_gpu_rate.h"
 #include "core/util.h"
 
 typedef struct rc_gpu_h264 rc_gpu_h264;
@@ -49,10 +50,9 @@ typedef struct rc_gpu_h264_info {
  * RC_GPU_H264_MAX_MBS macroblocks, else RCANVAS_EFRAME_SIZE; a width or
  * height not a multiple of 16 is coded padded and cropped in the SPS, an odd one shows one repeated column or
  * row) and appends the access unit to out. The QP: p->paint → RC_GPU_H264_PAINT_QP; else qp_override 12–51 when
- * not 0 (tests); else the rate control from p->bitrate_kbps and p->fps (bits per picture = bitrate / fps; the QP
- * moves by the log ratio of the last picture's bits to that, at most 4 a picture, IDR pictures 4 below P; the
- * H.264 QP step of 2^(1/6) per unit is the model; at QP 51 and over budget, P pictures of skipped macroblocks only
- * until the budget allows a coded one again). An IDR picture at the first encode, after a size change, on
+ * not 0 (tests); else the rate control from p->bitrate_kbps and p->fps (h264_gpu_rate.h: its model, the bucket,
+ * the start, and P pictures of skipped macroblocks only while QP 51 is over budget). An IDR picture at the first
+ * encode, after a size change, on
  * rc_gpu_h264_request_keyframe, and every p->keyframe_interval pictures when > 0. info may be NULL.
  * RCANVAS_EINVAL (bad image), RCANVAS_EFRAME_SIZE (too large for the device's buffers), RCANVAS_ENOMEM,
  * RCANVAS_EVULKAN, RCANVAS_EDEVICE_LOST. */
@@ -69,7 +69,7 @@ int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkI
 /* The next picture is an IDR picture. */
 void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
 
-#define RC_GPU_H264_PAINT_QP 24
+#define RC_GPU_H264_PAINT_QP RC_H264_RATE_PAINT_QP
 #define RC_GPU_H264_MAX_MBS 139264 /* the largest MaxFS of Table A-1 (level 6.2): 8192 × 4352 pixels */
 
 /* Test hook: the last picture's reconstruction (what a decoder shows before cropping), I420 at the padded size

@@ -4,8 +4,6 @@
  */
 #include "codec/gpu/h264_gpu_rate.h"
 
-#include "codec/gpu/h264_gpu.h"
-
 #include <math.h>
 
 /* The QP step: bits halve every 6 QP (H.264 8.5.12's quantizer step, Qstep doubling every 6). */
@@ -13,7 +11,8 @@
 /* After a P picture the QP moves this fraction of the way to the one that would have hit the target: one
  * picture's size is noisy (its content, the motion search's luck), two halves converge within a few pictures. */
 #define STEP_GAIN 0.5
-/* At most this many QP a picture either way: a 1080p pan's pictures move by ±12 % of their bits, not 4× */
+/* At most this many QP a picture either way (1.6× the bits): one picture far off its budget (a cut, a burst of
+ * detail) moves the QP over a few pictures, not at once, so the next ones do not swing as far the other way. */
 #define STEP_MAX 4.0
 /* The bucket forgets 3 % a picture (about a second at 30 fps): an old overshoot is not paid for forever. */
 #define DECAY 0.97
@@ -37,9 +36,6 @@
  * keep QP 51's quality and the stream its bitrate (that pan: 6 pictures of 60 coded, 2004 kbit/s; at 1000 kbit/s
  * 3 of 60, 1000 kbit/s). */
 #define SKIP_DEBT_PICTURES 0.5
-/* A P picture under this fraction of its budget is still content (rc_h264_rate_done): 1/8, where a moving 1080p
- * picture at the QP that fits its budget takes about all of it, and a still one (P_Skip) a few dozen bytes. */
-#define STILL_FRACTION 0.125
 
 double rc_h264_rate_bits_at(double bits, double qp, double to_qp) {
     return bits * pow(2.0, (qp - to_qp) / QP_PER_OCTAVE);
@@ -64,7 +60,7 @@ static double picture_budget(const rc_encode_params *p) { return p->bitrate_kbps
 
 void rc_h264_rate_reset(rc_h264_rate *r) {
     r->qp_p = RC_H264_RATE_QP_START;
-    r->qp_dense = RC_H264_RATE_QP_MIN;
+    r->qp_dense = RC_H264_RATE_QP_MIN; /* no floor until a bitrate is known */
     r->debt = 0;
     r->started = 0;
 }
@@ -73,17 +69,18 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
     if (!controlled(p, qp_override)) return;
     /* the P QP whose IDR picture (RC_H264_RATE_IDR_OFFSET below) takes START_PICTURES budgets by the model */
     double idr_bits = START_BITS_PER_PIXEL_AT_26 * w * h;
-    double q = rc_h264_rate_qp_for(idr_bits, 26, START_PICTURES * picture_budget(p)) + RC_H264_RATE_IDR_OFFSET;
-    r->qp_dense = q < RC_H264_RATE_QP_START ? RC_H264_RATE_QP_START : clamp_qp(q);
-    if (!r->started) r->qp_p = r->qp_dense;
+    r->qp_dense = clamp_qp(rc_h264_rate_qp_for(idr_bits, 26, START_PICTURES * picture_budget(p)) +
+                           RC_H264_RATE_IDR_OFFSET);
+    if (!r->started) r->qp_p = r->qp_dense < RC_H264_RATE_QP_START ? RC_H264_RATE_QP_START : r->qp_dense;
     r->started = 1;
 }
 
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key) {
     double qp;
-    if (p && p->paint) qp = RC_GPU_H264_PAINT_QP;
+    if (p && p->paint) qp = RC_H264_RATE_PAINT_QP;
     else if (qp_override) qp = qp_override;
-    else qp = lround(r->qp_p) - (key ? RC_H264_RATE_IDR_OFFSET : 0);
+    else if (key) qp = lround(fmax(r->qp_p, r->qp_dense)) - RC_H264_RATE_IDR_OFFSET; /* not finer than qp_dense's */
+    else qp = lround(r->qp_p);
     return (int)clamp_qp(qp);
 }
 
@@ -92,8 +89,9 @@ int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_o
     return r->qp_p >= SKIP_QP && r->debt > SKIP_DEBT_PICTURES * picture_budget(p);
 }
 
-void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp, int key, int skipped, size_t bytes) {
-    if (!p || p->paint || p->bitrate_kbps <= 0 || !bytes) return;
+void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, int key, int skipped,
+                       size_t bytes) {
+    if (!controlled(p, qp_override) || !bytes) return;
     double fps = fps_of(p), target = picture_budget(p), bits = (double)bytes * 8.0;
     r->debt = r->debt * DECAY + bits - target;
     if (r->debt < -target * fps * SAVINGS_S) r->debt = -target * fps * SAVINGS_S;
@@ -101,9 +99,6 @@ void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp, int k
     double step = key ? 0 : (rc_h264_rate_qp_for(bits, qp, target) - qp) * STEP_GAIN;
     if (r->debt > 0) step = fmax(step, 0) + QP_PER_OCTAVE * log2(1 + r->debt / (target * fps * DEBT_S));
     step = step > STEP_MAX ? STEP_MAX : step < -STEP_MAX ? -STEP_MAX : step;
-    /* after an IDR picture (coded below the P QP, clamped at the minimum) the step is from the P QP */
-    double next = clamp_qp((key ? r->qp_p : qp) + step);
-    if (!key && bits < STILL_FRACTION * target && next < r->qp_p && next < r->qp_dense) /* still: not below qp_dense */
-        next = r->qp_p < r->qp_dense ? r->qp_p : r->qp_dense;
-    r->qp_p = next;
+    /* after an IDR picture (coded below the P QP, or held at qp_dense's) the step is from the P QP */
+    r->qp_p = clamp_qp((key ? r->qp_p : qp) + step);
 }

@@ -3,7 +3,7 @@
  * h264_gpu_rate.h — the rate control of the Vulkan compute H.264 encoder (h264_gpu.h): which QP a picture is
  * coded at, which pictures are skipped, and what each coded picture teaches, for the bitrate and frame rate the
  * stream's steering asks in rc_encode_params (bitrate_kbps, fps: the same seam as the CPU encoders). Pure
- * arithmetic on doubles, no Vulkan: the encoder reports each picture's size (FFmpeg's split: ratecontrol.c owns its
+ * arithmetic on doubles, no Vulkan (it is built and tested without it): the encoder reports each picture's size (FFmpeg's split: ratecontrol.c owns its
  * state, the encoder reports frame_size).
  *
  * The model (named below): a picture's bits go as 2^(−QP/6), the quantizer step of ITU-T H.264 8.5.12 doubling every
@@ -19,6 +19,9 @@
 
 #include "codec/codec.h"
 
+/* The QP of a paint-over (rc_encode_params.paint): the still picture repainted sharp once motion stops. */
+#define RC_H264_RATE_PAINT_QP 24
+
 /* QPs the rate control uses: H.264 allows 0–51 (7.4.2.2, pic_init_qp); below 12 the pictures of a 1080p pan cost
  * several times a fast link for no visible gain (and the refinement sends still pictures lossless anyway). */
 #define RC_H264_RATE_QP_MIN 12
@@ -33,8 +36,8 @@ typedef struct rc_h264_rate {
     double qp_p;    /* the QP for P pictures (fractional: moved by the model's steps) */
     double debt;    /* the leaky bucket: bits over budget, decaying RC_H264_RATE_DECAY a picture */
     int started;    /* qp_p was set from the budget at this size (rc_h264_rate_begin) */
-    double qp_dense; /* the QP dense content would need at this size and budget (rc_h264_rate_begin): the lowest
-                      * a picture far under its budget (still content) may take qp_p */
+    double qp_dense; /* the P QP at which an IDR picture of dense content would fit a few pictures' budget at
+                      * this size and budget (rc_h264_rate_begin): IDR pictures are coded no finer than it */
 } rc_h264_rate;
 
 /* The model: the bits a picture of `bits` at QP qp would take at QP to_qp. */
@@ -45,20 +48,21 @@ double rc_h264_rate_qp_for(double bits, double qp, double target_bits);
 /* A new stream or size: QP RC_H264_RATE_QP_START, no debt, not started. */
 void rc_h264_rate_reset(rc_h264_rate *r);
 /* Before a picture of w × h under a bitrate (p->bitrate_kbps > 0, not a paint-over, no fixed QP): qp_dense, the P
- * QP at which an IDR picture of dense content would cost a few pictures' budget (START_* in h264_gpu_rate.c), never
- * below RC_H264_RATE_QP_START; the first picture at this size starts qp_p there. */
+ * QP at which an IDR picture of dense content would cost a few pictures' budget (START_* in h264_gpu_rate.c); the
+ * first picture at this size starts qp_p there, or at RC_H264_RATE_QP_START if that is higher. */
 void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode_params *p, int qp_override);
-/* The QP of the next picture: RC_GPU_H264_PAINT_QP for a paint-over (p->paint), else qp_override (12–51) when
- * nonzero, else the rate control's (RC_H264_RATE_IDR_OFFSET lower for an IDR picture), within the QPs above. */
+/* The QP of the next picture: RC_H264_RATE_PAINT_QP for a paint-over (p->paint), else qp_override (12–51) when
+ * nonzero, else the rate control's, within the QPs above: qp_p for a P picture; for an IDR picture
+ * RC_H264_RATE_IDR_OFFSET below qp_p or qp_dense, whichever is higher. A still spell (P_Skip pictures of a few
+ * bytes) walks qp_p down to 12, and a slide's IDR picture after it cost 2.5 MB, ten seconds of a 2 Mbit/s link
+ * (test_h264_gpu_rate's slideshow); a scene cut is coded as an IDR picture (h264_gpu.c), so it is held too. */
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
 /* 1 if the next picture is to be skipped (sent as a picture of skipped macroblocks) for the bitrate: a P picture
  * under the rate control while the QP is at its top and the bucket holds more than half a picture's budget. */
 int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
 /* A picture of `bytes` was sent at qp (key: an IDR picture; skipped: rc_h264_rate_skip's picture, which moves
- * the bucket only). Nothing for paint-overs, fixed QPs or an empty picture. A P picture under STILL_FRACTION of
- * its budget (still content: P_Skip, a cursor) lowers qp_p no further than qp_dense: the model says nothing about
- * the content that comes next, and a still spell had taken the QP to 12, where the next slide's IDR picture cost
- * 2.5 MB (10 s of a 2 Mbit/s link; test_h264_gpu_rate's slideshow). */
-void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp, int key, int skipped, size_t bytes);
+ * the bucket only). Nothing for paint-overs, a fixed QP (qp_override nonzero), no bitrate or an empty picture. */
+void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, int key, int skipped,
+                       size_t bytes);
 
 #endif
