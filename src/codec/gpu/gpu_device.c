@@ -50,9 +50,9 @@ VkResult rc_gpu_create_device_queues(VkPhysicalDevice phys, uint32_t family, uin
     vkGetPhysicalDeviceQueueFamilyProperties(phys, &nf, fam);
     uint32_t count = family < nf ? fam[family].queueCount : 1;
     if (count > max) count = max;
+    if (count > RC_GPU_DEVICE_QUEUES) count = RC_GPU_DEVICE_QUEUES;
     if (count < 1) count = 1;
-    float prio[RC_GPU_DEVICE_QUEUES > 1 ? RC_GPU_DEVICE_QUEUES : 1];
-    if (count > sizeof prio / sizeof prio[0]) count = sizeof prio / sizeof prio[0];
+    float prio[RC_GPU_DEVICE_QUEUES];
     for (uint32_t i = 0; i < count; i++) prio[i] = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = family,
                                    .queueCount = count, .pQueuePriorities = prio};

@@ -18,7 +18,8 @@
 int rc_gpu_pick_device(VkInstance inst, const rc_logger *log, VkPhysicalDevice *phys, uint32_t *family);
 /* A device with one queue of that family. VkResult of vkCreateDevice. */
 VkResult rc_gpu_create_device(VkPhysicalDevice phys, uint32_t family, VkDevice *dev, VkQueue *queue);
-/* A device with as many queues of that family as it has, up to max (≥ 1): *n of them in queues[]. VkResult. */
+/* A device with as many queues of that family as it has, up to max and RC_GPU_DEVICE_QUEUES (at least 1): *n of
+ * them in queues[] (room for that many). VkResult. */
 VkResult rc_gpu_create_device_queues(VkPhysicalDevice phys, uint32_t family, uint32_t max, VkDevice *dev,
                                      VkQueue *queues, uint32_t *n);
 
