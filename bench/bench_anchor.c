@@ -22,6 +22,8 @@
  * bench-anchor-deps installs it); the library never links it. Without it the x264 rows are skipped, saying so.
  * Sequences (60 frames by default, --frames; 30 fps):
  *   pan-lines     a 1920×1080 window panning (16, 6) px per frame over the 4K line plot (no resampling)
+ *   pan40-lines   the same window panning (40, 12) px per frame, turning back at the plot's edges (a fast pan:
+ *                 motion past a small search range, and 40 px of new picture at an edge every frame)
  *   zoom-lines    the 4K line plot zooming in from the whole (scaled to 1080p) to 1:1 at its centre (bilinear)
  *   rotate-render the 1080p render turning ±8° around its centre at 1.35× (bilinear): motion no block search follows
  *   slideshow     every corpus frame scaled to 1080p, 8 frames each (hard cuts)
@@ -42,8 +44,8 @@
  * against the same of the source), and the thin-line error: mean |ΔR|+|ΔG|+|ΔB| / 3 over the source's thin
  * coloured pixels — saturated (max − min channel ≥ 64) and differing (some channel by > 48) from both neighbours left
  * and right, or both above and below: the pixels of 1-px coloured lines and dots.
- * Prints markdown tables; asserts nothing. BENCH_ANCHOR_VERBOSE=1: part B video bytes and PSNR per frame on stderr.
- *   bench-anchor [--part a|b|ab] [--frames N] [--kbps K,...] [--chroma-kbps K,...] [--threads T]
+ * Prints markdown tables; asserts nothing. BENCH_ANCHOR_VERBOSE=1: bytes and PSNR per frame on stderr.
+ *   bench-anchor [--part a|b|ab] [--size WxH] [--frames N] [--kbps K,...] [--chroma-kbps K,...] [--threads T]
  *                [--x264-presets P,...] [--seq NAME,...] [--encoders E,...] [DIR]   (--help)
  */
 #include <libyuv.h>
@@ -68,8 +70,8 @@
 #include "anchor_x264.h"
 #endif
 
-#define W 1920
-#define H 1080
+/* Part A's picture size (--size; part B keeps 1920 × 1080). */
+static int W = 1920, H = 1080;
 #define FPS 30
 #define MAXK 8
 
@@ -289,6 +291,22 @@ static int seq_pan(sequence *q, const still *big, int n) {
     }
     return seq_refs(q);
 }
+/* pan40-lines: (40, 12) px per frame, back and forth between the plot's edges (a triangle wave, no wrap: a wrap
+ * would be a cut, which the slideshow measures). */
+static int tri(int v, int r) { /* v folded into 0..r */
+    if (r <= 0) return 0;
+    v %= 2 * r;
+    return v <= r ? v : 2 * r - v;
+}
+static int seq_pan40(sequence *q, const still *big, int n) {
+    if (seq_alloc(q, "pan40-lines", n)) return -1;
+    int rx = (int)big->w - W, ry = (int)big->h - H;
+    for (int i = 0; i < n; i++) {
+        int x0 = tri(40 * i, rx), y0 = tri(12 * i, ry);
+        ARGBCopy(big->rgba + ((size_t)y0 * big->w + (size_t)x0) * 4, (int)big->w * 4, q->rgba[i], W * 4, W, H);
+    }
+    return seq_refs(q);
+}
 /* zoom-lines: the viewport shrinks geometrically from the whole picture to W × H source pixels at its centre. */
 static int seq_zoom(sequence *q, const still *big, int n) {
     if (seq_alloc(q, "zoom-lines", n)) return -1;
@@ -504,7 +522,9 @@ static result run_seq(const anchor_enc *e, const sequence *q, int kbps, int thre
         }
         const rc_i420 *ref = &q->ref[i];
         bytes += (double)pkt.len;
-        r.py += psnr_plane(v.y, v.stride_y, ref->y, ref->stride_y, W, H) / q->n;
+        double py = psnr_plane(v.y, v.stride_y, ref->y, ref->stride_y, W, H);
+        if (getenv("BENCH_ANCHOR_VERBOSE")) fprintf(stderr, "%s %s %d: frame %d %zu bytes Y %.2f dB\n", q->name, e->name, kbps, i, pkt.len, py);
+        r.py += py / q->n;
         r.pu += psnr_plane(v.u, v.stride_uv, ref->u, ref->stride_uv, W / 2, H / 2) / q->n;
         r.pv += psnr_plane(v.v, v.stride_uv, ref->v, ref->stride_uv, W / 2, H / 2) / q->n;
     }
@@ -516,6 +536,56 @@ out:
     if (d) e->dec->close(d);
     rc_buf_free(&pkt);
     return r;
+}
+
+/* The equal-quality summary: each encoder's measured curve against encoder `r`'s (bits at equal Y PSNR, dB at
+ * equal bits), per sequence and their geometric mean, with each encoder's CPU ms per frame at each target. */
+#define NSEQ 5
+static const char *const seq_names[NSEQ] = {"pan-lines", "pan40-lines", "zoom-lines", "rotate-render", "slideshow"};
+static void summary(result (*res)[16][MAXK], const char *const *seqname, int nseq, const anchor_enc *enc, int ne,
+                    const int *kbps, int nk, int r) {
+    printf("\n### A, at equal quality and equal bitrate: each encoder against %s (Y PSNR; piecewise linear "
+           "in log rate over the common range)\n\n| encoder |",
+           enc[r].name);
+    for (int q = 0; q < nseq; q++) printf(" %s: bits / dB |", seqname[q]);
+    printf(" mean: bits / dB | CPU ms/frame (mean, per target) |\n|---|");
+    for (int q = 0; q <= nseq + 1; q++) printf("---|");
+    printf("\n");
+    for (int c = 0; c < ne; c++) {
+        printf("| %s |", enc[c].name);
+        double lsum = 0, dsum = 0;
+        int nl = 0, nd = 0;
+        for (int q = 0; q < nseq; q++) {
+            rd_point ref[MAXK], test[MAXK];
+            int ok = 1;
+            for (int k = 0; k < nk; k++) {
+                ok &= res[q][r][k].ok && res[q][c][k].ok;
+                ref[k] = (rd_point){res[q][r][k].kbps, res[q][r][k].py};
+                test[k] = (rd_point){res[q][c][k].kbps, res[q][c][k].py};
+            }
+            double dq = NAN, rr = ok ? rd_delta(ref, test, nk, &dq) : NAN;
+            char b[48];
+            printf(" %s |", fmt_ratio(b, sizeof b, rr, ok ? dq : NAN));
+            if (ok && !isnan(rr)) lsum += log(rr), nl++;
+            if (ok && !isnan(dq)) dsum += dq, nd++;
+        }
+        char b[48];
+        printf(" %s |", fmt_ratio(b, sizeof b, nl ? exp(lsum / nl) : NAN, nd ? dsum / nd : NAN));
+        for (int k = 0; k < nk; k++) {
+            double cpu = 0;
+            int n = 0;
+            for (int q = 0; q < nseq; q++)
+                if (res[q][c][k].ok) cpu += res[q][c][k].cpu_ms, n++;
+            printf("%s%.1f", k ? " / " : " ", n ? cpu / n : NAN);
+        }
+        printf(" |\n");
+    }
+    printf("\nbits: the encoder's bitrate / %s's at equal Y PSNR (0.70 = 30 %% fewer bits); dB: its Y PSNR "
+           "− %s's at equal bitrate; CPU ms at targets",
+           enc[r].name, enc[r].name);
+    for (int k = 0; k < nk; k++) printf(" %d", kbps[k]);
+    printf(" kbit/s.\n");
+    fflush(stdout);
 }
 
 /* ---- part B ---------------------------------------------------------------------------------------------------- */
@@ -830,12 +900,13 @@ static const char USAGE[] =
     "usage: bench-anchor [options] [DIR]\n"
     "  DIR                   the frame corpus (default ../shared/frames if there; else generated frames)\n"
     "  --part a|b|ab         a: openh264 / x264 / VP9 at equal bitrate; b: chroma (JPEG and video); default ab\n"
+    "  --size WxH            part A's picture size, even, up to 1920x1080 (default 1920x1080)\n"
     "  --frames N            frames of the pan, zoom and rotate sequences, 4-10000 (default 60)\n"
     "  --kbps K[,K...]       part A target bitrates, kbit/s, 100-200000, at most 8 (default 2000,4000,8000,16000)\n"
     "  --chroma-kbps K[,..]  part B video bitrates (default 500,1000,2000,4000)\n"
     "  --threads T           encoder threads, 1-64 (default 1)\n"
     "  --x264-presets P[,..] x264 presets for part A (default superfast,veryfast)\n"
-    "  --seq S[,S...]        part A sequences: pan-lines,zoom-lines,rotate-render,slideshow (default all)\n"
+    "  --seq S[,S...]        part A sequences: pan-lines,pan40-lines,zoom-lines,rotate-render,slideshow (default all)\n"
     "  --encoders E[,E...]   part A encoders besides openh264: x264-base-P, x264-high-P, vp9, h264-gpu (default all)\n"
     "  --vp9-check           check that part B's direct libvpx encoder, in 4:2:0, gives rc_codec_vp9's bytes\n"
     "  --help                print this and exit\n";
@@ -856,6 +927,14 @@ int main(int argc, char **argv) {
             part_a = c != 1, part_bb = c != 0;
         } else if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 4, 10000, &nframes)) return CLI_USAGE;
+        } else if (!strcmp(a, "--size")) {
+            const char *v = cli_value(argc, argv, &i);
+            unsigned x, y;
+            char end;
+            if (!v) return cli_missing(PROG, a, "WxH");
+            if (sscanf(v, "%ux%u%c", &x, &y, &end) != 2 || x < 64 || y < 64 || x > 1920 || y > 1080 || (x | y) & 1)
+                return cli_error(PROG, "%s %s: WxH, even, 64x64 to 1920x1080", a, v);
+            W = (int)x, H = (int)y;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 64, &threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--kbps")) {
@@ -909,6 +988,15 @@ int main(int argc, char **argv) {
         }
     }
     gen_thinlines(&chroma[nchroma++]);
+    if (W != 1920 || H != 1080) { /* a smaller part A: the big plot scaled alike, so a window shows as much of it */
+        still sm = big;
+        sm.w = big.w * (unsigned)W / 1920, sm.h = big.h * (unsigned)H / 1080;
+        if (!(sm.rgba = malloc((size_t)sm.w * sm.h * 4))) return 1;
+        ARGBScale(big.rgba, (int)big.w * 4, (int)big.w, (int)big.h, sm.rgba, (int)sm.w * 4, (int)sm.w, (int)sm.h,
+                  kFilterBox);
+        free(big.rgba);
+        big = sm;
+    }
 
     printf("bench-anchor: %s; %d thread(s) per encoder; %d fps; machine: %d cores\n",
            corpus ? dir : "no corpus: generated frames (tests/testframes.h)", threads, FPS, rc_cpu_count());
@@ -986,22 +1074,22 @@ int main(int argc, char **argv) {
                FPS, threads);
         printf("| sequence (frames) | kbit/s target | encoder | kbit/s actual | Y PSNR dB | Cb PSNR | Cr PSNR | CPU "
                "ms/frame |\n|---|---|---|---|---|---|---|---|\n");
-        static result res[4][16][MAXK];
-        const char *seqname[4] = {0};
+        static result res[NSEQ][16][MAXK];
+        const char *seqname[NSEQ] = {0};
         int nseq = 0;
-        for (int si = 0; si < 4; si++) {
-            static const char *const names[] = {"pan-lines", "zoom-lines", "rotate-render", "slideshow"};
-            if (!in_list(seqs, names[si])) continue;
+        for (int si = 0; si < NSEQ; si++) {
+            if (!in_list(seqs, seq_names[si])) continue;
             sequence q = {0};
             int r = si == 0   ? seq_pan(&q, &big, nframes)
-                    : si == 1 ? seq_zoom(&q, &big, nframes)
-                    : si == 2 ? seq_rotate(&q, &render, nframes)
+                    : si == 1 ? seq_pan40(&q, &big, nframes)
+                    : si == 2 ? seq_zoom(&q, &big, nframes)
+                    : si == 3 ? seq_rotate(&q, &render, nframes)
                               : seq_slides(&q, slides, nslides, 8);
             if (r) {
-                fprintf(stderr, "bench-anchor: out of memory rendering %s\n", names[si]);
+                fprintf(stderr, "bench-anchor: out of memory rendering %s\n", seq_names[si]);
                 return 1;
             }
-            seqname[nseq] = names[si];
+            seqname[nseq] = seq_names[si];
             for (int k = 0; k < nk; k++)
                 for (int c = 0; c < ne; c++) {
                     result x = run_seq(&enc[c], &q, kbps[k], threads);
@@ -1014,48 +1102,12 @@ int main(int argc, char **argv) {
             nseq++;
             seq_free(&q);
         }
-        /* Against openh264 (encoder 0), on each encoder's measured curve: bits at equal Y PSNR, dB at equal bits. */
-        printf("\n### A, at equal quality and equal bitrate: each encoder against openh264 (Y PSNR; piecewise linear "
-               "in log rate over the common range)\n\n| encoder |");
-        for (int q = 0; q < nseq; q++) printf(" %s: bits / dB |", seqname[q]);
-        printf(" mean: bits / dB | CPU ms/frame (mean, per target) |\n|---|");
-        for (int q = 0; q <= nseq + 1; q++) printf("---|");
-        printf("\n");
-        for (int c = 0; c < ne; c++) {
-            printf("| %s |", enc[c].name);
-            double lsum = 0, dsum = 0;
-            int nl = 0, nd = 0;
-            for (int q = 0; q < nseq; q++) {
-                rd_point ref[MAXK], test[MAXK];
-                int ok = 1;
-                for (int k = 0; k < nk; k++) {
-                    ok &= res[q][0][k].ok && res[q][c][k].ok;
-                    ref[k] = (rd_point){res[q][0][k].kbps, res[q][0][k].py};
-                    test[k] = (rd_point){res[q][c][k].kbps, res[q][c][k].py};
-                }
-                double dq = NAN, rr = ok ? rd_delta(ref, test, nk, &dq) : NAN;
-                char b[48];
-                printf(" %s |", fmt_ratio(b, sizeof b, rr, ok ? dq : NAN));
-                if (ok && !isnan(rr)) lsum += log(rr), nl++;
-                if (ok && !isnan(dq)) dsum += dq, nd++;
-            }
-            char b[48];
-            printf(" %s |", fmt_ratio(b, sizeof b, nl ? exp(lsum / nl) : NAN, nd ? dsum / nd : NAN));
-            for (int k = 0; k < nk; k++) {
-                double cpu = 0;
-                int n = 0;
-                for (int q = 0; q < nseq; q++)
-                    if (res[q][c][k].ok) cpu += res[q][c][k].cpu_ms, n++;
-                printf("%s%.1f", k ? " / " : " ", n ? cpu / n : NAN);
-            }
-            printf(" |\n");
-        }
-        printf("\nbits: the encoder's bitrate / openh264's at equal Y PSNR (0.70 = 30 %% fewer bits); dB: its Y PSNR "
-               "− openh264's at equal bitrate; CPU ms at targets");
-        for (int k = 0; k < nk; k++) printf(" %d", kbps[k]);
-        printf(" kbit/s.\n");
-        fflush(stdout);
+        /* Against openh264 (encoder 0), and against x264 superfast in baseline profile where it ran. */
+        summary(res, seqname, nseq, enc, ne, kbps, nk, 0);
+        for (int c = 1; c < ne; c++)
+            if (!strcmp(enc[c].name, "x264-base-superfast")) summary(res, seqname, nseq, enc, ne, kbps, nk, c);
     }
+    W = 1920, H = 1080; /* part B's size */
     if (part_bb) part_b(chroma, nchroma, ckbps, nck, threads);
 
     free(big.rgba), free(render.rgba);
