@@ -31,6 +31,26 @@ shared int dcc[16];     // luma DC coefficients (raster of blocks), then levels
 shared int cdc[8];      // chroma DC coefficients per component (raster 2×2), then levels
 shared uint sad[4];     // mode decision
 shared uint nzflag[3];  // luma AC / luma any, chroma DC, chroma AC nonzero
+shared uint dsc[16];    // decimation scores of the luma blocks
+shared uint dscc[8];    // ... and of the chroma AC blocks
+
+// x264's decimate_score (common/quant.c, after the JM reference encoder's coefficient cost): 9 for a block with a
+// level beyond ±1, else for each ±1 (from the last) a cost by the run of zeros before it in coding order:
+// 3, 2, 2, 1, 1, 1, then 0.
+const uint DS[16] = uint[](3u, 2u, 2u, 1u, 1u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+uint decimate_score(int z[16], int first) {
+    int i = 15;
+    while (i >= first && z[i] == 0) i--;
+    uint s = 0u;
+    while (i >= first) {
+        if (abs(z[i]) > 1) return 9u;
+        i--;
+        uint run = 0u;
+        while (i >= first && z[i] == 0) { i--; run++; }
+        s += DS[run];
+    }
+    return s;
+}
 
 int pos_class(uint r) {   // raster index → 0 (both even), 1 (both odd), 2 (else)
     uint x = r & 3u, y = r >> 2;
@@ -92,15 +112,11 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
         b[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
     }
     fwd4(b);
-    int lv[16];
+    int lv[16], zl[16];   // levels in raster order, then in coding (zig-zag) order
     for (uint r = 0u; r < 16u; r++) lv[r] = quant(b[r], MF[m * 3 + pos_class(r)], qbits, f);
     if (intra) { dcc[by * 4u + bx] = b[0]; lv[0] = 0; }
-    uint tc = 0u;
-    for (uint k = 0u; k < 16u; k++) {
-        lev[lbase + 16u + t * 16u + k] = lv[ZZ[k]];
-        tc += lv[ZZ[k]] != 0 ? 1u : 0u;
-    }
-    if (tc != 0u) atomicOr(nzflag[0], 1u << (t >> 2));   // per 8×8 (luma4x4BlkIdx / 4)
+    for (uint k = 0u; k < 16u; k++) zl[k] = lv[ZZ[k]];
+    dsc[t] = intra ? 9u : decimate_score(zl, 0);
     // chroma blocks: invocation t < 8 takes component t / 4, block t % 4
     int cb[16];
     uint cc = t >> 2, cbk = t & 3u;
@@ -112,17 +128,41 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
         }
         fwd4(cb);
         cdc[cc * 4u + cbk] = cb[0];
+        for (uint k = 1u; k < 16u; k++) cb[k] = quant(cb[ZZ[k]], MF[mc * 3 + pos_class(ZZ[k])], qbitsc, fc);
+        cb[0] = 0;   // cb: the AC levels in coding order from here
+        dscc[t] = intra ? 9u : decimate_score(cb, 1);
+    }
+    barrier();
+    // Decimation (P pictures): the levels of a block that holds only a few scattered ±1 cost more bits than they
+    // are worth, so an 8×8 luma quadrant scoring under 4, all of the luma under 6 and a chroma component's AC under
+    // 7 are zeroed (the JM reference encoder's coefficient cost thresholds, as x264 applies them:
+    // x264_macroblock_encode_p and x264_mb_encode_chroma; decimate_score above).
+    uint q8 = t & ~3u, s8 = min(dsc[q8] + dsc[q8 + 1u] + dsc[q8 + 2u] + dsc[q8 + 3u], 9u);
+    uint smb = 0u;
+    for (uint k = 0u; k < 16u; k += 4u) {
+        uint s = min(dsc[k] + dsc[k + 1u] + dsc[k + 2u] + dsc[k + 3u], 9u);
+        smb += s < 4u ? 0u : s;
+    }
+    if (!intra && (s8 < 4u || smb < 6u))
+        for (uint k = 0u; k < 16u; k++) zl[k] = 0;
+    uint tc = 0u;
+    for (uint k = 0u; k < 16u; k++) {
+        lev[lbase + 16u + t * 16u + k] = zl[k];
+        tc += zl[k] != 0 ? 1u : 0u;
+    }
+    if (tc != 0u) atomicOr(nzflag[0], 1u << (t >> 2));   // per 8×8 (luma4x4BlkIdx / 4)
+    if (t < 8u) {
+        uint c4 = cc * 4u;
+        bool zero = !intra && dscc[c4] + dscc[c4 + 1u] + dscc[c4 + 2u] + dscc[c4 + 3u] < 7u;
         uint ac = 0u;
         for (uint k = 1u; k < 16u; k++) {
-            int l = quant(cb[ZZ[k]], MF[mc * 3 + pos_class(ZZ[k])], qbitsc, fc);
-            cb[ZZ[k]] = l;
+            int l = zero ? 0 : cb[k];
             lev[lbase + LEV_CAC + t * 16u + k] = l;
             ac += l != 0 ? 1u : 0u;
         }
         mbi[mb * MBI_STRIDE + 8u + 16u + t] = ac;
         if (ac != 0u) atomicOr(nzflag[2], 1u);
     }
-    barrier();
     // DC transforms: invocation 0 the luma DC (Intra16x16), 1 and 2 the chroma DC of Cb and Cr
     if (t == 0u && intra) {
         int d[16];
