@@ -68,6 +68,8 @@ const uint RB[105] = uint[](
 const uint CBP_INTER[48] = uint[](0u, 2u, 3u, 7u, 4u, 8u, 17u, 13u, 5u, 18u, 9u, 14u, 10u, 15u, 16u, 11u,
                                   1u, 32u, 33u, 36u, 34u, 37u, 44u, 40u, 35u, 45u, 38u, 41u, 39u, 42u, 43u, 19u,
                                   6u, 24u, 25u, 20u, 26u, 21u, 46u, 28u, 27u, 47u, 22u, 29u, 23u, 30u, 31u, 12u);
+// ... and for Intra_4x4 macroblocks, the inverse of Table 9-4's intra column
+const uint CBP_INTRA[48] = uint[](3u, 29u, 30u, 17u, 31u, 18u, 37u, 8u, 32u, 38u, 19u, 9u, 20u, 10u, 11u, 2u, 16u, 33u, 34u, 21u, 35u, 22u, 39u, 4u, 36u, 40u, 23u, 5u, 24u, 6u, 7u, 1u, 41u, 42u, 43u, 25u, 44u, 26u, 46u, 12u, 45u, 47u, 27u, 13u, 28u, 14u, 15u, 0u);
 
 uint bpos;   // pass 0: bits counted; pass 1: where the next bit goes
 
@@ -179,6 +181,22 @@ int nc_chroma(uint mb, uint mbx, uint mby, uint c, uint b) {
     return ha && hb ? int((na + nb + 1u) >> 1) : ha ? int(na) : hb ? int(nb) : 0;
 }
 
+// Intra4x4PredMode of block b (luma4x4BlkIdx) of an Intra4x4 macroblock (h264_mb packs them in MBI [4], [5]).
+uint mode_of(uint mb, uint b) { return (mbi[mb * MBI_STRIDE + 4u + (b >> 3)] >> (4u * (b & 7u))) & 15u; }
+
+// predIntra4x4PredMode (8.3.1.1) in an IDR picture, where the macroblock above is in another slice: 2 where the
+// block above or on the left is not available; a left macroblock that is Intra16x16 counts as mode 2.
+uint pred_mode(uint mb, uint mbx, uint b) {
+    const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
+    const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
+    const uint IDX[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u); // raster→blk
+    uint x = BX[b], y = BY[b];
+    if (y == 0u || (x == 0u && mbx == 0u)) return 2u;
+    uint a = x > 0u ? mode_of(mb, IDX[y * 4u + x - 1u])
+                    : (mbi[(mb - 1u) * MBI_STRIDE] & (1u << 17)) != 0u ? mode_of(mb - 1u, IDX[y * 4u + 3u]) : 2u;
+    return min(a, mode_of(mb, IDX[(y - 1u) * 4u + x]));
+}
+
 void slice_header(uint first_mb) {
     ue(first_mb);                     // first_mb_in_slice
     ue(pc.intra != 0u ? 7u : 5u);     // slice_type: I or P, all slices of the picture alike
@@ -212,20 +230,41 @@ void main() {
     } else {
         if (!intra) ue(run);                                     // mb_skip_run
         uint cbp = (flags >> 8) & 63u, cbpl = cbp & 15u, cbpc = cbp >> 4;
-        if (intra) {
+        bool i4 = intra && (flags & (1u << 17)) != 0u;
+        if (pc.pass == 1u && (flags & (1u << 17)) != 0u) atomicAdd(ctl[(intra ? 5u : 6u) + pc.mbh], 1u);
+        if (i4) {
+            ue(0u);                                                  // mb_type I_NxN
+            for (uint b = 0u; b < 16u; b++) {                        // the 16 Intra4x4PredModes
+                uint m = mode_of(mb, b), pm = pred_mode(mb, mbx, b);
+                if (m == pm) put(1u, 1u);                            // prev_intra4x4_pred_mode_flag
+                else put(m < pm ? m : m - 1u, 4u);                   // 0, then rem_intra4x4_pred_mode
+            }
+            ue((flags >> 3) & 3u);                                   // intra_chroma_pred_mode
+            ue(CBP_INTRA[cbpl | (cbpc << 4)]);                       // coded_block_pattern
+        } else if (intra) {
             uint lmode = (flags >> 1) & 3u, cmode = (flags >> 3) & 3u;
             ue(1u + lmode + 4u * cbpc + (cbpl != 0u ? 12u : 0u));   // mb_type I_16x16_<mode>_<cbp>
             ue(cmode);                                               // intra_chroma_pred_mode
         } else {
-            ue(0u);                                                  // mb_type P_L0_16x16
-            ivec2 mvd = mb_mv(mb) - mv_pred(mbx, mby);
-            se(mvd.x);                                               // mvd_l0, quarter samples
-            se(mvd.y);
+            if ((flags & (1u << 17)) == 0u) {
+                ue(0u);                                              // mb_type P_L0_16x16
+                ivec2 mvd = mb_mv(mb) - mv_pred(mbx, mby);
+                se(mvd.x);                                           // mvd_l0, quarter samples
+                se(mvd.y);
+            } else {
+                ue(3u);                                              // mb_type P_8x8
+                put(15u, 4u);                                        // sub_mb_type P_L0_8x8 ×4: ue(0) each
+                for (uint q = 0u; q < 4u; q++) {                     // mvd_l0 of each, predicted in order
+                    ivec2 mvd = q_mv(mb, q) - mv_pred_part(mbx, mby, int(q & 1u) * 8, int(q >> 1) * 8, 8, q);
+                    se(mvd.x);
+                    se(mvd.y);
+                }
+            }
             ue(CBP_INTER[cbpl | (cbpc << 4)]);                       // coded_block_pattern
         }
-        if (intra || cbp != 0u) se(0);                               // mb_qp_delta
+        if ((intra && !i4) || cbp != 0u) se(0);                      // mb_qp_delta
         uint base = mb * LEV_STRIDE;
-        if (intra) {
+        if (intra && !i4) {
             block(base, 16u, nc_luma(mb, mbx, mby, 0u));                  // Intra16x16DCLevel
             if (cbpl != 0u)
                 for (uint b = 0u; b < 16u; b++) block(base + 16u + b * 16u + 1u, 15u, nc_luma(mb, mbx, mby, b));

@@ -8,7 +8,9 @@
 // Per macroblock: MBI (32 uints: [0] flags, [1] mv x, [2] mv y in quarter samples, [3] the P_Skip macroblocks
 // just before it (P pictures), [4] [5] the coarse search's vector, [6] [7] the last picture's vector (quarter
 // samples), [8 + k] TotalCoeff of block k:
-// 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC) and LEV (408 ints, levels in coding order:
+// 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
+// (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] 1 where the
+// motion search chose P_8x8) and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
 #extension GL_GOOGLE_include_directive : require
@@ -24,7 +26,7 @@ layout(push_constant) uniform PC {
     uint bgra;        // 1: input bytes are B, G, R, A
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
     uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; ME: 0 coarse, 1 fine)
-    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only
+    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8
 } pc;
 
 layout(std430, binding = 0) readonly buffer In { uint inpx[]; };   // the image, 4 bytes per pixel
@@ -38,10 +40,13 @@ layout(std430, binding = 6) buffer Mbi { uint mbi[]; };
 layout(std430, binding = 7) buffer Lev { int lev[]; };
 layout(std430, binding = 8) buffer Bits { uint bits[]; };          // [0, n) bits per MB, [n, 2n) bit offsets
 layout(std430, binding = 9) buffer Outw { uint outw[]; };          // the slices' RBSPs, each row byte-aligned
-layout(std430, binding = 10) buffer Ctl { uint ctl[]; };           // [0] bytes, [1..3] dispatch, [4 + r] row offset
+layout(std430, binding = 10) buffer Ctl { uint ctl[]; };           // [0] bytes, [1..3] dispatch, [4 + r] row offset,
+                                                                  // [5 + mbh] Intra4x4 and [6 + mbh] P_8x8 macroblocks
 layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visible copy of outw
 
-#define MBI_STRIDE 32u
+#define MBI_STRIDE 48u
+#define MBI_QMV 32u
+#define MBI_P8X8 40u
 #define LEV_STRIDE 408u
 #define LEV_CDC 272u
 #define LEV_CAC 280u
@@ -56,28 +61,46 @@ uint plane_v() { return lw() * lh() + cwid() * chei(); }
 // ---- motion (P pictures: one slice, so every neighbour inside the picture is available) ----
 
 ivec2 mb_mv(uint mb) { return ivec2(int(mbi[mb * MBI_STRIDE + 1u]), int(mbi[mb * MBI_STRIDE + 2u])); }
+ivec2 q_mv(uint mb, uint q) {
+    return ivec2(int(mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q]), int(mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u]));
+}
 int median3(int a, int b, int c) { return max(min(a, b), min(max(a, b), c)); }
 
-// The motion vector predictor of a 16×16 partition (H.264 8.4.1.3), every neighbour being inter with refIdx 0 where
-// it is available (P pictures here have no intra macroblocks; P_Skip ones have refIdx 0 too). C is the macroblock
-// above right, or above left (D) where that is outside the picture.
-ivec2 mv_pred(uint mbx, uint mby) {
-    uint mb = mby * pc.mbw + mbx;
-    bool a = mbx > 0u, b = mby > 0u, c = mby > 0u && mbx + 1u < pc.mbw, d = mbx > 0u && mby > 0u;
-    ivec2 A = a ? mb_mv(mb - 1u) : ivec2(0), B = b ? mb_mv(mb - pc.mbw) : ivec2(0);
-    bool hc = c || d;
-    ivec2 C = c ? mb_mv(mb - pc.mbw + 1u) : d ? mb_mv(mb - pc.mbw - 1u) : ivec2(0);
+// The vector at luma sample (x, y) relative to the top left of macroblock (mbx, mby), x and y in −1..16, whose
+// 8×8 quadrant is before quadrant cq of (mbx, mby) in decoding order (6.4.11.7: a partition decoded later, or one in
+// a macroblock to the right or below, is "not available"); false where there is none.
+bool nb_mv(uint mbx, uint mby, int x, int y, uint cq, out ivec2 v) {
+    int nx = int(mbx) + (x < 0 ? -1 : x >> 4), ny = int(mby) + (y < 0 ? -1 : y >> 4);
+    v = ivec2(0);
+    if (nx < 0 || ny < 0 || nx >= int(pc.mbw) || ny >= int(pc.mbh)) return false;
+    uint q = ((uint(y + 16) & 15u) >> 3) * 2u + ((uint(x + 16) & 15u) >> 3);
+    bool before = ny < int(mby) || (ny == int(mby) && nx < int(mbx)) || (nx == int(mbx) && ny == int(mby) && q < cq);
+    if (!before) return false;
+    v = q_mv(uint(ny) * pc.mbw + uint(nx), q);
+    return true;
+}
+
+// The motion vector predictor (H.264 8.4.1.3) of the partition at (px, py) in macroblock (mbx, mby), pw samples
+// wide, quadrant cq (0 for a 16×16 partition), every neighbour being inter with refIdx 0 where it is available
+// (P pictures here have no intra macroblocks; P_Skip ones have refIdx 0 too): the median of A (left), B (above)
+// and C (above right, or above left (D) where C is not available), with 8.4.1.3.1's one-available rules.
+ivec2 mv_pred_part(uint mbx, uint mby, int px, int py, int pw, uint cq) {
+    ivec2 A, B, C;
+    bool a = nb_mv(mbx, mby, px - 1, py, cq, A), b = nb_mv(mbx, mby, px, py - 1, cq, B);
+    bool hc = nb_mv(mbx, mby, px + pw, py - 1, cq, C);
+    if (!hc) hc = nb_mv(mbx, mby, px - 1, py - 1, cq, C);
     if (!b && !hc && a) return A;                       // B and C outside: A
     int n = int(a) + int(b) + int(hc);
     if (n == 1) return a ? A : b ? B : C;              // one and only one with refIdx 0
     return ivec2(median3(A.x, B.x, C.x), median3(A.y, B.y, C.y));
 }
+ivec2 mv_pred(uint mbx, uint mby) { return mv_pred_part(mbx, mby, 0, 0, 16, 0u); }
 
 // The P_Skip vector (8.4.1.1): 0 at the picture's left or top edge, or where A or B stands still; else mv_pred.
 ivec2 skip_mv(uint mbx, uint mby) {
-    uint mb = mby * pc.mbw + mbx;
-    if (mbx == 0u || mby == 0u) return ivec2(0);
-    if (mb_mv(mb - 1u) == ivec2(0) || mb_mv(mb - pc.mbw) == ivec2(0)) return ivec2(0);
+    ivec2 A, B;
+    if (!nb_mv(mbx, mby, -1, 0, 0u, A) || !nb_mv(mbx, mby, 0, -1, 0u, B)) return ivec2(0);
+    if (A == ivec2(0) || B == ivec2(0)) return ivec2(0);
     return mv_pred(mbx, mby);
 }
 

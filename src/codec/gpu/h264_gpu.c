@@ -6,12 +6,17 @@
  * The choices, and why:
  *  - IDR pictures: one slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster
  *    order). Across a slice boundary nothing is predicted — the macroblock above is "not available" (6.4.8) — so
- *    Intra16x16 predicts from the left only and a row depends on nothing above it: the rows are coded in parallel,
- *    each left to right by one workgroup. The price: a slice header per row and no prediction from above.
+ *    a row depends on nothing above it: the rows are coded in parallel, each left to right by one workgroup. The
+ *    price: a slice header per row and no prediction from above the macroblock. Each macroblock is Intra4x4
+ *    (8.3.1: nine directions per 4×4 block, the blocks below the top ones predicting from those above them) or
+ *    Intra16x16 (horizontal or DC), whichever costs less in SATD + lambda × mode bits, as x264 chooses; a plot's
+ *    lines and a render's edges are what Intra4x4 is for (it halved the IDR picture of a rotating render).
  *  - P pictures: one slice. They have no intra macroblocks, so nothing in them depends on a neighbour's
  *    reconstruction: every macroblock is coded at once, and the syntax that depends on neighbours (the vector
- *    predictor's median of A, B, C; the P_Skip vector; nC from the left and above) is computed from their
- *    vectors and counts after the fact. A uniform pan is thus P_Skip where its residual vanishes.
+ *    predictors' medians of A, B, C; the P_Skip vector; nC from the left and above) is computed from their
+ *    vectors and counts after the fact. A uniform pan is thus P_Skip where its residual vanishes. A macroblock is
+ *    P_L0_16x16 or P_8x8 (four vectors: a zoom or a rotation moves its corners differently), and P pictures'
+ *    scattered ±1 levels are decimated (JM's coefficient cost thresholds, as x264 applies them).
  *  - Quarter-sample motion vectors with the standard's interpolation (8.4.2.2), searched on the GPU.
  *  - Deblocking off (disable_deblocking_filter_idc 1): the filter (8.7) runs in macroblock order with each edge
  *    reading the previous edge's output, a sequential dependency across the picture that would have to be
@@ -52,7 +57,7 @@ enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_C
 #define NBIND 12
 enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, NPIPE };
 #define NTS 8
-#define MBI_STRIDE 32u
+#define MBI_STRIDE 48u /* h264_common.glsl's */
 #define LEV_STRIDE 408u
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
@@ -93,7 +98,7 @@ struct rc_gpu_h264 {
     uint32_t frame_num, idr_pic_id, since_key;
     rc_h264_rate rate; /* the rate control (h264_gpu_rate.h) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
-    uint32_t me_flags; /* RCANVAS_GPU_H264_ME=int (benchmarks): whole-pixel vectors only */
+    uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8 */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
 
@@ -135,6 +140,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     rc_h264_rate_reset(&e->rate);
     const char *me = getenv("RCANVAS_GPU_H264_ME");
     if (me && !strcmp(me, "int")) e->me_flags |= 1;
+    if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -224,7 +230,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
     if (!r) r = buf_reserve(e, B_BITS, n * 2 * 4);
     if (!r) r = buf_reserve(e, B_OUT, outb);
-    if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 1) * 4ull);
+    if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 3) * 4ull); /* h264_common.glsl's Ctl */
     if (!r) r = buf_reserve(e, B_HOST, outb);
     if (r) {
         e->w = e->h = 0;
@@ -630,6 +636,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         memset(info, 0, sizeof *info);
         info->keyframe = key;
         info->qp = qp;
+        info->mb_i4x4 = (int)ctl[5 + e->mbh];
+        info->mb_p8x8 = (int)ctl[6 + e->mbh];
         uint64_t t[NTS];
         if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS, sizeof t, t, sizeof t[0],
                                                 VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {

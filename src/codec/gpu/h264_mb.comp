@@ -3,12 +3,12 @@
 // decoder makes from the levels (ITU-T H.264 clause 8.5: 8.5.10 Intra16x16 DC, 8.5.11 chroma DC, 8.5.12 scaling
 // and the inverse transform, with flat scaling matrices), so that the next picture predicts from exactly what the
 // decoder has (no drift).
-//  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 with the quarter-sample motion
-//    vector of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
+//  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 or P_8x8 (four 8×8
+//    partitions, sub_mb_type P_L0_8x8) with the quarter-sample motion vectors of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
 //    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0.
-//  - IDR pictures (pc.intra 1): Intra16x16 with the left neighbour only (the one above is in another slice):
-//    luma horizontal or DC and chroma horizontal or DC, whichever has the smaller SAD; so a row is sequential and
-//    one workgroup codes one row, left to right.
+//  - IDR pictures (pc.intra 1), the macroblock above in another slice: Intra16x16 from the left neighbour only
+//    (luma horizontal or DC, whichever has the smaller SAD) or Intra4x4 (intra4x4 below), whichever costs less;
+//    chroma horizontal or DC. So a row is sequential and one workgroup codes one row, left to right.
 // Forward quantization as in the JM reference encoder: (|c| × MF + f) >> (15 + qp/6), f = 2^qbits/3 intra,
 // /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
 // 16 invocations: one per 4×4 luma block; the first 8 also take the 4×4 chroma blocks (Cb 0–3, Cr 0–3).
@@ -24,6 +24,8 @@ const uint ZZ[16] = uint[](0u, 1u, 4u, 8u, 5u, 2u, 3u, 6u, 9u, 12u, 13u, 10u, 7u
 // luma4x4BlkIdx → (x, y) of the block in 4×4 units (6.4.3)
 const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
 const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
+// raster index of a 4×4 block (y·4 + x) → luma4x4BlkIdx
+const uint IDX4[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u);
 
 shared int pred[256];   // luma prediction, raster 16×16
 shared int predc[128];  // chroma prediction, Cb then Cr, raster 8×8
@@ -32,6 +34,14 @@ shared int cdc[8];      // chroma DC coefficients per component (raster 2×2), t
 shared uint sad[4];     // mode decision
 shared uint nzflag[3];  // luma AC / luma any, chroma DC, chroma AC nonzero
 shared uint dsc[16];    // decimation scores of the luma blocks
+shared int r4[256];     // Intra4x4: the macroblock's luma reconstruction, raster 16×16
+shared int lv4[256];    // ... its levels, block by block in luma4x4BlkIdx order, each in coding order
+shared uint mode4[16];  // ... its Intra4x4PredMode per block
+shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is Intra16x16)
+shared int p9[144];     // the 9 modes' predictions of one 4×4 block
+shared uint c9[9];      // ... and their costs
+shared int edge[13];    // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
+shared uint satd16, cost4;
 shared uint dscc[8];    // ... and of the chroma AC blocks
 
 // x264's decimate_score (common/quant.c, after the JM reference encoder's coefficient cost): 9 for a block with a
@@ -93,7 +103,7 @@ void inv4(inout int d[16]) {   // 8.5.12.2: rows first, then columns, then (x + 
 uint cplane(uint c) { return c == 0u ? plane_u() : plane_v(); }
 
 // Codes macroblock (mbx, mby): prediction already in pred/predc; writes levels, TotalCoeffs, flags, reconstruction.
-void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
+void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, bool i4) {
     uint mb = mby * pc.mbw + mbx;
     uint L = lw(), CW = cwid();
     int qp = int(pc.qp), qpc = int(pc.qpc);
@@ -104,18 +114,23 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
     uint lbase = mb * LEV_STRIDE;
     if (t < 3u) nzflag[t] = 0u;
     barrier();
-    // luma block t
+    // luma block t (Intra4x4: coded already by intra4x4, its levels in lv4)
     uint bx = BX[t], by = BY[t];
-    int b[16];
-    for (uint r = 0u; r < 16u; r++) {
-        uint x = bx * 4u + (r & 3u), y = by * 4u + (r >> 2);
-        b[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
+    int zl[16];   // levels in coding (zig-zag) order
+    if (i4) {
+        for (uint k = 0u; k < 16u; k++) zl[k] = lv4[t * 16u + k];
+    } else {
+        int b[16];
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = bx * 4u + (r & 3u), y = by * 4u + (r >> 2);
+            b[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
+        }
+        fwd4(b);
+        int lv[16];
+        for (uint r = 0u; r < 16u; r++) lv[r] = quant(b[r], MF[m * 3 + pos_class(r)], qbits, f);
+        if (intra) { dcc[by * 4u + bx] = b[0]; lv[0] = 0; }
+        for (uint k = 0u; k < 16u; k++) zl[k] = lv[ZZ[k]];
     }
-    fwd4(b);
-    int lv[16], zl[16];   // levels in raster order, then in coding (zig-zag) order
-    for (uint r = 0u; r < 16u; r++) lv[r] = quant(b[r], MF[m * 3 + pos_class(r)], qbits, f);
-    if (intra) { dcc[by * 4u + bx] = b[0]; lv[0] = 0; }
-    for (uint k = 0u; k < 16u; k++) zl[k] = lv[ZZ[k]];
     dsc[t] = intra ? 9u : decimate_score(zl, 0);
     // chroma blocks: invocation t < 8 takes component t / 4, block t % 4
     int cb[16];
@@ -164,7 +179,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
         if (ac != 0u) atomicOr(nzflag[2], 1u);
     }
     // DC transforms: invocation 0 the luma DC (Intra16x16), 1 and 2 the chroma DC of Cb and Cr
-    if (t == 0u && intra) {
+    if (t == 0u && intra && !i4) {
         int d[16];
         for (int i = 0; i < 16; i++) d[i] = dcc[i];
         // 4×4 Hadamard, then / 2
@@ -202,10 +217,10 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
     barrier();
     // the decisions: coded_block_pattern, P_Skip
     uint cbpl = nzflag[0], cbpc = nzflag[2] != 0u ? 2u : nzflag[1] != 0u ? 1u : 0u;
-    if (intra && cbpl != 0u) cbpl = 15u;   // Intra16x16: all AC blocks or none
+    if (intra && !i4 && cbpl != 0u) cbpl = 15u;   // Intra16x16: all AC blocks or none
     bool skip = false;
     if (!intra) {
-        skip = mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
+        skip = mbi[mb * MBI_STRIDE + MBI_P8X8] == 0u && mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
     }
     // TotalCoeff of block t as a neighbour sees it (0 where its 8×8 is not coded)
     mbi[mb * MBI_STRIDE + 8u + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
@@ -216,9 +231,15 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
     }
     if (t == 0u)
         mbi[mb * MBI_STRIDE] = (skip ? 1u : 0u) | (lmode << 1) | (cmode << 3) | ((cbpl | (cbpc << 4)) << 8) |
-                               (intra ? 1u << 16 : 0u);
-    // reconstruction from the levels, as the decoder does
-    {
+                               (intra ? 1u << 16 : 0u) | (i4 ? 1u << 17 : 0u) |
+                               (!intra && mbi[mb * MBI_STRIDE + MBI_P8X8] != 0u ? 1u << 17 : 0u);
+    // reconstruction from the levels, as the decoder does (Intra4x4: made block by block in r4)
+    if (i4) {
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = bx * 4u + (r & 3u), y = by * 4u + (r >> 2);
+            rec[(mby * 16u + y) * L + mbx * 16u + x] = uint(r4[y * 16u + x]);
+        }
+    } else {
         int d[16];
         for (uint r = 0u; r < 16u; r++) d[r] = 0;
         for (uint k = 0u; k < 16u; k++) d[ZZ[k]] = lev[lbase + 16u + t * 16u + k];
@@ -261,20 +282,23 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode) {
     }
 }
 
+// P_L0_16x16 or P_8x8: each 8×8 quadrant predicted with its own vector (all four alike for 16×16).
 void inter_pred(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
-    ivec2 mv = mb_mv(mb);
     int CW = int(cwid()), CH = int(chei());
     for (uint i = t; i < 256u; i += 16u) {
-        int x = int(mbx * 16u + (i & 15u)), y = int(mby * 16u + (i >> 4));
+        uint px = i & 15u, py = i >> 4;
+        ivec2 mv = q_mv(mb, (py >> 3) * 2u + (px >> 3));
+        int x = int(mbx * 16u + px), y = int(mby * 16u + py);
         pred[i] = luma_q(x + (mv.x >> 2), y + (mv.y >> 2), mv.x & 3, mv.y & 3);
     }
     // chroma: the vector in 1/8 chroma samples is the luma vector in 1/4 samples, 8.4.1.4 and 8.4.2.2.2
-    int vx = mv.x, vy = mv.y;
-    int fx = vx & 7, fy = vy & 7;
     for (uint i = t; i < 128u; i += 16u) {
-        uint c = i >> 6, j = i & 63u;
-        int xi = int(mbx * 8u + (j & 7u)) + (vx >> 3), yi = int(mby * 8u + (j >> 3)) + (vy >> 3);
+        uint c = i >> 6, j = i & 63u, cx = j & 7u, cy = j >> 3;
+        ivec2 mv = q_mv(mb, (cy >> 2) * 2u + (cx >> 2));
+        int vx = mv.x, vy = mv.y;
+        int fx = vx & 7, fy = vy & 7;
+        int xi = int(mbx * 8u + cx) + (vx >> 3), yi = int(mby * 8u + cy) + (vy >> 3);
         int x0 = clamp(xi, 0, CW - 1), x1 = clamp(xi + 1, 0, CW - 1);
         int y0 = clamp(yi, 0, CH - 1), y1 = clamp(yi + 1, 0, CH - 1);
         uint p = cplane(c);
@@ -339,20 +363,177 @@ void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
     barrier();
 }
 
+
+// SATD of a 4×4 difference: the sum of its Hadamard transform's magnitudes, halved (x264's satd_4x4).
+uint satd4(int d[16]) {
+    for (int i = 0; i < 4; i++) {
+        int a = d[i * 4] + d[i * 4 + 1], b = d[i * 4] - d[i * 4 + 1];
+        int c = d[i * 4 + 2] + d[i * 4 + 3], e = d[i * 4 + 2] - d[i * 4 + 3];
+        d[i * 4] = a + c; d[i * 4 + 1] = b + e; d[i * 4 + 2] = a - c; d[i * 4 + 3] = b - e;
+    }
+    uint s = 0u;
+    for (int i = 0; i < 4; i++) {
+        int a = d[i] + d[4 + i], b = d[i] - d[4 + i], c = d[8 + i] + d[12 + i], e = d[8 + i] - d[12 + i];
+        s += uint(abs(a + c) + abs(b + e) + abs(a - c) + abs(b - e));
+    }
+    return s >> 1;
+}
+
+// p[x, y] of 8.3.1.2 from edge: y = −1 the row above (x −1..7), x = −1 the column on the left (y 0..3).
+int pe(int x, int y) { return y < 0 ? edge[x + 1] : edge[9 + y]; }
+
+// Intra_4x4 prediction mode m (8.3.1.2.1–9) at (x, y) of the block; hasT, hasL: the rows above and left.
+int pred4(uint m, int x, int y, bool hasT, bool hasL) {
+    if (m == 0u) return pe(x, -1);
+    if (m == 1u) return pe(-1, y);
+    if (m == 2u) {
+        int st = pe(0, -1) + pe(1, -1) + pe(2, -1) + pe(3, -1), sl = pe(-1, 0) + pe(-1, 1) + pe(-1, 2) + pe(-1, 3);
+        return hasT && hasL ? (st + sl + 4) >> 3 : hasL ? (sl + 2) >> 2 : hasT ? (st + 2) >> 2 : 128;
+    }
+    if (m == 3u) {
+        if (x == 3 && y == 3) return (pe(6, -1) + 3 * pe(7, -1) + 2) >> 2;
+        return (pe(x + y, -1) + 2 * pe(x + y + 1, -1) + pe(x + y + 2, -1) + 2) >> 2;
+    }
+    if (m == 4u) {
+        if (x > y) return (pe(x - y - 2, -1) + 2 * pe(x - y - 1, -1) + pe(x - y, -1) + 2) >> 2;
+        if (x < y) return (pe(-1, y - x - 2) + 2 * pe(-1, y - x - 1) + pe(-1, y - x) + 2) >> 2;
+        return (pe(0, -1) + 2 * pe(-1, -1) + pe(-1, 0) + 2) >> 2;
+    }
+    if (m == 5u) {
+        int z = 2 * x - y;
+        if (z >= 0 && (z & 1) == 0) return (pe(x - (y >> 1) - 1, -1) + pe(x - (y >> 1), -1) + 1) >> 1;
+        if (z > 0) return (pe(x - (y >> 1) - 2, -1) + 2 * pe(x - (y >> 1) - 1, -1) + pe(x - (y >> 1), -1) + 2) >> 2;
+        if (z == -1) return (pe(-1, 0) + 2 * pe(-1, -1) + pe(0, -1) + 2) >> 2;
+        return (pe(-1, y - 1) + 2 * pe(-1, y - 2) + pe(-1, y - 3) + 2) >> 2;
+    }
+    if (m == 6u) {
+        int z = 2 * y - x;
+        if (z >= 0 && (z & 1) == 0) return (pe(-1, y - (x >> 1) - 1) + pe(-1, y - (x >> 1)) + 1) >> 1;
+        if (z > 0) return (pe(-1, y - (x >> 1) - 2) + 2 * pe(-1, y - (x >> 1) - 1) + pe(-1, y - (x >> 1)) + 2) >> 2;
+        if (z == -1) return (pe(-1, 0) + 2 * pe(-1, -1) + pe(0, -1) + 2) >> 2;
+        return (pe(x - 1, -1) + 2 * pe(x - 2, -1) + pe(x - 3, -1) + 2) >> 2;
+    }
+    if (m == 7u) {
+        if ((y & 1) == 0) return (pe(x + (y >> 1), -1) + pe(x + (y >> 1) + 1, -1) + 1) >> 1;
+        return (pe(x + (y >> 1), -1) + 2 * pe(x + (y >> 1) + 1, -1) + pe(x + (y >> 1) + 2, -1) + 2) >> 2;
+    }
+    int z = x + 2 * y;   // 8: Horizontal_Up
+    if (z > 5) return pe(-1, 3);
+    if (z == 5) return (pe(-1, 2) + 3 * pe(-1, 3) + 2) >> 2;
+    if ((z & 1) == 0) return (pe(-1, y + (x >> 1)) + pe(-1, y + (x >> 1) + 1) + 1) >> 1;
+    return (pe(-1, y + (x >> 1)) + 2 * pe(-1, y + (x >> 1) + 1) + pe(-1, y + (x >> 1) + 2) + 2) >> 2;
+}
+
+// Intra4x4 for macroblock (mbx, mby) of an IDR row (the row above is another slice: blocks of the top row have no
+// neighbours above): each block in luma4x4BlkIdx order takes the mode of the 9 (8.3.1.2) with the least SATD
+// + lambda × its mode bits (1 where it is the predicted mode, else 4: prev_intra4x4_pred_mode_flag and
+// rem_intra4x4_pred_mode), and is coded and reconstructed before the next predicts from it. Returns whether that
+// costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a 16×16 mb_type's bits): x264's
+// choice between them (x264_mb_analyse_intra; Intra16x16's mb_type taken as 5 bits, it has 3 to 7). Fills r4, lv4,
+// mode4; every invocation returns the same. (All 16 blocks are searched even where Intra16x16 has won already:
+// stopping early, with a break or a flag, makes lavapipe's compiler (LLVM's coroutine split at the barriers)
+// run for minutes.)
+bool intra4x4(uint mbx, uint mby, uint t) {
+    uint L = lw();
+    int qp = int(pc.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
+    if (t == 0u) satd16 = 0u;
+    barrier();
+    {
+        int d[16];
+        for (uint r = 0u; r < 16u; r++) {
+            uint x = BX[t] * 4u + (r & 3u), y = BY[t] * 4u + (r >> 2);
+            d[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
+        }
+        atomicAdd(satd16, satd4(d));
+    }
+    uint acc = pc.lambda;   // mb_type I_NxN: 1 bit
+    for (uint blk = 0u; blk < 16u; blk++) {
+        int bx = int(BX[blk]), by = int(BY[blk]);
+        bool hasL = bx > 0 || mbx > 0u, hasT = by > 0, hasTR = blk == 2u || blk == 6u || blk == 8u || blk == 9u ||
+                                                           blk == 10u || blk == 12u || blk == 14u;
+        // the neighbours (8.3.1.2): inside the macroblock from r4, on its left from rec (the left macroblock)
+        if (t < 13u) {
+            int v = 128;
+            if (t == 0u) {
+                if (hasT && hasL) v = bx > 0 ? r4[(by * 4 - 1) * 16 + bx * 4 - 1] : int(rec[(mby * 16u + uint(by * 4 - 1)) * L + mbx * 16u - 1u]);
+            } else if (t < 9u) {
+                int i = min(int(t) - 1, hasTR ? 7 : 3);
+                if (hasT) v = r4[(by * 4 - 1) * 16 + bx * 4 + i];
+            } else {
+                int j = int(t) - 9;
+                if (hasL) v = bx > 0 ? r4[(by * 4 + j) * 16 + bx * 4 - 1] : int(rec[(mby * 16u + uint(by * 4 + j)) * L + mbx * 16u - 1u]);
+            }
+            edge[t] = v;
+        }
+        barrier();
+        // the predicted mode (8.3.1.1): 2 where the block above or on the left is not available
+        uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
+        uint pm = !hasT || !hasL ? 2u : min(ma, mode4[IDX4[(by - 1) * 4 + bx]]);
+        if (t < 9u) {
+            bool ok = t == 0u || t == 3u || t == 7u ? hasT : t == 1u || t == 8u ? hasL : t == 2u ? true : hasT && hasL;
+            uint cost = 0xFFFFFFFFu;
+            if (ok) {
+                int d[16];
+                for (int r = 0; r < 16; r++) {
+                    int pv = pred4(t, r & 3, r >> 2, hasT, hasL);
+                    p9[t * 16u + uint(r)] = pv;
+                    d[r] = int(src[(mby * 16u + uint(by * 4 + (r >> 2))) * L + mbx * 16u + uint(bx * 4 + (r & 3))]) - pv;
+                }
+                cost = satd4(d) + pc.lambda * (t == pm ? 1u : 4u);
+            }
+            c9[t] = cost;
+        }
+        barrier();
+        uint best = 0u;
+        for (uint i = 1u; i < 9u; i++) if (c9[i] < c9[best]) best = i;   // every invocation the same
+        acc += c9[best];
+        if (t == 0u) {   // code the block and reconstruct it as the decoder will (8.5.12)
+            mode4[blk] = best;
+            int b[16];
+            for (int r = 0; r < 16; r++)
+                b[r] = int(src[(mby * 16u + uint(by * 4 + (r >> 2))) * L + mbx * 16u + uint(bx * 4 + (r & 3))]) -
+                       p9[best * 16u + uint(r)];
+            fwd4(b);
+            int d[16];
+            for (uint r = 0u; r < 16u; r++) {
+                int l = quant(b[r], MF[m6 * 3 + pos_class(r)], qbits, f);
+                d[r] = (l * V[m6 * 3 + pos_class(r)]) << (qp / 6);
+                b[r] = l;
+            }
+            for (uint k = 0u; k < 16u; k++) lv4[blk * 16u + k] = b[ZZ[k]];
+            inv4(d);
+            for (int r = 0; r < 16; r++)
+                r4[(by * 4 + (r >> 2)) * 16 + bx * 4 + (r & 3)] = clamp(p9[best * 16u + uint(r)] + d[r], 0, 255);
+        }
+        barrier();
+    }
+    return acc < satd16 + 5u * pc.lambda;
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x;
     if (pc.intra == 0u) {
         uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y;
         inter_pred(mbx, mby, t);
         barrier();
-        code_mb(mbx, mby, t, false, 0u, 0u);
+        code_mb(mbx, mby, t, false, 0u, 0u, false);
         return;
     }
     uint mby = gl_WorkGroupID.x;
+    if (t < 4u) lmode4[t] = 2u;
     for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
         uint lmode, cmode;
         intra_pred(mbx, mby, t, lmode, cmode);
-        code_mb(mbx, mby, t, true, lmode, cmode);
+        bool i4 = intra4x4(mbx, mby, t);
+        code_mb(mbx, mby, t, true, lmode, cmode, i4);
+        uint mb = mby * pc.mbw + mbx;
+        if (t < 2u) {   // the modes for CAVLC: 4 bits a block, blocks 8t to 8t + 7
+            uint w = 0u;
+            for (uint k = 0u; k < 8u; k++) w |= (i4 ? mode4[t * 8u + k] : 2u) << (4u * k);
+            mbi[mb * MBI_STRIDE + 4u + t] = w;
+        }
+        barrier();
+        if (t < 4u) lmode4[t] = i4 ? mode4[IDX4[t * 4u + 3u]] : 2u;
         memoryBarrierBuffer();
         barrier();
     }

@@ -144,6 +144,17 @@ int luma_p(int x, int y, int fx, int fy) {   // luma_q from the planes: (x, y) a
     return (int(fy == 1 ? pb[i] : pb[i + RS]) + int(fx == 1 ? ph[i] : ph[i + 1]) + 1) >> 1;
 }
 
+shared uint qsad[4];    // the quadrants' SADs at the macroblock's vector
+shared uint qs32[32];   // [quadrant][candidate]
+// SAD of one row y (0–7) of quadrant qd, 4 columns from x0, at vector q, from the planes.
+uint sad_q8(uint mbx, uint mby, ivec2 q, uint qd, uint y, uint x0) {
+    uint ox = (qd & 1u) * 8u, oy = (qd >> 1) * 8u, s = 0u;
+    int bx = int(mbx * 16u + ox) + (q.x >> 2), by = int(mby * 16u + oy) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
+    for (uint x = x0; x < x0 + 4u; x++)
+        s += uint(abs(int(srcs[(oy + y) * 16u + ox + x]) - luma_p(bx + int(x), by + int(y), fx, fy)));
+    return s;
+}
+
 uint sad_p(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
     uint s = 0u;
     int bx = int(mbx * 16u) + (q.x >> 2), by = int(mby * 16u) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
@@ -185,7 +196,7 @@ void fine(uint mbx, uint mby, uint t) {
     // steady pan is found again even where the coarse search was fooled by a repeating grid); a centre equal to an
     // earlier one is not searched again. Two invocations a candidate, 8 rows each.
     ivec2 bq = ivec2(0);
-    uint bcost = 0xFFFFFFFFu, bsad = 0u;
+    uint bcost = 0xFFFFFFFFu, bsad = 0u, pmsad = 0xFFFFFFFFu;
     for (uint c = 0u; c < 4u; c++) {
         bool dup = false;
         for (uint d = 0u; d < c; d++) dup = dup || centre[d] == centre[c];
@@ -202,6 +213,7 @@ void fine(uint mbx, uint mby, uint t) {
         for (uint j = 0u; j < 25u; j++) {   // every invocation the same choice, in the same order
             ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
             uint cost = csad[j] + pc.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
+            if (q == centre[2]) pmsad = csad[j];
             if (cost < bcost) { bcost = cost; bq = q; bsad = csad[j]; }
         }
         barrier();
@@ -210,6 +222,7 @@ void fine(uint mbx, uint mby, uint t) {
     // the best whole-pixel vector (every tap of ±3/4 sample lies within it); not where that one matches exactly
     load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
     rx0 = tox + 3, ry0 = toy + 3;
+    ivec2 bw = bq;   // the best whole-pixel vector: the planes reach ±1 whole sample around it
     if ((pc.me_flags & 1u) == 0u && bsad > 0u) make_planes(t);
     for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u && bsad > 0u; step >>= 1) {
         if (t < 8u) ssad[t] = 0u;
@@ -231,9 +244,63 @@ void fine(uint mbx, uint mby, uint t) {
         bcost = nc;
         barrier();
     }
+    // P_8x8: each 8×8 quadrant's vector refined from the macroblock's, half then quarter samples (8 neighbours
+    // each, 2 invocations a candidate, 4 rows each), within ±1 whole sample of bw; the vectors' bits counted
+    // against the macroblock's vector (what the partitions' predictors mostly are). Chosen over 16×16 when the
+    // quadrants' SADs and bits, with P_8x8's 8 more header bits (mb_type and 4 sub_mb_type), cost less: a zoom or
+    // a rotation moves the corners of a macroblock differently.
+    // The predicted vector where it costs about as much: a macroblock at the predictor with no residual is P_Skip,
+    // nearly free, where one at another vector costs its mb_skip_run, mb_type, coded_block_pattern and vector
+    // difference (about 3 bits more than its vector's): a still or steadily panned area is not coded again at a
+    // vector that only fits the reference's coding noise (x264 probes P_Skip first for the same reason).
+    bool at_pm = pmsad != 0xFFFFFFFFu && pmsad + 2u * pc.lambda <= bcost + 3u * pc.lambda;
+    bool moved = at_pm && bq != centre[2];   // then the planes may not reach the quadrants' candidates
+    if (at_pm) bq = centre[2];
+    ivec2 qv[4] = ivec2[](bq, bq, bq, bq);
+    bool p8 = false;
+    if ((pc.me_flags & 3u) == 0u && bsad > 0u && !moved) {
+        if (t < 4u) qsad[t] = 0u;
+        barrier();
+        atomicAdd(qsad[t >> 4], sad_q8(mbx, mby, bq, t >> 4, (t & 15u) >> 1, (t & 1u) * 4u));
+        barrier();
+        uint qc[4], q16 = 0u;
+        for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * pc.lambda; q16 += qsad[q]; }
+        for (int step = 2; step >= 1; step >>= 1) {
+            if (t < 32u) qs32[t] = 0u;
+            barrier();
+            uint qd = t >> 4, c = (t >> 1) & 7u, h = t & 1u;
+            uint ci = c < 4u ? c : c + 1u;
+            ivec2 cand = qv[qd] + ivec2(int(ci % 3u) - 1, int(ci / 3u) - 1) * step;
+            if (all(lessThanEqual(abs(cand - bw), ivec2(4))))
+                for (uint r = h * 4u; r < h * 4u + 4u; r++)
+                    atomicAdd(qs32[qd * 8u + c], sad_q8(mbx, mby, cand, qd, r, 0u) +
+                                                     sad_q8(mbx, mby, cand, qd, r, 4u));
+            barrier();
+            ivec2 nv[4] = qv;
+            for (uint q = 0u; q < 4u; q++)
+                for (uint i = 0u; i < 8u; i++) {   // every invocation the same choice, in the same order
+                    uint ii = i < 4u ? i : i + 1u;
+                    ivec2 cq = qv[q] + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
+                    if (!all(lessThanEqual(abs(cq - bw), ivec2(4)))) continue;
+                    uint cost = qs32[q * 8u + i] + pc.lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
+                    if (cost < qc[q]) { qc[q] = cost; nv[q] = cq; }
+                }
+            qv = nv;
+            barrier();
+        }
+        uint c8 = (at_pm ? 11u : 8u) * pc.lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
+        for (uint q = 0u; q < 4u; q++) c8 += qc[q];
+        p8 = c8 < q16 && (qv[0] != qv[1] || qv[0] != qv[2] || qv[0] != qv[3]);
+        if (!p8) qv = ivec2[](bq, bq, bq, bq);
+    }
     if (t == 0u) {
-        mbi[mb * MBI_STRIDE + 1u] = uint(bq.x);
+        mbi[mb * MBI_STRIDE + 1u] = uint(bq.x);   // P_8x8: the temporal candidate and the neighbours' hint
         mbi[mb * MBI_STRIDE + 2u] = uint(bq.y);
+        for (uint q = 0u; q < 4u; q++) {
+            mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q] = uint(qv[q].x);
+            mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u] = uint(qv[q].y);
+        }
+        mbi[mb * MBI_STRIDE + MBI_P8X8] = p8 ? 1u : 0u;
     }
 }
 

@@ -52,6 +52,8 @@ void main() {
                 part[r] = ctl[4u + r];
             }
             ctl[4u + pc.mbh] = o;
+            ctl[5u + pc.mbh] = 0u;   // the CAVLC write pass counts Intra4x4 and P_8x8 macroblocks here
+            ctl[6u + pc.mbh] = 0u;
             ctl[0] = o;
             ctl[1] = (o + 255u) / 256u;   // 64 invocations × 4 bytes
             ctl[2] = 1u;
@@ -86,6 +88,8 @@ void main() {
         uint bytes = (part[255] + 7u) >> 3;
         ctl[4u] = 0u;
         ctl[5u] = bytes;
+        ctl[5u + pc.mbh] = 0u;
+        ctl[6u + pc.mbh] = 0u;
         ctl[0] = bytes;
         ctl[1] = (bytes + 255u) / 256u;
         ctl[2] = 1u;
