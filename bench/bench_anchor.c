@@ -70,8 +70,8 @@
 #include "anchor_x264.h"
 #endif
 
-/* Part A's picture size (--size; part B keeps 1920 × 1080). */
-static int W = 1920, H = 1080;
+/* The picture size: 1920 × 1080, and part A's (--size: AW × AH) while part A runs. */
+static int W = 1920, H = 1080, AW = 1920, AH = 1080;
 #define FPS 30
 #define MAXK 8
 
@@ -934,7 +934,7 @@ int main(int argc, char **argv) {
             if (!v) return cli_missing(PROG, a, "WxH");
             if (sscanf(v, "%ux%u%c", &x, &y, &end) != 2 || x < 64 || y < 64 || x > 1920 || y > 1080 || (x | y) & 1)
                 return cli_error(PROG, "%s %s: WxH, even, 64x64 to 1920x1080", a, v);
-            W = (int)x, H = (int)y;
+            AW = (int)x, AH = (int)y;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 64, &threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--kbps")) {
@@ -988,9 +988,9 @@ int main(int argc, char **argv) {
         }
     }
     gen_thinlines(&chroma[nchroma++]);
-    if (W != 1920 || H != 1080) { /* a smaller part A: the big plot scaled alike, so a window shows as much of it */
+    if (AW != 1920 || AH != 1080) { /* a smaller part A: the big plot scaled alike, so a window shows as much */
         still sm = big;
-        sm.w = big.w * (unsigned)W / 1920, sm.h = big.h * (unsigned)H / 1080;
+        sm.w = big.w * (unsigned)AW / 1920, sm.h = big.h * (unsigned)AH / 1080;
         if (!(sm.rgba = malloc((size_t)sm.w * sm.h * 4))) return 1;
         ARGBScale(big.rgba, (int)big.w * 4, (int)big.w, (int)big.h, sm.rgba, (int)sm.w * 4, (int)sm.w, (int)sm.h,
                   kFilterBox);
@@ -1032,6 +1032,7 @@ int main(int argc, char **argv) {
     }
 
     if (part_a) {
+        W = AW, H = AH;
         anchor_enc enc[16];
         int ne = 0;
         enc[ne++] = (anchor_enc){.name = "openh264", .dec = &h264_decoder, .open = rcc_open, .encode = rcc_encode,
@@ -1069,9 +1070,9 @@ int main(int argc, char **argv) {
             if (in_list(encoders, enc[c].name)) enc[kept++] = enc[c];
         ne = kept;
 
-        printf("\n### A. Encoders at equal target bitrate (1920x1080, %d fps, %d thread(s); PSNR of the decoded I420 "
+        printf("\n### A. Encoders at equal target bitrate (%dx%d, %d fps, %d thread(s); PSNR of the decoded I420 "
                "against the source's)\n\n",
-               FPS, threads);
+               W, H, FPS, threads);
         printf("| sequence (frames) | kbit/s target | encoder | kbit/s actual | Y PSNR dB | Cb PSNR | Cr PSNR | CPU "
                "ms/frame |\n|---|---|---|---|---|---|---|---|\n");
         static result res[NSEQ][16][MAXK];
@@ -1107,7 +1108,7 @@ int main(int argc, char **argv) {
         for (int c = 1; c < ne; c++)
             if (!strcmp(enc[c].name, "x264-base-superfast")) summary(res, seqname, nseq, enc, ne, kbps, nk, c);
     }
-    W = 1920, H = 1080; /* part B's size */
+    W = 1920, H = 1080; /* part B's size, whatever part A's */
     if (part_bb) part_b(chroma, nchroma, ckbps, nck, threads);
 
     free(big.rgba), free(render.rgba);

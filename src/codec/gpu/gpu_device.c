@@ -172,8 +172,8 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
             }
         }
         const char *nq = getenv("RCANVAS_GPU_QUEUES");
-        int want = nq ? atoi(nq) : RC_GPU_DEVICE_QUEUES;
-        if (want < 1 || want > RC_GPU_DEVICE_QUEUES) want = RC_GPU_DEVICE_QUEUES;
+        int want = nq ? atoi(nq) : 1; /* one unless asked: gpu_device.h says why */
+        if (want < 1 || want > RC_GPU_DEVICE_QUEUES) want = 1;
         if (d && !r && rc_gpu_create_device_queues(d->phys, d->family, (uint32_t)want, &d->dev, d->queues,
                                                    &d->nqueues) != VK_SUCCESS)
             r = RCANVAS_EVULKAN;

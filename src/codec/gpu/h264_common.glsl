@@ -5,7 +5,7 @@
 // Planes are one sample per uint (values 0–255), padded to whole macroblocks: luma lw × lh (lw = 16·mbw,
 // lh = 16·mbh) at 0, then Cb and Cr, each (lw/2) × (lh/2). The padding repeats the image's last column and row, so
 // the decoder's cropped output is the image and the padded part predicts well.
-// Per macroblock: MBI (32 uints: [0] flags, [1] mv x, [2] mv y in quarter samples, [3] the P_Skip macroblocks
+// Per macroblock: MBI (48 uints: [0] flags, [1] mv x, [2] mv y in quarter samples, [3] the P_Skip macroblocks
 // just before it (P pictures), [4] [5] the coarse search's vector, [6] [7] the last picture's vector (quarter
 // samples), [8 + k] TotalCoeff of block k:
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the six pipelines, one
+ * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the seven pipelines, one
  * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
  *
  * The choices, and why:
@@ -43,6 +43,9 @@ static const uint32_t k_me[] =
 static const uint32_t k_mb[] =
 #include "h264_mb.comp.inc"
     ;
+static const uint32_t k_mb_intra[] = /* h264_mb.comp for IDR pictures (RC_INTRA): apart, each compiles smaller */
+#include "h264_mb_intra.comp.inc"
+    ;
 static const uint32_t k_cavlc[] =
 #include "h264_cavlc.comp.inc"
     ;
@@ -55,7 +58,7 @@ static const uint32_t k_copy[] =
 
 enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
 #define NBIND 12
-enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, NPIPE };
+enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, NPIPE };
 #define NTS 8
 #define MBI_STRIDE 48u /* h264_common.glsl's */
 #define LEV_STRIDE 408u
@@ -154,7 +157,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (r == VK_SUCCESS) r = vkCreatePipelineLayout(dev, &pli, NULL, &e->layout);
     static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
-        {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}};
+        {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra}};
     for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
@@ -477,7 +480,7 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         cbarrier(cb);
     }
     ts(e, cb, 3);
-    if (pc->intra) stage(e, cb, P_MB, pc, e->mbh, 1);
+    if (pc->intra) stage(e, cb, P_MB_INTRA, pc, e->mbh, 1);
     else stage(e, cb, P_MB, pc, e->mbw, e->mbh);
     cbarrier(cb);
     if (!pc->intra) { /* the mb_skip_run of each macroblock */

@@ -13,6 +13,7 @@
 // /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
 // 16 invocations: one per 4×4 luma block; the first 8 also take the 4×4 chroma blocks (Cb 0–3, Cr 0–3).
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
 layout(local_size_x = 16) in;
 
@@ -41,13 +42,26 @@ shared uint lmode4[4];  // the left macroblock's modes of its right column (2 wh
 shared int p9[144];     // the 9 modes' predictions of one 4×4 block
 shared uint c9[9];      // ... and their costs
 shared int edge[13];    // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
-shared uint satd16, cost4;
+shared uint satd16;
 shared uint dscc[8];    // ... and of the chroma AC blocks
 
 // x264's decimate_score (common/quant.c, after the JM reference encoder's coefficient cost): 9 for a block with a
 // level beyond ±1, else for each ±1 (from the last) a cost by the run of zeros before it in coding order:
 // 3, 2, 2, 1, 1, 1, then 0.
 const uint DS[16] = uint[](3u, 2u, 2u, 1u, 1u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+uint decimate_score_raster(int r[16], int first) {   // the same of levels in raster order
+    int i = 15;
+    while (i >= first && r[ZZ[i]] == 0) i--;
+    uint s = 0u;
+    while (i >= first) {
+        if (abs(r[ZZ[i]]) > 1) return 9u;
+        i--;
+        uint run = 0u;
+        while (i >= first && r[ZZ[i]] == 0) { i--; run++; }
+        s += DS[run];
+    }
+    return s;
+}
 uint decimate_score(int z[16], int first) {
     int i = 15;
     while (i >= first && z[i] == 0) i--;
@@ -134,7 +148,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
     dsc[t] = intra ? 9u : decimate_score(zl, 0);
     // chroma blocks: invocation t < 8 takes component t / 4, block t % 4
     int cb[16];
-    uint cc = t >> 2, cbk = t & 3u;
+    uint cc = t >> 2, cbk = t & 3u, cac = 0u;
     if (t < 8u) {
         uint cx0 = (cbk & 1u) * 4u, cy0 = (cbk >> 1) * 4u;
         for (uint r = 0u; r < 16u; r++) {
@@ -143,9 +157,14 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
         }
         fwd4(cb);
         cdc[cc * 4u + cbk] = cb[0];
-        for (uint k = 1u; k < 16u; k++) cb[k] = quant(cb[ZZ[k]], MF[mc * 3 + pos_class(ZZ[k])], qbitsc, fc);
-        cb[0] = 0;   // cb: the AC levels in coding order from here
-        dscc[t] = intra ? 9u : decimate_score(cb, 1);
+        int z[16];   // the AC levels in coding order, written now and zeroed after the barrier if decimated
+        z[0] = 0;
+        for (uint k = 1u; k < 16u; k++) {
+            z[k] = quant(cb[ZZ[k]], MF[mc * 3 + pos_class(ZZ[k])], qbitsc, fc);
+            lev[lbase + LEV_CAC + t * 16u + k] = z[k];
+            cac += z[k] != 0 ? 1u : 0u;
+        }
+        dscc[t] = intra ? 9u : decimate_score(z, 1);
     }
     barrier();
     // Decimation (P pictures): the levels of a block that holds only a few scattered ±1 cost more bits than they
@@ -156,7 +175,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
     uint smb = 0u;
     for (uint k = 0u; k < 16u; k += 4u) {
         uint s = min(dsc[k] + dsc[k + 1u] + dsc[k + 2u] + dsc[k + 3u], 9u);
-        smb += s < 4u ? 0u : s;
+        smb += s;   // x264 and JM count a quadrant's score here even where it was zeroed
     }
     if (!intra && (s8 < 4u || smb < 6u))
         for (uint k = 0u; k < 16u; k++) zl[k] = 0;
@@ -168,15 +187,12 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
     if (tc != 0u) atomicOr(nzflag[0], 1u << (t >> 2));   // per 8×8 (luma4x4BlkIdx / 4)
     if (t < 8u) {
         uint c4 = cc * 4u;
-        bool zero = !intra && dscc[c4] + dscc[c4 + 1u] + dscc[c4 + 2u] + dscc[c4 + 3u] < 7u;
-        uint ac = 0u;
-        for (uint k = 1u; k < 16u; k++) {
-            int l = zero ? 0 : cb[k];
-            lev[lbase + LEV_CAC + t * 16u + k] = l;
-            ac += l != 0 ? 1u : 0u;
+        if (!intra && dscc[c4] + dscc[c4 + 1u] + dscc[c4 + 2u] + dscc[c4 + 3u] < 7u) {
+            for (uint k = 1u; k < 16u; k++) lev[lbase + LEV_CAC + t * 16u + k] = 0;
+            cac = 0u;
         }
-        mbi[mb * MBI_STRIDE + 8u + 16u + t] = ac;
-        if (ac != 0u) atomicOr(nzflag[2], 1u);
+        mbi[mb * MBI_STRIDE + 8u + 16u + t] = cac;
+        if (cac != 0u) atomicOr(nzflag[2], 1u);
     }
     // DC transforms: invocation 0 the luma DC (Intra16x16), 1 and 2 the chroma DC of Cb and Cr
     if (t == 0u && intra && !i4) {
@@ -364,6 +380,7 @@ void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
 }
 
 
+#ifdef RC_INTRA
 // SATD of a 4×4 difference: the sum of its Hadamard transform's magnitudes, halved (x264's satd_4x4).
 uint satd4(int d[16]) {
     for (int i = 0; i < 4; i++) {
@@ -447,7 +464,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         atomicAdd(satd16, satd4(d));
     }
     uint acc = pc.lambda;   // mb_type I_NxN: 1 bit
-    for (uint blk = 0u; blk < 16u; blk++) {
+    [[dont_unroll]] for (uint blk = 0u; blk < 16u; blk++) {   // unrolled, lavapipe's compiler takes minutes
         int bx = int(BX[blk]), by = int(BY[blk]);
         bool hasL = bx > 0 || mbx > 0u, hasT = by > 0, hasTR = blk == 2u || blk == 6u || blk == 8u || blk == 9u ||
                                                            blk == 10u || blk == 12u || blk == 14u;
@@ -468,7 +485,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         barrier();
         // the predicted mode (8.3.1.1): 2 where the block above or on the left is not available
         uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
-        uint pm = !hasT || !hasL ? 2u : min(ma, mode4[IDX4[(by - 1) * 4 + bx]]);
+        uint pm = !hasT || !hasL ? 2u : min(ma, mode4[IDX4[max(by - 1, 0) * 4 + bx]]);
         if (t < 9u) {
             bool ok = t == 0u || t == 3u || t == 7u ? hasT : t == 1u || t == 8u ? hasL : t == 2u ? true : hasT && hasL;
             uint cost = 0xFFFFFFFFu;
@@ -510,15 +527,16 @@ bool intra4x4(uint mbx, uint mby, uint t) {
     return acc < satd16 + 5u * pc.lambda;
 }
 
+#endif
+
 void main() {
     uint t = gl_LocalInvocationID.x;
-    if (pc.intra == 0u) {
-        uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y;
-        inter_pred(mbx, mby, t);
-        barrier();
-        code_mb(mbx, mby, t, false, 0u, 0u, false);
-        return;
-    }
+#ifndef RC_INTRA
+    uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y;
+    inter_pred(mbx, mby, t);
+    barrier();
+    code_mb(mbx, mby, t, false, 0u, 0u, false);
+#else
     uint mby = gl_WorkGroupID.x;
     if (t < 4u) lmode4[t] = 2u;
     for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
@@ -537,4 +555,5 @@ void main() {
         memoryBarrierBuffer();
         barrier();
     }
+#endif
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// h264_me.comp — GPU H.264 stage 2 (P pictures): one 16×16 motion vector per macroblock, in quarter samples.
+// h264_me.comp — GPU H.264 stage 2 (P pictures): a 16×16 motion vector per macroblock and, where P_8x8 pays, one
+// per 8×8 quadrant (fine(), at its end), in quarter samples.
 // pc.pass 0, the coarse search: a full search of ±ME_RANGE on the 4×4 means of the source and of the reference's
 // source, the macroblock's 4×4 and a ring of one around them (±4·ME_RANGE pixels; the hierarchical search of e.g. Nam et al., "A fast hierarchical motion vector
 // estimation algorithm using mean pyramid", IEEE TCSVT 1995). pc.pass 1, the fine search on the reference's
