@@ -49,19 +49,6 @@ shared uint dscc[8];    // ... and of the chroma AC blocks
 // level beyond ±1, else for each ±1 (from the last) a cost by the run of zeros before it in coding order:
 // 3, 2, 2, 1, 1, 1, then 0.
 const uint DS[16] = uint[](3u, 2u, 2u, 1u, 1u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-uint decimate_score_raster(int r[16], int first) {   // the same of levels in raster order
-    int i = 15;
-    while (i >= first && r[ZZ[i]] == 0) i--;
-    uint s = 0u;
-    while (i >= first) {
-        if (abs(r[ZZ[i]]) > 1) return 9u;
-        i--;
-        uint run = 0u;
-        while (i >= first && r[ZZ[i]] == 0) { i--; run++; }
-        s += DS[run];
-    }
-    return s;
-}
 uint decimate_score(int z[16], int first) {
     int i = 15;
     while (i >= first && z[i] == 0) i--;
