@@ -37,8 +37,11 @@
 static const uint32_t k_yuv[] =
 #include "h264_yuv.comp.inc"
     ;
-static const uint32_t k_me[] =
+static const uint32_t k_me[] = /* the fine motion search */
 #include "h264_me.comp.inc"
+    ;
+static const uint32_t k_me_coarse[] = /* h264_me.comp's coarse search (RC_ME_COARSE) */
+#include "h264_me_coarse.comp.inc"
     ;
 static const uint32_t k_mb[] =
 #include "h264_mb.comp.inc"
@@ -58,8 +61,9 @@ static const uint32_t k_copy[] =
 
 enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
 #define NBIND 12
-enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, NPIPE };
-#define NTS 8
+enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, NPIPE };
+#define NTS 8    /* the stage boundaries */
+#define TS_COARSE NTS /* one more query: after the coarse motion search */
 #define MBI_STRIDE 48u /* h264_common.glsl's */
 #define LEV_STRIDE 408u
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
@@ -157,7 +161,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (r == VK_SUCCESS) r = vkCreatePipelineLayout(dev, &pli, NULL, &e->layout);
     static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
-        {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra}};
+        {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra},
+        {k_me_coarse, sizeof k_me_coarse}};
     for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
@@ -179,7 +184,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     vkGetPhysicalDeviceProperties(phys, &props);
     e->ts_ns = props.limits.timestampPeriod;
     VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                 .queryCount = NTS};
+                                 .queryCount = NTS + 1};
     if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
     if (r != VK_SUCCESS) {
         int rr = vkfail(e, r, "encoder setup");
@@ -442,7 +447,7 @@ typedef struct input {
 
 static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
     uint32_t n = e->mbw * e->mbh;
-    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS);
+    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 1);
     ts(e, cb, 0);
     if (in->image) { /* after every earlier command's writes to it (the app rendered it) */
         VkImageMemoryBarrier ib = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
@@ -472,10 +477,10 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     cbarrier(cb);
     ts(e, cb, 2);
     if (!pc->intra) {
-        pc->pass = 0; /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
-        stage(e, cb, P_ME, pc, e->mbw, e->mbh);
+        /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
+        stage(e, cb, P_ME_COARSE, pc, e->mbw, e->mbh);
         cbarrier(cb);
-        pc->pass = 1;
+        ts(e, cb, TS_COARSE);
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
     }
@@ -641,11 +646,13 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         info->qp = qp;
         info->mb_i4x4 = (int)ctl[5 + e->mbh];
         info->mb_p8x8 = (int)ctl[6 + e->mbh];
-        uint64_t t[NTS];
-        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS, sizeof t, t, sizeof t[0],
+        uint64_t t[NTS + 1];
+        uint32_t nq = key ? NTS : NTS + 1; /* an IDR picture writes no TS_COARSE */
+        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, nq, sizeof t, t, sizeof t[0],
                                                 VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
+            if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
         }
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // h264_me.comp — GPU H.264 stage 2 (P pictures): a 16×16 motion vector per macroblock and, where P_8x8 pays, one
 // per 8×8 quadrant (fine(), at its end), in quarter samples.
-// pc.pass 0, the coarse search: a full search of ±ME_RANGE on the 4×4 means of the source and of the reference's
-// source, the macroblock's 4×4 and a ring of one around them (±4·ME_RANGE pixels; the hierarchical search of e.g. Nam et al., "A fast hierarchical motion vector
-// estimation algorithm using mean pyramid", IEEE TCSVT 1995). pc.pass 1, the fine search on the reference's
-// reconstruction: ±2 whole pixels around the macroblock's coarse vector, around (0,0), around its vector in the last
-// picture and around the median of its neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
+// The coarse search (built with RC_ME_COARSE): a full search of ±ME_RANGE on the 4×4 means of the source and of
+// the reference's source, the macroblock's 4×4 and a ring of one around them (±4·ME_RANGE pixels; the hierarchical
+// search of e.g. Nam et al., "A fast hierarchical motion vector estimation algorithm using mean pyramid", IEEE TCSVT
+// 1995). The fine search (built without it) on the reference's reconstruction: ±2 whole pixels around the
+// macroblock's coarse vector, around (0,0), around its vector in the last picture and around the median of its
+// neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
 // macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
 // around the best (8.4.2.2.1's interpolation, as the decoder makes it). The cost is SAD + lambda × the bits of
-// the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock.
+// the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock. The two passes are
+// two pipelines so that each reserves only its own shared memory (6 and 10 kB rather than 16): more workgroups fit
+// on a multiprocessor at once.
 #version 450
 #include "h264_common.glsl"
 layout(local_size_x = 64) in;
@@ -41,6 +44,7 @@ void reduce(uint t, uint cost, int idx) {
 
 ivec2 coarse_of(uint mb) { return ivec2(int(mbi[mb * MBI_STRIDE + 4u]), int(mbi[mb * MBI_STRIDE + 5u])); }
 
+#ifdef RC_ME_COARSE
 #define QSIDE (6 + 2 * ME_RANGE)
 shared uint qrs[QSIDE * QSIDE];   // the reference's 1/4-size luma around the macroblock
 shared uint qcs[36];              // the macroblock's 6 × 6
@@ -75,6 +79,7 @@ void coarse(uint mbx, uint mby, uint t) {
     }
 }
 
+#else
 // The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
 // samples from (tox, toy), edge samples repeated as ref_y does.
 #define TILE 24
@@ -83,19 +88,6 @@ shared uint srcs[256];   // the macroblock's source samples
 shared uint csad[25];
 int tox, toy;
 int tile_y(int x, int y) { return int(tile[(y - toy) * TILE + (x - tox)]); }
-#define REF_Y(x, y) tile_y(x, y)
-#define b1_at b1_at_t
-#define half_h half_h_t
-#define half_v half_v_t
-#define half_c half_c_t
-#define luma_q luma_q_t
-#include "h264_interp.glsl"
-#undef REF_Y
-#undef b1_at
-#undef half_h
-#undef half_v
-#undef half_c
-#undef luma_q
 
 // The sub-sample stage's planes over R, the 18 × 18 whole-sample positions from (rx0, ry0) = the best whole-pixel
 // block's origin − 1: b (half, right), h (half, below), j (centre), made once from the tile (b1: the unclipped
@@ -171,12 +163,15 @@ void load_tile(int x0, int y0, uint t) {   // all invocations; ends with a barri
     barrier();
 }
 
-// SAD of rows y0..y1-1 of the macroblock at vector q (quarter samples), from the tile.
+// SAD of rows y0..y1-1 of the macroblock at whole-pixel vector q (quarter samples, multiples of 4), from the tile:
+// whole samples only, so no interpolation is compiled into the search's inner loop.
 uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
     uint s = 0u;
-    int bx = int(mbx * 16u) + (q.x >> 2), by = int(mby * 16u) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
-    for (uint y = y0; y < y1; y++)
-        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - luma_q_t(bx + int(x), by + int(y), fx, fy)));
+    int bx = int(mbx * 16u) + (q.x >> 2) - tox, by = int(mby * 16u) + (q.y >> 2) - toy;
+    for (uint y = y0; y < y1; y++) {
+        uint row = uint(by + int(y)) * TILE + uint(bx);
+        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
+    }
     return s;
 }
 
@@ -259,7 +254,11 @@ void fine(uint mbx, uint mby, uint t) {
     if (at_pm) bq = centre[2];
     ivec2 qv[4] = ivec2[](bq, bq, bq, bq);
     bool p8 = false;
-    if ((pc.me_flags & 3u) == 0u && bsad > 0u && !moved) {
+    // P_8x8 costs at least its header bits more than its four SADs, so where the 16×16 SAD is no more than those bits
+    // it cannot win: not searched (the same choice, without the search; most macroblocks of a well-predicted picture)
+    uint sad16 = at_pm ? pmsad : bcost - pc.lambda * (se_bits(bq.x - pm.x) + se_bits(bq.y - pm.y));
+    bool p8_may_pay = sad16 > (at_pm ? 11u : 8u) * pc.lambda;
+    if ((pc.me_flags & 3u) == 0u && bsad > 0u && !moved && p8_may_pay) {
         if (t < 4u) qsad[t] = 0u;
         barrier();
         atomicAdd(qsad[t >> 4], sad_q8(mbx, mby, bq, t >> 4, (t & 15u) >> 1, (t & 1u) * 4u));
@@ -305,8 +304,13 @@ void fine(uint mbx, uint mby, uint t) {
     }
 }
 
+#endif
+
 void main() {
     uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
-    if (pc.pass == 0u) coarse(mbx, mby, t);
-    else fine(mbx, mby, t);
+#ifdef RC_ME_COARSE
+    coarse(mbx, mby, t);
+#else
+    fine(mbx, mby, t);
+#endif
 }
