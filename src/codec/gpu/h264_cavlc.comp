@@ -2,9 +2,8 @@
 // h264_cavlc.comp — GPU H.264 stage 4: the slice data, CAVLC (ITU-T H.264 clauses 7.3.4–7.3.5.3, 9.2), one
 // invocation per macroblock: the mb_skip_run before it, its macroblock_layer() and residual blocks; the invocation of
 // a slice's first macroblock also writes the slice header (7.3.3), the last one the run of skipped macroblocks
-// that ends the slice and the rbsp_stop_one_bit. An IDR picture has a slice per macroblock row (so the
-// macroblock above is in another slice: nC from the left only), a P picture one slice (nC from the left and above,
-// the vector predictor of mv_pred); everything a macroblock's syntax depends on is known from h264_me and h264_mb.
+// that ends the slice and the rbsp_stop_one_bit. Every picture is one slice (nC from the left and above, the
+// vector predictor of mv_pred, the predicted Intra4x4 modes); everything a macroblock's syntax depends on is known from h264_me and h264_mb.
 // pc.pass 0 counts each macroblock's bits into bits[mb]; pass 1 (after h264_scan) writes them at bits[n + mb],
 // a bit offset into outw (zeroed), with atomicOr where two macroblocks share a word.
 #version 450
@@ -152,8 +151,9 @@ void block(uint off, uint n, int nc) {
 
 uint nzof(uint mb, uint k) { return mbi[mb * MBI_STRIDE + 8u + k]; }
 
-// nC of luma block blk (9.2.1): left from this or the left macroblock, above only inside this macroblock.
-bool top_in_slice(uint mby) { return pc.intra == 0u && mby > 0u; }
+// nC of luma block blk (9.2.1): from the blocks on the left and above, in this macroblock or its neighbours (every
+// picture is one slice).
+bool top_in_slice(uint mby) { return mby > 0u; }
 
 int nc_luma(uint mb, uint mbx, uint mby, uint blk) {
     const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
@@ -184,17 +184,19 @@ int nc_chroma(uint mb, uint mbx, uint mby, uint c, uint b) {
 // Intra4x4PredMode of block b (luma4x4BlkIdx) of an Intra4x4 macroblock (h264_mb packs them in MBI [4], [5]).
 uint mode_of(uint mb, uint b) { return (mbi[mb * MBI_STRIDE + 4u + (b >> 3)] >> (4u * (b & 7u))) & 15u; }
 
-// predIntra4x4PredMode (8.3.1.1) in an IDR picture, where the macroblock above is in another slice: 2 where the
-// block above or on the left is not available; a left macroblock that is Intra16x16 counts as mode 2.
-uint pred_mode(uint mb, uint mbx, uint b) {
+// predIntra4x4PredMode (8.3.1.1): 2 where the block above or on the left is not available; a neighbouring
+// macroblock that is Intra16x16 counts as mode 2.
+uint pred_mode(uint mb, uint mbx, uint mby, uint b) {
     const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
     const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
     const uint IDX[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u); // raster→blk
     uint x = BX[b], y = BY[b];
-    if (y == 0u || (x == 0u && mbx == 0u)) return 2u;
+    if ((y == 0u && mby == 0u) || (x == 0u && mbx == 0u)) return 2u;
     uint a = x > 0u ? mode_of(mb, IDX[y * 4u + x - 1u])
                     : (mbi[(mb - 1u) * MBI_STRIDE] & (1u << 17)) != 0u ? mode_of(mb - 1u, IDX[y * 4u + 3u]) : 2u;
-    return min(a, mode_of(mb, IDX[(y - 1u) * 4u + x]));
+    uint u = y > 0u ? mode_of(mb, IDX[(y - 1u) * 4u + x])
+                    : (mbi[(mb - pc.mbw) * MBI_STRIDE] & (1u << 17)) != 0u ? mode_of(mb - pc.mbw, IDX[12u + x]) : 2u;
+    return min(a, u);
 }
 
 void slice_header(uint first_mb) {
@@ -221,9 +223,9 @@ void main() {
     uint mbx = mb % pc.mbw, mby = mb / pc.mbw;
     bpos = pc.pass == 0u ? 0u : bits[n + mb];
     bool intra = pc.intra != 0u;
-    if (intra ? mbx == 0u : mb == 0u) slice_header(intra ? mb : 0u);
+    if (mb == 0u) slice_header(0u);
     uint flags = mbi[mb * MBI_STRIDE];
-    bool last = intra ? mbx + 1u == pc.mbw : mb + 1u == n;   // the slice's last macroblock
+    bool last = mb + 1u == n;   // the slice's last macroblock
     uint run = mbi[mb * MBI_STRIDE + 3u];                     // P_Skip macroblocks just before (h264_scan)
     if (!intra && (flags & 1u) != 0u) {   // P_Skip: counted by the next coded macroblock, or here at the slice's end
         if (last) ue(run + 1u);
@@ -235,7 +237,7 @@ void main() {
         if (i4) {
             ue(0u);                                                  // mb_type I_NxN
             for (uint b = 0u; b < 16u; b++) {                        // the 16 Intra4x4PredModes
-                uint m = mode_of(mb, b), pm = pred_mode(mb, mbx, b);
+                uint m = mode_of(mb, b), pm = pred_mode(mb, mbx, mby, b);
                 if (m == pm) put(1u, 1u);                            // prev_intra4x4_pred_mode_flag
                 else put(m < pm ? m : m - 1u, 4u);                   // 0, then rem_intra4x4_pred_mode
             }

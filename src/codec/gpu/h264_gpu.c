@@ -4,14 +4,16 @@
  * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
  *
  * The choices, and why:
- *  - IDR pictures: one slice per macroblock row (ITU-T H.264 7.4.3: a slice is any run of macroblocks in raster
- *    order). Across a slice boundary nothing is predicted — the macroblock above is "not available" (6.4.8) — so
- *    a row depends on nothing above it: the rows are coded in parallel, each left to right by one workgroup. The
- *    price: a slice header per row and no prediction from above the macroblock. Each macroblock is Intra4x4
- *    (8.3.1: nine directions per 4×4 block, the blocks below the top ones predicting from those above them) or
- *    Intra16x16 (horizontal or DC), whichever costs less in SATD + lambda × mode bits, as x264 chooses; a plot's
- *    lines and a render's edges are what Intra4x4 is for (it halved the IDR picture of a rotating render).
- *  - P pictures: one slice. They have no intra macroblocks, so nothing in them depends on a neighbour's
+ *  - IDR pictures: one slice, coded in a wavefront (the "2D-wave" of Meenderinck et al., "Parallel
+ *    Scalability of Video Decoders", J. Signal Process. Syst. 2009):
+ *    a macroblock predicts from its neighbours on the left, above on the left, above and above on the right
+ *    (8.3.1.2, 8.3.3), so step s codes the macroblocks with x + 2y = s at once, one dispatch a step (254 at
+ *    1080p), each after the last. Each macroblock is Intra4x4 (8.3.1: nine directions per 4×4 block) or
+ *    Intra16x16 (vertical, horizontal, DC or plane; chroma the same four), whichever costs less in SATD + lambda
+ *    × mode bits, as x264 chooses: a plot's lines and a render's edges are what Intra4x4 is for, a render's
+ *    gradients what the plane is for. (Slices per macroblock row, before, let the rows be coded in parallel
+ *    without steps, but nothing could be predicted from above and each row cost a slice header.)
+ *  - P pictures: one slice, too. They have no intra macroblocks, so nothing in them depends on a neighbour's
  *    reconstruction: every macroblock is coded at once, and the syntax that depends on neighbours (the vector
  *    predictors' medians of A, B, C; the P_Skip vector; nC from the left and above) is computed from their
  *    vectors and counts after the fact. A uniform pan is thus P_Skip where its residual vanishes. A macroblock is
@@ -485,8 +487,18 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         cbarrier(cb);
     }
     ts(e, cb, 3);
-    if (pc->intra) stage(e, cb, P_MB_INTRA, pc, e->mbh, 1);
-    else stage(e, cb, P_MB, pc, e->mbw, e->mbh);
+    if (pc->intra) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
+        for (uint32_t s = 0; s < e->mbw + 2 * (e->mbh - 1); s++) {
+            uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+            pc->pass = s;
+            vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+            vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
+            if (s + 1 < e->mbw + 2 * (e->mbh - 1)) cbarrier(cb);
+        }
+    } else {
+        stage(e, cb, P_MB, pc, e->mbw, e->mbh);
+    }
     cbarrier(cb);
     if (!pc->intra) { /* the mb_skip_run of each macroblock */
         pc->pass = 2;
@@ -626,8 +638,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     size_t start = out->len;
     r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
     uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
-    uint32_t slices = key ? e->mbh : 1; /* a slice per macroblock row in IDR pictures, one in P pictures */
-    for (uint32_t i = 0; i < slices && !r; i++) r = put_nal(out, nal, bytes + ctl[4 + i], ctl[5 + i] - ctl[4 + i]);
+    if (!r) r = put_nal(out, nal, bytes + ctl[4], ctl[5] - ctl[4]); /* the picture's one slice */
     if (r) {
         out->len = start;
         e->have_ref = 0;

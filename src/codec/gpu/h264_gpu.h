@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * h264_gpu.h — an H.264 encoder in Vulkan compute shaders, for GPUs without a video engine (A100, H100, H200 have
- * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra16x16 macroblocks and P
- * pictures of P_L0_16x16 / P_Skip macroblocks with one whole-pixel motion vector each; CAVLC; one slice per
- * macroblock row, so that every row is coded in parallel; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded)
+ * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra4x4 and Intra16x16
+ * macroblocks (coded in a wavefront) and P pictures of P_L0_16x16, P_8x8 and P_Skip macroblocks with quarter-sample
+ * motion vectors; CAVLC; one slice per picture; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded)
  * or a VkImage on the encoder's device. Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
  * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
  * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → CAVLC bit counts

@@ -32,13 +32,14 @@ shared int pred[256];   // luma prediction, raster 16×16
 shared int predc[128];  // chroma prediction, Cb then Cr, raster 8×8
 shared int dcc[16];     // luma DC coefficients (raster of blocks), then levels
 shared int cdc[8];      // chroma DC coefficients per component (raster 2×2), then levels
-shared uint sad[4];     // mode decision
+shared uint sad[8];     // mode decision
 shared uint nzflag[3];  // luma AC / luma any, chroma DC, chroma AC nonzero
 shared uint dsc[16];    // decimation scores of the luma blocks
 shared int r4[256];     // Intra4x4: the macroblock's luma reconstruction, raster 16×16
 shared int lv4[256];    // ... its levels, block by block in luma4x4BlkIdx order, each in coding order
 shared uint mode4[16];  // ... its Intra4x4PredMode per block
-shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is Intra16x16)
+shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is Intra16x16 or absent)
+shared uint tmode4[4];  // the upper macroblock's modes of its bottom row (the same)
 shared int p9[144];     // the 9 modes' predictions of one 4×4 block
 shared uint c9[9];      // ... and their costs
 shared int edge[13];    // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
@@ -312,62 +313,101 @@ void inter_pred(uint mbx, uint mby, uint t) {
 }
 
 // Intra16x16 with the left neighbour only: lmode 1 (horizontal) or 2 (DC); chroma cmode 1 (horizontal) or 0 (DC).
+#ifdef RC_INTRA
+// The neighbours of the macroblock (8.3.3, 8.3.4): the row above and the column on the left (128 where not
+// available), and the sample above on the left; chroma the same per component.
+shared int ntop[16], nleft[16], ctop[16], cleft[16];   // chroma: Cb in [0, 8), Cr in [8, 16)
+shared int ncorner[3];                                  // luma, Cb, Cr
+
+// Intra16x16 (8.3.3) and chroma (8.3.4) prediction of macroblock (mbx, mby) in an IDR picture of one slice: each
+// mode whose neighbours are available (vertical, horizontal, DC, plane), the one with the least SAD against the
+// source; into pred and predc, the modes into lmode (Intra16x16PredMode) and cmode (intra_chroma_pred_mode).
 void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
     uint L = lw(), CW = cwid();
-    if (t < 4u) sad[t] = 0u;
-    barrier();
-    if (mbx == 0u) {
-        for (uint i = t; i < 256u; i += 16u) pred[i] = 128;
-        for (uint i = t; i < 128u; i += 16u) predc[i] = 128;
-        lmode = 2u;
-        cmode = 0u;
-        barrier();
-        return;
+    bool hl = mbx > 0u, ht = mby > 0u;
+    if (t < 8u) sad[t] = 0u;
+    ntop[t] = ht ? int(rec[(mby * 16u - 1u) * L + mbx * 16u + t]) : 128;
+    nleft[t] = hl ? int(rec[(mby * 16u + t) * L + mbx * 16u - 1u]) : 128;
+    uint c = t >> 3, i = t & 7u, p = cplane(c);
+    ctop[t] = ht ? int(rec[p + (mby * 8u - 1u) * CW + mbx * 8u + i]) : 128;
+    cleft[t] = hl ? int(rec[p + (mby * 8u + i) * CW + mbx * 8u - 1u]) : 128;
+    if (t < 3u) {
+        uint pl = t == 0u ? 0u : cplane(t - 1u), w = t == 0u ? L : CW, s = t == 0u ? 16u : 8u;
+        ncorner[t] = ht && hl ? int(rec[pl + (mby * s - 1u) * w + mbx * s - 1u]) : 128;
     }
-    // luma: row t's left sample; SAD of the horizontal and the DC prediction
-    int left = int(rec[(mby * 16u + t) * L + mbx * 16u - 1u]);
-    pred[t] = left;   // temporarily: the left column
     barrier();
-    int sum = 0;
-    for (uint i = 0u; i < 16u; i++) sum += pred[i];
-    int dc = (sum + 8) >> 4;
-    uint sh = 0u, sd = 0u;
+    // luma: DC (8.3.3.3) and plane (8.3.3.4) from the neighbours; row t's SAD of each mode
+    int st = 0, sl = 0, H = 0, V = 0;
+    for (int k = 0; k < 16; k++) st += ntop[k], sl += nleft[k];
+    for (int k = 0; k < 8; k++) {
+        H += (k + 1) * (ntop[8 + k] - (k < 7 ? ntop[6 - k] : ncorner[0]));
+        V += (k + 1) * (nleft[8 + k] - (k < 7 ? nleft[6 - k] : ncorner[0]));
+    }
+    int dc = ht && hl ? (st + sl + 16) >> 5 : hl ? (sl + 8) >> 4 : ht ? (st + 8) >> 4 : 128;
+    int pa = 16 * (nleft[15] + ntop[15]), pb = (5 * H + 32) >> 6, pc_ = (5 * V + 32) >> 6;
+    uint s0 = 0u, s1 = 0u, s2 = 0u, s3 = 0u;
     for (uint x = 0u; x < 16u; x++) {
-        int s = int(src[(mby * 16u + t) * L + mbx * 16u + x]);
-        sh += uint(abs(s - left));
-        sd += uint(abs(s - dc));
+        int sv = int(src[(mby * 16u + t) * L + mbx * 16u + x]);
+        s0 += uint(abs(sv - ntop[x]));
+        s1 += uint(abs(sv - nleft[t]));
+        s2 += uint(abs(sv - dc));
+        s3 += uint(abs(sv - clamp((pa + pb * (int(x) - 7) + pc_ * (int(t) - 7) + 16) >> 5, 0, 255)));
     }
-    atomicAdd(sad[0], sh);
-    atomicAdd(sad[1], sd);
-    // chroma: invocations 0–7 rows of Cb, 8–15 rows of Cr
-    uint c = t >> 3, row = t & 7u;
-    uint p = cplane(c);
-    int cl = int(rec[p + (mby * 8u + row) * CW + mbx * 8u - 1u]);
-    predc[c * 64u + row * 8u] = cl;   // temporarily: the left column in column 0
-    barrier();
-    int s4 = 0;
-    uint r0 = row & 4u;
-    for (uint i = 0u; i < 4u; i++) s4 += predc[c * 64u + (r0 + i) * 8u];
-    int cdcv = (s4 + 2) >> 2;
-    uint ch = 0u, cd = 0u;
+    atomicAdd(sad[0], s0);
+    atomicAdd(sad[1], s1);
+    atomicAdd(sad[2], s2);
+    atomicAdd(sad[3], s3);
+    // chroma, invocation t: row i of component c. DC per 4×4 block (8.3.4.1–3: the top-right block prefers the
+    // row above, the bottom-left one the column on the left), plane (8.3.4.4)
+    int cdcv[4];
+    for (uint bb = 0u; bb < 4u; bb++) {
+        uint xo = (bb & 1u) * 4u, yo = (bb >> 1) * 4u;
+        int ct = 0, cl = 0;
+        for (uint k = 0u; k < 4u; k++) ct += ctop[c * 8u + xo + k], cl += cleft[c * 8u + yo + k];
+        int both = (ct + cl + 4) >> 3, onlyt = (ct + 2) >> 2, onlyl = (cl + 2) >> 2;
+        if (xo == yo) cdcv[bb] = ht && hl ? both : hl ? onlyl : ht ? onlyt : 128;
+        else if (xo > 0u) cdcv[bb] = ht ? onlyt : hl ? onlyl : 128;
+        else cdcv[bb] = hl ? onlyl : ht ? onlyt : 128;
+    }
+    int cH = 0, cV = 0;
+    for (int k = 0; k < 4; k++) {
+        cH += (k + 1) * (ctop[c * 8u + uint(4 + k)] - (k < 3 ? ctop[c * 8u + uint(2 - k)] : ncorner[1u + c]));
+        cV += (k + 1) * (cleft[c * 8u + uint(4 + k)] - (k < 3 ? cleft[c * 8u + uint(2 - k)] : ncorner[1u + c]));
+    }
+    int ca = 16 * (cleft[c * 8u + 7u] + ctop[c * 8u + 7u]), cb = (34 * cH + 32) >> 6, cc = (34 * cV + 32) >> 6;
+    uint d0 = 0u, d1 = 0u, d2 = 0u, d3 = 0u;
     for (uint x = 0u; x < 8u; x++) {
-        int s = int(src[p + (mby * 8u + row) * CW + mbx * 8u + x]);
-        ch += uint(abs(s - cl));
-        cd += uint(abs(s - cdcv));
+        int sv = int(src[p + (mby * 8u + i) * CW + mbx * 8u + x]);
+        d0 += uint(abs(sv - cdcv[(i >> 2) * 2u + (x >> 2)]));
+        d1 += uint(abs(sv - cleft[c * 8u + i]));
+        d2 += uint(abs(sv - ctop[c * 8u + x]));
+        d3 += uint(abs(sv - clamp((ca + cb * (int(x) - 3) + cc * (int(i) - 3) + 16) >> 5, 0, 255)));
     }
-    atomicAdd(sad[2], ch);
-    atomicAdd(sad[3], cd);
+    atomicAdd(sad[4], d0);
+    atomicAdd(sad[5], d1);
+    atomicAdd(sad[6], d2);
+    atomicAdd(sad[7], d3);
     barrier();
-    lmode = sad[0] < sad[1] ? 1u : 2u;
-    cmode = sad[2] < sad[3] ? 1u : 0u;
+    // every invocation the same choice: DC unless an available mode has a smaller SAD
+    lmode = 2u;
+    if (ht && sad[0] < sad[lmode]) lmode = 0u;
+    if (hl && sad[1] < sad[lmode]) lmode = 1u;
+    if (ht && hl && sad[3] < sad[lmode]) lmode = 3u;
+    cmode = 0u;
+    if (hl && sad[5] < sad[4u + cmode]) cmode = 1u;
+    if (ht && sad[6] < sad[4u + cmode]) cmode = 2u;
+    if (ht && hl && sad[7] < sad[4u + cmode]) cmode = 3u;
     barrier();
-    for (uint x = 0u; x < 16u; x++) pred[t * 16u + x] = lmode == 1u ? left : dc;
-    for (uint x = 0u; x < 8u; x++) predc[c * 64u + row * 8u + x] = cmode == 1u ? cl : cdcv;
+    for (uint x = 0u; x < 16u; x++)
+        pred[t * 16u + x] = lmode == 0u ? ntop[x] : lmode == 1u ? nleft[t] : lmode == 2u ? dc
+                          : clamp((pa + pb * (int(x) - 7) + pc_ * (int(t) - 7) + 16) >> 5, 0, 255);
+    for (uint x = 0u; x < 8u; x++)
+        predc[c * 64u + i * 8u + x] = cmode == 0u ? cdcv[(i >> 2) * 2u + (x >> 2)] : cmode == 1u ? cleft[c * 8u + i]
+                                    : cmode == 2u ? ctop[c * 8u + x]
+                                    : clamp((ca + cb * (int(x) - 3) + cc * (int(i) - 3) + 16) >> 5, 0, 255);
     barrier();
 }
 
-
-#ifdef RC_INTRA
 // SATD of a 4×4 difference: the sum of its Hadamard transform's magnitudes, halved (x264's satd_4x4).
 uint satd4(int d[16]) {
     for (int i = 0; i < 4; i++) {
@@ -428,15 +468,21 @@ int pred4(uint m, int x, int y, bool hasT, bool hasL) {
     return (pe(-1, y + (x >> 1)) + 2 * pe(-1, y + (x >> 1) + 1) + pe(-1, y + (x >> 1) + 2) + 2) >> 2;
 }
 
-// Intra4x4 for macroblock (mbx, mby) of an IDR row (the row above is another slice: blocks of the top row have no
-// neighbours above): each block in luma4x4BlkIdx order takes the mode of the 9 (8.3.1.2) with the least SATD
-// + lambda × its mode bits (1 where it is the predicted mode, else 4: prev_intra4x4_pred_mode_flag and
-// rem_intra4x4_pred_mode), and is coded and reconstructed before the next predicts from it. Returns whether that
-// costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a 16×16 mb_type's bits): x264's
-// choice between them (x264_mb_analyse_intra; Intra16x16's mb_type taken as 5 bits, it has 3 to 7). Fills r4, lv4,
-// mode4; every invocation returns the same. (All 16 blocks are searched even where Intra16x16 has won already:
-// stopping early, with a break or a flag, makes lavapipe's compiler (LLVM's coroutine split at the barriers)
-// run for minutes.)
+// A reconstructed luma sample at (x, y) relative to macroblock (mbx, mby): inside it from r4 (its blocks decoded so
+// far), outside from rec (the macroblocks before it).
+int rec_at(uint mbx, uint mby, int x, int y) {
+    if (x >= 0 && y >= 0 && x < 16) return r4[y * 16 + x];
+    return int(rec[uint(int(mby * 16u) + y) * lw() + uint(int(mbx * 16u) + x)]);
+}
+
+// Intra4x4 for macroblock (mbx, mby) of an IDR picture: each block in luma4x4BlkIdx order takes the mode of the 9
+// (8.3.1.2) with the least SATD + lambda × its mode bits (1 where it is the predicted mode, else 4:
+// prev_intra4x4_pred_mode_flag and rem_intra4x4_pred_mode), and is coded and reconstructed before the next predicts
+// from it. Returns whether that costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a
+// 16×16 mb_type's bits): x264's choice between them (x264_mb_analyse_intra; Intra16x16's mb_type taken as 5 bits,
+// it has 3 to 7). Fills r4, lv4, mode4; every invocation returns the same. (All 16 blocks are searched even where
+// Intra16x16 has won already: stopping early, with a break or a flag, makes lavapipe's compiler (LLVM's coroutine
+// split at the barriers) run for minutes.)
 bool intra4x4(uint mbx, uint mby, uint t) {
     uint L = lw();
     int qp = int(pc.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
@@ -453,26 +499,29 @@ bool intra4x4(uint mbx, uint mby, uint t) {
     uint acc = pc.lambda;   // mb_type I_NxN: 1 bit
     [[dont_unroll]] for (uint blk = 0u; blk < 16u; blk++) {   // unrolled, lavapipe's compiler takes minutes
         int bx = int(BX[blk]), by = int(BY[blk]);
-        bool hasL = bx > 0 || mbx > 0u, hasT = by > 0, hasTR = blk == 2u || blk == 6u || blk == 8u || blk == 9u ||
-                                                           blk == 10u || blk == 12u || blk == 14u;
-        // the neighbours (8.3.1.2): inside the macroblock from r4, on its left from rec (the left macroblock)
+        // the blocks above on the right that are decoded before this one (6.4.11.4): inside the macroblock, or in
+        // the macroblock above (above on the right for block 5)
+        bool hasL = bx > 0 || mbx > 0u, hasT = by > 0 || mby > 0u;
+        bool hasTR = by == 0 ? mby > 0u && (bx < 3 || mbx + 1u < pc.mbw)
+                             : blk == 2u || blk == 6u || blk == 8u || blk == 9u || blk == 10u || blk == 12u || blk == 14u;
+        // the neighbours (8.3.1.2), 128 where not available
         if (t < 13u) {
             int v = 128;
             if (t == 0u) {
-                if (hasT && hasL) v = bx > 0 ? r4[(by * 4 - 1) * 16 + bx * 4 - 1] : int(rec[(mby * 16u + uint(by * 4 - 1)) * L + mbx * 16u - 1u]);
+                if (hasT && hasL) v = rec_at(mbx, mby, bx * 4 - 1, by * 4 - 1);
             } else if (t < 9u) {
                 int i = min(int(t) - 1, hasTR ? 7 : 3);
-                if (hasT) v = r4[(by * 4 - 1) * 16 + bx * 4 + i];
+                if (hasT) v = rec_at(mbx, mby, bx * 4 + i, by * 4 - 1);
             } else {
-                int j = int(t) - 9;
-                if (hasL) v = bx > 0 ? r4[(by * 4 + j) * 16 + bx * 4 - 1] : int(rec[(mby * 16u + uint(by * 4 + j)) * L + mbx * 16u - 1u]);
+                if (hasL) v = rec_at(mbx, mby, bx * 4 - 1, by * 4 + int(t) - 9);
             }
             edge[t] = v;
         }
         barrier();
         // the predicted mode (8.3.1.1): 2 where the block above or on the left is not available
         uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
-        uint pm = !hasT || !hasL ? 2u : min(ma, mode4[IDX4[max(by - 1, 0) * 4 + bx]]);
+        uint mt = by > 0 ? mode4[IDX4[(by - 1) * 4 + bx]] : tmode4[bx];
+        uint pm = !hasT || !hasL ? 2u : min(ma, mt);
         if (t < 9u) {
             bool ok = t == 0u || t == 3u || t == 7u ? hasT : t == 1u || t == 8u ? hasL : t == 2u ? true : hasT && hasL;
             uint cost = 0xFFFFFFFFu;
@@ -524,23 +573,26 @@ void main() {
     barrier();
     code_mb(mbx, mby, t, false, 0u, 0u, false);
 #else
-    uint mby = gl_WorkGroupID.x;
-    if (t < 4u) lmode4[t] = 2u;
-    for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
-        uint lmode, cmode;
-        intra_pred(mbx, mby, t, lmode, cmode);
-        bool i4 = intra4x4(mbx, mby, t);
-        code_mb(mbx, mby, t, true, lmode, cmode, i4);
-        uint mb = mby * pc.mbw + mbx;
-        if (t < 2u) {   // the modes for CAVLC: 4 bits a block, blocks 8t to 8t + 7
-            uint w = 0u;
-            for (uint k = 0u; k < 8u; k++) w |= (i4 ? mode4[t * 8u + k] : 2u) << (4u * k);
-            mbi[mb * MBI_STRIDE + 4u + t] = w;
-        }
-        barrier();
-        if (t < 4u) lmode4[t] = i4 ? mode4[IDX4[t * 4u + 3u]] : 2u;
-        memoryBarrierBuffer();
-        barrier();
+    // one wavefront step: the macroblocks with x + 2y = pc.pass, each after its neighbours on the left, above and
+    // above on the right (the steps before)
+    uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
+    uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
+    if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
+    uint mb = mby * pc.mbw + mbx;
+    if (t < 4u) {   // the neighbours' modes next to this macroblock (packed by the steps before)
+        uint l = IDX4[t * 4u + 3u], u = IDX4[12u + t];
+        lmode4[t] = mbx > 0u ? (mbi[(mb - 1u) * MBI_STRIDE + 4u + (l >> 3)] >> (4u * (l & 7u))) & 15u : 2u;
+        tmode4[t] = mby > 0u ? (mbi[(mb - pc.mbw) * MBI_STRIDE + 4u + (u >> 3)] >> (4u * (u & 7u))) & 15u : 2u;
+    }
+    barrier();
+    uint lmode, cmode;
+    intra_pred(mbx, mby, t, lmode, cmode);
+    bool i4 = intra4x4(mbx, mby, t);
+    code_mb(mbx, mby, t, true, lmode, cmode, i4);
+    if (t < 2u) {   // the modes for CAVLC and the next macroblocks: 4 bits a block, blocks 8t to 8t + 7
+        uint w = 0u;
+        for (uint k = 0u; k < 8u; k++) w |= (i4 ? mode4[t * 8u + k] : 2u) << (4u * k);
+        mbi[mb * MBI_STRIDE + 4u + t] = w;
     }
 #endif
 }

@@ -2,9 +2,8 @@
 // h264_scan.comp — GPU H.264 stage 5, one workgroup of 256.
 // pc.pass 2 (P pictures, before the CAVLC count): each macroblock's mb_skip_run, the P_Skip macroblocks just before
 // it in raster order (into mbi[3]): each invocation takes a contiguous chunk, the chunks' runs are carried across.
-// Otherwise: where every macroblock's bits go. Each slice starts on a byte: an IDR picture's slices are its rows
-// (an invocation per row sums its macroblocks), a P picture is one slice (chunks, a shared-memory scan of the
-// chunk sums). Writes the slices' byte offsets, the total and the copy stage's indirect dispatch to ctl.
+// Otherwise: where every macroblock's bits go. Every picture is one slice (chunks, a shared-memory scan of the chunk
+// sums). Writes the slices' byte offsets, the total and the copy stage's indirect dispatch to ctl.
 #version 450
 #include "h264_common.glsl"
 layout(local_size_x = 256) in;
@@ -34,38 +33,6 @@ void main() {
         for (uint i = i0; i < i1; i++) {
             mbi[i * MBI_STRIDE + 3u] += carry;
             if (!skipped(i)) break;          // after a coded one the run starts inside the chunk
-        }
-        return;
-    }
-    if (pc.intra != 0u) {
-        for (uint r = t; r < pc.mbh; r += 256u) {
-            uint s = 0u;
-            for (uint x = 0u; x < pc.mbw; x++) s += bits[r * pc.mbw + x];
-            part[r] = (s + 7u) >> 3;
-        }
-        barrier();
-        if (t == 0u) {
-            uint o = 0u;
-            for (uint r = 0u; r < pc.mbh; r++) {
-                ctl[4u + r] = o;
-                o += part[r];
-                part[r] = ctl[4u + r];
-            }
-            ctl[4u + pc.mbh] = o;
-            ctl[5u + pc.mbh] = 0u;   // the CAVLC write pass counts Intra4x4 and P_8x8 macroblocks here
-            ctl[6u + pc.mbh] = 0u;
-            ctl[0] = o;
-            ctl[1] = (o + 255u) / 256u;   // 64 invocations × 4 bytes
-            ctl[2] = 1u;
-            ctl[3] = 1u;
-        }
-        barrier();
-        for (uint r = t; r < pc.mbh; r += 256u) {
-            uint o = part[r] * 8u;
-            for (uint x = 0u; x < pc.mbw; x++) {
-                bits[n + r * pc.mbw + x] = o;
-                o += bits[r * pc.mbw + x];
-            }
         }
         return;
     }
