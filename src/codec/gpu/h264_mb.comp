@@ -318,6 +318,7 @@ void inter_pred(uint mbx, uint mby, uint t) {
 // available), and the sample above on the left; chroma the same per component.
 shared int ntop[16], nleft[16], ctop[16], cleft[16];   // chroma: Cb in [0, 8), Cr in [8, 16)
 shared int ncorner[3];                                  // luma, Cb, Cr
+shared int ntr[4];                                      // luma above on the right (x 16–19)
 
 // Intra16x16 (8.3.3) and chroma (8.3.4) prediction of macroblock (mbx, mby) in an IDR picture of one slice: each
 // mode whose neighbours are available (vertical, horizontal, DC, plane), the one with the least SAD against the
@@ -331,6 +332,7 @@ void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
     uint c = t >> 3, i = t & 7u, p = cplane(c);
     ctop[t] = ht ? int(rec[p + (mby * 8u - 1u) * CW + mbx * 8u + i]) : 128;
     cleft[t] = hl ? int(rec[p + (mby * 8u + i) * CW + mbx * 8u - 1u]) : 128;
+    if (t < 4u) ntr[t] = ht && mbx + 1u < pc.mbw ? int(rec[(mby * 16u - 1u) * L + mbx * 16u + 16u + t]) : 128;
     if (t < 3u) {
         uint pl = t == 0u ? 0u : cplane(t - 1u), w = t == 0u ? L : CW, s = t == 0u ? 16u : 8u;
         ncorner[t] = ht && hl ? int(rec[pl + (mby * s - 1u) * w + mbx * s - 1u]) : 128;
@@ -468,12 +470,15 @@ int pred4(uint m, int x, int y, bool hasT, bool hasL) {
     return (pe(-1, y + (x >> 1)) + 2 * pe(-1, y + (x >> 1) + 1) + pe(-1, y + (x >> 1) + 2) + 2) >> 2;
 }
 
-// A reconstructed luma sample at (x, y) relative to macroblock (mbx, mby): inside it from r4 (its blocks decoded so
-// far), outside from rec (the macroblocks before it).
-int rec_at(uint mbx, uint mby, int x, int y) {
-    if (x >= 0 && y >= 0 && x < 16) return r4[y * 16 + x];
-    return int(rec[uint(int(mby * 16u) + y) * lw() + uint(int(mbx * 16u) + x)]);
+// A reconstructed luma sample at (x, y) relative to the macroblock, where available: inside it from r4 (its blocks
+// decoded so far), outside from the neighbours intra_pred loaded (x −1 to 19 above, −1 on the left).
+int rec_at(int x, int y) {
+    if (y < 0) return x < 0 ? ncorner[0] : x < 16 ? ntop[x] : ntr[x - 16];
+    if (x < 0) return nleft[y];
+    return r4[y * 16 + x];
 }
+
+shared int blk_a[16], blk_b[16], blk_l[16];   // the 4×4 block being coded: residual, coefficients, levels
 
 // Intra4x4 for macroblock (mbx, mby) of an IDR picture: each block in luma4x4BlkIdx order takes the mode of the 9
 // (8.3.1.2) with the least SATD + lambda × its mode bits (1 where it is the predicted mode, else 4:
@@ -508,12 +513,12 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         if (t < 13u) {
             int v = 128;
             if (t == 0u) {
-                if (hasT && hasL) v = rec_at(mbx, mby, bx * 4 - 1, by * 4 - 1);
+                if (hasT && hasL) v = rec_at(bx * 4 - 1, by * 4 - 1);
             } else if (t < 9u) {
                 int i = min(int(t) - 1, hasTR ? 7 : 3);
-                if (hasT) v = rec_at(mbx, mby, bx * 4 + i, by * 4 - 1);
+                if (hasT) v = rec_at(bx * 4 + i, by * 4 - 1);
             } else {
-                if (hasL) v = rec_at(mbx, mby, bx * 4 - 1, by * 4 + int(t) - 9);
+                if (hasL) v = rec_at(bx * 4 - 1, by * 4 + int(t) - 9);
             }
             edge[t] = v;
         }
@@ -540,23 +545,37 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         uint best = 0u;
         for (uint i = 1u; i < 9u; i++) if (c9[i] < c9[best]) best = i;   // every invocation the same
         acc += c9[best];
-        if (t == 0u) {   // code the block and reconstruct it as the decoder will (8.5.12)
-            mode4[blk] = best;
-            int b[16];
-            for (int r = 0; r < 16; r++)
-                b[r] = int(src[(mby * 16u + uint(by * 4 + (r >> 2))) * L + mbx * 16u + uint(bx * 4 + (r & 3))]) -
-                       p9[best * 16u + uint(r)];
-            fwd4(b);
-            int d[16];
-            for (uint r = 0u; r < 16u; r++) {
-                int l = quant(b[r], MF[m6 * 3 + pos_class(r)], qbits, f);
-                d[r] = (l * V[m6 * 3 + pos_class(r)]) << (qp / 6);
-                b[r] = l;
+        // code the block and reconstruct it as the decoder will (8.5.12), one coefficient or sample an invocation
+        // (the block is on the macroblock's critical path, and every macroblock of the wave waits for it)
+        int u = int(t >> 2), v = int(t & 3u);
+        blk_a[t] = int(src[(mby * 16u + uint(by * 4 + u)) * L + mbx * 16u + uint(bx * 4 + v)]) - p9[best * 16u + t];
+        if (t == 0u) mode4[blk] = best;
+        barrier();
+        {   // coefficient (u, v) of Cf X Cf^T (fwd4's, term by term), quantized, and scaled back (8.5.12.1)
+            const int CF[16] = int[](1, 1, 1, 1, 2, 1, -1, -2, 1, -1, -1, 1, 1, -2, 2, -1);
+            int y = 0;
+            for (int i = 0; i < 4; i++) {
+                int row = 0;
+                for (int j = 0; j < 4; j++) row += blk_a[i * 4 + j] * CF[v * 4 + j];
+                y += CF[u * 4 + i] * row;
             }
-            for (uint k = 0u; k < 16u; k++) lv4[blk * 16u + k] = b[ZZ[k]];
-            inv4(d);
-            for (int r = 0; r < 16; r++)
-                r4[(by * 4 + (r >> 2)) * 16 + bx * 4 + (r & 3)] = clamp(p9[best * 16u + uint(r)] + d[r], 0, 255);
+            int l = quant(y, MF[m6 * 3 + pos_class(t)], qbits, f);
+            blk_l[t] = l;
+            blk_b[t] = (l * V[m6 * 3 + pos_class(t)]) << (qp / 6);
+        }
+        barrier();
+        lv4[blk * 16u + t] = blk_l[ZZ[t]];
+        {   // 8.5.12.2, rows: element (u, v) of row u's butterfly
+            int d0 = blk_b[u * 4], d1 = blk_b[u * 4 + 1], d2 = blk_b[u * 4 + 2], d3 = blk_b[u * 4 + 3];
+            int e0 = d0 + d2, e1 = d0 - d2, e2 = (d1 >> 1) - d3, e3 = d1 + (d3 >> 1);
+            blk_a[t] = v == 0 ? e0 + e3 : v == 1 ? e1 + e2 : v == 2 ? e1 - e2 : e0 - e3;
+        }
+        barrier();
+        {   // ... then columns: sample (u, v) from column v, (x + 32) >> 6, onto the prediction
+            int d0 = blk_a[v], d1 = blk_a[4 + v], d2 = blk_a[8 + v], d3 = blk_a[12 + v];
+            int g0 = d0 + d2, g1 = d0 - d2, g2 = (d1 >> 1) - d3, g3 = d1 + (d3 >> 1);
+            int r = u == 0 ? g0 + g3 : u == 1 ? g1 + g2 : u == 2 ? g1 - g2 : g0 - g3;
+            r4[(by * 4 + u) * 16 + bx * 4 + v] = clamp(p9[best * 16u + t] + ((r + 32) >> 6), 0, 255);
         }
         barrier();
     }
