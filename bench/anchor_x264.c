@@ -55,7 +55,7 @@ anchor_x264 *anchor_x264_open(const char *preset, const char *profile, int w, in
 }
 
 int anchor_x264_encode(anchor_x264 *s, const uint8_t *rgba, int w, int h, size_t pitch, rc_buf *out) {
-    rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8, NULL};
     if (rc_i420_from_image(&s->yuv, &img)) return -1;
     x264_picture_t in, pic_out;
     x264_picture_init(&in);

@@ -275,7 +275,7 @@ static int seq_alloc(sequence *q, const char *name, int n) {
 }
 static int seq_refs(sequence *q) {
     for (int i = 0; i < q->n; i++) {
-        rc_image img = {q->rgba[i], W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {q->rgba[i], W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8, NULL};
         if (rc_i420_from_image(&q->ref[i], &img)) return -1;
     }
     return 0;
@@ -374,7 +374,7 @@ static void *rcc_open(const anchor_enc *e, int w, int h, int kbps, int threads) 
 }
 static int rcc_encode(void *sp, const uint8_t *rgba, int w, int h, size_t pitch, rc_buf *out) {
     rcc_state *s = sp;
-    rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8, NULL};
     rc_encode_info info;
     if (rc_codec_encode(s->c, &img, &s->p, out, &info)) {
         fprintf(stderr, "bench-anchor: %s: %s\n", s->c->type->name, rc_codec_error(s->c));
@@ -461,7 +461,7 @@ static int vp9d_encode(void *sp, const uint8_t *rgba, int w, int h, size_t pitch
         ARGBToI444(s->argb, w * 4, s->img.planes[0], s->img.stride[0], s->img.planes[1], s->img.stride[1],
                    s->img.planes[2], s->img.stride[2], w, h);
     } else {
-        rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {rgba, (uint32_t)w, (uint32_t)h, pitch, RCANVAS_FORMAT_RGBA8, NULL};
         if (rc_i420_from_image(&s->yuv, &img)) return -1;
         vpx_img_wrap(&s->img, VPX_IMG_FMT_I420, (unsigned)w, (unsigned)h, 1, s->yuv.mem);
         s->img.planes[0] = s->yuv.y, s->img.planes[1] = s->yuv.u, s->img.planes[2] = s->yuv.v;
@@ -760,7 +760,7 @@ static void part_b(still *st, int nst, const int *kbps, int nk, int threads) {
             for (int ss = 0; ss < 2; ss++) {
                 rc_encode_params p = {.codec = RCANVAS_CODEC_JPEG, .quality = qs[qi],
                                       .subsampling = ss ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420};
-                rc_image img = {st[i].rgba, st[i].w, st[i].h, (size_t)st[i].w * 4, RCANVAS_FORMAT_RGBA8};
+                rc_image img = {st[i].rgba, st[i].w, st[i].h, (size_t)st[i].w * 4, RCANVAS_FORMAT_RGBA8, NULL};
                 rc_buf_clear(&pkt);
                 uint8_t *px;
                 uint32_t w, h;

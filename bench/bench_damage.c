@@ -175,7 +175,7 @@ static int part_b(int runs) {
         uint8_t *a = tf_new(TF_PLOT, w, h), *b = malloc(n), *cpy = malloc(n);
         uint8_t *bits = malloc((size_t)rc_damage_tiles(w) * rc_damage_tiles(h));
         if (!a || !b || !cpy || !bits) return 1;
-        rc_image ia = {a, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8}, ib = {b, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image ia = {a, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL}, ib = {b, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         double res[4];
         for (int kase = 0; kase < 4; kase++) {
             memcpy(b, a, n);

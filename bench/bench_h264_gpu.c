@@ -104,7 +104,7 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
         rc_buf_clear(&out);
         int r;
         if (from_cpu) {
-            rc_image img = {s->rgba[k], s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8};
+            rc_image img = {s->rgba[k], s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
             r = rc_gpu_h264_encode_cpu(e, &img, &p, qp, &out, &info);
         } else {
             r = rc_gpu_h264_encode_image(e, s->img[k], VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, s->w, s->h,
@@ -200,7 +200,7 @@ static void *dens_thread(void *arg) {
                                          j->s->h, &p, 0, &out, &info);
             j->gpu_ms += info.gpu_ms;
         } else {
-            rc_image img = {j->s->rgba[k], j->s->w, j->s->h, (size_t)j->s->w * 4, RCANVAS_FORMAT_RGBA8};
+            rc_image img = {j->s->rgba[k], j->s->w, j->s->h, (size_t)j->s->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
             r = ce ? rc_codec_encode(ce, &img, &p, &out, NULL) : RCANVAS_EINVAL;
         }
         if (r) j->errors++;

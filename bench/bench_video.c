@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
     double *ms = malloc(sizeof(double) * (size_t)nframes), *jms = malloc(sizeof(double) * (size_t)nframes);
     rc_codec *jpeg;
     if (!frame || !ms || !jms || rc_codec_new(&rc_codec_jpeg, &jpeg)) return 1;
-    rc_image img = {frame, OUT_W, OUT_H, (size_t)OUT_W * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {frame, OUT_W, OUT_H, (size_t)OUT_W * 4, RCANVAS_FORMAT_RGBA8, NULL};
 
     printf("\n| sequence | codec | kbit/s | bytes/frame | Y PSNR dB | encode ms (median) | CPU ms/frame | JPEG q85 bytes | q85 PSNR | "
            "JPEG q85 ms | JPEG at equal PSNR: q, bytes | video / JPEG bytes at equal PSNR |\n");
@@ -322,7 +322,7 @@ int main(int argc, char **argv) {
                 uint8_t *px;
                 uint32_t w, h;
                 if (rc_decode_jpeg(rc_buf_data(&pkt), pkt.len, &px, &w, &h)) return 1;
-                rc_image di = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+                rc_image di = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
                 rc_i420_from_image(&jy, &di);
                 double ps = gen_psnr_plane(jy.y, jy.stride_y, ref.y, ref.stride_y, OUT_W, OUT_H);
                 free(px);

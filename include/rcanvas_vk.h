@@ -24,8 +24,11 @@ extern "C" {
 typedef struct rcanvas_vk rcanvas_vk;
 
 typedef struct rcanvas_vk_config {
-    /* The app's objects; all NULL (default) = rcanvas creates its own instance and device (first discrete GPU,
-     * else the first device; a queue family with compute), reachable through rcanvas_vk_device() & co. */
+    /* The app's objects; all NULL (default) = rcanvas picks the device (first discrete GPU, else the first device;
+     * a queue family with compute), reachable through rcanvas_vk_device() & co: the one its GPU codecs run on, with
+     * a queue for this ring and the app alone, where the device has one to spare and validation is off (an h264-gpu
+     * canvas then encodes the staging buffer on the GPU, nothing copied on the host); else an instance and device
+     * of the ring's own. */
     VkInstance instance;
     VkPhysicalDevice physical_device;
     VkDevice device;
@@ -63,7 +66,8 @@ RCANVAS_API int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
  * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
- * It calls vkDeviceWaitIdle: no other thread may use the device's queues during the call. */
+ * It waits for the device to be idle (vkDeviceWaitIdle; for a device shared with rcanvas's GPU codecs, for the
+ * ring's queue: vkQueueWaitIdle): no other thread may use those queues during the call. */
 RCANVAS_API void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */

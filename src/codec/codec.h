@@ -29,6 +29,10 @@ typedef struct rc_image {
     uint32_t width, height;
     size_t pitch;
     rcanvas_pixel_format format;
+    /* optional: the same pixels in a buffer on a Vulkan device (codec/gpu/gpu_device.h's rc_gpu_frame), which a
+     * GPU encoder on that device reads instead of uploading them; NULL: none. A view of part of the image, or
+     * of other pixels, must not keep it. */
+    const struct rc_gpu_frame *gpu;
 } rc_image;
 
 /* The canvas's codec options (set with rcanvas_canvas_set_option). A codec reads those it knows. */

@@ -29,6 +29,7 @@ static void stripe_run(rc_job *job, rc_worker *w) {
     if (atomic_load_explicit(&t->status, memory_order_relaxed) == RCANVAS_OK) {
         rc_codec *enc = rc_worker_codec(w, pk->codec);
         rc_image part = t->img;
+        part.gpu = NULL; /* a stripe, not the whole frame */
         part.pixels = t->img.pixels + (size_t)sj->y0 * t->img.pitch + (size_t)sj->x0 * rc_format_bpp(t->img.format);
         part.width = sj->cols;
         part.height = sj->rows;

@@ -13,6 +13,9 @@
  * one encoder, a frame that came while the previous one was encoding went to the CPU encoder). A slot's encoder is
  * finished as soon as the canvas has copied its bytes, so it is free again when its slot is (should the canvas let go
  * of the slot even sooner, the next frame in it gets RCANVAS_EBUSY from the encoder and goes to the CPU encoder).
+ * The device: the app's; else the GPU codecs' (codec/gpu/gpu_device.h) with a queue of its own where it has one to
+ * spare, so that each frame goes on with its staging buffer as a device buffer (rc_image.gpu) and an h264-gpu
+ * encoder reads it there (a copy on the GPU, none on the host); else one of its own.
  */
 #include <vulkan/vulkan.h>
 
@@ -48,12 +51,15 @@ typedef struct slot {
     int gpu_encoded;          /* this copy also ran the GPU JPEG encoder */
     int gpu_read_image;       /* ... reading the image in its DCT pass (no input copy) */
     rc_gpu_jpeg *gj;          /* this slot's GPU JPEG encoder (vk->gj[i] for slot i; NULL: CPU encoding only) */
+    rc_gpu_frame gpu;         /* the staging buffer as a device buffer, handed on with the frame (codec.h) */
 } slot;
 
 struct rcanvas_vk {
     rcanvas_canvas *canvas;
     const rc_logger *log;
     int own;                  /* rcanvas created instance + device */
+    rc_gpu_device *shared;    /* or the GPU codecs' device, with a queue of its own (NULL: not) */
+    uint32_t shared_queue;
     VkInstance instance;
     VkPhysicalDevice phys;
     VkDevice device;
@@ -227,7 +233,8 @@ static int slot_reserve(rcanvas_vk *vk, slot *s, VkDeviceSize need) {
     if (vk->dmg) rc_vk_damage_slot_lost(vk->dmg, (int)(s - vk->slots)); /* the new buffer holds no frame */
     /* storage: the damage pass writes the changed tiles into it */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = need,
-                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | (vk->dmg ? VK_BUFFER_USAGE_STORAGE_BUFFER_BIT : 0),
+                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       (vk->dmg ? VK_BUFFER_USAGE_STORAGE_BUFFER_BIT : 0),
                               .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = vkCreateBuffer(vk->device, &bci, NULL, &s->buf);
     if (r != VK_SUCCESS) return vkerr(vk, r, "vkCreateBuffer");
@@ -272,7 +279,21 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
     pthread_cond_init(&vk->cv, NULL);
     pthread_cond_init(&vk->freed, NULL);
     int r = RCANVAS_OK;
-    if (own) {
+    /* Without the app's device: the GPU codecs' device where it has a queue to spare (and no validation layer is
+     * asked for), so that an h264-gpu canvas's encoder reads the staging buffer on the GPU (rc_image.gpu) instead
+     * of the host copying it back up; RCANVAS_VK_OWN_DEVICE=1 (benchmarks) makes a device of its own as before. */
+    const char *own_env = getenv("RCANVAS_VK_OWN_DEVICE");
+    if (own && !cfg->validation && !(own_env && !strcmp(own_env, "1")) &&
+        rc_gpu_device_acquire_ring_queue(NULL, &vk->shared, &vk->shared_queue) == RCANVAS_OK) { /* quiet: a CPU device is refused */
+        vk->own = own = 0;
+        vk->instance = vk->shared->instance;
+        vk->phys = vk->shared->phys;
+        vk->device = vk->shared->dev;
+        vk->family = vk->shared->family;
+        vk->queue = vk->shared->queues[vk->shared_queue];
+        rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: the ring shares the GPU codecs' device (queue %u of its own)",
+               vk->shared_queue);
+    } else if (own) {
         r = create_own_device(vk, cfg->validation);
     } else {
         vk->instance = cfg->instance;
@@ -392,7 +413,8 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
     if (vk->gj[0]) set_canvas_gpu_jpeg(vk, 0);
     free_gpu_jpeg(vk);
     if (vk->device) {
-        vkDeviceWaitIdle(vk->device);
+        if (vk->shared) vkQueueWaitIdle(vk->queue); /* the codecs submit to the device's other queues meanwhile */
+        else vkDeviceWaitIdle(vk->device);
         rc_vk_damage_free(vk->dmg);
         for (int i = 0; i < vk->depth; i++) {
             slot *s = &vk->slots[i];
@@ -411,6 +433,7 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
         }
         vkDestroyInstance(vk->instance, NULL);
     }
+    rc_gpu_device_release_ring_queue(vk->shared, vk->shared_queue);
     pthread_mutex_destroy(&vk->mu);
     pthread_cond_destroy(&vk->cv);
     pthread_cond_destroy(&vk->freed);
@@ -717,8 +740,9 @@ static void *readback_main(void *arg) {
         vk->stats.submit_to_ready_ms = (double)(t1 - s->submit_us) / 1000.0;
         pthread_mutex_unlock(&vk->mu);
 
+        s->gpu = (rc_gpu_frame){.dev = vk->device, .buf = s->buf};
         rc_image img = {.pixels = s->mapped, .width = s->width, .height = s->height, .pitch = s->pitch,
-                        .format = s->format};
+                        .format = s->format, .gpu = &s->gpu};
         rc_vk_damage_info dmg;
         damage_collect(vk, idx, &dmg);
         int64_t t2 = rc_now_us();

@@ -203,7 +203,7 @@ static void stream_resize(stream *s, uint32_t w, uint32_t h) {
 /* Draws frame t and encodes it into s->pkt (cleared first). */
 static int stream_encode(stream *s, int t) {
     gen_frame(s->rgba, s->w, s->h, (size_t)s->w * 4, t, 1.0);
-    rc_image img = {s->rgba, s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {s->rgba, s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
     rc_i420_from_image(&s->ref, &img);
     rc_buf_clear(&s->pkt);
     int r = rc_codec_encode(s->c, &img, &s->p, &s->pkt, &s->info);
@@ -419,7 +419,7 @@ static void test_bad_params(void) {
     rc_codec *c;
     CHECK_EQ_INT(rc_codec_new(&rc_codec_h264, &c), RCANVAS_OK);
     uint8_t px[64 * 64 * 4] = {0};
-    rc_image img = {px, 64, 64, 256, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {px, 64, 64, 256, RCANVAS_FORMAT_RGBA8, NULL};
     rc_buf out = {0};
     rc_encode_params ok = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 500, .threads = 1, .fps = 30};
     rc_encode_params p = ok;
@@ -459,7 +459,7 @@ static void scroll_stream(int screen, int switch_at, double *psnr, double *bytes
     for (int t = 0; t < 60 && d; t++) {
         if (switch_at > 0 && t == switch_at) s.p.screen = 1;
         tf_motion_draw(TF_MOTION_SCROLL, (uint32_t)t, 64, w, h, s.rgba, (size_t)w * 4);
-        rc_image img = {s.rgba, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {s.rgba, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_i420_from_image(&s.ref, &img);
         rc_buf_clear(&s.pkt);
         int r = rc_codec_encode(s.c, &img, &s.p, &s.pkt, &s.info);

@@ -19,8 +19,10 @@
 #include "rcanvas_vk.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "codec/gpu/gpu_device.h"
 #include "codec/gpu/h264_gpu.h"
 #include "source/vk_readback.h"
 #include "test.h"
@@ -93,7 +95,7 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
     rc_gpu_h264_request_keyframe(g_enc);
     for (int i = 0; i < n; i++) {
         if (!still || i == 0) tf_motion_draw(m, (uint32_t)i, 64, w, h, px, (size_t)w * 4);
-        rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .fps = fps};
         rc_gpu_h264_info info;
         rc_buf_clear(&out);
@@ -199,7 +201,7 @@ static void test_still_is_skipped(void) {
     rc_buf out = {0};
     uint8_t *px = malloc(320 * 176 * 4);
     tf_motion_draw(TF_MOTION_PAN, 0, 64, 320, 176, px, 320 * 4);
-    rc_image img = {px, 320, 176, 320 * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {px, 320, 176, 320 * 4, RCANVAS_FORMAT_RGBA8, NULL};
     rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
     rc_gpu_h264_info info;
     /* ... each time: no vector that only fits the reference's coding noise (which would blur the picture a
@@ -230,7 +232,7 @@ static void test_scene_cut(void) {
     for (int i = 0; i < 6; i++) {
         if (i < 4) tf_motion_draw(TF_MOTION_PAN, (uint32_t)i, 64, w, h, px, (size_t)w * 4);
         else tf_draw(TF_TEXT, w, h, px, (size_t)w * 4); /* another scene: a page of text */
-        rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
         rc_gpu_h264_info info;
         rc_buf_clear(&out);
@@ -260,7 +262,7 @@ static void test_rate_control(void) {
         rc_gpu_h264_info info = {0};
         for (int i = 0; i < 20; i++) {
             tf_motion_draw(TF_MOTION_PAN, (uint32_t)i, 64, 320, 180, px, 320 * 4);
-            rc_image img = {px, 320, 180, 320 * 4, RCANVAS_FORMAT_RGBA8};
+            rc_image img = {px, 320, 180, 320 * 4, RCANVAS_FORMAT_RGBA8, NULL};
             rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = k ? 5000 : 200, .fps = 30};
             rc_buf_clear(&out);
             CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, 0, &out, &info), RCANVAS_OK);
@@ -313,7 +315,7 @@ static void test_image_input(rcanvas_vk *vk) {
                                       VK_IMAGE_USAGE_TRANSFER_SRC_BIT, &mem);
         CHECK(img != VK_NULL_HANDLE);
         if (!img) break;
-        rc_image ci = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image ci = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
         rc_buf_clear(&a);
         rc_buf_clear(&b);
@@ -342,6 +344,110 @@ static void test_image_input(rcanvas_vk *vk) {
     free(bgra);
 }
 
+/* Luma PSNR of decoded picture v against RGBA px (w × h), dB. */
+static double luma_psnr(const yuv_view *v, const uint8_t *px, uint32_t w, uint32_t h) {
+    double se = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double e = (double)v->y[y * v->stride_y + x] - luma601(px + ((size_t)y * w + x) * 4);
+            se += e * e;
+        }
+    double mse = se / ((double)w * h);
+    return mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99;
+}
+
+/* Frames in a device buffer (a readback ring's staging buffer on the encoder's device): the same picture as from
+ * the CPU, with rows at the image's width or at a longer pitch; and the codec table's instance takes that path for
+ * an rc_image whose gpu frame is on its device (its pixels black here: the decoded picture shows which was read),
+ * and the pixels for a frame on another device. */
+static void test_buffer_input(rcanvas_vk *vk) {
+    const uint32_t w = 200, h = 120;
+    const size_t pitches[2] = {(size_t)w * 4 + 64, (size_t)w * 4};
+    uint8_t *px = malloc((size_t)w * h * 4);
+    rc_buf a = {0}, b = {0};
+    tf_motion_draw(TF_MOTION_ROTATE, 5, 64, w, h, px, (size_t)w * 4);
+    for (int k = 0; k < 2; k++) {
+        rc_gpu_buf gb = {0};
+        VkResult vr = rc_gpu_buf_make(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), &gb, pitches[k] * h,
+                                      VK_BUFFER_USAGE_TRANSFER_SRC_BIT, 1, 0);
+        CHECK_MSG(vr == VK_SUCCESS, "buffer: VkResult %d", (int)vr);
+        if (vr != VK_SUCCESS) break;
+        for (uint32_t y = 0; y < h; y++) memcpy((uint8_t *)gb.map + y * pitches[k], px + (size_t)y * w * 4, (size_t)w * 4);
+        rc_image ci = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
+        rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
+        rc_buf_clear(&a);
+        rc_buf_clear(&b);
+        uint8_t *ra = NULL, *rb = NULL;
+        uint32_t lw = 0, lh = 0;
+        rc_gpu_h264_request_keyframe(g_enc);
+        CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &ci, &p, 30, &a, NULL), RCANVAS_OK);
+        CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &ra, &lw, &lh), RCANVAS_OK);
+        rc_gpu_h264_request_keyframe(g_enc);
+        CHECK_EQ_INT(rc_gpu_h264_encode_buffer(g_enc, gb.b, 0, pitches[k], RCANVAS_FORMAT_RGBA8, w, h, &p, 30, &b, NULL),
+                     RCANVAS_OK);
+        CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &rb, &lw, &lh), RCANVAS_OK);
+        /* the same picture; the streams differ in idr_pic_id only */
+        CHECK_MSG(a.len + 8 >= b.len && b.len + 8 >= a.len && a.len > 100 && ra && rb && !memcmp(ra, rb, (size_t)lw * lh * 3 / 2),
+                  "pitch %zu: %zu bytes from the CPU, %zu from the buffer", pitches[k], a.len, b.len);
+        free(ra);
+        free(rb);
+        rc_gpu_buf_free(rcanvas_vk_device(vk), &gb);
+    }
+    CHECK_EQ_INT(rc_gpu_h264_encode_buffer(g_enc, VK_NULL_HANDLE, 0, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, w, h, NULL, 0,
+                                           &a, NULL), RCANVAS_EINVAL);
+    CHECK_EQ_INT(rc_gpu_h264_encode_buffer(g_enc, (VkBuffer)(uintptr_t)1, 0, (size_t)w * 4 - 4, RCANVAS_FORMAT_RGBA8, w,
+                                           h, NULL, 0, &a, NULL), RCANVAS_EINVAL);
+
+    /* the codec table's instance, on the process-wide device (lavapipe allowed here) */
+    setenv("RCANVAS_GPU_CODEC_DEVICE", "any", 1);
+    rc_gpu_device *d = NULL;
+    rc_codec *c = NULL;
+    int r = rc_gpu_device_acquire(NULL, &d);
+    CHECK_MSG(r == RCANVAS_OK, "process-wide device: %s", rcanvas_strerror(r));
+    if (!r) r = rc_codec_h264_gpu.create(&rc_codec_h264_gpu, &c);
+    CHECK_MSG(r == RCANVAS_OK && c, "h264-gpu create: %s", rcanvas_strerror(r));
+    rc_gpu_buf gb = {0};
+    if (!r && rc_gpu_buf_make(d->phys, d->dev, &gb, pitches[0] * h, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, 1, 0) != VK_SUCCESS)
+        r = RCANVAS_EVULKAN;
+    void *dec = r ? NULL : h264_open();
+    CHECK(r || dec);
+    uint8_t *px2 = malloc((size_t)w * h * 4), *pixels = calloc(pitches[0] * h, 1);
+    tf_motion_draw(TF_MOTION_ROTATE, 9, 64, w, h, px2, (size_t)w * 4);
+    for (int k = 0; dec && k < 2; k++) {
+        /* k 0: the picture in a buffer on the codec's device, the pixels black; k 1: another picture in the pixels,
+         * the buffer (now said to be on another device) black */
+        const uint8_t *want = k == 0 ? px : px2;
+        for (uint32_t y = 0; y < h; y++) {
+            memcpy((uint8_t *)gb.map + y * pitches[0], px + (size_t)y * w * 4, (size_t)w * 4);
+            if (k == 1) memset((uint8_t *)gb.map + y * pitches[0], 0, (size_t)w * 4);
+            if (k == 1) memcpy(pixels + y * pitches[0], px2 + (size_t)y * w * 4, (size_t)w * 4);
+        }
+        rc_gpu_frame f = {.dev = k == 0 ? d->dev : (VkDevice)(uintptr_t)1, .buf = gb.b};
+        rc_image img = {pixels, w, h, pitches[0], RCANVAS_FORMAT_RGBA8, &f};
+        rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 20000, .fps = 30};
+        rc_encode_info info = {0};
+        rc_buf_clear(&a);
+        CHECK_EQ_INT(c->type->encode(c, &img, &p, &a, &info), RCANVAS_OK);
+        CHECK_EQ_INT((int)rc_gpu_h264_from_buffer((rc_gpu_h264 *)c), 1); /* the first encode only */
+        yuv_view v;
+        int dr = h264_decode(dec, rc_buf_data(&a), a.len, &v);
+        CHECK_MSG(!dr, "frame %d: openh264 did not decode it", k);
+        double ps = dr ? 0 : luma_psnr(&v, want, w, h);
+        printf("codec table, frame %s: %zu bytes, luma PSNR %.1f dB against the picture\n",
+               k == 0 ? "in a device buffer (pixels black)" : "on another device (pixels right)", a.len, ps);
+        CHECK_MSG(ps > 30, "frame %d: %.1f dB: not the picture", k, ps);
+    }
+    free(px2);
+    free(pixels);
+    if (dec) h264_close(dec);
+    if (d) rc_gpu_buf_free(d->dev, &gb);
+    if (c) c->type->destroy(c);
+    rc_gpu_device_release(d);
+    rc_buf_free(&a);
+    rc_buf_free(&b);
+    free(px);
+}
+
 int main(void) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
@@ -367,6 +473,7 @@ int main(void) {
     test_rate_control();
     test_rate_control_reaches_low_bitrates();
     test_image_input(vk);
+    test_buffer_input(vk);
     rc_gpu_h264_free(g_enc);
     CHECK_EQ_INT(rcanvas_vk_validation_errors(vk), 0);
     rcanvas_vk_free(vk);

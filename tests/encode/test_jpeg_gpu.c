@@ -393,7 +393,7 @@ static void test_image_input(rcanvas_vk *vk) {
         direct_seen += can;
         VkImageLayout now = VK_IMAGE_LAYOUT_GENERAL;
         for (int s = 0; s < 2; s++) {
-            rc_image cpu = {px, w, h, (size_t)w * 4, bgra ? RCANVAS_FORMAT_BGRA8 : RCANVAS_FORMAT_RGBA8};
+            rc_image cpu = {px, w, h, (size_t)w * 4, bgra ? RCANVAS_FORMAT_BGRA8 : RCANVAS_FORMAT_RGBA8, NULL};
             const uint8_t *j;
             size_t jl = 0;
             CHECK_EQ_INT(rc_gpu_jpeg_encode_cpu(g_enc, &cpu, settings[s].q, settings[s].ss, &j, &jl, NULL), RCANVAS_OK);

@@ -103,7 +103,7 @@ static void run_codec(const rc_codec_type *type, vpx_codec_iface_t *dx, run_resu
     scene s;
     CHECK_EQ_INT(scene_init(&s, 1280, 720), 0);
     scene_draw(&s, 0);
-    rc_image img = {s.rgba, s.w, s.h, (size_t)s.w * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {s.rgba, s.w, s.h, (size_t)s.w * 4, RCANVAS_FORMAT_RGBA8, NULL};
     rc_encode_params bad = p;
     bad.bitrate_kbps = 0;
     CHECK_EQ_INT(rc_codec_encode(c, &img, &bad, &out, NULL), RCANVAS_EINVAL);
@@ -166,7 +166,7 @@ static void run_codec(const rc_codec_type *type, vpx_codec_iface_t *dx, run_resu
 
     /* 333×197, same encoder and decoder: a new size starts with a keyframe */
     CHECK_EQ_INT(scene_init(&s, 333, 197), 0);
-    img = (rc_image){s.rgba, s.w, s.h, (size_t)s.w * 4, RCANVAS_FORMAT_RGBA8};
+    img = (rc_image){s.rgba, s.w, s.h, (size_t)s.w * 4, RCANVAS_FORMAT_RGBA8, NULL};
     for (int k = 0; k < 35; k++) {
         scene_draw(&s, k);
         rc_encode_info info = {-1};
@@ -233,7 +233,7 @@ static double vp9_scroll(int screen) {
     for (int t = 0; t < 60; t++) {
         p.screen = screen && t >= 10;
         tf_motion_draw(TF_MOTION_SCROLL, (uint32_t)t, 64, w, h, rgba, (size_t)w * 4);
-        rc_image img = {rgba, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {rgba, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_i420_from_image(&ref, &img);
         rc_buf_clear(&pkt);
         rc_encode_info info = {0};

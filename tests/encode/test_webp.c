@@ -80,7 +80,7 @@ static void test_table(void) {
 
 static void visit_generated(const tf_frame *f, void *user) {
     (void)user;
-    rc_image img = {f->px, f->w, f->h, (size_t)f->w * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image img = {f->px, f->w, f->h, (size_t)f->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
     rc_buf out = {0};
     if (encode(&rc_codec_webp_lossless, &img, 85, &out) == RCANVAS_OK) {
         uint8_t *dec = decode(&out, f->w, f->h, f->name);
@@ -128,7 +128,7 @@ static void test_formats(void) {
     for (int x = 0; x < 2; x++) {
         for (uint32_t y = 0; y < h; y++)
             for (uint32_t i = 0; i < w; i++) px[y * pitch + (size_t)i * 4 + 3] = x ? 0 : (uint8_t)((i * 7 + y) % 255);
-        rc_image img = {px, w, h, pitch, x ? RCANVAS_FORMAT_RGBX8 : RCANVAS_FORMAT_RGBA8};
+        rc_image img = {px, w, h, pitch, x ? RCANVAS_FORMAT_RGBX8 : RCANVAS_FORMAT_RGBA8, NULL};
         if (encode(&rc_codec_webp_lossless, &img, 85, &out) == RCANVAS_OK) {
             uint8_t *dec = decode(&out, w, h, x ? "RGBX" : "RGBA");
             CHECK_MSG(!dec || same_rgb_opaque(px, pitch, dec, w, h), "webp-lossless %s: not exact, or not opaque",
@@ -148,7 +148,7 @@ static void test_formats(void) {
     }
     /* BGRA: the same pixels in B, G, R, A byte order */
     swap_rb(px, w, h, pitch);
-    rc_image img = {px, w, h, pitch, RCANVAS_FORMAT_BGRA8};
+    rc_image img = {px, w, h, pitch, RCANVAS_FORMAT_BGRA8, NULL};
     int st_ll = encode(&rc_codec_webp_lossless, &img, 85, &out);
     swap_rb(px, w, h, pitch);
     if (st_ll == RCANVAS_OK) {

@@ -198,7 +198,7 @@ static void test_diff(void) {
     const uint32_t w = 1000, h = 300; /* 16 × 5 tiles, the last column 40 px wide, the last row 44 px high */
     uint8_t *a = tf_new(TF_PLOT, w, h), *b = tf_new(TF_PLOT, w, h);
     uint8_t bits[16 * 5];
-    rc_image ia = {a, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8}, ib = {b, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image ia = {a, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL}, ib = {b, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
     CHECK_EQ_INT(rc_damage_tiles(w), 16);
     CHECK_EQ_INT(rc_damage_tiles(h), 5);
     CHECK_EQ_INT(rc_damage_diff(&ia, &ib, bits), 0); /* identical: no tile */
@@ -564,7 +564,7 @@ static void test_source_bitmap(void) {
     draw_frame(b, 2);
     uint32_t tx = rc_damage_tiles(W), ty = rc_damage_tiles(H);
     uint8_t *bits = calloc((size_t)tx * ty, 1);
-    rc_image ia = {a, W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8}, ib = {b, W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8};
+    rc_image ia = {a, W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8, NULL}, ib = {b, W, H, (size_t)W * 4, RCANVAS_FORMAT_RGBA8, NULL};
     pkt p = {0};
     g_released = 0;
     CHECK_EQ_INT(rc_canvas_present_external_damage(c, &ia, count_release, NULL, bits, tx, ty), RCANVAS_OK);

@@ -448,7 +448,7 @@ static uint8_t g_rgba[W * H * 4];
 static int present_and_wait(rcanvas_canvas *cv, rx *r, int t, rc_session *s) {
     gen_frame(g_rgba, W, H, W * 4, t, 1.0);
     if (g_nsrc < (int)(sizeof g_src / sizeof g_src[0])) {
-        rc_image img = {g_rgba, W, H, W * 4, RCANVAS_FORMAT_RGBA8};
+        rc_image img = {g_rgba, W, H, W * 4, RCANVAS_FORMAT_RGBA8, NULL};
         rc_i420_from_image(&g_src[g_nsrc++], &img);
     }
     int m0 = rx_markers(r);
@@ -490,7 +490,7 @@ static void stream_frames(rcanvas_canvas *cv, int *t, int n, rc_session *s, uint
     for (int i = 0; i < n; i++) {
         gen_frame(g_rgba, W, H, W * 4, *t, 1.0);
         if (g_nsrc < (int)(sizeof g_src / sizeof g_src[0])) {
-            rc_image img = {g_rgba, W, H, W * 4, RCANVAS_FORMAT_RGBA8};
+            rc_image img = {g_rgba, W, H, W * 4, RCANVAS_FORMAT_RGBA8, NULL};
             rc_i420_from_image(&g_src[g_nsrc++], &img);
         }
         (*t)++;

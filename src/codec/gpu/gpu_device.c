@@ -173,10 +173,12 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
         }
         const char *nq = getenv("RCANVAS_GPU_QUEUES");
         int want = nq ? atoi(nq) : 1; /* one unless asked: gpu_device.h says why */
-        if (want < 1 || want > RC_GPU_DEVICE_QUEUES) want = 1;
-        if (d && !r && rc_gpu_create_device_queues(d->phys, d->family, (uint32_t)want, &d->dev, d->queues,
-                                                   &d->nqueues) != VK_SUCCESS)
+        if (want < 1 || want > RC_GPU_DEVICE_QUEUES - RC_GPU_DEVICE_RING_QUEUES) want = 1;
+        if (d && !r && rc_gpu_create_device_queues(d->phys, d->family, (uint32_t)want + RC_GPU_DEVICE_RING_QUEUES,
+                                                   &d->dev, d->queues, &d->nqueues) != VK_SUCCESS)
             r = RCANVAS_EVULKAN;
+        /* the codecs' queues first; those the family has beyond them are for readback rings (and their apps) */
+        if (d && !r) d->ncodec = d->nqueues > (uint32_t)want ? (uint32_t)want : d->nqueues;
         if (r) {
             if (d) destroy(d);
             g_failed_us = rc_now_us();
@@ -194,9 +196,36 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
 
 uint32_t rc_gpu_device_take_queue(rc_gpu_device *d) {
     pthread_mutex_lock(&g_mu);
-    uint32_t i = d->nqueues > 1 ? d->next_queue++ % d->nqueues : 0;
+    uint32_t i = d->ncodec > 1 ? d->next_queue++ % d->ncodec : 0;
     pthread_mutex_unlock(&g_mu);
     return i;
+}
+
+int rc_gpu_device_acquire_ring_queue(const rc_logger *log, rc_gpu_device **out, uint32_t *queue) {
+    rc_gpu_device *d = NULL;
+    int r = rc_gpu_device_acquire(log, &d);
+    if (r) return r;
+    pthread_mutex_lock(&g_mu);
+    uint32_t q = d->ncodec;
+    while (q < d->nqueues && (d->ring_queues & (1u << q))) q++;
+    if (q < d->nqueues) d->ring_queues |= 1u << q;
+    pthread_mutex_unlock(&g_mu);
+    if (q >= d->nqueues) {
+        rc_gpu_device_release(d);
+        *out = NULL;
+        return RCANVAS_EBUSY;
+    }
+    *out = d;
+    *queue = q;
+    return RCANVAS_OK;
+}
+
+void rc_gpu_device_release_ring_queue(rc_gpu_device *d, uint32_t queue) {
+    if (!d) return;
+    pthread_mutex_lock(&g_mu);
+    d->ring_queues &= ~(1u << queue);
+    pthread_mutex_unlock(&g_mu);
+    rc_gpu_device_release(d);
 }
 
 void rc_gpu_device_release(rc_gpu_device *d) {

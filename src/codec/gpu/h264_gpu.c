@@ -85,6 +85,7 @@ struct rc_gpu_h264 {
     VkQueue queue;
     pthread_mutex_t *qlock;
     rc_gpu_device *shared; /* made by the codec table's create(): the process-wide device, released at free */
+    uint64_t from_buffer;  /* pictures the codec table's encode took from an image's device buffer (tests) */
     int pending;           /* a submission went in and its fence has not been seen signalled */
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
@@ -443,8 +444,10 @@ static void ts(rc_gpu_h264 *e, VkCommandBuffer cb, uint32_t i) {
 
 /* The picture's input: a CPU bitmap in B_STAGE, or an image. */
 typedef struct input {
-    VkImage image; /* VK_NULL_HANDLE: B_STAGE */
+    VkImage image; /* VK_NULL_HANDLE: buf, or B_STAGE */
     VkImageLayout layout;
+    VkBuffer buf;  /* a buffer on the encoder's device: rows of w × 4 bytes at offset + y × pitch */
+    VkDeviceSize offset, pitch;
 } input;
 
 static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
@@ -463,6 +466,25 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         VkBufferImageCopy r = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                .imageExtent = {e->w, e->h, 1}};
         vkCmdCopyImageToBuffer(cb, in->image, in->layout, e->bufs[B_IN].b, 1, &r);
+    } else if (in->buf) { /* written by another submission, whose fence the caller saw signalled */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL,
+                             0, NULL);
+        VkDeviceSize row = (VkDeviceSize)e->w * 4;
+        if (in->pitch == row) {
+            VkBufferCopy c = {.srcOffset = in->offset, .size = row * e->h};
+            vkCmdCopyBuffer(cb, in->buf, e->bufs[B_IN].b, 1, &c);
+        } else { /* a region a row, in batches */
+            VkBufferCopy c[64];
+            for (uint32_t y0 = 0; y0 < e->h; y0 += 64) {
+                uint32_t rows = e->h - y0 < 64 ? e->h - y0 : 64;
+                for (uint32_t k = 0; k < rows; k++)
+                    c[k] = (VkBufferCopy){.srcOffset = in->offset + (y0 + k) * in->pitch, .dstOffset = (y0 + k) * row,
+                                          .size = row};
+                vkCmdCopyBuffer(cb, in->buf, e->bufs[B_IN].b, rows, c);
+            }
+        }
     } else {
         VkBufferCopy c = {.size = (VkDeviceSize)e->w * e->h * 4};
         vkCmdCopyBuffer(cb, e->bufs[B_STAGE].b, e->bufs[B_IN].b, 1, &c);
@@ -705,8 +727,23 @@ int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkI
     int r = prepare(e, w, h);
     if (!r) r = encode_skip(e, p, qp_override, out, info, t0, &skipped);
     if (r || skipped) return r;
-    input in = {image, layout};
+    input in = {.image = image, .layout = layout};
     return encode(e, &in, bgra, p, qp_override, out, info, t0);
+}
+
+int rc_gpu_h264_encode_buffer(rc_gpu_h264 *e, VkBuffer src, VkDeviceSize offset, VkDeviceSize pitch,
+                              rcanvas_pixel_format format, uint32_t w, uint32_t h, const rc_encode_params *p,
+                              int qp_override, rc_buf *out, rc_gpu_h264_info *info) {
+    int64_t t0 = rc_now_us();
+    if (!e || !src || !out || !rc_format_bpp(format) || w == 0 || h == 0 || w > 16384 || h > 16384 ||
+        pitch < (VkDeviceSize)w * 4 || qp_override < 0 || qp_override > 51)
+        return RCANVAS_EINVAL;
+    int skipped;
+    int r = prepare(e, w, h);
+    if (!r) r = encode_skip(e, p, qp_override, out, info, t0, &skipped);
+    if (r || skipped) return r;
+    input in = {.buf = src, .offset = offset, .pitch = pitch};
+    return encode(e, &in, format == RCANVAS_FORMAT_BGRA8, p, qp_override, out, info, t0);
 }
 
 int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, uint32_t *height) {
@@ -757,13 +794,22 @@ static int gpu_create(const rc_codec_type *type, rc_codec **out) {
     return RCANVAS_OK;
 }
 
+/* From the image's buffer where it is on this encoder's device (a GPU canvas's frame in a readback ring on the same
+ * device: no pixel crosses to the host and back), else from its pixels. */
 static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info) {
+    rc_gpu_h264 *e = (rc_gpu_h264 *)c;
     rc_gpu_h264_info gi;
-    int r = rc_gpu_h264_encode_cpu((rc_gpu_h264 *)c, img, p, 0, out, &gi);
+    int r = img && img->gpu && img->gpu->dev == e->dev
+                ? rc_gpu_h264_encode_buffer(e, img->gpu->buf, img->gpu->offset, img->pitch, img->format, img->width,
+                                            img->height, p, 0, out, &gi)
+                : rc_gpu_h264_encode_cpu(e, img, p, 0, out, &gi);
+    if (!r) e->from_buffer += img && img->gpu && img->gpu->dev == e->dev;
     if (!r && info) info->keyframe = gi.keyframe;
     if (r) snprintf(c->err, sizeof c->err, "gpu h264: %s", rcanvas_strerror(r));
     return r;
 }
+
+uint64_t rc_gpu_h264_from_buffer(const rc_gpu_h264 *e) { return e ? e->from_buffer : 0; }
 
 static void gpu_request_keyframe(rc_codec *c) { rc_gpu_h264_request_keyframe((rc_gpu_h264 *)c); }
 static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }

@@ -69,10 +69,19 @@ int rc_gpu_h264_encode_cpu(rc_gpu_h264 *e, const rc_image *img, const rc_encode_
 int rc_gpu_h264_encode_image(rc_gpu_h264 *e, VkImage image, VkFormat format, VkImageLayout layout, uint32_t w,
                              uint32_t h, const rc_encode_params *p, int qp_override, rc_buf *out,
                              rc_gpu_h264_info *info);
+/* Same for a w × h picture in a buffer on the encoder's device (format RGBA8, BGRA8 or RGBX8; rows of w × 4 bytes at
+ * offset + y × pitch; made with VK_BUFFER_USAGE_TRANSFER_SRC_BIT; the commands that wrote it completed, their
+ * fence waited for): copied into the encoder's input on the GPU in the same submission. The codec table's instance
+ * takes this path for an rc_image whose gpu frame is on its device. Errors as rc_gpu_h264_encode_cpu. */
+int rc_gpu_h264_encode_buffer(rc_gpu_h264 *e, VkBuffer src, VkDeviceSize offset, VkDeviceSize pitch,
+                              rcanvas_pixel_format format, uint32_t w, uint32_t h, const rc_encode_params *p,
+                              int qp_override, rc_buf *out, rc_gpu_h264_info *info);
 /* The next picture is an IDR picture. */
 void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
 
 #define RC_GPU_H264_PAINT_QP RC_H264_RATE_PAINT_QP
+/* Test hook: how many pictures the codec table's encode took from an image's device buffer (rc_image.gpu). */
+uint64_t rc_gpu_h264_from_buffer(const rc_gpu_h264 *e);
 #define RC_GPU_H264_MAX_MBS 139264 /* the largest MaxFS of Table A-1 (level 6.2): 8192 × 4352 pixels */
 
 /* Test hook: the last picture's reconstruction (what a decoder shows before cropping), I420 at the padded size
