@@ -18,8 +18,8 @@
 #define DECAY 0.97
 /* ... and holds at most a second of savings (a still spell must not buy a burst of big pictures). */
 #define SAVINGS_S 1.0
-/* In debt, the QP rises by 6·log2(1 + debt / this many seconds of budget): a slideshow of cuts (IDR pictures
- * between still P pictures of a few bytes) settles at its bitrate too. */
+/* In debt, the QP is 6·log2(1 + debt / this many seconds of budget) above qp_p (debt_qp): a slideshow of cuts (IDR
+ * pictures between still P pictures of a few bytes) settles at its bitrate too. */
 #define DEBT_S 0.5
 /* The start: the IDR picture that opens the stream should cost about this many pictures' budget on dense content
  * (a quarter of a second at 30 fps), ... */
@@ -75,18 +75,31 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
     r->started = 1;
 }
 
+/* The QP above qp_p while in debt: 6·log2(1 + debt / DEBT_S seconds of budget), as a level that falls as the debt is
+ * paid (not a step a picture: added up over the pictures after an IDR picture, those steps drove a pan's P pictures
+ * to QP 51 and their quality down 1.3 dB a picture). */
+static double debt_qp(const rc_h264_rate *r, const rc_encode_params *p) {
+    if (r->debt <= 0) return 0;
+    return QP_PER_OCTAVE * log2(1 + r->debt / (picture_budget(p) * fps_of(p) * DEBT_S));
+}
+
+/* The QP the next P picture gets under the rate control. */
+static double controlled_qp(const rc_h264_rate *r, const rc_encode_params *p) {
+    return clamp_qp(r->qp_p + debt_qp(r, p));
+}
+
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key) {
     double qp;
     if (p && p->paint) qp = RC_H264_RATE_PAINT_QP;
     else if (qp_override) qp = qp_override;
-    else if (key) qp = lround(fmax(r->qp_p, r->qp_dense)) - RC_H264_RATE_IDR_OFFSET; /* not finer than qp_dense's */
-    else qp = lround(r->qp_p);
+    else if (key) qp = lround(fmax(controlled_qp(r, p), r->qp_dense)) - RC_H264_RATE_IDR_OFFSET; /* not finer than qp_dense's */
+    else qp = lround(controlled_qp(r, p));
     return (int)clamp_qp(qp);
 }
 
 int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key) {
     if (key || !controlled(p, qp_override)) return 0;
-    return r->qp_p >= SKIP_QP && r->debt > SKIP_DEBT_PICTURES * picture_budget(p);
+    return controlled_qp(r, p) >= SKIP_QP && r->debt > SKIP_DEBT_PICTURES * picture_budget(p);
 }
 
 void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, int key, int skipped,
@@ -96,9 +109,10 @@ void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_overri
     r->debt = r->debt * DECAY + bits - target;
     if (r->debt < -target * fps * SAVINGS_S) r->debt = -target * fps * SAVINGS_S;
     if (skipped) return; /* the QP stays: it is at its top */
+    /* a P picture moves qp_p by the step its size asks from the QP it was coded at (no lower while in debt: the
+     * debt's own level, debt_qp, pays it); an IDR picture (coded below the P QP, or held at qp_dense's) does not */
     double step = key ? 0 : (rc_h264_rate_qp_for(bits, qp, target) - qp) * STEP_GAIN;
-    if (r->debt > 0) step = fmax(step, 0) + QP_PER_OCTAVE * log2(1 + r->debt / (target * fps * DEBT_S));
+    if (r->debt > 0) step = fmax(step, 0);
     step = step > STEP_MAX ? STEP_MAX : step < -STEP_MAX ? -STEP_MAX : step;
-    /* after an IDR picture (coded below the P QP, or held at qp_dense's) the step is from the P QP */
-    r->qp_p = clamp_qp((key ? r->qp_p : qp) + step);
+    r->qp_p = clamp_qp(r->qp_p + step);
 }

@@ -8,7 +8,8 @@
  *
  * The model (named below): a picture's bits go as 2^(−QP/6), the quantizer step of ITU-T H.264 8.5.12 doubling every
  * 6 QP. On it: a QP that moves half-way to the one that would have hit the per-picture target, a leaky bucket of the
- * bits over budget that keeps the QP from falling while in debt, a start QP from the budget, and pictures of
+ * bits over budget that keeps the QP from falling while in debt and lifts it by a level that falls as the debt is
+ * paid, a start QP from the budget, and pictures of
  * skipped macroblocks once QP 51 is not enough. Not thread-safe: one per encoder, under the encoder's own rules.
  */
 #ifndef RC_H264_GPU_RATE_H
