@@ -24,11 +24,9 @@ extern "C" {
 typedef struct rcanvas_vk rcanvas_vk;
 
 typedef struct rcanvas_vk_config {
-    /* The app's objects; all NULL (default) = rcanvas picks the device (first discrete GPU, else the first device;
-     * a queue family with compute), reachable through rcanvas_vk_device() & co: the one its GPU codecs run on, with
-     * a queue for this ring and the app alone, where the device has one to spare and validation is off (an h264-gpu
-     * canvas then encodes the staging buffer on the GPU, nothing copied on the host); else an instance and device
-     * of the ring's own. */
+    /* The app's objects; all NULL (default) = rcanvas creates its own instance and device (first discrete GPU,
+     * else the first device; a queue family with compute), reachable through rcanvas_vk_device() & co; see also
+     * codec_device below. */
     VkInstance instance;
     VkPhysicalDevice physical_device;
     VkDevice device;
@@ -55,6 +53,12 @@ typedef struct rcanvas_vk_config {
                        lavapipe: there the readback is a memcpy already, and hashing would cost the CPU the encoders
                        need); 1 = on; -1 = off (every frame read back whole). Needs the image's size within the
                        device's maxStorageBufferRange (w × h × 4 bytes); a bigger frame is read back whole. */
+    int codec_device; /* Without the app's objects: 1 = the device rcanvas's GPU codecs run on, with a queue for this
+                         ring and the app alone, where it has one to spare (and validation is off; else a device of
+                         the ring's own, as with 0, the default). An h264-gpu canvas then copies each frame from the
+                         staging buffer into its encoder on the GPU: no copy of the frame on the host (a 1080p
+                         frame: about 1 ms of CPU less). The device is shared: wait with vkQueueWaitIdle on
+                         rcanvas_vk_queue(), never vkDeviceWaitIdle (other threads submit to its other queues). */
 } rcanvas_vk_config;
 
 RCANVAS_API void rcanvas_vk_config_init(rcanvas_vk_config *cfg);
@@ -66,8 +70,8 @@ RCANVAS_API int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
  * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
- * It waits for the device to be idle (vkDeviceWaitIdle; for a device shared with rcanvas's GPU codecs, for the
- * ring's queue: vkQueueWaitIdle): no other thread may use those queues during the call. */
+ * It waits for the device to be idle (vkDeviceWaitIdle; with codec_device, for the ring's queue: vkQueueWaitIdle):
+ * no other thread may use those queues during the call. */
 RCANVAS_API void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */

@@ -63,7 +63,7 @@ static void destroy_image(gpu_scene *g) {
 }
 
 static int create_image(gpu_scene *g, uint32_t w, uint32_t h) {
-    vkDeviceWaitIdle(g->dev);
+    vkQueueWaitIdle(g->queue); /* not the device: rcanvas's GPU codecs submit to its other queues */
     destroy_image(g);
     VkImageCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D,
                              .format = VK_FORMAT_R8G8B8A8_UNORM, .extent = {w, h, 1}, .mipLevels = 1, .arrayLayers = 1,
@@ -161,7 +161,7 @@ gpu_scene *gpu_scene_new(rcanvas_vk *vk) {
 
 void gpu_scene_free(gpu_scene *g) {
     if (!g) return;
-    if (g->dev) vkDeviceWaitIdle(g->dev);
+    if (g->queue) vkQueueWaitIdle(g->queue);
     destroy_image(g);
     if (g->rendered) vkDestroySemaphore(g->dev, g->rendered, NULL);
     if (g->fence) vkDestroyFence(g->dev, g->fence, NULL);

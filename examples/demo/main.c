@@ -552,6 +552,7 @@ int main(int argc, char **argv) {
 #if RCANVAS_HAVE_VULKAN
         rcanvas_vk_config vc;
         rcanvas_vk_config_init(&vc);
+        vc.codec_device = 1; /* h264-gpu reads the frames on the GPU (gpu_scene waits on its queue, not the device) */
         r = rcanvas_vk_new(cv, &vc, &vk);
         if (!r && !(gs = gpu_scene_new(vk))) r = RCANVAS_EVULKAN;
 #else

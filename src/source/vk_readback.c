@@ -13,8 +13,8 @@
  * one encoder, a frame that came while the previous one was encoding went to the CPU encoder). A slot's encoder is
  * finished as soon as the canvas has copied its bytes, so it is free again when its slot is (should the canvas let go
  * of the slot even sooner, the next frame in it gets RCANVAS_EBUSY from the encoder and goes to the CPU encoder).
- * The device: the app's; else the GPU codecs' (codec/gpu/gpu_device.h) with a queue of its own where it has one to
- * spare, so that each frame goes on with its staging buffer as a device buffer (rc_image.gpu) and an h264-gpu
+ * The device: the app's; else, with codec_device, the GPU codecs' (codec/gpu/gpu_device.h) with a queue of its own
+ * where it has one to spare, so that each frame goes on with its staging buffer as a device buffer (rc_image.gpu) and an h264-gpu
  * encoder reads it there (a copy on the GPU, none on the host); else one of its own.
  */
 #include <vulkan/vulkan.h>
@@ -279,11 +279,11 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
     pthread_cond_init(&vk->cv, NULL);
     pthread_cond_init(&vk->freed, NULL);
     int r = RCANVAS_OK;
-    /* Without the app's device: the GPU codecs' device where it has a queue to spare (and no validation layer is
-     * asked for), so that an h264-gpu canvas's encoder reads the staging buffer on the GPU (rc_image.gpu) instead
-     * of the host copying it back up; RCANVAS_VK_OWN_DEVICE=1 (benchmarks) makes a device of its own as before. */
+    /* codec_device: the GPU codecs' device where it has a queue to spare (and no validation layer is asked for), so
+     * that an h264-gpu canvas's encoder reads the staging buffer on the GPU (rc_image.gpu) instead of the host
+     * copying it back up; RCANVAS_VK_OWN_DEVICE=1 (benchmarks) makes a device of its own as without it. */
     const char *own_env = getenv("RCANVAS_VK_OWN_DEVICE");
-    if (own && !cfg->validation && !(own_env && !strcmp(own_env, "1")) &&
+    if (own && cfg->codec_device && !cfg->validation && !(own_env && !strcmp(own_env, "1")) &&
         rc_gpu_device_acquire_ring_queue(NULL, &vk->shared, &vk->shared_queue) == RCANVAS_OK) { /* quiet: a CPU device is refused */
         vk->own = own = 0;
         vk->instance = vk->shared->instance;

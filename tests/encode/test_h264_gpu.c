@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec/gpu/gpu_device.h"
 #include "codec/gpu/h264_gpu.h"
@@ -277,9 +278,9 @@ static void test_rate_control(void) {
 
 static void test_rate_control_reaches_low_bitrates(void) {
     /* Dense motion at 1080p (the pan: 40 px a frame over 32 coloured signals) at 2000 and 1000 kbit/s and 60
-     * pictures a second, 4.2 and 2.1 kB a picture, where a coded picture takes about 42 kB even at QP 51: the rate
-     * control meets each within 20 % over 60 pictures (the IDR picture that starts them aside) with pictures of
-     * skipped macroblocks, and every picture, those included, decodes to the encoder's reconstruction exactly
+     * pictures a second, 4.2 and 2.1 kB a picture, where a coded picture takes about 33 kB even at QP 51: the rate
+     * control meets each within 20 % over 60 pictures (the IDR picture that starts them aside; under by less than a
+     * coded picture where that is more) with pictures of skipped macroblocks, and every picture, those included, decodes to the encoder's reconstruction exactly
      * (run_sequence checks). */
     static const int targets[] = {2000, 1000};
     for (int k = 0; k < 2; k++) {
@@ -291,12 +292,12 @@ static void test_rate_control_reaches_low_bitrates(void) {
                "picture %zu bytes; %.0f kbit/s with it\n", target, kbps, st.frames - 1, st.skipped, st.exact,
                st.bytes - st.bytes_after_first, all);
         CHECK_EQ_INT(st.exact, 61);
-        /* within 20 %, or within one coded picture where one is more than that: the rate control sends whole
-         * pictures (at 1000 kbit/s one takes about a quarter of the 60 pictures' budget) */
+        /* within 20 %; below it by less than one coded picture (at most 30 % of the target): the rate control
+         * sends whole pictures, and at 1000 kbit/s one takes about a quarter of the 60 pictures' budget */
         double one = st.max_coded_p * 8.0 * 60 / (st.frames - 1) / 1000;
-        double tol = fmax(0.2 * target, one);
-        CHECK_MSG(kbps >= target - tol && kbps <= target + tol, "%.0f kbit/s for %d (one coded picture: %.0f)", kbps,
-                  target, one);
+        double under = fmax(0.2 * target, fmin(one, 0.3 * target));
+        CHECK_MSG(kbps >= target - under && kbps <= 1.2 * target, "%.0f kbit/s for %d (one coded picture: %.0f)",
+                  kbps, target, one);
         CHECK_MSG(st.skipped > 0 && st.skipped < 60, "%d pictures skipped", st.skipped);
     }
 }
@@ -362,18 +363,22 @@ static double luma_psnr(const yuv_view *v, const uint8_t *px, uint32_t w, uint32
  * and the pixels for a frame on another device. */
 static void test_buffer_input(rcanvas_vk *vk) {
     const uint32_t w = 200, h = 120;
-    const size_t pitches[2] = {(size_t)w * 4 + 64, (size_t)w * 4};
-    uint8_t *px = malloc((size_t)w * h * 4);
+    const size_t pitches[3] = {(size_t)w * 4 + 64, (size_t)w * 4, (size_t)w * 4 + 64};
+    uint8_t *px = malloc((size_t)w * h * 4), *bgra = malloc((size_t)w * h * 4);
     rc_buf a = {0}, b = {0};
     tf_motion_draw(TF_MOTION_ROTATE, 5, 64, w, h, px, (size_t)w * 4);
-    for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < (size_t)w * h; i++) /* the same pixels stored as BGRA */
+        bgra[i * 4] = px[i * 4 + 2], bgra[i * 4 + 1] = px[i * 4 + 1], bgra[i * 4 + 2] = px[i * 4], bgra[i * 4 + 3] = 255;
+    for (int k = 0; k < 3; k++) { /* RGBA at a longer pitch, RGBA at the width, BGRA at a longer pitch */
+        const uint8_t *src = k == 2 ? bgra : px;
+        rcanvas_pixel_format fmt = k == 2 ? RCANVAS_FORMAT_BGRA8 : RCANVAS_FORMAT_RGBA8;
         rc_gpu_buf gb = {0};
         VkResult vr = rc_gpu_buf_make(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), &gb, pitches[k] * h,
                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT, 1, 0);
         CHECK_MSG(vr == VK_SUCCESS, "buffer: VkResult %d", (int)vr);
         if (vr != VK_SUCCESS) break;
-        for (uint32_t y = 0; y < h; y++) memcpy((uint8_t *)gb.map + y * pitches[k], px + (size_t)y * w * 4, (size_t)w * 4);
-        rc_image ci = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
+        for (uint32_t y = 0; y < h; y++) memcpy((uint8_t *)gb.map + y * pitches[k], src + (size_t)y * w * 4, (size_t)w * 4);
+        rc_image ci = {src, w, h, (size_t)w * 4, fmt, NULL};
         rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
         rc_buf_clear(&a);
         rc_buf_clear(&b);
@@ -383,12 +388,11 @@ static void test_buffer_input(rcanvas_vk *vk) {
         CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &ci, &p, 30, &a, NULL), RCANVAS_OK);
         CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &ra, &lw, &lh), RCANVAS_OK);
         rc_gpu_h264_request_keyframe(g_enc);
-        CHECK_EQ_INT(rc_gpu_h264_encode_buffer(g_enc, gb.b, 0, pitches[k], RCANVAS_FORMAT_RGBA8, w, h, &p, 30, &b, NULL),
-                     RCANVAS_OK);
+        CHECK_EQ_INT(rc_gpu_h264_encode_buffer(g_enc, gb.b, 0, pitches[k], fmt, w, h, &p, 30, &b, NULL), RCANVAS_OK);
         CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &rb, &lw, &lh), RCANVAS_OK);
         /* the same picture; the streams differ in idr_pic_id only */
         CHECK_MSG(a.len + 8 >= b.len && b.len + 8 >= a.len && a.len > 100 && ra && rb && !memcmp(ra, rb, (size_t)lw * lh * 3 / 2),
-                  "pitch %zu: %zu bytes from the CPU, %zu from the buffer", pitches[k], a.len, b.len);
+                  "case %d (pitch %zu): %zu bytes from the CPU, %zu from the buffer", k, pitches[k], a.len, b.len);
         free(ra);
         free(rb);
         rc_gpu_buf_free(rcanvas_vk_device(vk), &gb);
@@ -439,12 +443,104 @@ static void test_buffer_input(rcanvas_vk *vk) {
     }
     free(px2);
     free(pixels);
+    free(bgra);
     if (dec) h264_close(dec);
     if (d) rc_gpu_buf_free(d->dev, &gb);
     if (c) c->type->destroy(c);
     rc_gpu_device_release(d);
     rc_buf_free(&a);
     rc_buf_free(&b);
+    free(px);
+}
+
+/* The sink of test_ring_codec_device: each frame (on the readback thread) through the codec table's h264-gpu. */
+typedef struct ring_sink {
+    rc_codec *c;
+    void *dec;
+    const uint8_t *want;
+    uint32_t w, h;
+    VkDevice dev;
+    int frames, on_device, failed;
+    double psnr;
+} ring_sink;
+
+static void ring_deliver(void *user, const rc_image *img, const rc_vk_damage_info *damage, void (*release)(void *),
+                         void *arg) {
+    (void)damage;
+    ring_sink *s = user;
+    rc_buf out = {0};
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 20000, .fps = 30};
+    rc_encode_info info = {0};
+    yuv_view v;
+    s->on_device += img->gpu && img->gpu->dev == s->dev;
+    if (s->c->type->encode(s->c, img, &p, &out, &info) != RCANVAS_OK || h264_decode(s->dec, rc_buf_data(&out), out.len, &v))
+        s->failed++;
+    else
+        s->psnr = luma_psnr(&v, s->want, s->w, s->h);
+    rc_buf_free(&out);
+    release(arg);
+    __atomic_add_fetch(&s->frames, 1, __ATOMIC_RELEASE);
+}
+
+/* A readback ring with codec_device: on the GPU codecs' device with a queue of its own, each frame handed on with
+ * its staging buffer on that device, which the codec table's h264-gpu reads (the decoded picture is the one
+ * presented). Where the device has no queue to spare (Mesa's lavapipe has one), the ring keeps a device of its own:
+ * that is checked instead, and the rest skipped. */
+static void test_ring_codec_device(void) {
+    const uint32_t w = 200, h = 120;
+    setenv("RCANVAS_GPU_CODEC_DEVICE", "any", 1);
+    rcanvas_vk_config vc;
+    rcanvas_vk_config_init(&vc);
+    vc.codec_device = 1;
+    rcanvas_vk *vk = NULL;
+    rc_gpu_device *d = NULL;
+    int r = rc_vk_new_internal(NULL, &vc, NULL, &vk);
+    CHECK_MSG(r == RCANVAS_OK, "ring: %s", rcanvas_strerror(r));
+    if (!r) r = rc_gpu_device_acquire(NULL, &d);
+    CHECK_MSG(r == RCANVAS_OK, "process-wide device: %s", rcanvas_strerror(r));
+    if (r) {
+        rcanvas_vk_free(vk);
+        return;
+    }
+    if (rcanvas_vk_device(vk) != d->dev) {
+        CHECK_EQ_INT((int)(d->nqueues - d->ncodec), 0); /* own device only where no queue was to spare */
+        printf("# ring on the GPU codecs' device: skipped (%u queue(s), none to spare: the ring has its own device)\n",
+               d->nqueues);
+        rcanvas_vk_free(vk);
+        rc_gpu_device_release(d);
+        return;
+    }
+    uint8_t *px = malloc((size_t)w * h * 4);
+    tf_motion_draw(TF_MOTION_ROTATE, 7, 64, w, h, px, (size_t)w * 4);
+    ring_sink s = {.want = px, .w = w, .h = h, .dev = d->dev, .dec = h264_open()};
+    r = rc_codec_h264_gpu.create(&rc_codec_h264_gpu, &s.c);
+    CHECK_MSG(r == RCANVAS_OK && s.dec, "h264-gpu: %s", rcanvas_strerror(r));
+    VkDeviceMemory mem = VK_NULL_HANDLE;
+    VkImage img = r ? VK_NULL_HANDLE : upload_image_as(vk, px, w, h, VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_USAGE_TRANSFER_SRC_BIT, &mem);
+    if (img && s.dec) {
+        rc_vk_set_sink(vk, (rc_vk_sink){.deliver = ring_deliver, .user = &s});
+        rcanvas_vk_frame f = {.image = img, .format = VK_FORMAT_R8G8B8A8_UNORM, .width = w, .height = h,
+                              .layout = VK_IMAGE_LAYOUT_GENERAL};
+        CHECK_EQ_INT(rcanvas_present_vk(vk, &f), RCANVAS_OK);
+        for (int i = 0; i < 2000 && __atomic_load_n(&s.frames, __ATOMIC_ACQUIRE) < 1; i++) nanosleep(&(struct timespec){0, 10000000}, NULL); /* 20 s */
+        CHECK_EQ_INT(__atomic_load_n(&s.frames, __ATOMIC_ACQUIRE), 1);
+        CHECK_EQ_INT(s.on_device, 1);
+        CHECK_EQ_INT(s.failed, 0);
+        CHECK_EQ_INT((int)rc_gpu_h264_from_buffer((rc_gpu_h264 *)s.c), 1);
+        uint32_t q = 0;
+        while (q + 1 < d->nqueues && d->queues[q] != rcanvas_vk_queue(vk)) q++;
+        CHECK_MSG(q >= d->ncodec, "the ring's queue %u is a codec queue (of %u)", q, d->ncodec);
+        printf("ring on the GPU codecs' device (queue %u of %u): the frame read from its staging buffer, luma PSNR "
+               "%.1f dB\n", q, d->nqueues, s.psnr);
+        CHECK_MSG(s.psnr > 30, "%.1f dB: not the picture presented", s.psnr);
+    }
+    CHECK(img != VK_NULL_HANDLE);
+    rcanvas_vk_free(vk); /* waits for the ring's queue */
+    if (img) vkDestroyImage(d->dev, img, NULL);
+    if (mem) vkFreeMemory(d->dev, mem, NULL);
+    if (s.c) s.c->type->destroy(s.c);
+    if (s.dec) h264_close(s.dec);
+    rc_gpu_device_release(d);
     free(px);
 }
 
@@ -474,6 +570,7 @@ int main(void) {
     test_rate_control_reaches_low_bitrates();
     test_image_input(vk);
     test_buffer_input(vk);
+    test_ring_codec_device();
     rc_gpu_h264_free(g_enc);
     CHECK_EQ_INT(rcanvas_vk_validation_errors(vk), 0);
     rcanvas_vk_free(vk);

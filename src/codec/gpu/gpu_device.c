@@ -173,7 +173,8 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
         }
         const char *nq = getenv("RCANVAS_GPU_QUEUES");
         int want = nq ? atoi(nq) : 1; /* one unless asked: gpu_device.h says why */
-        if (want < 1 || want > RC_GPU_DEVICE_QUEUES - RC_GPU_DEVICE_RING_QUEUES) want = 1;
+        if (want < 1) want = 1;
+        if (want > RC_GPU_DEVICE_QUEUES - RC_GPU_DEVICE_RING_QUEUES) want = RC_GPU_DEVICE_QUEUES - RC_GPU_DEVICE_RING_QUEUES;
         if (d && !r && rc_gpu_create_device_queues(d->phys, d->family, (uint32_t)want + RC_GPU_DEVICE_RING_QUEUES,
                                                    &d->dev, d->queues, &d->nqueues) != VK_SUCCESS)
             r = RCANVAS_EVULKAN;

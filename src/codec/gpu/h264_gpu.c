@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the seven pipelines, one
+ * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the eight pipelines, one
  * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
  *
  * The choices, and why:
@@ -795,7 +795,7 @@ static int gpu_create(const rc_codec_type *type, rc_codec **out) {
 }
 
 /* From the image's buffer where it is on this encoder's device (a GPU canvas's frame in a readback ring on the same
- * device: no pixel crosses to the host and back), else from its pixels. */
+ * device: the GPU copies it from the staging buffer, the host copies nothing), else from its pixels. */
 static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info) {
     rc_gpu_h264 *e = (rc_gpu_h264 *)c;
     rc_gpu_h264_info gi;
@@ -803,7 +803,7 @@ static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
                 ? rc_gpu_h264_encode_buffer(e, img->gpu->buf, img->gpu->offset, img->pitch, img->format, img->width,
                                             img->height, p, 0, out, &gi)
                 : rc_gpu_h264_encode_cpu(e, img, p, 0, out, &gi);
-    if (!r) e->from_buffer += img && img->gpu && img->gpu->dev == e->dev;
+    if (!r && !gi.skipped) e->from_buffer += img && img->gpu && img->gpu->dev == e->dev;
     if (!r && info) info->keyframe = gi.keyframe;
     if (r) snprintf(c->err, sizeof c->err, "gpu h264: %s", rcanvas_strerror(r));
     return r;

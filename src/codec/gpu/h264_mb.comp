@@ -6,9 +6,10 @@
 //  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 or P_8x8 (four 8×8
 //    partitions, sub_mb_type P_L0_8x8) with the quarter-sample motion vectors of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
 //    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0.
-//  - IDR pictures (pc.intra 1), the macroblock above in another slice: Intra16x16 from the left neighbour only
-//    (luma horizontal or DC, whichever has the smaller SAD) or Intra4x4 (intra4x4 below), whichever costs less;
-//    chroma horizontal or DC. So a row is sequential and one workgroup codes one row, left to right.
+//  - IDR pictures (pc.intra 1, built with RC_INTRA), one slice: Intra16x16 (intra_pred: vertical, horizontal, DC
+//    or plane, whichever has the smallest SAD) or Intra4x4 (intra4x4 below), whichever costs less; chroma the same
+//    four. A macroblock predicts from its neighbours' reconstruction, so the picture is coded in a wavefront: one
+//    dispatch a step (pc.pass = s: the macroblocks with x + 2y = s), one workgroup a macroblock.
 // Forward quantization as in the JM reference encoder: (|c| × MF + f) >> (15 + qp/6), f = 2^qbits/3 intra,
 // /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
 // 16 invocations: one per 4×4 luma block; the first 8 also take the 4×4 chroma blocks (Cb 0–3, Cr 0–3).

@@ -360,7 +360,7 @@ int rc_gpu_jpeg_new_sibling(rc_gpu_jpeg *owner, rc_gpu_jpeg **out) {
 
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (!e) return;
-    vkDeviceWaitIdle(e->dev);
+    vkQueueWaitIdle(e->queue); /* its own work and the ring's it recorded into; the device may be shared */
     if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
     for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
