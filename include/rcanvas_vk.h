@@ -70,8 +70,8 @@ RCANVAS_API int rcanvas_vk_new(rcanvas_canvas *canvas, const rcanvas_vk_config *
 
 /* Waits for copies in flight (fences), returns the staging buffers once the encoders are done with them, stops
  * the readback thread, and frees everything rcanvas created (its own device too). Free it before its canvas.
- * It waits for the device to be idle (vkDeviceWaitIdle; with codec_device, for the ring's queue: vkQueueWaitIdle):
- * no other thread may use those queues during the call. */
+ * It waits for the ring's queue to be idle (vkQueueWaitIdle on rcanvas_vk_queue(); rcanvas submits nowhere else):
+ * no other thread may use that queue during the call. */
 RCANVAS_API void rcanvas_vk_free(rcanvas_vk *vk);
 
 /* The objects in use (the app's, or rcanvas's own). */

@@ -413,8 +413,7 @@ void rcanvas_vk_free(rcanvas_vk *vk) {
     if (vk->gj[0]) set_canvas_gpu_jpeg(vk, 0);
     free_gpu_jpeg(vk);
     if (vk->device) {
-        if (vk->shared) vkQueueWaitIdle(vk->queue); /* the codecs submit to the device's other queues meanwhile */
-        else vkDeviceWaitIdle(vk->device);
+        vkQueueWaitIdle(vk->queue); /* all rcanvas submits here; the device's other queues are others' */
         rc_vk_damage_free(vk->dmg);
         for (int i = 0; i < vk->depth; i++) {
             slot *s = &vk->slots[i];

@@ -502,6 +502,14 @@ static void test_ring_codec_device(void) {
         rcanvas_vk_free(vk);
         return;
     }
+    {   /* without codec_device (the default) a ring keeps a device of its own, spare queue or not */
+        rcanvas_vk_config dc;
+        rcanvas_vk_config_init(&dc);
+        rcanvas_vk *own = NULL;
+        CHECK_EQ_INT(rc_vk_new_internal(NULL, &dc, NULL, &own), RCANVAS_OK);
+        CHECK(own && rcanvas_vk_device(own) != d->dev);
+        rcanvas_vk_free(own);
+    }
     if (rcanvas_vk_device(vk) != d->dev) {
         CHECK_EQ_INT((int)(d->nqueues - d->ncodec), 0); /* own device only where no queue was to spare */
         printf("# ring on the GPU codecs' device: skipped (%u queue(s), none to spare: the ring has its own device)\n",
@@ -529,7 +537,8 @@ static void test_ring_codec_device(void) {
         CHECK_EQ_INT((int)rc_gpu_h264_from_buffer((rc_gpu_h264 *)s.c), 1);
         uint32_t q = 0;
         while (q + 1 < d->nqueues && d->queues[q] != rcanvas_vk_queue(vk)) q++;
-        CHECK_MSG(q >= d->ncodec, "the ring's queue %u is a codec queue (of %u)", q, d->ncodec);
+        CHECK_MSG(d->queues[q] == rcanvas_vk_queue(vk) && q >= d->ncodec, "the ring's queue: %u, codec queues %u",
+                  q, d->ncodec);
         printf("ring on the GPU codecs' device (queue %u of %u): the frame read from its staging buffer, luma PSNR "
                "%.1f dB\n", q, d->nqueues, s.psnr);
         CHECK_MSG(s.psnr > 30, "%.1f dB: not the picture presented", s.psnr);

@@ -139,9 +139,36 @@ static void check_bitrates(void) {
     CHECK_MSG(light.last_qp <= 20, "light motion held at QP %d", light.last_qp);
 }
 
+/* After an IDR picture of 8 pictures' budget, P pictures that each take exactly their budget: the debt is a level
+ * above qp_p that falls as it is paid, so their QP never rises (a step added every picture in debt drove it up
+ * picture after picture); without a bitrate the debt lifts nothing (and nothing divides by it). */
+static void check_debt_is_a_level(void) {
+    rc_h264_rate r;
+    rc_h264_rate_reset(&r);
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 4000, .fps = 30};
+    double budget = 4000e3 / 30;
+    rc_h264_rate_begin(&r, 640, 360, &p, 0);
+    int qi = rc_h264_rate_qp(&r, &p, 0, 1);
+    rc_h264_rate_done(&r, &p, 0, qi, 1, 0, (size_t)(8 * budget / 8));
+    int q0 = rc_h264_rate_qp(&r, &p, 0, 0), q = q0, rises = 0;
+    CHECK_MSG(r.debt > 6 * budget && q0 > (int)lround(r.qp_p), "after the IDR picture: debt %.1f budgets, QP %d on qp_p %.1f",
+              r.debt / budget, q0, r.qp_p);
+    for (int i = 0; i < 30; i++) {
+        rc_h264_rate_done(&r, &p, 0, q, 0, 0, (size_t)(budget / 8));
+        int next = rc_h264_rate_qp(&r, &p, 0, 0);
+        rises += next > q;
+        q = next;
+    }
+    CHECK_MSG(rises == 0 && q < q0, "P pictures on budget: QP %d -> %d, %d rises", q0, q, rises);
+    rc_encode_params none = {.codec = RCANVAS_CODEC_H264, .fps = 30};
+    CHECK_EQ_INT(rc_h264_rate_qp(&r, &none, 0, 0), (int)lround(r.qp_p));
+    CHECK_EQ_INT(rc_h264_rate_qp(&r, NULL, 0, 0), (int)lround(r.qp_p));
+}
+
 int main(void) {
     check_model();
     check_start();
     check_bitrates();
+    check_debt_is_a_level();
     TEST_MAIN_END();
 }

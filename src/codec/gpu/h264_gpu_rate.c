@@ -28,7 +28,7 @@
  * 3.7, a plot at less than 1: the middle of those). Before this start the stream began at QP 30 at any budget: at
  * 2 Mbit/s and 60 pictures a second the first 1080p picture took 960 kB, four seconds of that link. */
 #define START_BITS_PER_PIXEL_AT_26 2.0
-/* Skip pictures from this QP (51, less the rounding of qp_p) ... */
+/* Skip pictures from this QP (51, less the rounding of the controlled QP, qp_p + debt_qp) ... */
 #define SKIP_QP 50.5
 /* ... while the bucket holds more than this many pictures' budget. At QP 51 the pictures of dense motion can
  * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 42 kB a coded picture
@@ -77,9 +77,9 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
 
 /* The QP above qp_p while in debt: 6·log2(1 + debt / DEBT_S seconds of budget), as a level that falls as the debt is
  * paid (not a step a picture: added up over the pictures after an IDR picture, those steps drove a pan's P pictures
- * to QP 51 and their quality down 1.3 dB a picture). */
+ * up in QP and their quality down 1.3 dB a picture). */
 static double debt_qp(const rc_h264_rate *r, const rc_encode_params *p) {
-    if (r->debt <= 0) return 0;
+    if (r->debt <= 0 || !p || p->bitrate_kbps <= 0) return 0; /* no bitrate: no budget to be in debt to */
     return QP_PER_OCTAVE * log2(1 + r->debt / (picture_budget(p) * fps_of(p) * DEBT_S));
 }
 
@@ -108,14 +108,10 @@ void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_overri
     double fps = fps_of(p), target = picture_budget(p), bits = (double)bytes * 8.0;
     r->debt = r->debt * DECAY + bits - target;
     if (r->debt < -target * fps * SAVINGS_S) r->debt = -target * fps * SAVINGS_S;
-    if (skipped) return; /* the QP stays: it is at its top */
+    if (skipped) return; /* the QP stays: the controlled QP is at its top */
     /* a P picture moves qp_p by the step its size asks from the QP it was coded at (no lower while in debt: the
-     * debt's own level, debt_qp, pays it); an IDR picture (coded below the P QP, or held at qp_dense's) only down,
-     * where it took less than the START_PICTURES budgets planned for it: lighter content than the start assumed,
-     * whose P pictures would otherwise spend several pictures walking down from there (a rotating render's
-     * first IDR picture: 5.3 kB at 42.5 dB where x264 spent 11 kB on 48 dB) */
-    double step = key ? fmin(0, rc_h264_rate_qp_for(bits, qp, START_PICTURES * target) - qp) * STEP_GAIN
-                      : (rc_h264_rate_qp_for(bits, qp, target) - qp) * STEP_GAIN;
+     * debt's own level, debt_qp, pays it); an IDR picture (coded below the P QP, or held at qp_dense's) does not */
+    double step = key ? 0 : (rc_h264_rate_qp_for(bits, qp, target) - qp) * STEP_GAIN;
     if (r->debt > 0) step = fmax(step, 0);
     step = step > STEP_MAX ? STEP_MAX : step < -STEP_MAX ? -STEP_MAX : step;
     r->qp_p = clamp_qp(r->qp_p + step);

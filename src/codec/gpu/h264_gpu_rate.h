@@ -9,8 +9,8 @@
  * The model (named below): a picture's bits go as 2^(−QP/6), the quantizer step of ITU-T H.264 8.5.12 doubling every
  * 6 QP. On it: a QP that moves half-way to the one that would have hit the per-picture target, a leaky bucket of the
  * bits over budget that keeps the QP from falling while in debt and lifts it by a level that falls as the debt is
- * paid, a start QP from the budget, and pictures of
- * skipped macroblocks once QP 51 is not enough. Not thread-safe: one per encoder, under the encoder's own rules.
+ * paid, a start QP from the budget, and pictures of skipped macroblocks once QP 51 (with the debt's level) is not
+ * enough. Not thread-safe: one per encoder, under the encoder's own rules.
  */
 #ifndef RC_H264_GPU_RATE_H
 #define RC_H264_GPU_RATE_H
@@ -35,7 +35,7 @@
 
 typedef struct rc_h264_rate {
     double qp_p;    /* the QP for P pictures (fractional: moved by the model's steps) */
-    double debt;    /* the leaky bucket: bits over budget, decaying RC_H264_RATE_DECAY a picture */
+    double debt;    /* the leaky bucket: bits over budget, decaying DECAY (h264_gpu_rate.c) a picture */
     int started;    /* qp_p was set from the budget at this size (rc_h264_rate_begin) */
     double qp_dense; /* the P QP at which an IDR picture of dense content would fit a few pictures' budget at
                       * this size and budget (rc_h264_rate_begin): IDR pictures are coded no finer than it */
@@ -53,8 +53,9 @@ void rc_h264_rate_reset(rc_h264_rate *r);
  * first picture at this size starts qp_p there, or at RC_H264_RATE_QP_START if that is higher. */
 void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode_params *p, int qp_override);
 /* The QP of the next picture: RC_H264_RATE_PAINT_QP for a paint-over (p->paint), else qp_override (12–51) when
- * nonzero, else the rate control's, within the QPs above: qp_p for a P picture; for an IDR picture
- * RC_H264_RATE_IDR_OFFSET below qp_p or qp_dense, whichever is higher. A still spell (P_Skip pictures of a few
+ * nonzero, else the rate control's, within the QPs above: for a P picture the controlled QP, qp_p plus the debt's
+ * level (6·log2(1 + debt / half a second of budget) while in debt); for an IDR picture RC_H264_RATE_IDR_OFFSET below
+ * that or qp_dense, whichever is higher. A still spell (P_Skip pictures of a few
  * bytes) walks qp_p down to 12, and a slide's IDR picture after it cost 2.5 MB, ten seconds of a 2 Mbit/s link
  * (test_h264_gpu_rate's slideshow); a scene cut is coded as an IDR picture (h264_gpu.c), so it is held too. */
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);

@@ -162,6 +162,7 @@ struct rc_gpu_jpeg {
     VkCommandPool cpool;
     VkCommandBuffer cmd;
     VkFence fence;
+    int used;                 /* it recorded or submitted work at least once (rc_gpu_jpeg_free waits only then) */
     VkQueryPool queries;
     double ts_ns;
     int have_ts;
@@ -360,7 +361,9 @@ int rc_gpu_jpeg_new_sibling(rc_gpu_jpeg *owner, rc_gpu_jpeg **out) {
 
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e) {
     if (!e) return;
-    vkQueueWaitIdle(e->queue); /* its own work and the ring's it recorded into; the device may be shared */
+    /* its own work and the ring's it recorded into (the device may be shared: not vkDeviceWaitIdle); one that never
+     * recorded anything (a ring whose setup failed) leaves the app's queue alone */
+    if (e->used) vkQueueWaitIdle(e->queue);
     if (e->view) vkDestroyImageView(e->dev, e->view, NULL);
     for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
@@ -891,6 +894,7 @@ static int run(rc_gpu_jpeg *e, const input *in, const uint8_t **jpeg, size_t *le
     vr = vkEndCommandBuffer(cb);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    e->used = 1;
     if (vr == VK_SUCCESS) vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
     if (vr == VK_SUCCESS) vr = wait_fence(e);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "encode submit/wait");
@@ -917,6 +921,7 @@ int rc_gpu_jpeg_record(rc_gpu_jpeg *e, VkCommandBuffer cb, VkImage image, VkForm
                        VkImageLayout layout, uint32_t w, uint32_t h, int quality, rcanvas_subsampling ss) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&e->in_flight, &expected, 1)) return RCANVAS_EBUSY;
+    e->used = 1;
     input in;
     int direct = can_read_direct(e, format, usage);
     int r = prepare(e, w, h, quality, ss, direct ? 0 : (VkDeviceSize)w * h * 4);
@@ -977,6 +982,7 @@ int rc_gpu_jpeg_debug_coefs(rc_gpu_jpeg *e, int32_t **coefs, uint32_t *blocks, u
     vkEndCommandBuffer(e->cmd);
     vkResetFences(e->dev, 1, &e->fence);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
+    e->used = 1;
     if (vkQueueSubmit(e->queue, 1, &si, e->fence) != VK_SUCCESS ||
         vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, UINT64_MAX) != VK_SUCCESS)
         return RCANVAS_EVULKAN;

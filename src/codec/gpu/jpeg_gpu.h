@@ -33,8 +33,8 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, 
  * a time). RCANVAS_OK, RCANVAS_EINVAL (owner NULL or itself a sibling),
  * RCANVAS_ENOMEM, RCANVAS_EVULKAN. */
 int rc_gpu_jpeg_new_sibling(rc_gpu_jpeg *owner, rc_gpu_jpeg **out);
-/* Frees an encoder (a sibling: not its owner's pipelines). Waits for its queue to be idle (the queue's rule holds).
- * NULL: nothing. */
+/* Frees an encoder (a sibling: not its owner's pipelines). Waits for its queue to be idle if it ever recorded or
+ * submitted work (the queue's rule holds). NULL: nothing. */
 void rc_gpu_jpeg_free(rc_gpu_jpeg *e);
 
 typedef struct rc_gpu_jpeg_times {
