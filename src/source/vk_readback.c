@@ -733,7 +733,6 @@ static void *readback_main(void *arg) {
             continue;
         }
         s->state = SLOT_HELD;
-        vk->stats.delivered++;
         vk->stats.copy_ms = copy_ms;
         vk->stats.fence_wait_ms = (double)(t1 - t0) / 1000.0;
         vk->stats.submit_to_ready_ms = (double)(t1 - s->submit_us) / 1000.0;
@@ -749,8 +748,20 @@ static void *readback_main(void *arg) {
         size_t jlen = 0;
         int pr = RCANVAS_OK;
         int tiles_instead = s->gpu_encoded && damage_small(&dmg);
+        int whole_gpu_jpeg = !vk->sink.deliver && s->gpu_encoded && !tiles_instead &&
+                             rc_gpu_jpeg_result(s->gj, &jpeg, &jlen) == RCANVAS_OK;
+        /* counted before the canvas (or the sink) sees the frame, all at once: a reader that saw the frame arrive
+         * sees it counted, and sees how it was encoded with it */
+        pthread_mutex_lock(&vk->mu);
+        vk->stats.delivered++;
+        vk->stats.gpu_encoded += whole_gpu_jpeg;
+        vk->stats.gpu_read_image += whole_gpu_jpeg && s->gpu_read_image;
+        vk->stats.gpu_jpeg_unused_damage += tiles_instead && !vk->sink.deliver;
+        uint64_t n_gpu = vk->stats.gpu_encoded;
+        pthread_mutex_unlock(&vk->mu);
+        if (whole_gpu_jpeg && n_gpu == 1) rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: first frame encoded on the GPU (jpeg-gpu)");
         if (vk->sink.deliver) vk->sink.deliver(vk->sink.user, &img, &dmg, rc_vk_release_slot, s);
-        else if (s->gpu_encoded && !tiles_instead && rc_gpu_jpeg_result(s->gj, &jpeg, &jlen) == RCANVAS_OK)
+        else if (whole_gpu_jpeg)
             /* the GPU JPEG encoder made the whole frame, and much of it changed: it goes whole */
             pr = rc_canvas_present_external_encoded(vk->canvas, &img, rc_vk_release_slot, s, &rc_codec_jpeg_gpu,
                                                     jpeg, jlen);
@@ -760,13 +771,6 @@ static void *readback_main(void *arg) {
         if (s->gpu_encoded) { /* the canvas has copied the bytes: the encoder may take the next frame */
             rc_gpu_jpeg_finish(s->gj);
             s->gpu_encoded = 0;
-            pthread_mutex_lock(&vk->mu);
-            vk->stats.gpu_encoded += jpeg != NULL;
-            vk->stats.gpu_read_image += jpeg != NULL && s->gpu_read_image;
-            vk->stats.gpu_jpeg_unused_damage += tiles_instead && !vk->sink.deliver;
-            uint64_t n = vk->stats.gpu_encoded;
-            pthread_mutex_unlock(&vk->mu);
-            if (n == 1) rc_log(vk->log, RCANVAS_LOG_INFO, "vulkan: first frame encoded on the GPU (jpeg-gpu)");
         }
         int64_t t3 = rc_now_us();
         pthread_mutex_lock(&vk->mu);
