@@ -74,6 +74,18 @@ static long diff_recon(const yuv_view *v, const uint8_t *rec, uint32_t lw, uint3
     return diff;
 }
 
+/* Luma PSNR of decoded picture v against RGBA px (w × h), dB. */
+static double luma_psnr(const yuv_view *v, const uint8_t *px, uint32_t w, uint32_t h) {
+    double se = 0;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+            double e = (double)v->y[y * v->stride_y + x] - luma601(px + ((size_t)y * w + x) * 4);
+            se += e * e;
+        }
+    double mse = se / ((double)w * h);
+    return mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99;
+}
+
 typedef struct run_stats {
     int frames, decoded, exact, keyframes, skipped, mb_i4x4, mb_p8x8;
     size_t bytes_after_first; /* the bytes of all pictures but the first (an IDR) */
@@ -147,14 +159,7 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
                              "plane %d (%d,%d)", w, h, tf_motion_name(m), i, info.qp, info.keyframe, diff, first_p,
                   first_x, first_y);
         st.exact += diff == 0;
-        double se = 0;
-        for (uint32_t y = 0; y < h; y++)
-            for (uint32_t x = 0; x < w; x++) {
-                double e = (double)v.y[y * v.stride_y + x] - luma601(px + ((size_t)y * w + x) * 4);
-                se += e * e;
-            }
-        double mse = se / ((double)w * h);
-        double psnr = mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99;
+        double psnr = luma_psnr(&v, px, w, h);
         if (psnr < st.min_psnr) st.min_psnr = psnr;
         free(rec);
     }
@@ -345,17 +350,6 @@ static void test_image_input(rcanvas_vk *vk) {
     free(bgra);
 }
 
-/* Luma PSNR of decoded picture v against RGBA px (w × h), dB. */
-static double luma_psnr(const yuv_view *v, const uint8_t *px, uint32_t w, uint32_t h) {
-    double se = 0;
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x < w; x++) {
-            double e = (double)v->y[y * v->stride_y + x] - luma601(px + ((size_t)y * w + x) * 4);
-            se += e * e;
-        }
-    double mse = se / ((double)w * h);
-    return mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99;
-}
 
 /* Frames in a device buffer (a readback ring's staging buffer on the encoder's device): the same picture as from
  * the CPU, with rows at the image's width or at a longer pitch; and the codec table's instance takes that path for
