@@ -87,6 +87,74 @@ static void server_ticks(pid_t pid, long long *all, long long *net) {
     closedir(d);
 }
 
+/* One thread's name and its time on a CPU (ns, /proc/PID/task/TID/schedstat's first field: finer than stat's
+ * clock ticks, which a thread at a few per cent of a core fills only a few times a second). */
+typedef struct {
+    int tid;
+    char comm[32];
+    long long ns;
+} thread_cpu;
+
+#define MAX_THREADS 1024
+
+/* Snapshot of every thread of pid; returns how many (at most MAX_THREADS). */
+static int thread_cpus(pid_t pid, thread_cpu *out) {
+    char path[128];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAX_THREADS) {
+        if (e->d_name[0] == '.') continue;
+        char p[300];
+        snprintf(p, sizeof p, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f) continue;
+        long long ns = -1;
+        int ok = fscanf(f, "%lld", &ns) == 1;
+        fclose(f);
+        snprintf(p, sizeof p, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        if (!ok || stat_ticks(p, out[n].comm, sizeof out[n].comm) < 0) continue;
+        out[n].tid = atoi(e->d_name);
+        out[n].ns = ns;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+typedef struct {
+    char comm[32];
+    double us;
+} name_cpu;
+
+static int cmp_name_cpu(const void *a, const void *b) {
+    double x = ((const name_cpu *)a)->us, y = ((const name_cpu *)b)->us;
+    return (x < y) - (x > y);
+}
+
+/* The server's CPU between two snapshots split by thread name (threads of one name summed; a thread born in the
+ * window counts from 0), µs per viewer-frame, largest first: where the us/vf column goes. */
+static void print_thread_split(const thread_cpu *a, int na, const thread_cpu *b, int nb, uint64_t vf) {
+    static name_cpu by[MAX_THREADS];
+    int n = 0;
+    for (int i = 0; i < nb; i++) {
+        long long before = 0;
+        for (int j = 0; j < na; j++)
+            if (a[j].tid == b[i].tid) before = a[j].ns;
+        double us = (double)(b[i].ns - before) / 1e3 / (double)(vf ? vf : 1);
+        int k = 0;
+        while (k < n && strcmp(by[k].comm, b[i].comm)) k++;
+        if (k == n) snprintf(by[n++].comm, sizeof by[0].comm, "%s", b[i].comm), by[k].us = 0;
+        by[k].us += us;
+    }
+    qsort(by, (size_t)n, sizeof by[0], cmp_name_cpu);
+    printf("        us/vf by thread:");
+    for (int k = 0; k < n && k < 8; k++) printf("%s %s %.1f", k ? "," : "", by[k].comm, by[k].us);
+    printf("\n");
+}
+
 /* VmRSS of a process, MiB; -1 if unreadable. */
 static double rss_mib(pid_t pid) {
     char path[64], line[256];
@@ -229,12 +297,15 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
     }
     wsv_totals(v, NULL, &b0, NULL, NULL, NULL);
     long long all0, net0, all1, net1;
+    static thread_cpu th0[MAX_THREADS], th1[MAX_THREADS];
+    int nth0 = thread_cpus(d.pid, th0);
     server_ticks(d.pid, &all0, &net0);
     double c0 = self_cpu_s();
     int64_t ta = now_us();
     sleep_ms((int)(seconds * 1000));
     int64_t tb = now_us();
     server_ticks(d.pid, &all1, &net1);
+    int nth1 = thread_cpus(d.pid, th1);
     double c1 = self_cpu_s(), rss = rss_mib(d.pid);
     wsv_totals(v, NULL, &b1, NULL, NULL, NULL);
     double dt = (tb - ta) * 1e-6;
@@ -258,6 +329,7 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
            fps[n / 2], fps[n - 1], draws / dt, (double)(b1 - b0) * 8 / dt / 1e6, 100 * cpu_s / dt, 100 * net_s / dt,
            vf ? cpu_s * 1e6 / (double)vf : 0, vf ? net_s * 1e6 / (double)vf : 0, 100 * (c1 - c0) / dt, rss, join_s,
            open == n ? "" : "(not all open: see below)");
+    print_thread_split(th0, nth0, th1, nth1, vf);
     if (open != n)
         printf("        %d of %d viewers open at the end (%d refused, %d closed before the window)\n", open, n,
                refused, closed);

@@ -135,6 +135,7 @@ static int pool_start(pool *p, int n) {
             pool_stop(p);
             return -1;
         }
+        pthread_setname_np(p->w[p->started].th, "demo-scene"); /* bench-fanout splits the CPU by thread name */
         p->started++;
     }
     return 0;

@@ -97,7 +97,7 @@ int rc_pool_new(int threads, rc_pool **out) {
         if (a) {
             a->pool = p;
             a->w = &p->workers[i];
-            err = rc_thread_create(&p->threads[i], worker_loop, a);
+            err = rc_thread_create(&p->threads[i], "rcanvas-pool", worker_loop, a);
             if (err) free(a);
         }
         if (err) {

@@ -61,7 +61,7 @@ int rc_cpu_count(void) {
     return n < 1 ? 1 : (int)n;
 }
 
-int rc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg) {
+int rc_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg) {
     static const int open_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPROF};
     sigset_t all, old;
     sigfillset(&all);
@@ -69,6 +69,11 @@ int rc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg) {
     int e = pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits the mask at creation */
     int r = pthread_create(t, NULL, fn, arg);
     if (!e) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!r && name) {
+        char cut[16];
+        snprintf(cut, sizeof cut, "%s", name);
+        pthread_setname_np(*t, cut); /* a name is a convenience: its failure is not the thread's */
+    }
     return r;
 }
 

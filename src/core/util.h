@@ -39,7 +39,9 @@ int rc_cpu_count(void);
  * profiler's SIGPROF stay open), so that a process-directed signal such as Ctrl-C goes to one of the app's
  * threads, which has a handler and is the one to wake up (a Python main thread, an asyncio selector), and never
  * to rcanvas' network, encoder or readback threads. Threads those threads start (codec libraries' own) inherit
- * the mask. The caller's own mask is unchanged. Returns pthread_create's 0 or error number. Any thread. */
-int rc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+ * the mask. The caller's own mask is unchanged. name (at most 15 bytes, else cut) names the thread for top -H and
+ * /proc/PID/task/TID/comm, where bench-fanout splits the server's CPU by it. Returns pthread_create's 0 or error
+ * number. Any thread. */
+int rc_thread_create(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
 
 #endif

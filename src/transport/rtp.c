@@ -361,7 +361,7 @@ int rc_rtp_output_new(rcanvas_canvas *c, const rcanvas_rtp_config *cfg, const rc
         destroy(o);
         return e;
     }
-    if (rc_thread_create(&o->thread, run, o)) {
+    if (rc_thread_create(&o->thread, "rcanvas-rtp", run, o)) {
         destroy(o);
         return RCANVAS_ETHREAD;
     }

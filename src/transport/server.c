@@ -502,9 +502,8 @@ int rc_transport_new(const rc_transport_config *cfg, rc_transport **out) {
 }
 
 int rc_transport_start(rc_transport *t) {
-    if (rc_thread_create(&t->thread, net_main, t)) return RCANVAS_ETHREAD;
+    if (rc_thread_create(&t->thread, "rcanvas-net", net_main, t)) return RCANVAS_ETHREAD;
     t->thread_started = 1;
-    pthread_setname_np(t->thread, "rcanvas-net"); /* for top -H and /proc/PID/task/TID/comm (bench-fanout) */
     return RCANVAS_OK;
 }
 
