@@ -365,7 +365,7 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
         set_canvas_gpu_jpeg(vk, vk->gj[0] != NULL);
     }
     if (!r) {
-        if (rc_thread_create(&vk->thread, "rcanvas-readback", readback_main, vk)) r = RCANVAS_ETHREAD;
+        if (rc_thread_create(&vk->thread, "rcanvas-ring", readback_main, vk)) r = RCANVAS_ETHREAD;
         else vk->thread_started = 1;
     }
     if (r) {

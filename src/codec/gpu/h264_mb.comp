@@ -480,6 +480,7 @@ int rec_at(int x, int y) {
 }
 
 shared int blk_a[16], blk_b[16], blk_l[16];   // the 4×4 block being coded: residual, coefficients, levels
+shared int s16[256];    // the macroblock's source luma, raster 16×16: read many times on the wave's critical path
 
 // Intra4x4 for macroblock (mbx, mby) of an IDR picture: each block in luma4x4BlkIdx order takes the mode of the 9
 // (8.3.1.2) with the least SATD + lambda × its mode bits (1 where it is the predicted mode, else 4:
@@ -493,12 +494,13 @@ bool intra4x4(uint mbx, uint mby, uint t) {
     uint L = lw();
     int qp = int(pc.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
     if (t == 0u) satd16 = 0u;
+    for (uint x = 0u; x < 16u; x++) s16[t * 16u + x] = int(src[(mby * 16u + t) * L + mbx * 16u + x]);
     barrier();
     {
         int d[16];
         for (uint r = 0u; r < 16u; r++) {
             uint x = BX[t] * 4u + (r & 3u), y = BY[t] * 4u + (r >> 2);
-            d[r] = int(src[(mby * 16u + y) * L + mbx * 16u + x]) - pred[y * 16u + x];
+            d[r] = s16[y * 16u + x] - pred[y * 16u + x];
         }
         atomicAdd(satd16, satd4(d));
     }
@@ -528,19 +530,16 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
         uint mt = by > 0 ? mode4[IDX4[(by - 1) * 4 + bx]] : tmode4[bx];
         uint pm = !hasT || !hasL ? 2u : min(ma, mt);
+        // the 9 predictions, one sample an invocation, mode by mode: every invocation takes the same mode's branch
+        // (one mode an invocation made the 9 modes' code paths run one after another on the wave's critical path)
+        for (uint m = 0u; m < 9u; m++) p9[m * 16u + t] = pred4(m, int(t & 3u), int(t >> 2), hasT, hasL);
+        barrier();
         if (t < 9u) {
             bool ok = t == 0u || t == 3u || t == 7u ? hasT : t == 1u || t == 8u ? hasL : t == 2u ? true : hasT && hasL;
-            uint cost = 0xFFFFFFFFu;
-            if (ok) {
-                int d[16];
-                for (int r = 0; r < 16; r++) {
-                    int pv = pred4(t, r & 3, r >> 2, hasT, hasL);
-                    p9[t * 16u + uint(r)] = pv;
-                    d[r] = int(src[(mby * 16u + uint(by * 4 + (r >> 2))) * L + mbx * 16u + uint(bx * 4 + (r & 3))]) - pv;
-                }
-                cost = satd4(d) + pc.lambda * (t == pm ? 1u : 4u);
-            }
-            c9[t] = cost;
+            int d[16];
+            for (uint r = 0u; r < 16u; r++)
+                d[r] = s16[(uint(by) * 4u + (r >> 2)) * 16u + uint(bx) * 4u + (r & 3u)] - p9[t * 16u + r];
+            c9[t] = ok ? satd4(d) + pc.lambda * (t == pm ? 1u : 4u) : 0xFFFFFFFFu;
         }
         barrier();
         uint best = 0u;
@@ -549,7 +548,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         // code the block and reconstruct it as the decoder will (8.5.12), one coefficient or sample an invocation
         // (the block is on the macroblock's critical path, and every macroblock of the wave waits for it)
         int u = int(t >> 2), v = int(t & 3u);
-        blk_a[t] = int(src[(mby * 16u + uint(by * 4 + u)) * L + mbx * 16u + uint(bx * 4 + v)]) - p9[best * 16u + t];
+        blk_a[t] = s16[uint(by * 4 + u) * 16u + uint(bx * 4 + v)] - p9[best * 16u + t];
         if (t == 0u) mode4[blk] = best;
         barrier();
         {   // coefficient (u, v) of Cf X Cf^T (fwd4's, term by term), quantized, and scaled back (8.5.12.1)
