@@ -213,7 +213,13 @@ void slice_header(uint first_mb) {
     if (pc.intra != 0u) put(0u, 2u);  // no_output_of_prior_pics_flag, long_term_reference_flag
     else put(0u, 1u);                 // adaptive_ref_pic_marking_mode_flag
     se(int(pc.qp) - 26);              // slice_qp_delta (pic_init_qp 26)
-    ue(1u);                           // disable_deblocking_filter_idc: off (h264_gpu.c says why)
+    if (pc.deblock != 0u) {
+        ue(0u);                       // disable_deblocking_filter_idc: on, across the whole slice
+        se(0);                        // slice_alpha_c0_offset_div2
+        se(0);                        // slice_beta_offset_div2
+    } else {
+        ue(1u);                       // disable_deblocking_filter_idc: off (no edge the filter could change)
+    }
 }
 
 void main() {

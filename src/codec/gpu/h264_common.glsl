@@ -27,6 +27,7 @@ layout(push_constant) uniform PC {
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
     uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; ME: 0 coarse, 1 fine)
     uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8
+    uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs
 } pc;
 
 layout(std430, binding = 0) readonly buffer In { uint inpx[]; };   // the image, 4 bytes per pixel

@@ -60,18 +60,22 @@ static const uint32_t k_scan[] =
 static const uint32_t k_copy[] =
 #include "h264_copy.comp.inc"
     ;
+static const uint32_t k_deblock[] =
+#include "h264_deblock.comp.inc"
+    ;
 
 enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
 #define NBIND 12
-enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, NPIPE };
+enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, NPIPE };
 #define NTS 8    /* the stage boundaries */
 #define TS_COARSE NTS /* one more query: after the coarse motion search */
+#define TS_DEBLOCK (NTS + 1) /* and one before the deblocking filter */
 #define MBI_STRIDE 48u /* h264_common.glsl's */
 #define LEV_STRIDE 408u
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
 typedef struct pc_t { /* h264_common.glsl's push constants */
-    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass, me_flags;
+    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass, me_flags, deblock;
 } pc_t;
 
 typedef rc_gpu_buf buf;
@@ -109,6 +113,7 @@ struct rc_gpu_h264 {
     rc_h264_rate rate; /* the rate control (h264_gpu_rate.h) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8 */
+    int deblock_off;   /* RCANVAS_GPU_H264_DEBLOCK=0 (benchmarks): the deblocking filter off in every picture */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
 
@@ -151,6 +156,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     const char *me = getenv("RCANVAS_GPU_H264_ME");
     if (me && !strcmp(me, "int")) e->me_flags |= 1;
     if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
+    const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
+    e->deblock_off = db && !strcmp(db, "0");
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -165,7 +172,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
         {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra},
-        {k_me_coarse, sizeof k_me_coarse}};
+        {k_me_coarse, sizeof k_me_coarse}, {k_deblock, sizeof k_deblock}};
     for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
@@ -187,7 +194,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     vkGetPhysicalDeviceProperties(phys, &props);
     e->ts_ns = props.limits.timestampPeriod;
     VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                 .queryCount = NTS + 1};
+                                 .queryCount = NTS + 2};
     if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
     if (r != VK_SUCCESS) {
         int rr = vkfail(e, r, "encoder setup");
@@ -452,7 +459,7 @@ typedef struct input {
 
 static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
     uint32_t n = e->mbw * e->mbh;
-    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 1);
+    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 2);
     ts(e, cb, 0);
     if (in->image) { /* after every earlier command's writes to it (the app rendered it) */
         VkImageMemoryBarrier ib = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
@@ -500,6 +507,7 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     stage(e, cb, P_YUV, pc, (e->mbw * 4 + 7) / 8, (e->mbh * 4 + 7) / 8);
     cbarrier(cb);
     ts(e, cb, 2);
+    if (pc->intra) ts(e, cb, TS_COARSE); /* no coarse search: written, so that every query of the pool is */
     if (!pc->intra) {
         /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
         stage(e, cb, P_ME_COARSE, pc, e->mbw, e->mbh);
@@ -526,6 +534,17 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         pc->pass = 2;
         stage(e, cb, P_SCAN, pc, 1, 1);
         cbarrier(cb);
+    }
+    ts(e, cb, TS_DEBLOCK);
+    if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
+        for (uint32_t s = 0; s < e->mbw + 2 * (e->mbh - 1); s++) {
+            uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+            pc->pass = s;
+            vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+            vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
+            cbarrier(cb);
+        }
     }
     ts(e, cb, 4);
     pc->pass = 0;
@@ -581,7 +600,9 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
                .intra = (uint32_t)key, .frame_num = key ? 0 : e->frame_num, .idr_pic_id = e->idr_pic_id,
                .in_pitch = e->w, .bgra = (uint32_t)bgra,
-               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))), .me_flags = e->me_flags};
+               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))), .me_flags = e->me_flags,
+               /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
+               .deblock = !e->deblock_off && qp >= 16};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
@@ -679,13 +700,13 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         info->qp = qp;
         info->mb_i4x4 = (int)ctl[5 + e->mbh];
         info->mb_p8x8 = (int)ctl[6 + e->mbh];
-        uint64_t t[NTS + 1];
-        uint32_t nq = key ? NTS : NTS + 1; /* an IDR picture writes no TS_COARSE */
-        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, nq, sizeof t, t, sizeof t[0],
+        uint64_t t[NTS + 2];
+        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof t, t, sizeof t[0],
                                                 VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
             if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
+            info->deblock_ms = (double)(t[4] - t[TS_DEBLOCK]) * e->ts_ns / 1e6;
         }
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }

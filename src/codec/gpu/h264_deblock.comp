@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// h264_deblock.comp — GPU H.264: the deblocking filter (ITU-T H.264 clause 8.7) over this picture's reconstruction,
+// in place, so that the next picture predicts from exactly what the decoder shows.
+//
+// The standard filters macroblock by macroblock in raster order, each macroblock's vertical edges left to right
+// and then its horizontal edges top to bottom, every edge reading what the edges before it wrote. A macroblock's
+// filtering writes up to 3 samples into the macroblocks on its left and above, and reads up to 4, so it must follow
+// the one on its left, the one above and, since that one's right column is written by its own right neighbour, the
+// one above on the right: h264_gpu.c runs the filter as the IDR pictures' wavefront (the 2D-wave of Meenderinck et
+// al., J. Signal Process. Syst. 2009): step pc.pass filters the macroblocks with x + 2y = pc.pass, which touch no
+// sample in common, one workgroup a macroblock.
+//
+// One slice, one QP a picture (pc.qp, chroma pc.qpc: qPav of 8.7.2.2 is then the picture's), FilterOffsetA and
+// FilterOffsetB 0 (slice_alpha_c0_offset_div2 and slice_beta_offset_div2 0), 4:2:0, frame macroblocks,
+// transform_size_8x8_flag 0, one reference picture. Boundary strength (8.7.2.1): 4 on a macroblock edge with an
+// intra macroblock on either side, 3 inside an intra macroblock, 2 where either 4×4 luma block has a nonzero
+// level, 1 where the two blocks' vectors differ by 4 quarter samples or more in x or y, else 0; chroma edges take
+// the strength of the luma edge at twice their coordinates.
+// 32 invocations: 0–15 luma (a row each on the vertical edges, then a column each on the horizontal edges), 16–31
+// chroma (Cb rows 0–7, Cr rows 0–7, then columns); luma and chroma are independent planes.
+#version 450
+#include "h264_common.glsl"
+layout(local_size_x = 32) in;
+
+// Tables 8-16 and 8-17 (bit depth 8): alpha' and beta' by indexA / indexB, tC0 by indexA and bS 1, 2, 3
+const int ALPHA[52] = int[](0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 5, 6, 7, 8, 9, 10, 12, 13, 15, 17,
+                            20, 22, 25, 28, 32, 36, 40, 45, 50, 56, 63, 71, 80, 90, 101, 113, 127, 144, 162, 182,
+                            203, 226, 255, 255);
+const int BETA[52] = int[](0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 6, 6, 7, 7,
+                           8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18);
+const int TC0[156] = int[](
+    0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,   //  0– 9
+    0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 0,  0, 0, 1,  0, 0, 1,  0, 0, 1,   // 10–19
+    0, 0, 1,  0, 1, 1,  0, 1, 1,  1, 1, 1,  1, 1, 1,  1, 1, 1,  1, 1, 1,  1, 1, 2,  1, 1, 2,  1, 1, 2,   // 20–29
+    1, 1, 2,  1, 2, 3,  1, 2, 3,  2, 2, 3,  2, 2, 4,  2, 3, 4,  2, 3, 4,  3, 3, 5,  3, 4, 6,  3, 4, 6,   // 30–39
+    4, 5, 7,  4, 5, 8,  4, 6, 9,  5, 7, 10, 6, 8, 11, 6, 8, 13, 7, 10, 14, 8, 11, 16, 9, 12, 18, 10, 13, 20, // 40–49
+    11, 15, 23, 13, 17, 25);                                                                               // 50–51
+// raster index of a 4×4 block (y·4 + x) → luma4x4BlkIdx (6.4.3)
+const uint IDX4[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u);
+
+bool is_intra(uint mb) { return (mbi[mb * MBI_STRIDE] & (1u << 16)) != 0u; }
+
+// bS (8.7.2.1) between 4×4 luma block (px, py) of macroblock mp and block (qx, qy) of mq; mb_edge: the edge is a
+// macroblock edge.
+uint strength(uint mp, uint px, uint py, uint mq, uint qx, uint qy, bool mb_edge) {
+    if (is_intra(mp) || is_intra(mq)) return mb_edge ? 4u : 3u;
+    // TotalCoeff as the macroblock stage left it: 0 where the block's 8×8 is not coded, so nonzero levels only
+    if (mbi[mp * MBI_STRIDE + 8u + IDX4[py * 4u + px]] != 0u || mbi[mq * MBI_STRIDE + 8u + IDX4[qy * 4u + qx]] != 0u)
+        return 2u;
+    ivec2 a = q_mv(mp, (py >> 1) * 2u + (px >> 1)), b = q_mv(mq, (qy >> 1) * 2u + (qx >> 1));
+    return abs(a.x - b.x) >= 4 || abs(a.y - b.y) >= 4 ? 1u : 0u;
+}
+
+// Filters the line of samples across an edge (8.7.2.3, 8.7.2.4): q0 at index at, p0 at at − step, and so on.
+void filter_line(uint at, uint step, uint bs, bool chroma, uint qp) {
+    if (bs == 0u) return;
+    int alpha = ALPHA[qp], beta = BETA[qp];
+    int p0 = int(rec[at - step]), q0 = int(rec[at]), p1 = int(rec[at - 2u * step]), q1 = int(rec[at + step]);
+    if (abs(p0 - q0) >= alpha || abs(p1 - p0) >= beta || abs(q1 - q0) >= beta) return;
+    if (chroma) {   // chromaStyleFilteringFlag: p0 and q0 only
+        if (bs < 4u) {
+            int tc = TC0[qp * 3u + bs - 1u] + 1;
+            int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
+            rec[at - step] = uint(clamp(p0 + d, 0, 255));
+            rec[at] = uint(clamp(q0 - d, 0, 255));
+        } else {
+            rec[at - step] = uint((2 * p1 + p0 + q1 + 2) >> 2);
+            rec[at] = uint((2 * q1 + q0 + p1 + 2) >> 2);
+        }
+        return;
+    }
+    int p2 = int(rec[at - 3u * step]), q2 = int(rec[at + 2u * step]);
+    bool ap = abs(p2 - p0) < beta, aq = abs(q2 - q0) < beta;
+    if (bs < 4u) {
+        int tc0 = TC0[qp * 3u + bs - 1u], tc = tc0 + (ap ? 1 : 0) + (aq ? 1 : 0);
+        int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
+        rec[at - step] = uint(clamp(p0 + d, 0, 255));
+        rec[at] = uint(clamp(q0 - d, 0, 255));
+        if (ap) rec[at - 2u * step] = uint(p1 + clamp((p2 + ((p0 + q0 + 1) >> 1) - (p1 << 1)) >> 1, -tc0, tc0));
+        if (aq) rec[at + step] = uint(q1 + clamp((q2 + ((p0 + q0 + 1) >> 1) - (q1 << 1)) >> 1, -tc0, tc0));
+        return;
+    }
+    int p3 = int(rec[at - 4u * step]), q3 = int(rec[at + 3u * step]);
+    bool near = abs(p0 - q0) < ((alpha >> 2) + 2);
+    if (ap && near) {
+        rec[at - step] = uint((p2 + 2 * p1 + 2 * p0 + 2 * q0 + q1 + 4) >> 3);
+        rec[at - 2u * step] = uint((p2 + p1 + p0 + q0 + 2) >> 2);
+        rec[at - 3u * step] = uint((2 * p3 + 3 * p2 + p1 + p0 + q0 + 4) >> 3);
+    } else {
+        rec[at - step] = uint((2 * p1 + p0 + q1 + 2) >> 2);
+    }
+    if (aq && near) {
+        rec[at] = uint((p1 + 2 * p0 + 2 * q0 + 2 * q1 + q2 + 4) >> 3);
+        rec[at + step] = uint((p0 + q0 + q1 + q2 + 2) >> 2);
+        rec[at + 2u * step] = uint((2 * q3 + 3 * q2 + q1 + q0 + p0 + 4) >> 3);
+    } else {
+        rec[at] = uint((2 * q1 + q0 + p1 + 2) >> 2);
+    }
+}
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
+    uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
+    if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
+    uint mb = mby * pc.mbw + mbx, L = lw(), CW = cwid();
+    uint left = mb - 1u, up = mb - pc.mbw;
+    // vertical edges, left to right: luma row k at x = 0, 4, 8, 12; chroma row i at x = 0, 4 (luma edges 0 and 2)
+    if (t < 16u) {
+        uint k = t, row = (mby * 16u + k) * L + mbx * 16u;
+        for (uint e = mbx > 0u ? 0u : 1u; e < 4u; e++) {
+            uint bs = e == 0u ? strength(left, 3u, k >> 2, mb, 0u, k >> 2, true)
+                              : strength(mb, e - 1u, k >> 2, mb, e, k >> 2, false);
+            filter_line(row + 4u * e, 1u, bs, false, pc.qp);
+        }
+    } else {
+        uint c = (t - 16u) >> 3, i = t & 7u, row = (c == 0u ? plane_u() : plane_v()) + (mby * 8u + i) * CW + mbx * 8u;
+        for (uint e = mbx > 0u ? 0u : 2u; e < 4u; e += 2u) {
+            uint bs = e == 0u ? strength(left, 3u, i >> 1, mb, 0u, i >> 1, true)
+                              : strength(mb, 1u, i >> 1, mb, 2u, i >> 1, false);
+            filter_line(row + 2u * e, 1u, bs, true, pc.qpc);
+        }
+    }
+    memoryBarrierBuffer();
+    barrier();
+    // horizontal edges, top to bottom: luma column k at y = 0, 4, 8, 12; chroma column i at y = 0, 4
+    if (t < 16u) {
+        uint k = t, col = mby * 16u * L + mbx * 16u + k;
+        for (uint e = mby > 0u ? 0u : 1u; e < 4u; e++) {
+            uint bs = e == 0u ? strength(up, k >> 2, 3u, mb, k >> 2, 0u, true)
+                              : strength(mb, k >> 2, e - 1u, mb, k >> 2, e, false);
+            filter_line(col + 4u * e * L, L, bs, false, pc.qp);
+        }
+    } else {
+        uint c = (t - 16u) >> 3, i = t & 7u, col = (c == 0u ? plane_u() : plane_v()) + mby * 8u * CW + mbx * 8u + i;
+        for (uint e = mby > 0u ? 0u : 2u; e < 4u; e += 2u) {
+            uint bs = e == 0u ? strength(up, i >> 1, 3u, mb, i >> 1, 0u, true)
+                              : strength(mb, i >> 1, 1u, mb, i >> 1, 2u, false);
+            filter_line(col + 2u * e * CW, CW, bs, true, pc.qpc);
+        }
+    }
+}
