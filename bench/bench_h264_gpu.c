@@ -88,7 +88,7 @@ static void seq_free(rcanvas_vk *vk, seqimg *s) {
 /* One run: n pictures of s (cycling its frames back and forth so that motion continues), from the images or the
  * CPU. */
 static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int n, int qp, int kbps, int from_cpu) {
-    double st[8][4096], gpu[4096], wall[4096], kgpu = 0;
+    double st[9][4096], gpu[4096], wall[4096], kgpu = 0;
     int np = 0, nk = 0, nc = 0, nskip = 0; /* P pictures, IDR pictures, P pictures coded, P pictures skipped */
     size_t pbytes = 0, kbytes = 0;
     rc_buf out = {0};
@@ -127,6 +127,7 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
         }
         for (int j = 0; j < 7; j++) st[j][nc] = info.stage_ms[j];
         st[7][nc] = info.me_coarse_ms;
+        st[8][nc] = info.deblock_ms;
         gpu[nc] = info.gpu_ms, wall[nc] = info.wall_ms;
         nc++;
     }
@@ -134,10 +135,10 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
     char qps[32];
     if (qp) snprintf(qps, sizeof qps, "fixed");
     else snprintf(qps, sizeof qps, "rate ctl (last %d)", lastqp);
-    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f) | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.0f | "
+    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f) | %.3f (%.3f) | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.0f | "
            "%d of %d | %.1f (%.2f ms) |\n",
            seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, median(st[0], nc), median(st[1], nc),
-           median(st[2], nc), median(st[7], nc), median(st[3], nc), median(st[4], nc), median(st[5], nc), median(st[6], nc),
+           median(st[2], nc), median(st[7], nc), median(st[3], nc), median(st[8], nc), median(st[4], nc), median(st[5], nc), median(st[6], nc),
            median(gpu, nc), median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
            np ? (double)pbytes * 8 * p.fps / np / 1000.0 : 0, nskip, np, nk ? (double)kbytes / nk / 1000.0 : 0,
            nk ? kgpu / nk : 0);
@@ -332,7 +333,7 @@ int main(int argc, char **argv) {
     if (rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                         rcanvas_vk_queue(vk), NULL, NULL, &e))
         return 1;
-    printf("| sequence | input | QP | copy in | colour | motion (coarse) | MBs | CAVLC count | scan+write | copy out | GPU "
+    printf("| sequence | input | QP | copy in | colour | motion (coarse) | MBs (deblock) | CAVLC count | scan+write | copy out | GPU "
            "ms/P | wall ms/P | CPU ms/picture | kB/P | P kbit/s | P skipped | kB/IDR (GPU ms) |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < ns; si++)

@@ -10,6 +10,15 @@
 // al., J. Signal Process. Syst. 2009): step pc.pass filters the macroblocks with x + 2y = pc.pass, which touch no
 // sample in common, one workgroup a macroblock.
 //
+// The macroblock's samples and the 4 (luma) or 2 (chroma) beyond its left and upper edges are filtered in shared
+// memory, one global read and one write a sample: the wave's critical path is every macroblock's latency in turn.
+// Two ways to run the wave: pc.pass < PERSISTENT, one dispatch a step, each after the last (any device); or pc.pass
+// = PERSISTENT, one dispatch, a workgroup a macroblock row walking it left to right, each macroblock after its row
+// above has passed it by two (a counter a row in bits[2n + row], set with release semantics after the macroblock's
+// samples, spun on by the row below): 254 steps at 1080p as one dispatch instead of 254. That one relies on the
+// rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
+// Garland, 2016); h264_gpu.c uses it only where the device runs every row at once.
+//
 // One slice, one QP a picture (pc.qp, chroma pc.qpc: qPav of 8.7.2.2 is then the picture's), FilterOffsetA and
 // FilterOffsetB 0 (slice_alpha_c0_offset_div2 and slice_beta_offset_div2 0), 4:2:0, frame macroblocks,
 // transform_size_8x8_flag 0, one reference picture. Boundary strength (8.7.2.1): 4 on a macroblock edge with an
@@ -51,92 +60,150 @@ uint strength(uint mp, uint px, uint py, uint mq, uint qx, uint qy, bool mb_edge
     return abs(a.x - b.x) >= 4 || abs(a.y - b.y) >= 4 ? 1u : 0u;
 }
 
-// Filters the line of samples across an edge (8.7.2.3, 8.7.2.4): q0 at index at, p0 at at − step, and so on.
+
+#define PERSISTENT 0xFFFFFFFFu
+// the region in shared memory: luma 20×20 from (−4, −4), Cb and Cr 12×12 from (−4, −4)
+#define LS 20u
+#define CS 12u
+#define CB0 400u
+#define CR0 544u
+shared int S[688];
+
+// Filters the line of samples across an edge (8.7.2.3, 8.7.2.4) in S: q0 at index at, p0 at at − step, and so on.
 void filter_line(uint at, uint step, uint bs, bool chroma, uint qp) {
     if (bs == 0u) return;
     int alpha = ALPHA[qp], beta = BETA[qp];
-    int p0 = int(rec[at - step]), q0 = int(rec[at]), p1 = int(rec[at - 2u * step]), q1 = int(rec[at + step]);
+    int p0 = S[at - step], q0 = S[at], p1 = S[at - 2u * step], q1 = S[at + step];
     if (abs(p0 - q0) >= alpha || abs(p1 - p0) >= beta || abs(q1 - q0) >= beta) return;
     if (chroma) {   // chromaStyleFilteringFlag: p0 and q0 only
         if (bs < 4u) {
             int tc = TC0[qp * 3u + bs - 1u] + 1;
             int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
-            rec[at - step] = uint(clamp(p0 + d, 0, 255));
-            rec[at] = uint(clamp(q0 - d, 0, 255));
+            S[at - step] = clamp(p0 + d, 0, 255);
+            S[at] = clamp(q0 - d, 0, 255);
         } else {
-            rec[at - step] = uint((2 * p1 + p0 + q1 + 2) >> 2);
-            rec[at] = uint((2 * q1 + q0 + p1 + 2) >> 2);
+            S[at - step] = (2 * p1 + p0 + q1 + 2) >> 2;
+            S[at] = (2 * q1 + q0 + p1 + 2) >> 2;
         }
         return;
     }
-    int p2 = int(rec[at - 3u * step]), q2 = int(rec[at + 2u * step]);
+    int p2 = S[at - 3u * step], q2 = S[at + 2u * step];
     bool ap = abs(p2 - p0) < beta, aq = abs(q2 - q0) < beta;
     if (bs < 4u) {
         int tc0 = TC0[qp * 3u + bs - 1u], tc = tc0 + (ap ? 1 : 0) + (aq ? 1 : 0);
         int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
-        rec[at - step] = uint(clamp(p0 + d, 0, 255));
-        rec[at] = uint(clamp(q0 - d, 0, 255));
-        if (ap) rec[at - 2u * step] = uint(p1 + clamp((p2 + ((p0 + q0 + 1) >> 1) - (p1 << 1)) >> 1, -tc0, tc0));
-        if (aq) rec[at + step] = uint(q1 + clamp((q2 + ((p0 + q0 + 1) >> 1) - (q1 << 1)) >> 1, -tc0, tc0));
+        S[at - step] = clamp(p0 + d, 0, 255);
+        S[at] = clamp(q0 - d, 0, 255);
+        if (ap) S[at - 2u * step] = p1 + clamp((p2 + ((p0 + q0 + 1) >> 1) - (p1 << 1)) >> 1, -tc0, tc0);
+        if (aq) S[at + step] = q1 + clamp((q2 + ((p0 + q0 + 1) >> 1) - (q1 << 1)) >> 1, -tc0, tc0);
         return;
     }
-    int p3 = int(rec[at - 4u * step]), q3 = int(rec[at + 3u * step]);
+    int p3 = S[at - 4u * step], q3 = S[at + 3u * step];
     bool near = abs(p0 - q0) < ((alpha >> 2) + 2);
     if (ap && near) {
-        rec[at - step] = uint((p2 + 2 * p1 + 2 * p0 + 2 * q0 + q1 + 4) >> 3);
-        rec[at - 2u * step] = uint((p2 + p1 + p0 + q0 + 2) >> 2);
-        rec[at - 3u * step] = uint((2 * p3 + 3 * p2 + p1 + p0 + q0 + 4) >> 3);
+        S[at - step] = (p2 + 2 * p1 + 2 * p0 + 2 * q0 + q1 + 4) >> 3;
+        S[at - 2u * step] = (p2 + p1 + p0 + q0 + 2) >> 2;
+        S[at - 3u * step] = (2 * p3 + 3 * p2 + p1 + p0 + q0 + 4) >> 3;
     } else {
-        rec[at - step] = uint((2 * p1 + p0 + q1 + 2) >> 2);
+        S[at - step] = (2 * p1 + p0 + q1 + 2) >> 2;
     }
     if (aq && near) {
-        rec[at] = uint((p1 + 2 * p0 + 2 * q0 + 2 * q1 + q2 + 4) >> 3);
-        rec[at + step] = uint((p0 + q0 + q1 + q2 + 2) >> 2);
-        rec[at + 2u * step] = uint((2 * q3 + 3 * q2 + q1 + q0 + p0 + 4) >> 3);
+        S[at] = (p1 + 2 * p0 + 2 * q0 + 2 * q1 + q2 + 4) >> 3;
+        S[at + step] = (p0 + q0 + q1 + q2 + 2) >> 2;
+        S[at + 2u * step] = (2 * q3 + 3 * q2 + q1 + q0 + p0 + 4) >> 3;
     } else {
-        rec[at] = uint((2 * q1 + q0 + p1 + 2) >> 2);
+        S[at] = (2 * q1 + q0 + p1 + 2) >> 2;
     }
 }
 
-void main() {
-    uint t = gl_LocalInvocationID.x;
-    uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
-    uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
-    if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
-    uint mb = mby * pc.mbw + mbx, L = lw(), CW = cwid();
-    uint left = mb - 1u, up = mb - pc.mbw;
+// Sample k of the shared region ↔ its place in rec; false where it lies outside the picture (above or on the left
+// of its edge: never read then, as those edges are not filtered) or in the region's corner (never written).
+bool region_at(uint k, uint mbx, uint mby, out uint g) {
+    uint L = lw(), CW = cwid(), side = k < CB0 ? LS : CS, o = k < CB0 ? 0u : k < CR0 ? CB0 : CR0, r = k - o;
+    int x = int(r % side) - 4, y = int(r / side) - 4, n = k < CB0 ? 16 : 8;
+    int gx = int(mbx) * n + x, gy = int(mby) * n + y;
+    g = 0u;
+    if (gx < 0 || gy < 0) return false;
+    uint base = k < CB0 ? 0u : k < CR0 ? plane_u() : plane_v();
+    g = base + uint(gy) * (k < CB0 ? L : CW) + uint(gx);
+    return true;
+}
+
+// Filters macroblock (mbx, mby): every invocation of the workgroup calls it.
+void deblock_mb(uint mbx, uint mby, uint t) {
+    uint mb = mby * pc.mbw + mbx, left = mb - 1u, up = mb - pc.mbw;
+    for (uint k = t; k < 688u; k += 32u) {
+        uint g;
+        if (region_at(k, mbx, mby, g)) S[k] = int(rec[g]);
+    }
+    barrier();
     // vertical edges, left to right: luma row k at x = 0, 4, 8, 12; chroma row i at x = 0, 4 (luma edges 0 and 2)
     if (t < 16u) {
-        uint k = t, row = (mby * 16u + k) * L + mbx * 16u;
+        uint k = t, row = (k + 4u) * LS + 4u;
         for (uint e = mbx > 0u ? 0u : 1u; e < 4u; e++) {
             uint bs = e == 0u ? strength(left, 3u, k >> 2, mb, 0u, k >> 2, true)
                               : strength(mb, e - 1u, k >> 2, mb, e, k >> 2, false);
             filter_line(row + 4u * e, 1u, bs, false, pc.qp);
         }
     } else {
-        uint c = (t - 16u) >> 3, i = t & 7u, row = (c == 0u ? plane_u() : plane_v()) + (mby * 8u + i) * CW + mbx * 8u;
+        uint i = t & 7u, row = (t < 24u ? CB0 : CR0) + (i + 4u) * CS + 4u;
         for (uint e = mbx > 0u ? 0u : 2u; e < 4u; e += 2u) {
             uint bs = e == 0u ? strength(left, 3u, i >> 1, mb, 0u, i >> 1, true)
                               : strength(mb, 1u, i >> 1, mb, 2u, i >> 1, false);
             filter_line(row + 2u * e, 1u, bs, true, pc.qpc);
         }
     }
-    memoryBarrierBuffer();
     barrier();
     // horizontal edges, top to bottom: luma column k at y = 0, 4, 8, 12; chroma column i at y = 0, 4
     if (t < 16u) {
-        uint k = t, col = mby * 16u * L + mbx * 16u + k;
+        uint k = t, col = 4u * LS + 4u + k;
         for (uint e = mby > 0u ? 0u : 1u; e < 4u; e++) {
             uint bs = e == 0u ? strength(up, k >> 2, 3u, mb, k >> 2, 0u, true)
                               : strength(mb, k >> 2, e - 1u, mb, k >> 2, e, false);
-            filter_line(col + 4u * e * L, L, bs, false, pc.qp);
+            filter_line(col + 4u * e * LS, LS, bs, false, pc.qp);
         }
     } else {
-        uint c = (t - 16u) >> 3, i = t & 7u, col = (c == 0u ? plane_u() : plane_v()) + mby * 8u * CW + mbx * 8u + i;
+        uint i = t & 7u, col = (t < 24u ? CB0 : CR0) + 4u * CS + 4u + i;
         for (uint e = mby > 0u ? 0u : 2u; e < 4u; e += 2u) {
             uint bs = e == 0u ? strength(up, i >> 1, 3u, mb, i >> 1, 0u, true)
                               : strength(mb, i >> 1, 1u, mb, i >> 1, 2u, false);
-            filter_line(col + 2u * e * CW, CW, bs, true, pc.qpc);
+            filter_line(col + 2u * e * CS, CS, bs, true, pc.qpc);
         }
+    }
+    barrier();
+    // back: the samples the edges may have changed (not the corner above on the left, nor what nothing read)
+    for (uint k = t; k < 688u; k += 32u) {
+        uint side = k < CB0 ? LS : CS, r = k - (k < CB0 ? 0u : k < CR0 ? CB0 : CR0);
+        uint x = r % side, y = r / side, d = k < CB0 ? 3u : 1u;   // changed before an edge: 3 luma, 1 chroma
+        bool changed = (y >= 4u && x >= 4u - d) || (x >= 4u && y >= 4u - d);
+        uint g;
+        if (changed && region_at(k, mbx, mby, g)) rec[g] = uint(S[k]);
+    }
+}
+
+void main() {
+    uint t = gl_LocalInvocationID.x;
+    if (pc.pass != PERSISTENT) {   // one step of the wave: the macroblocks with x + 2y = pc.pass
+        uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
+        uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
+        if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
+        deblock_mb(mbx, mby, t);
+        return;
+    }
+    uint mby = gl_WorkGroupID.x, n = pc.mbw * pc.mbh;
+    for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
+        if (mby > 0u) {   // the row above two macroblocks ahead (or done): its samples are then visible
+            uint need = min(mbx + 2u, pc.mbw);
+            // (a bound, not a hang, where a device breaks the assumption: wrong samples then, which
+            // test_h264_gpu's decoders would show)
+            if (t == 0u)
+                for (uint spin = 0u; atomicAdd(bits[2u * n + mby - 1u], 0u) < need && spin < (1u << 24); spin++) {}
+            barrier();
+            memoryBarrierBuffer();
+        }
+        deblock_mb(mbx, mby, t);
+        memoryBarrierBuffer();
+        barrier();
+        if (t == 0u) atomicExchange(bits[2u * n + mby], mbx + 1u);
     }
 }

@@ -20,10 +20,11 @@
  *    P_L0_16x16 or P_8x8 (four vectors: a zoom or a rotation moves its corners differently), and P pictures'
  *    scattered ±1 levels are decimated (JM's coefficient cost thresholds, as x264 applies them).
  *  - Quarter-sample motion vectors with the standard's interpolation (8.4.2.2), searched on the GPU.
- *  - Deblocking off (disable_deblocking_filter_idc 1): the filter (8.7) runs in macroblock order with each edge
- *    reading the previous edge's output, a sequential dependency across the picture that would have to be
- *    mirrored bit-exactly; rcanvas refines still pictures losslessly anyway, and the paint-over (QP 24) leaves
- *    little blocking to filter.
+ *  - The deblocking filter (8.7) on from QP 16 (below it no edge can change): without it each picture's blocking
+ *    is predicted into the next, and at low bitrates a pan lost quality picture after picture while x264's gained
+ *    it. It runs in macroblock order, each edge reading the edges before, so it is mirrored exactly in the same
+ *    wavefront as the IDR pictures (h264_deblock.comp), after the macroblocks: the intra prediction of the IDR
+ *    pictures reads the samples before the filter.
  *  - Planes one sample per uint: simple indexing in every stage; 4K costs 50 MB per plane set on the device.
  */
 #include "codec/gpu/h264_gpu.h"
@@ -114,6 +115,7 @@ struct rc_gpu_h264 {
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8 */
     int deblock_off;   /* RCANVAS_GPU_H264_DEBLOCK=0 (benchmarks): the deblocking filter off in every picture */
+    int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
 
@@ -158,6 +160,13 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_off = db && !strcmp(db, "0");
+    /* rows that wait on each other need them all running at once (desktop GPUs start a dispatch's workgroups in
+     * order and hold a few hundred rows of 32 invocations at once); not yet checked on one: a dispatch a step,
+     * unless RCANVAS_GPU_H264_WAVE=rows */
+    e->wave_rows = 0;
+    const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
+    if (wave && !strcmp(wave, "rows")) e->wave_rows = 1;
+    if (wave && !strcmp(wave, "steps")) e->wave_rows = 0;
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -246,7 +255,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if (!r) r = buf_reserve(e, B_QB, q);
     if (!r) r = buf_reserve(e, B_MBI, n * MBI_STRIDE * 4);
     if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
-    if (!r) r = buf_reserve(e, B_BITS, n * 2 * 4);
+    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh) * 4ull); /* + the deblocking rows' counters */
     if (!r) r = buf_reserve(e, B_OUT, outb);
     if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 3) * 4ull); /* h264_common.glsl's Ctl */
     if (!r) r = buf_reserve(e, B_HOST, outb);
@@ -321,7 +330,7 @@ static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
 /* A P picture of P_Skip macroblocks only: one slice whose data is a single mb_skip_run over the picture (7.3.4).
  * A P_Skip macroblock's vector is the predicted one, which is zero where the left or upper neighbour is missing or
  * is itself a zero vector to reference 0 (8.4.1.1); so, from the first macroblock on, every vector is zero and the
- * decoder repeats the reference picture exactly (no residual; deblocking off as in every slice here). The encoder's
+ * decoder repeats the reference picture exactly (no residual, and no edge to filter: deblocking off). The encoder's
  * reference stays as it is too: no GPU pass, the parity not flipped. About 10 bytes with the start code (11 at
  * 320×176, where the skip run is short). */
 static int put_skip_picture(const rc_gpu_h264 *e, rc_buf *out, int qp) {
@@ -536,7 +545,14 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         cbarrier(cb);
     }
     ts(e, cb, TS_DEBLOCK);
-    if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
+    if (pc->deblock && e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
+        uint32_t nmb = e->mbw * e->mbh;
+        vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
+        cbarrier(cb);
+        pc->pass = 0xFFFFFFFFu;
+        stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
+        cbarrier(cb);
+    } else if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
         for (uint32_t s = 0; s < e->mbw + 2 * (e->mbh - 1); s++) {
             uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
