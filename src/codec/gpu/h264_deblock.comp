@@ -19,7 +19,7 @@
 // rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
 // Garland, 2016); h264_gpu.c uses it only where the device runs every row at once.
 //
-// One slice, one QP a picture (pc.qp, chroma pc.qpc: qPav of 8.7.2.2 is then the picture's), FilterOffsetA and
+// One slice, one QP a picture (and its chroma QP; qPav of 8.7.2.2 is then the picture's), FilterOffsetA and
 // FilterOffsetB 0 (slice_alpha_c0_offset_div2 and slice_beta_offset_div2 0), 4:2:0, frame macroblocks,
 // transform_size_8x8_flag 0, one reference picture. Boundary strength (8.7.2.1): 4 on a macroblock edge with an
 // intra macroblock on either side, 3 inside an intra macroblock, 2 where either 4×4 luma block has a nonzero
@@ -130,7 +130,7 @@ bool region_at(uint k, uint mbx, uint mby, out uint g) {
 }
 
 // Filters macroblock (mbx, mby): every invocation of the workgroup calls it.
-void deblock_mb(uint mbx, uint mby, uint t) {
+void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
     uint mb = mby * pc.mbw + mbx, left = mb - 1u, up = mb - pc.mbw;
     for (uint k = t; k < 688u; k += 32u) {
         uint g;
@@ -143,14 +143,14 @@ void deblock_mb(uint mbx, uint mby, uint t) {
         for (uint e = mbx > 0u ? 0u : 1u; e < 4u; e++) {
             uint bs = e == 0u ? strength(left, 3u, k >> 2, mb, 0u, k >> 2, true)
                               : strength(mb, e - 1u, k >> 2, mb, e, k >> 2, false);
-            filter_line(row + 4u * e, 1u, bs, false, pc.qp);
+            filter_line(row + 4u * e, 1u, bs, false, qp);
         }
     } else {
         uint i = t & 7u, row = (t < 24u ? CB0 : CR0) + (i + 4u) * CS + 4u;
         for (uint e = mbx > 0u ? 0u : 2u; e < 4u; e += 2u) {
             uint bs = e == 0u ? strength(left, 3u, i >> 1, mb, 0u, i >> 1, true)
                               : strength(mb, 1u, i >> 1, mb, 2u, i >> 1, false);
-            filter_line(row + 2u * e, 1u, bs, true, pc.qpc);
+            filter_line(row + 2u * e, 1u, bs, true, qpc);
         }
     }
     barrier();
@@ -160,14 +160,14 @@ void deblock_mb(uint mbx, uint mby, uint t) {
         for (uint e = mby > 0u ? 0u : 1u; e < 4u; e++) {
             uint bs = e == 0u ? strength(up, k >> 2, 3u, mb, k >> 2, 0u, true)
                               : strength(mb, k >> 2, e - 1u, mb, k >> 2, e, false);
-            filter_line(col + 4u * e * LS, LS, bs, false, pc.qp);
+            filter_line(col + 4u * e * LS, LS, bs, false, qp);
         }
     } else {
         uint i = t & 7u, col = (t < 24u ? CB0 : CR0) + 4u * CS + 4u + i;
         for (uint e = mby > 0u ? 0u : 2u; e < 4u; e += 2u) {
             uint bs = e == 0u ? strength(up, i >> 1, 3u, mb, i >> 1, 0u, true)
                               : strength(mb, i >> 1, 1u, mb, i >> 1, 2u, false);
-            filter_line(col + 2u * e * CS, CS, bs, true, pc.qpc);
+            filter_line(col + 2u * e * CS, CS, bs, true, qpc);
         }
     }
     barrier();
@@ -182,15 +182,17 @@ void deblock_mb(uint mbx, uint mby, uint t) {
 }
 
 void main() {
-    uint t = gl_LocalInvocationID.x;
+    uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
+    // the picture's QPs, written by the host before the wave (its steps are recorded once: h264_gpu.c)
+    uint qp = bits[2u * n + pc.mbh], qpc = bits[2u * n + pc.mbh + 1u];
     if (pc.pass != PERSISTENT) {   // one step of the wave: the macroblocks with x + 2y = pc.pass
         uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
         uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
         if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
-        deblock_mb(mbx, mby, t);
+        deblock_mb(mbx, mby, t, qp, qpc);
         return;
     }
-    uint mby = gl_WorkGroupID.x, n = pc.mbw * pc.mbh;
+    uint mby = gl_WorkGroupID.x;
     for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
         if (mby > 0u) {   // the row above two macroblocks ahead (or done): its samples are then visible
             uint need = min(mbx + 2u, pc.mbw);
@@ -201,7 +203,7 @@ void main() {
             barrier();
             memoryBarrierBuffer();
         }
-        deblock_mb(mbx, mby, t);
+        deblock_mb(mbx, mby, t, qp, qpc);
         memoryBarrierBuffer();
         barrier();
         if (t == 0u) atomicExchange(bits[2u * n + mby], mbx + 1u);

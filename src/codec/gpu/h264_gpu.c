@@ -99,6 +99,10 @@ struct rc_gpu_h264 {
     VkDescriptorSet set[2]; /* by the parity of the picture: which RECx/Qx is this picture's and which the reference */
     VkCommandPool cpool;
     VkCommandBuffer cmd;
+    /* the deblocking wave's steps by parity, recorded once per size and descriptor update (a dispatch and a
+     * barrier a step: 254 at 1080p cost 0.6 ms of CPU a picture to record on the H100's driver) */
+    VkCommandBuffer wave[2];
+    uint32_t wave_mbw[2], wave_mbh[2]; /* the size each was recorded for; 0: none yet, or stale */
     VkFence fence;
     VkQueryPool queries;
     int have_ts;
@@ -197,6 +201,9 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
     if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
+    VkCommandBufferAllocateInfo sai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_SECONDARY, .commandBufferCount = 2};
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &sai, e->wave);
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
     VkPhysicalDeviceProperties props;
@@ -255,7 +262,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if (!r) r = buf_reserve(e, B_QB, q);
     if (!r) r = buf_reserve(e, B_MBI, n * MBI_STRIDE * 4);
     if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
-    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh) * 4ull); /* + the deblocking rows' counters */
+    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh + 2) * 4ull); /* + the deblocking's row counters, QPs */
     if (!r) r = buf_reserve(e, B_OUT, outb);
     if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 3) * 4ull); /* h264_common.glsl's Ctl */
     if (!r) r = buf_reserve(e, B_HOST, outb);
@@ -280,6 +287,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
             vkUpdateDescriptorSets(e->dev, NBIND, wr, 0, NULL);
         }
         e->dirty = 0;
+        e->wave_mbw[0] = e->wave_mbw[1] = 0; /* an update invalidates the command buffers that bound the sets */
     }
     return RCANVAS_OK;
 }
@@ -466,7 +474,33 @@ typedef struct input {
     VkDeviceSize offset, pitch;
 } input;
 
-static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
+/* Records the deblocking wave's steps for pictures of parity p at the current size into e->wave[p]: one dispatch and
+ * one barrier a step. The QPs come from B_BITS (written by the primary each picture), so the steps' push constants
+ * hold only the size and the step, and the recording serves every picture until the size or the sets change. */
+static VkResult record_wave(rc_gpu_h264 *e, int p) {
+    VkCommandBuffer cb = e->wave[p];
+    VkCommandBufferInheritanceInfo ii = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .pInheritanceInfo = &ii};
+    VkResult vr = vkResetCommandBuffer(cb, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
+    if (vr != VK_SUCCESS) return vr;
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
+    uint32_t steps = e->mbw + 2 * (e->mbh - 1);
+    for (uint32_t s = 0; s < steps; s++) {
+        uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+        pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .pass = s, .deblock = 1};
+        vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
+        vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
+        if (s + 1 < steps) cbarrier(cb);
+    }
+    vr = vkEndCommandBuffer(cb);
+    if (vr != VK_SUCCESS) return vr;
+    e->wave_mbw[p] = e->mbw, e->wave_mbh[p] = e->mbh;
+    return VK_SUCCESS;
+}
+
+static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
     uint32_t n = e->mbw * e->mbh;
     if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 2);
     ts(e, cb, 0);
@@ -545,22 +579,27 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
         cbarrier(cb);
     }
     ts(e, cb, TS_DEBLOCK);
-    if (pc->deblock && e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
-        uint32_t nmb = e->mbw * e->mbh;
-        vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
+    if (pc->deblock) { /* the picture's QPs where h264_deblock.comp reads them (not push constants: see below) */
+        uint32_t nmb = e->mbw * e->mbh, qps[2] = {pc->qp, pc->qpc};
+        vkCmdUpdateBuffer(cb, e->bufs[B_BITS].b, ((VkDeviceSize)nmb * 2 + e->mbh) * 4, sizeof qps, qps);
+        if (e->wave_rows) /* the rows' progress counters */
+            vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
         cbarrier(cb);
+    }
+    if (pc->deblock && e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
         pc->pass = 0xFFFFFFFFu;
         stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
         cbarrier(cb);
-    } else if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
-        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
-        for (uint32_t s = 0; s < e->mbw + 2 * (e->mbh - 1); s++) {
-            uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
-            pc->pass = s;
-            vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-            vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
-            cbarrier(cb);
+    } else if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why), recorded once */
+        int p = e->parity;
+        if (e->wave_mbw[p] != e->mbw || e->wave_mbh[p] != e->mbh) {
+            VkResult vr = record_wave(e, p);
+            if (vr != VK_SUCCESS) return vr;
         }
+        vkCmdExecuteCommands(cb, 1, &e->wave[p]);
+        cbarrier(cb);
+        /* the secondary's state does not carry over: the primary's sets again (each stage binds its pipeline) */
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
     }
     ts(e, cb, 4);
     pc->pass = 0;
@@ -579,6 +618,7 @@ static void record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
     barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     ts(e, cb, 7);
+    return VK_SUCCESS;
 }
 
 /* Waits for the submission in flight: in 10 s steps with a warning each (a slow or busy device is not a lost one;
@@ -624,7 +664,11 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
-    record(e, e->cmd, &pc, in);
+    vr = record(e, e->cmd, &pc, in);
+    if (vr != VK_SUCCESS) {
+        vkEndCommandBuffer(e->cmd);
+        return vkfail(e, vr, "recording the deblocking wave");
+    }
     e->out_dirty = e->bufs[B_OUT].cap; /* until the pass is known to have finished */
     vr = submit_wait(e);
     if (vr != VK_SUCCESS) {
