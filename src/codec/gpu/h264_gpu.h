@@ -3,10 +3,11 @@
  * h264_gpu.h — an H.264 encoder in Vulkan compute shaders, for GPUs without a video engine (A100, H100, H200 have
  * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra4x4 and Intra16x16
  * macroblocks (coded in a wavefront) and P pictures of P_L0_16x16, P_8x8 and P_Skip macroblocks with quarter-sample
- * motion vectors; CAVLC; one slice per picture; no deblocking filter. In: an RGBA/BGRA bitmap (uploaded)
+ * motion vectors; CAVLC; one slice per picture; the deblocking filter from QP 16. In: an RGBA/BGRA bitmap (uploaded)
  * or a VkImage on the encoder's device. Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
  * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
- * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → CAVLC bit counts
+ * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → the deblocking filter
+ * (h264_deblock.comp) → CAVLC bit counts
  * (h264_cavlc.comp) → bit offsets (h264_scan.comp) → CAVLC bits → the used bytes into host memory
  * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes. h264_gpu.c says what
  * each choice costs and why.
