@@ -693,9 +693,10 @@ static int damage_small(const rc_vk_damage_info *d) {
 /* Waits for slot s's fence, 100 ms at most. A driver may spin in vkWaitForFences rather than sleep (NVIDIA's did:
  * the readback thread then burnt the copy's whole duration, 0.37 ms of CPU a 1080p frame and 1.6 ms at 4K), so the
  * thread first sleeps until shortly before the fence is expected, from an estimate of submit-to-ready that learns
- * from each frame: a wait that still had to block teaches the time it took; a fence found signalled on waking
- * means the sleep was too long, and the estimate shrinks by a tenth. The frame is thus late by at most the
- * estimate's error, never by a poll interval. */
+ * from each frame: a wait that still had to block teaches the time it took, at most twice the estimate (one frame
+ * queued behind a long job must not make the next ones sleep long); a fence found signalled on waking means the
+ * sleep was too long, and the estimate shrinks by a quarter. The frame is thus late by at most the estimate's
+ * error, never by a poll interval. */
 static VkResult wait_slot(rcanvas_vk *vk, slot *s) {
     VkResult st = vkGetFenceStatus(vk->device, s->fence);
     if (st != VK_NOT_READY) return st; /* ready already (the thread was behind), or lost: nothing to learn */
@@ -704,18 +705,19 @@ static VkResult wait_slot(rcanvas_vk *vk, slot *s) {
         if (wake > now && wake - now < 100000) {
             struct timespec ts = {0, (long)(wake - now) * 1000};
             nanosleep(&ts, NULL);
+            st = vkGetFenceStatus(vk->device, s->fence);
+            if (st == VK_SUCCESS) {
+                vk->ready_est_us *= 0.75;
+                return st;
+            }
+            if (st != VK_NOT_READY) return st;
         }
-        st = vkGetFenceStatus(vk->device, s->fence);
-        if (st == VK_SUCCESS) {
-            vk->ready_est_us *= 0.9;
-            return st;
-        }
-        if (st != VK_NOT_READY) return st;
     }
     VkResult r = vkWaitForFences(vk->device, 1, &s->fence, VK_TRUE, 100000000ull);
     if (r == VK_SUCCESS) {
-        double took = (double)(rc_now_us() - s->submit_us);
-        vk->ready_est_us = vk->ready_est_us > 0 ? 0.75 * vk->ready_est_us + 0.25 * took : took;
+        double took = (double)(rc_now_us() - s->submit_us), est = vk->ready_est_us;
+        if (est > 0 && took > 2 * est) took = 2 * est;
+        vk->ready_est_us = est > 0 ? 0.75 * est + 0.25 * took : took;
     }
     return r;
 }

@@ -17,7 +17,11 @@
 // above has passed it by two (a counter a row in bits[2n + row], set with release semantics after the macroblock's
 // samples, spun on by the row below): 254 steps at 1080p as one dispatch instead of 254. That one relies on the
 // rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
-// Garland, 2016); h264_gpu.c uses it only where the device runs every row at once.
+// Garland, 2016), which Vulkan does not promise: it is off unless RCANVAS_GPU_H264_WAVE=rows (not yet run on a GPU).
+// Its spin is bounded, so a device that breaks the assumption gets wrong samples in its reference rather than a
+// hang. Lavapipe breaks it twice: its thread pool gives each thread a block of consecutive workgroups (a row can
+// start before the row above), and it caps one invocation's loop iterations at 65535 in all (after which every
+// loop runs once), which a spinning row, or one workgroup walking a 1080p picture, exhausts.
 //
 // One slice, one QP a picture (and its chroma QP; qPav of 8.7.2.2 is then the picture's), FilterOffsetA and
 // FilterOffsetB 0 (slice_alpha_c0_offset_div2 and slice_beta_offset_div2 0), 4:2:0, frame macroblocks,
@@ -183,7 +187,8 @@ void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
 
 void main() {
     uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
-    // the picture's QPs, written by the host before the wave (its steps are recorded once: h264_gpu.c)
+    // the picture's QPs, written into the buffer by the picture's command buffer (the wave's steps are recorded
+    // once: h264_gpu.c)
     uint qp = bits[2u * n + pc.mbh], qpc = bits[2u * n + pc.mbh + 1u];
     if (pc.pass != PERSISTENT) {   // one step of the wave: the macroblocks with x + 2y = pc.pass
         uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;

@@ -164,9 +164,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_off = db && !strcmp(db, "0");
-    /* rows that wait on each other need them all running at once (desktop GPUs start a dispatch's workgroups in
-     * order and hold a few hundred rows of 32 invocations at once); not yet checked on one: a dispatch a step,
-     * unless RCANVAS_GPU_H264_WAVE=rows */
+    /* the deblocking wave as rows that wait on each other needs them all running at once, which Vulkan does not
+     * promise (h264_deblock.comp): a dispatch a step, unless RCANVAS_GPU_H264_WAVE=rows */
     e->wave_rows = 0;
     const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
     if (wave && !strcmp(wave, "rows")) e->wave_rows = 1;
@@ -579,8 +578,9 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         cbarrier(cb);
     }
     ts(e, cb, TS_DEBLOCK);
-    if (pc->deblock) { /* the picture's QPs where h264_deblock.comp reads them (not push constants: see below) */
+    if (pc->deblock) { /* the picture's QPs where h264_deblock.comp reads them (not push constants: record_wave) */
         uint32_t nmb = e->mbw * e->mbh, qps[2] = {pc->qp, pc->qpc};
+        barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
         vkCmdUpdateBuffer(cb, e->bufs[B_BITS].b, ((VkDeviceSize)nmb * 2 + e->mbh) * 4, sizeof qps, qps);
         if (e->wave_rows) /* the rows' progress counters */
             vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
