@@ -702,8 +702,9 @@ static VkResult wait_slot(rcanvas_vk *vk, slot *s) {
     if (st != VK_NOT_READY) return st; /* ready already (the thread was behind), or lost: nothing to learn */
     if (!vk->wait_block && vk->ready_est_us > 0) {
         int64_t wake = s->submit_us + (int64_t)(0.9 * vk->ready_est_us), now = rc_now_us();
-        if (wake > now && wake - now < 100000) {
-            struct timespec ts = {0, (long)(wake - now) * 1000};
+        if (wake > now) { /* 100 ms at most: the caller's wait is in 100 ms steps */
+            int64_t us = wake - now < 100000 ? wake - now : 100000;
+            struct timespec ts = {0, (long)us * 1000};
             nanosleep(&ts, NULL);
             st = vkGetFenceStatus(vk->device, s->fence);
             if (st == VK_SUCCESS) {
@@ -736,7 +737,7 @@ static void *readback_main(void *arg) {
 
         int64_t t0 = rc_now_us();
         VkResult vr = lost ? VK_ERROR_DEVICE_LOST : wait_slot(vk, s);
-        if (vr == VK_TIMEOUT) { /* 100 ms: look at `stop` and try again */
+        if (vr == VK_TIMEOUT) { /* 100 ms: wait again (what was submitted is delivered, stopping or not) */
             pthread_mutex_lock(&vk->mu);
             continue;
         }

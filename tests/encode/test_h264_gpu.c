@@ -309,30 +309,39 @@ static void test_rate_control_reaches_low_bitrates(void) {
 
 /* The deblocking filter runs from QP 16 and changes the reconstruction there, in IDR and P pictures alike; below
  * it no edge can change, so the filter and its slice-header field are left off and the stream is that of an encoder
- * without it (RCANVAS_GPU_H264_DEBLOCK=0). That the filtered pictures are the decoder's is run_sequence's check. */
+ * without it (RCANVAS_GPU_H264_DEBLOCK=0). That the filtered pictures are the decoder's is run_sequence's check.
+ * Each case codes an IDR picture and then a P picture (the two parities) in both encoders: an IDR picture at QP 12
+ * leaves the references equal, so a P picture's difference is its own filter's. */
 static void test_deblocking_is_on(rcanvas_vk *vk) {
     const uint32_t w = 176, h = 144;
+    const char *env = getenv("RCANVAS_GPU_H264_DEBLOCK");
+    if (env && !strcmp(env, "0")) {
+        printf("# deblocking: skipped (RCANVAS_GPU_H264_DEBLOCK=0 in the environment: no encoder here has it)\n");
+        return;
+    }
     setenv("RCANVAS_GPU_H264_DEBLOCK", "0", 1);
     rc_gpu_h264 *off = NULL;
     int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                             rcanvas_vk_queue(vk), NULL, NULL, &off);
-    unsetenv("RCANVAS_GPU_H264_DEBLOCK");
+    if (env) setenv("RCANVAS_GPU_H264_DEBLOCK", env, 1);
+    else unsetenv("RCANVAS_GPU_H264_DEBLOCK");
     CHECK_EQ_INT(r, RCANVAS_OK);
     if (r) return;
     uint8_t *px = malloc((size_t)w * h * 4);
     rc_buf a = {0}, b = {0};
-    static const int qps[2] = {12, 36};
-    for (int q = 0; q < 2; q++) {
+    static const int qps[3][2] = {{12, 12}, {12, 36}, {36, 36}}; /* IDR, then P */
+    for (int c = 0; c < 3; c++) {
         rc_gpu_h264_request_keyframe(g_enc);
         rc_gpu_h264_request_keyframe(off);
-        for (int f = 0; f < 2; f++) { /* an IDR picture, then a P picture */
+        for (int f = 0; f < 2; f++) {
+            int qp = qps[c][f];
             tf_motion_draw(TF_MOTION_ROTATE, (uint32_t)f * 3, 64, w, h, px, (size_t)w * 4);
             rc_image img = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
             rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
             rc_buf_clear(&a);
             rc_buf_clear(&b);
-            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, qps[q], &a, NULL), RCANVAS_OK);
-            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(off, &img, &p, qps[q], &b, NULL), RCANVAS_OK);
+            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(g_enc, &img, &p, qp, &a, NULL), RCANVAS_OK);
+            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(off, &img, &p, qp, &b, NULL), RCANVAS_OK);
             uint8_t *ra = NULL, *rb = NULL;
             uint32_t lw = 0, lh = 0;
             CHECK_EQ_INT(rc_gpu_h264_reconstruction(g_enc, &ra, &lw, &lh), RCANVAS_OK);
@@ -340,15 +349,16 @@ static void test_deblocking_is_on(rcanvas_vk *vk) {
             size_t differ = 0;
             for (size_t i = 0; ra && rb && i < (size_t)lw * lh * 3 / 2; i++) differ += ra[i] != rb[i];
             int same_stream = a.len == b.len && !memcmp(rc_buf_data(&a), rc_buf_data(&b), a.len);
-            printf("deblocking at QP %d, %s picture: %zu samples of %u changed by the filter; %zu and %zu bytes\n",
-                   qps[q], f ? "P" : "IDR", differ, lw * lh * 3 / 2, a.len, b.len);
+            printf("deblocking, %s picture at QP %d: %zu samples of %u changed by the filter; %zu and %zu bytes\n",
+                   f ? "P" : "IDR", qp, differ, lw * lh * 3 / 2, a.len, b.len);
             /* the IDR pictures' streams differ in idr_pic_id anyway (the encoders have coded different numbers of
              * them): the P pictures' show the slice header's field */
-            if (qps[q] < 16)
-                CHECK_MSG(differ == 0 && (f == 0 || same_stream), "QP %d: the filter is off below 16 (%zu samples differ)",
-                          qps[q], differ);
+            if (qp < 16)
+                CHECK_MSG(differ == 0 && (f == 0 || same_stream), "%s picture at QP %d: the filter is off below 16 "
+                          "(%zu samples differ)", f ? "P" : "IDR", qp, differ);
             else
-                CHECK_MSG(differ > 0 && (f == 0 || !same_stream), "QP %d: the filter changed no sample", qps[q]);
+                CHECK_MSG(differ > 0 && (f == 0 || !same_stream), "%s picture at QP %d: the filter changed no sample",
+                          f ? "P" : "IDR", qp);
             free(ra);
             free(rb);
         }

@@ -162,9 +162,9 @@ async function pageAfterRestart(lab, page, defer, kernelId) {
   } catch {
     console.log('Lab still shows the restarted kernel as starting: the notebook opened again in a new page');
   }
-  // the old page closed first: a second frontend on the kernel would show the new cell's output too
-  await page.close().catch(() => {});
   const again = (await openNotebook(lab, defer)).page;
+  // the old page closed before a cell runs: a second frontend on the kernel would show its output too
+  await page.close().catch(() => {});
   assert.equal(again.kernelId, kernelId, 'the new page is on the restarted kernel');
   return again;
 }

@@ -478,6 +478,7 @@ typedef struct input {
  * hold only the size and the step, and the recording serves every picture until the size or the sets change. */
 static VkResult record_wave(rc_gpu_h264 *e, int p) {
     VkCommandBuffer cb = e->wave[p];
+    e->wave_mbw[p] = e->wave_mbh[p] = 0; /* none valid until the recording ends well */
     VkCommandBufferInheritanceInfo ii = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .pInheritanceInfo = &ii};
     VkResult vr = vkResetCommandBuffer(cb, 0);
