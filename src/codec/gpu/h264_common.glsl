@@ -52,6 +52,16 @@ layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visib
 #define LEV_CDC 272u
 #define LEV_CAC 280u
 
+// The wavefront of IDR pictures and of the deblocking filter (h264_gpu.c's wave_width): step pc.pass holds the
+// macroblocks with x + 2y = pc.pass, each after its neighbours on the left, above and above on the right (the steps
+// before), one workgroup each from the topmost. False for a workgroup past the step's last.
+bool wave_mb(out uint mbx, out uint mby) {
+    uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
+    mby = ylo + gl_WorkGroupID.x;
+    mbx = pc.pass - 2u * mby;
+    return mby < pc.mbh && 2u * mby <= pc.pass;
+}
+
 uint lw() { return pc.mbw * 16u; }
 uint lh() { return pc.mbh * 16u; }
 uint cwid() { return pc.mbw * 8u; }

@@ -190,11 +190,9 @@ void main() {
     // the picture's QPs, written into the buffer by the picture's command buffer (the wave's steps are recorded
     // once: h264_gpu.c)
     uint qp = bits[2u * n + pc.mbh], qpc = bits[2u * n + pc.mbh + 1u];
-    if (pc.pass != PERSISTENT) {   // one step of the wave: the macroblocks with x + 2y = pc.pass
-        uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
-        uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
-        if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
-        deblock_mb(mbx, mby, t, qp, qpc);
+    if (pc.pass != PERSISTENT) {   // one step of the wave (wave_mb)
+        uint mbx, mby;
+        if (wave_mb(mbx, mby)) deblock_mb(mbx, mby, t, qp, qpc);   // false for the whole workgroup
         return;
     }
     uint mby = gl_WorkGroupID.x;

@@ -166,10 +166,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->deblock_off = db && !strcmp(db, "0");
     /* the deblocking wave as rows that wait on each other needs them all running at once, which Vulkan does not
      * promise (h264_deblock.comp): a dispatch a step, unless RCANVAS_GPU_H264_WAVE=rows */
-    e->wave_rows = 0;
     const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
-    if (wave && !strcmp(wave, "rows")) e->wave_rows = 1;
-    if (wave && !strcmp(wave, "steps")) e->wave_rows = 0;
+    e->wave_rows = wave && !strcmp(wave, "rows");
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -473,6 +471,14 @@ typedef struct input {
     VkDeviceSize offset, pitch;
 } input;
 
+/* The wavefront of IDR pictures and of the deblocking filter: step s holds the macroblocks with x + 2y = s
+ * (h264_common.glsl's wave_mb), wave_steps(e) steps, wave_width(e, s) workgroups in step s. */
+static uint32_t wave_steps(const rc_gpu_h264 *e) { return e->mbw + 2 * (e->mbh - 1); }
+static uint32_t wave_width(const rc_gpu_h264 *e, uint32_t s) {
+    uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+    return yhi - ylo + 1;
+}
+
 /* Records the deblocking wave's steps for pictures of parity p at the current size into e->wave[p]: one dispatch and
  * one barrier a step. The QPs come from B_BITS (written by the primary each picture), so the steps' push constants
  * hold only the size and the step, and the recording serves every picture until the size or the sets change. */
@@ -486,13 +492,11 @@ static VkResult record_wave(rc_gpu_h264 *e, int p) {
     if (vr != VK_SUCCESS) return vr;
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
-    uint32_t steps = e->mbw + 2 * (e->mbh - 1);
-    for (uint32_t s = 0; s < steps; s++) {
-        uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+    for (uint32_t s = 0; s < wave_steps(e); s++) {
         pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .pass = s, .deblock = 1};
         vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
-        vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
-        if (s + 1 < steps) cbarrier(cb);
+        vkCmdDispatch(cb, wave_width(e, s), 1, 1);
+        if (s + 1 < wave_steps(e)) cbarrier(cb);
     }
     vr = vkEndCommandBuffer(cb);
     if (vr != VK_SUCCESS) return vr;
@@ -562,12 +566,11 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
     ts(e, cb, 3);
     if (pc->intra) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
-        for (uint32_t s = 0; s < e->mbw + 2 * (e->mbh - 1); s++) {
-            uint32_t ylo = s + 1 > e->mbw ? (s + 2 - e->mbw) / 2 : 0, yhi = s / 2 < e->mbh - 1 ? s / 2 : e->mbh - 1;
+        for (uint32_t s = 0; s < wave_steps(e); s++) {
             pc->pass = s;
             vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-            vkCmdDispatch(cb, yhi - ylo + 1, 1, 1);
-            if (s + 1 < e->mbw + 2 * (e->mbh - 1)) cbarrier(cb);
+            vkCmdDispatch(cb, wave_width(e, s), 1, 1);
+            if (s + 1 < wave_steps(e)) cbarrier(cb);
         }
     } else {
         stage(e, cb, P_MB, pc, e->mbw, e->mbh);

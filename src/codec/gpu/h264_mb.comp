@@ -592,11 +592,8 @@ void main() {
     barrier();
     code_mb(mbx, mby, t, false, 0u, 0u, false);
 #else
-    // one wavefront step: the macroblocks with x + 2y = pc.pass, each after its neighbours on the left, above and
-    // above on the right (the steps before)
-    uint ylo = pc.pass + 1u > pc.mbw ? (pc.pass + 2u - pc.mbw) / 2u : 0u;
-    uint mby = ylo + gl_WorkGroupID.x, mbx = pc.pass - 2u * mby;
-    if (mby >= pc.mbh || 2u * mby > pc.pass) return;   // the whole workgroup
+    uint mbx, mby;   // one wavefront step (wave_mb)
+    if (!wave_mb(mbx, mby)) return;   // the whole workgroup
     uint mb = mby * pc.mbw + mbx;
     if (t < 4u) {   // the neighbours' modes next to this macroblock (packed by the steps before)
         uint l = IDX4[t * 4u + 3u], u = IDX4[12u + t];
