@@ -12,12 +12,17 @@
 //
 // The macroblock's samples and the 4 (luma) or 2 (chroma) beyond its left and upper edges are filtered in shared
 // memory, one global read and one write a sample: the wave's critical path is every macroblock's latency in turn.
+// So nothing on it waits for more than that one read: the edges' boundary strengths, which need the neighbours'
+// types, coefficients and vectors (chains of dependent reads that made each macroblock take about 20 µs on an
+// H100 when every edge found its own), are found for every macroblock at once beforehand (pc.pass = STRENGTHS, a
+// workgroup a macroblock), 32 of 4 bits in mbi[MBI_BS..+3]; the step reads its 4 words beside its samples.
 // Two ways to run the wave: pc.pass < PERSISTENT, one dispatch a step, each after the last (any device); or pc.pass
 // = PERSISTENT, one dispatch, a workgroup a macroblock row walking it left to right, each macroblock after its row
 // above has passed it by two (a counter a row in bits[2n + row], set with release semantics after the macroblock's
 // samples, spun on by the row below): 254 steps at 1080p as one dispatch instead of 254. That one relies on the
 // rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
-// Garland, 2016), which Vulkan does not promise: it is off unless RCANVAS_GPU_H264_WAVE=rows (not yet run on a GPU).
+// Garland, 2016), which Vulkan does not promise: h264_gpu.c takes it on NVIDIA's devices (decoder-exact on an H100,
+// 1.45 ms a 1080p picture against the steps' 2.1), the steps elsewhere.
 // Its spin is bounded, so a device that breaks the assumption gets wrong samples in its reference rather than a
 // hang. Lavapipe breaks it twice: its thread pool gives each thread a block of consecutive workgroups (a row can
 // start before the row above), and it caps one invocation's loop iterations at 65535 in all (after which every
@@ -32,6 +37,7 @@
 // 32 invocations: 0–15 luma (a row each on the vertical edges, then a column each on the horizontal edges), 16–31
 // chroma (Cb rows 0–7, Cr rows 0–7, then columns); luma and chroma are independent planes.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
 layout(local_size_x = 32) in;
 
@@ -50,6 +56,9 @@ const int TC0[156] = int[](
     11, 15, 23, 13, 17, 25);                                                                               // 50–51
 // raster index of a 4×4 block (y·4 + x) → luma4x4BlkIdx (6.4.3)
 const uint IDX4[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u);
+// a macroblock's 32 luma edge segments' bS, 4 bits each: segment j = dir·16 + edge·4 + s (dir 0 the vertical edges,
+// s the 4-sample run along the edge, top to bottom or left to right)
+#define MBI_BS 41u
 
 bool is_intra(uint mb) { return (mbi[mb * MBI_STRIDE] & (1u << 16)) != 0u; }
 
@@ -66,22 +75,26 @@ uint strength(uint mp, uint px, uint py, uint mq, uint qx, uint qy, bool mb_edge
 
 
 #define PERSISTENT 0xFFFFFFFFu
+#define STRENGTHS 0xFFFFFFFEu
 // the region in shared memory: luma 20×20 from (−4, −4), Cb and Cr 12×12 from (−4, −4)
 #define LS 20u
 #define CS 12u
 #define CB0 400u
 #define CR0 544u
 shared int S[688];
+shared uint SB[32];   // STRENGTHS: the segments' bS; a step: the macroblock's 4 packed words (mbi[MBI_BS..])
 
-// Filters the line of samples across an edge (8.7.2.3, 8.7.2.4) in S: q0 at index at, p0 at at − step, and so on.
-void filter_line(uint at, uint step, uint bs, bool chroma, uint qp) {
+uint bs_of(uint j) { return (SB[j >> 3] >> (4u * (j & 7u))) & 15u; }
+
+// Filters the line of samples across an edge (8.7.2.3, 8.7.2.4) in S: q0 at index at, p0 at at − step, and so on;
+// alpha, beta and tc0 (by bS 1, 2, 3) of the plane's QP.
+void filter_line(uint at, uint step, uint bs, bool chroma, int alpha, int beta, ivec3 tc0s) {
     if (bs == 0u) return;
-    int alpha = ALPHA[qp], beta = BETA[qp];
     int p0 = S[at - step], q0 = S[at], p1 = S[at - 2u * step], q1 = S[at + step];
     if (abs(p0 - q0) >= alpha || abs(p1 - p0) >= beta || abs(q1 - q0) >= beta) return;
     if (chroma) {   // chromaStyleFilteringFlag: p0 and q0 only
         if (bs < 4u) {
-            int tc = TC0[qp * 3u + bs - 1u] + 1;
+            int tc = tc0s[bs - 1u] + 1;
             int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
             S[at - step] = clamp(p0 + d, 0, 255);
             S[at] = clamp(q0 - d, 0, 255);
@@ -94,7 +107,7 @@ void filter_line(uint at, uint step, uint bs, bool chroma, uint qp) {
     int p2 = S[at - 3u * step], q2 = S[at + 2u * step];
     bool ap = abs(p2 - p0) < beta, aq = abs(q2 - q0) < beta;
     if (bs < 4u) {
-        int tc0 = TC0[qp * 3u + bs - 1u], tc = tc0 + (ap ? 1 : 0) + (aq ? 1 : 0);
+        int tc0 = tc0s[bs - 1u], tc = tc0 + (ap ? 1 : 0) + (aq ? 1 : 0);
         int d = clamp((((q0 - p0) << 2) + (p1 - q1) + 4) >> 3, -tc, tc);
         S[at - step] = clamp(p0 + d, 0, 255);
         S[at] = clamp(q0 - d, 0, 255);
@@ -120,73 +133,100 @@ void filter_line(uint at, uint step, uint bs, bool chroma, uint qp) {
     }
 }
 
-// Sample k of the shared region ↔ its place in rec; false where it lies outside the picture (above or on the left
-// of its edge: never read then, as those edges are not filtered) or in the region's corner (never written).
-bool region_at(uint k, uint mbx, uint mby, out uint g) {
-    uint L = lw(), CW = cwid(), side = k < CB0 ? LS : CS, o = k < CB0 ? 0u : k < CR0 ? CB0 : CR0, r = k - o;
-    int x = int(r % side) - 4, y = int(r / side) - 4, n = k < CB0 ? 16 : 8;
+// Sample k of the shared region ↔ its place in rec, for k = t + 32i (i < 13: luma; i ≥ 13: chroma, t + 32(i − 13)
+// into the Cb and Cr regions), with constant divisors; false where k is past the region or the sample lies outside
+// the picture (above or on the left of its edge: never read then, as those edges are not filtered).
+bool region_at(uint t, uint i, uint mbx, uint mby, out uint k, out uint g) {   // i < 22
+    bool luma = i < 13u;
+    uint r = luma ? t + 32u * i : t + 32u * (i - 13u), plane = luma ? 0u : r < 144u ? 1u : 2u;
+    if (!luma) r -= plane == 2u ? 144u : 0u;
+    int x = int(luma ? r % LS : r % CS) - 4, y = int(luma ? r / LS : r / CS) - 4, n = luma ? 16 : 8;
     int gx = int(mbx) * n + x, gy = int(mby) * n + y;
-    g = 0u;
-    if (gx < 0 || gy < 0) return false;
-    uint base = k < CB0 ? 0u : k < CR0 ? plane_u() : plane_v();
-    g = base + uint(gy) * (k < CB0 ? L : CW) + uint(gx);
-    return true;
+    k = luma ? r : (plane == 1u ? CB0 : CR0) + r;
+    g = plane == 0u ? 0u : plane == 1u ? plane_u() : plane_v();
+    g += uint(max(gy, 0)) * (luma ? lw() : cwid()) + uint(max(gx, 0));
+    return (luma ? r < 400u : r < 144u) && gx >= 0 && gy >= 0;
+}
+
+// Finds macroblock mb's 32 segments' bS (invocation t: segment t) into mbi[MBI_BS..+3], 0 on the picture's edges.
+void strengths(uint mbx, uint mby, uint t) {
+    uint mb = mby * pc.mbw + mbx, e = (t >> 2) & 3u, s = t & 3u, bs = 0u;
+    if (t < 16u) {   // vertical edge e, rows 4s..4s+3
+        if (e > 0u) bs = strength(mb, e - 1u, s, mb, e, s, false);
+        else if (mbx > 0u) bs = strength(mb - 1u, 3u, s, mb, 0u, s, true);
+    } else {         // horizontal edge e, columns 4s..4s+3
+        if (e > 0u) bs = strength(mb, s, e - 1u, mb, s, e, false);
+        else if (mby > 0u) bs = strength(mb - pc.mbw, s, 3u, mb, s, 0u, true);
+    }
+    SB[t] = bs;
+    barrier();
+    if (t < 4u) {
+        uint w = 0u;
+        for (uint j = 0u; j < 8u; j++) w |= SB[t * 8u + j] << (4u * j);
+        mbi[mb * MBI_STRIDE + MBI_BS + t] = w;
+    }
 }
 
 // Filters macroblock (mbx, mby): every invocation of the workgroup calls it.
 void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
-    uint mb = mby * pc.mbw + mbx, left = mb - 1u, up = mb - pc.mbw;
-    for (uint k = t; k < 688u; k += 32u) {
-        uint g;
-        if (region_at(k, mbx, mby, g)) S[k] = int(rec[g]);
+    uint mb = mby * pc.mbw + mbx;
+    if (t < 4u) SB[t] = mbi[mb * MBI_STRIDE + MBI_BS + t];
+    // all 22 reads issued before the first is used: a loop that stored each into S before the next read waited
+    // out a memory latency per sample
+    uint v[22];
+    [[unroll]] for (uint i = 0u; i < 22u; i++) {
+        uint k, g;
+        v[i] = region_at(t, i, mbx, mby, k, g) ? rec[g] : 0u;   // 0 where nothing reads it
     }
+    [[unroll]] for (uint i = 0u; i < 22u; i++) {
+        uint k, g;
+        region_at(t, i, mbx, mby, k, g);
+        if (i != 12u || t < 16u) S[k] = int(v[i]);   // the region's 688 samples: 400 luma (12.5 rows of 32)
+    }
+    // the plane's thresholds (Tables 8-16, 8-17), with the reads above
+    uint q = t < 16u ? qp : qpc;
+    int alpha = ALPHA[q], beta = BETA[q];
+    ivec3 tc0s = ivec3(TC0[q * 3u], TC0[q * 3u + 1u], TC0[q * 3u + 2u]);
     barrier();
     // vertical edges, left to right: luma row k at x = 0, 4, 8, 12; chroma row i at x = 0, 4 (luma edges 0 and 2)
     if (t < 16u) {
         uint k = t, row = (k + 4u) * LS + 4u;
-        for (uint e = mbx > 0u ? 0u : 1u; e < 4u; e++) {
-            uint bs = e == 0u ? strength(left, 3u, k >> 2, mb, 0u, k >> 2, true)
-                              : strength(mb, e - 1u, k >> 2, mb, e, k >> 2, false);
-            filter_line(row + 4u * e, 1u, bs, false, qp);
-        }
+        for (uint e = mbx > 0u ? 0u : 1u; e < 4u; e++)
+            filter_line(row + 4u * e, 1u, bs_of(e * 4u + (k >> 2)), false, alpha, beta, tc0s);
     } else {
         uint i = t & 7u, row = (t < 24u ? CB0 : CR0) + (i + 4u) * CS + 4u;
-        for (uint e = mbx > 0u ? 0u : 2u; e < 4u; e += 2u) {
-            uint bs = e == 0u ? strength(left, 3u, i >> 1, mb, 0u, i >> 1, true)
-                              : strength(mb, 1u, i >> 1, mb, 2u, i >> 1, false);
-            filter_line(row + 2u * e, 1u, bs, true, qpc);
-        }
+        for (uint e = mbx > 0u ? 0u : 2u; e < 4u; e += 2u)
+            filter_line(row + 2u * e, 1u, bs_of(e * 4u + (i >> 1)), true, alpha, beta, tc0s);
     }
     barrier();
     // horizontal edges, top to bottom: luma column k at y = 0, 4, 8, 12; chroma column i at y = 0, 4
     if (t < 16u) {
         uint k = t, col = 4u * LS + 4u + k;
-        for (uint e = mby > 0u ? 0u : 1u; e < 4u; e++) {
-            uint bs = e == 0u ? strength(up, k >> 2, 3u, mb, k >> 2, 0u, true)
-                              : strength(mb, k >> 2, e - 1u, mb, k >> 2, e, false);
-            filter_line(col + 4u * e * LS, LS, bs, false, qp);
-        }
+        for (uint e = mby > 0u ? 0u : 1u; e < 4u; e++)
+            filter_line(col + 4u * e * LS, LS, bs_of(16u + e * 4u + (k >> 2)), false, alpha, beta, tc0s);
     } else {
         uint i = t & 7u, col = (t < 24u ? CB0 : CR0) + 4u * CS + 4u + i;
-        for (uint e = mby > 0u ? 0u : 2u; e < 4u; e += 2u) {
-            uint bs = e == 0u ? strength(up, i >> 1, 3u, mb, i >> 1, 0u, true)
-                              : strength(mb, i >> 1, 1u, mb, i >> 1, 2u, false);
-            filter_line(col + 2u * e * CS, CS, bs, true, qpc);
-        }
+        for (uint e = mby > 0u ? 0u : 2u; e < 4u; e += 2u)
+            filter_line(col + 2u * e * CS, CS, bs_of(16u + e * 4u + (i >> 1)), true, alpha, beta, tc0s);
     }
     barrier();
     // back: the samples the edges may have changed (not the corner above on the left, nor what nothing read)
-    for (uint k = t; k < 688u; k += 32u) {
-        uint side = k < CB0 ? LS : CS, r = k - (k < CB0 ? 0u : k < CR0 ? CB0 : CR0);
-        uint x = r % side, y = r / side, d = k < CB0 ? 3u : 1u;   // changed before an edge: 3 luma, 1 chroma
+    [[unroll]] for (uint i = 0u; i < 22u; i++) {
+        uint k, g;
+        bool in_pic = region_at(t, i, mbx, mby, k, g);
+        uint side = i < 13u ? LS : CS, r = k - (k < CB0 ? 0u : k < CR0 ? CB0 : CR0);
+        uint x = r % side, y = r / side, d = i < 13u ? 3u : 1u;   // changed before an edge: 3 luma, 1 chroma
         bool changed = (y >= 4u && x >= 4u - d) || (x >= 4u && y >= 4u - d);
-        uint g;
-        if (changed && region_at(k, mbx, mby, g)) rec[g] = uint(S[k]);
+        if (changed && in_pic) rec[g] = uint(S[k]);
     }
 }
 
 void main() {
     uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
+    if (pc.pass == STRENGTHS) {   // a workgroup a macroblock, all at once
+        strengths(gl_WorkGroupID.x, gl_WorkGroupID.y, t);
+        return;
+    }
     // the picture's QPs, written into the buffer by the picture's command buffer (the wave's steps are recorded
     // once: h264_gpu.c)
     uint qp = bits[2u * n + pc.mbh], qpc = bits[2u * n + pc.mbh + 1u];

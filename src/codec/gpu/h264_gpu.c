@@ -118,7 +118,10 @@ struct rc_gpu_h264 {
     rc_h264_rate rate; /* the rate control (h264_gpu_rate.h) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8 */
-    int deblock_off;   /* RCANVAS_GPU_H264_DEBLOCK=0 (benchmarks): the deblocking filter off in every picture */
+    int deblock_env;   /* RCANVAS_GPU_H264_DEBLOCK: 0 the deblocking filter off in every picture, 1 on in every
+                        * one (from QP 16), −1 (unset) on unless the device is contended (h264_gpu_gate.h) */
+    rc_h264_gate gate;
+    int deblocked;     /* the last pass ran the filter */
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
@@ -163,11 +166,15 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (me && !strcmp(me, "int")) e->me_flags |= 1;
     if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
-    e->deblock_off = db && !strcmp(db, "0");
-    /* the deblocking wave as rows that wait on each other needs them all running at once, which Vulkan does not
-     * promise (h264_deblock.comp): a dispatch a step, unless RCANVAS_GPU_H264_WAVE=rows */
+    e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
+    /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
+     * not promise (h264_deblock.comp): on NVIDIA's devices, whose workgroups start in order (the rows' wave is
+     * decoder-exact there: test_h264_gpu on an H100, and 1.45 ms a 1080p picture against 2.1 ms for the steps),
+     * else a dispatch a step; RCANVAS_GPU_H264_WAVE=rows or steps chooses */
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(phys, &props);
     const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
-    e->wave_rows = wave && !strcmp(wave, "rows");
+    e->wave_rows = wave && !strcmp(wave, "rows") ? 1 : wave && !strcmp(wave, "steps") ? 0 : props.vendorID == 0x10DE;
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -203,8 +210,6 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &sai, e->wave);
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(phys, &props);
     e->ts_ns = props.limits.timestampPeriod;
     VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
                                  .queryCount = NTS + 2};
@@ -589,6 +594,10 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         if (e->wave_rows) /* the rows' progress counters */
             vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
         cbarrier(cb);
+        /* every edge's boundary strength at once, off the wave's critical path (h264_deblock.comp) */
+        pc->pass = 0xFFFFFFFEu;
+        stage(e, cb, P_DEBLOCK, pc, e->mbw, e->mbh);
+        cbarrier(cb);
     }
     if (pc->deblock && e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
         pc->pass = 0xFFFFFFFFu;
@@ -662,7 +671,7 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
                .in_pitch = e->w, .bgra = (uint32_t)bgra,
                .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))), .me_flags = e->me_flags,
                /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
-               .deblock = !e->deblock_off && qp >= 16};
+               .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || rc_h264_gate_on(&e->gate, rc_now_us()))};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
@@ -674,11 +683,20 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
         return vkfail(e, vr, "recording the deblocking wave");
     }
     e->out_dirty = e->bufs[B_OUT].cap; /* until the pass is known to have finished */
+    int64_t submitted = rc_now_us();
     vr = submit_wait(e);
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
     }
+    uint64_t t[NTS + 2];
+    if (pc.deblock && e->deblock_env == -1 && e->have_ts &&
+        vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof t, t, sizeof t[0], VK_QUERY_RESULT_64_BIT) ==
+            VK_SUCCESS) { /* how long it waited behind other work: the gate's evidence */
+        int64_t now = rc_now_us();
+        rc_h264_gate_learn(&e->gate, now, (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6, (double)(now - submitted) / 1e3);
+    }
+    e->deblocked = pc.deblock;
     e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[0];
     return RCANVAS_OK;
 }
@@ -772,6 +790,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
             info->deblock_ms = (double)(t[4] - t[TS_DEBLOCK]) * e->ts_ns / 1e6;
         }
+        info->deblocked = e->deblocked;
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;

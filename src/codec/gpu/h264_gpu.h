@@ -23,6 +23,7 @@
 #include <vulkan/vulkan.h>
 
 #include "codec/codec.h"
+#include "codec/gpu/h264_gpu_gate.h"
 #include "codec/gpu/h264_gpu_rate.h"
 #include "core/util.h"
 
@@ -45,7 +46,9 @@ typedef struct rc_gpu_h264_info {
                          * write, copy out (timestamp queries; 0 where the device has none) */
     double gpu_ms;      /* first to last timestamp */
     double me_coarse_ms; /* of stage_ms[2], the coarse motion search (P pictures) */
-    double deblock_ms;  /* of stage_ms[3], the deblocking filter (0 where it is off: QP below 16) */
+    double deblock_ms;  /* of stage_ms[3], the deblocking filter (0 where it is off) */
+    int deblocked;      /* 1: the picture ran the deblocking filter (from QP 16, unless the device is contended:
+                         * h264_gpu_gate.h; RCANVAS_GPU_H264_DEBLOCK=0 or 1 sets it off or on in every picture) */
     int mb_i4x4;        /* macroblocks coded Intra4x4 (IDR pictures; the others are Intra16x16) */
     int mb_p8x8;        /* macroblocks coded P_8x8 (P pictures; the others P_L0_16x16 or P_Skip) */
     double wall_ms;     /* the call, CPU clock */
