@@ -167,27 +167,22 @@ void strengths(uint mbx, uint mby, uint t) {
     }
 }
 
-// Filters macroblock (mbx, mby): every invocation of the workgroup calls it.
-void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
-    uint mb = mby * pc.mbw + mbx;
-    if (t < 4u) SB[t] = mbi[mb * MBI_STRIDE + MBI_BS + t];
-    // all 22 reads issued before the first is used: a loop that stored each into S before the next read waited
-    // out a memory latency per sample
-    uint v[22];
-    [[unroll]] for (uint i = 0u; i < 22u; i++) {
-        uint k, g;
-        v[i] = region_at(t, i, mbx, mby, k, g) ? rec[g] : 0u;   // 0 where nothing reads it
-    }
-    [[unroll]] for (uint i = 0u; i < 22u; i++) {
-        uint k, g;
-        region_at(t, i, mbx, mby, k, g);
-        if (i != 12u || t < 16u) S[k] = int(v[i]);   // the region's 688 samples: 400 luma (12.5 rows of 32)
-    }
-    // the plane's thresholds (Tables 8-16, 8-17), with the reads above
+// Slot (t, i)'s place in the region: x, y from its top left (the macroblock's samples from (4, 4)).
+uvec2 slot_xy(uint t, uint i) {
+    bool luma = i < 13u;
+    uint r = luma ? t + 32u * i : t + 32u * (i - 13u);
+    if (!luma && r >= 144u) r -= 144u;
+    return luma ? uvec2(r % LS, r / LS) : uvec2(r % CS, r / CS);
+}
+bool slot_valid(uint t, uint i) { return i != 12u || t < 16u; }   // 688 = 12.5 rows of 32 luma + 9 of chroma
+
+// The edges of the macroblock in S (its samples, the region's and SB ready, after a barrier): vertical edges, then
+// horizontal ones; every invocation calls it; ends with a barrier.
+void filter_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
+    // the plane's thresholds (Tables 8-16, 8-17)
     uint q = t < 16u ? qp : qpc;
     int alpha = ALPHA[q], beta = BETA[q];
     ivec3 tc0s = ivec3(TC0[q * 3u], TC0[q * 3u + 1u], TC0[q * 3u + 2u]);
-    barrier();
     // vertical edges, left to right: luma row k at x = 0, 4, 8, 12; chroma row i at x = 0, 4 (luma edges 0 and 2)
     if (t < 16u) {
         uint k = t, row = (k + 4u) * LS + 4u;
@@ -210,14 +205,55 @@ void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
             filter_line(col + 2u * e * CS, CS, bs_of(16u + e * 4u + (i >> 1)), true, alpha, beta, tc0s);
     }
     barrier();
-    // back: the samples the edges may have changed (not the corner above on the left, nor what nothing read)
+}
+
+// The samples an edge may have changed: all but the region's corner above on the left and what no edge reaches.
+bool slot_changed(uint i, uvec2 xy) {
+    uint d = i < 13u ? 3u : 1u;   // changed before an edge: 3 luma, 1 chroma
+    return (xy.y >= 4u && xy.x >= 4u - d) || (xy.x >= 4u && xy.y >= 4u - d);
+}
+
+// Filters macroblock (mbx, mby) as one step of the wave: every invocation of the workgroup calls it.
+void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
+    uint mb = mby * pc.mbw + mbx;
+    if (t < 4u) SB[t] = mbi[mb * MBI_STRIDE + MBI_BS + t];
+    // all 22 reads issued before the first is used: a loop that stored each into S before the next read waited
+    // out a memory latency per sample
+    // (each slot's place worked out once: the steps' critical path is a warp's arithmetic too)
+    uint v[22], kk[22], gg[22], back = 0u;   // back: bit i, slot i goes back into rec
     [[unroll]] for (uint i = 0u; i < 22u; i++) {
-        uint k, g;
-        bool in_pic = region_at(t, i, mbx, mby, k, g);
-        uint side = i < 13u ? LS : CS, r = k - (k < CB0 ? 0u : k < CR0 ? CB0 : CR0);
-        uint x = r % side, y = r / side, d = i < 13u ? 3u : 1u;   // changed before an edge: 3 luma, 1 chroma
-        bool changed = (y >= 4u && x >= 4u - d) || (x >= 4u && y >= 4u - d);
-        if (changed && in_pic) rec[g] = uint(S[k]);
+        bool in_pic = region_at(t, i, mbx, mby, kk[i], gg[i]);
+        v[i] = in_pic ? rec[gg[i]] : 0u;   // 0 where nothing reads it
+        if (in_pic && slot_changed(i, slot_xy(t, i))) back |= 1u << i;
+    }
+    [[unroll]] for (uint i = 0u; i < 22u; i++)
+        if (slot_valid(t, i)) S[kk[i]] = int(v[i]);
+    barrier();
+    filter_mb(mbx, mby, t, qp, qpc);
+    [[unroll]] for (uint i = 0u; i < 22u; i++)
+        if ((back & (1u << i)) != 0u) rec[gg[i]] = uint(S[kk[i]]);
+}
+
+// A row of macroblocks left to right (the row wave: main), each as a step of the wave, after the row above has
+// passed it by two (one poll, skipped while an earlier one already showed it far enough ahead). (Reading the
+// left columns from S rather than rec, and writing the last 4 rows before the counter and the rest after it,
+// measured 7 % slower on an H100.)
+void deblock_row(uint mby, uint t, uint qp, uint qpc, uint ctr) {
+    uint seen = 0u;
+    for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
+        if (mby > 0u) {   // the row above two macroblocks ahead (or done): its samples are then visible
+            uint need = min(mbx + 2u, pc.mbw);
+            // (a bound, not a hang, where a device breaks the assumption: wrong samples then, which
+            // test_h264_gpu's decoders would show)
+            if (t == 0u)
+                for (uint spin = 0u; seen < need && spin < (1u << 24); spin++) seen = atomicAdd(bits[ctr - 1u], 0u);
+            barrier();
+            memoryBarrierBuffer();
+        }
+        deblock_mb(mbx, mby, t, qp, qpc);
+        memoryBarrierBuffer();
+        barrier();
+        if (t == 0u) atomicExchange(bits[ctr], mbx + 1u);
     }
 }
 
@@ -235,20 +271,5 @@ void main() {
         if (wave_mb(mbx, mby)) deblock_mb(mbx, mby, t, qp, qpc);   // false for the whole workgroup
         return;
     }
-    uint mby = gl_WorkGroupID.x;
-    for (uint mbx = 0u; mbx < pc.mbw; mbx++) {
-        if (mby > 0u) {   // the row above two macroblocks ahead (or done): its samples are then visible
-            uint need = min(mbx + 2u, pc.mbw);
-            // (a bound, not a hang, where a device breaks the assumption: wrong samples then, which
-            // test_h264_gpu's decoders would show)
-            if (t == 0u)
-                for (uint spin = 0u; atomicAdd(bits[2u * n + mby - 1u], 0u) < need && spin < (1u << 24); spin++) {}
-            barrier();
-            memoryBarrierBuffer();
-        }
-        deblock_mb(mbx, mby, t, qp, qpc);
-        memoryBarrierBuffer();
-        barrier();
-        if (t == 0u) atomicExchange(bits[2u * n + mby], mbx + 1u);
-    }
+    deblock_row(gl_WorkGroupID.x, t, qp, qpc, 2u * n + gl_WorkGroupID.x);
 }

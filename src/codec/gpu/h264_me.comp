@@ -13,6 +13,7 @@
 // two pipelines so that each reserves only its own shared memory (6 and 10 kB rather than 16): more workgroups fit
 // on a multiprocessor at once.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
 layout(local_size_x = 64) in;
 
@@ -53,8 +54,14 @@ void coarse(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
     int qw = int(pc.mbw * 4u), qh = int(pc.mbh * 4u);
     int x0 = int(mbx) * 4 - 1, y0 = int(mby) * 4 - 1;
-    for (uint i = t; i < QSIDE * QSIDE; i += 64u)
-        qrs[i] = qref[clamp(y0 - ME_RANGE + int(i / QSIDE), 0, qh - 1) * qw + clamp(x0 - ME_RANGE + int(i % QSIDE), 0, qw - 1)];
+    const uint NQ = (QSIDE * QSIDE + 63) / 64;   // reads an invocation, all issued before the first is stored
+    uint v[NQ];
+    [[unroll]] for (uint k = 0u; k < NQ; k++) {
+        uint i = min(t + 64u * k, QSIDE * QSIDE - 1u);
+        v[k] = qref[clamp(y0 - ME_RANGE + int(i / QSIDE), 0, qh - 1) * qw + clamp(x0 - ME_RANGE + int(i % QSIDE), 0, qw - 1)];
+    }
+    [[unroll]] for (uint k = 0u; k < NQ; k++)
+        if (t + 64u * k < QSIDE * QSIDE) qrs[t + 64u * k] = v[k];
     if (t < 36u) qcs[t] = qcur[clamp(y0 + int(t / 6u), 0, qh - 1) * qw + clamp(x0 + int(t % 6u), 0, qw - 1)];
     barrier();
     uint best = 0xFFFFFFFFu;
@@ -156,10 +163,18 @@ uint sad_p(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
     return s;
 }
 
-void load_tile(int x0, int y0, uint t) {   // all invocations; ends with a barrier
+// All invocations; ends with a barrier. The 9 reads of an invocation are all issued before the first is stored (and
+// before the barrier that waits for the tile's last readers): a loop storing each before the next read waited out
+// a memory latency per sample.
+void load_tile(int x0, int y0, uint t) {
+    uint v[TILE * TILE / 64];
+    [[unroll]] for (uint k = 0u; k < TILE * TILE / 64u; k++) {
+        uint i = t + 64u * k;
+        v[k] = uint(ref_y(x0 + int(i % TILE), y0 + int(i / TILE)));
+    }
     barrier();
     tox = x0, toy = y0;
-    for (uint i = t; i < TILE * TILE; i += 64u) tile[i] = uint(ref_y(x0 + int(i % TILE), y0 + int(i / TILE)));
+    [[unroll]] for (uint k = 0u; k < TILE * TILE / 64u; k++) tile[t + 64u * k] = v[k];
     barrier();
 }
 
@@ -178,7 +193,9 @@ uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
 void fine(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx;
     int W = int(lw());
-    for (uint i = t; i < 256u; i += 64u) srcs[i] = src[(mby * 16u + i / 16u) * W + mbx * 16u + (i & 15u)];
+    uint sv[4];
+    [[unroll]] for (uint k = 0u; k < 4u; k++) sv[k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
+    [[unroll]] for (uint k = 0u; k < 4u; k++) srcs[t + 64u * k] = sv[k];
     // the predictor the neighbours' vectors will likely make (their coarse ones; A, B, C as in mv_pred)
     ivec2 A = mbx > 0u ? coarse_of(mb - 1u) : ivec2(0), B = mby > 0u ? coarse_of(mb - pc.mbw) : ivec2(0);
     ivec2 C = mby > 0u && mbx + 1u < pc.mbw ? coarse_of(mb - pc.mbw + 1u) : mby > 0u && mbx > 0u ? coarse_of(mb - pc.mbw - 1u) : ivec2(0);
