@@ -405,6 +405,24 @@ static void test_fine_detail(void) {
         CHECK_MSG(rc_image_fine_detail(&img) == kinds[k].want, "%s: fine detail not %d", tf_kind_name(kinds[k].k),
                   kinds[k].want);
     }
+    /* at 4K the look reads one in 64 of the 2x2 blocks of its full pattern (RC_DETAIL_BLOCKS), at 1080p one in 16:
+     * the same verdicts */
+    free(px);
+    const uint32_t w4 = 3840, h4 = 2160;
+    px = malloc((size_t)w4 * h4 * 4);
+    if (!px) return;
+    rc_image big = {.pixels = px, .width = w4, .height = h4, .pitch = (size_t)w4 * 4, .format = RCANVAS_FORMAT_RGBA8};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        tf_draw(kinds[k].k, w4, h4, px, big.pitch);
+        CHECK_MSG(rc_image_fine_detail(&big) == kinds[k].want, "4K %s: fine detail not %d", tf_kind_name(kinds[k].k),
+                  kinds[k].want);
+    }
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+        tf_motion_draw(seq[k].m, 30, 64, w4, h4, px, big.pitch);
+        CHECK_MSG(rc_image_fine_detail(&big) == seq[k].want, "4K %s: fine detail not %d", tf_motion_name(seq[k].m),
+                  seq[k].want);
+    }
+    img.pixels = px; /* (the 4K buffer, drawn at 1080p) */
     /* the same text as BGRA is found too; tiny and empty images are not */
     tf_draw(TF_TEXT, w, h, px, img.pitch);
     img.format = RCANVAS_FORMAT_BGRA8;
