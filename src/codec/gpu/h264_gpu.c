@@ -323,15 +323,27 @@ static int put_nal(rc_buf *out, uint8_t header, const uint8_t *rbsp, size_t n) {
     uint8_t *o = rc_buf_data(out) + out->len;
     size_t k = 0;
     o[k++] = 0, o[k++] = 0, o[k++] = 0, o[k++] = 1, o[k++] = header;
+    /* emulation prevention (7.4.1): a 3 before any byte 0–3 that follows two zeros; runs of nonzero bytes are
+     * copied whole (memchr finds the next zero: a slice's bytes are rarely 0, and the byte loop was 6 % of the
+     * GPU demo's CPU at 1080p) */
     int zeros = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = rbsp[i];
-        if (zeros >= 2 && c <= 3) {
+    for (size_t i = 0; i < n;) {
+        if (zeros >= 2 && rbsp[i] <= 3) {
             o[k++] = 3;
             zeros = 0;
         }
-        o[k++] = c;
-        zeros = c ? 0 : zeros + 1;
+        if (rbsp[i]) {
+            const uint8_t *z = memchr(rbsp + i, 0, n - i);
+            size_t j = z ? (size_t)(z - rbsp) : n;
+            memcpy(o + k, rbsp + i, j - i);
+            k += j - i;
+            i = j;
+            zeros = 0;
+        } else {
+            o[k++] = 0;
+            zeros++;
+            i++;
+        }
     }
     out->len += k;
     return RCANVAS_OK;
