@@ -122,6 +122,8 @@ struct rc_gpu_h264 {
                         * one (from QP 16), −1 (unset) on unless the device is contended (h264_gpu_gate.h) */
     rc_h264_gate gate;
     int deblocked;     /* the last pass ran the filter */
+    uint64_t t[NTS + 2]; /* the last pass's timestamps (have_t: read) */
+    int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
 };
@@ -701,13 +703,13 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
     }
-    uint64_t t[NTS + 2];
-    if (pc.deblock && e->deblock_env == -1 && e->have_ts &&
-        vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof t, t, sizeof t[0], VK_QUERY_RESULT_64_BIT) ==
-            VK_SUCCESS) { /* how long it waited behind other work: the gate's evidence */
-        int64_t now = rc_now_us();
-        rc_h264_gate_learn(&e->gate, now, (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6, (double)(now - submitted) / 1e3);
-    }
+    int64_t done = rc_now_us();
+    /* the pass's timestamps, read once: the gate's evidence and encode()'s figures */
+    e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof e->t, e->t, sizeof e->t[0],
+                                                    VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
+    if (pc.deblock && e->deblock_env == -1 && e->have_t) /* how long it waited behind other work */
+        rc_h264_gate_learn(&e->gate, done, (double)(e->t[NTS - 1] - e->t[0]) * e->ts_ns / 1e6,
+                           (double)(done - submitted) / 1e3);
     e->deblocked = pc.deblock;
     e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[0];
     return RCANVAS_OK;
@@ -794,9 +796,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         info->qp = qp;
         info->mb_i4x4 = (int)ctl[5 + e->mbh];
         info->mb_p8x8 = (int)ctl[6 + e->mbh];
-        uint64_t t[NTS + 2];
-        if (e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof t, t, sizeof t[0],
-                                                VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
+        const uint64_t *t = e->t;
+        if (e->have_t) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
             if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
