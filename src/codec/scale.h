@@ -35,10 +35,11 @@ int rc_image_downscale(const rc_image *src, int div, uint8_t **buf, size_t *cap,
  * then the same at any size) */
 #define RC_DETAIL_BLOCKS 8192
 /* 1 if img (any 4-byte format) has such detail (both rules): looks at half the 2x2 blocks (a checkerboard) of every
- * other block row, or of fewer rows spread over the frame where that is more than RC_DETAIL_BLOCKS blocks (a
- * 1080p frame: one in 16 of them, about 0.13 ms on the 2-core VM; a tier looks every RC_DETAIL_EVERY frames). No hysteresis: one with a lower threshold for a tier that had detail kept the
- * demo's zooming fractal whole under a saturated decoder (adapt.test), so content near the line may change size
- * every 8 frames. Thread-safe (reads img). */
+ * other block row, or of fewer rows and fewer blocks a row spread over the frame where that is more than
+ * RC_DETAIL_BLOCKS blocks (a 1080p frame: one in 16 of them, about 0.12 ms on the 2-core VM; a tier looks every
+ * RC_DETAIL_EVERY frames). No hysteresis: one with a lower threshold for a tier that had detail kept the demo's
+ * zooming fractal whole under a saturated decoder (adapt.test), so content near the line may change size every 8
+ * frames. Thread-safe (reads img). */
 int rc_image_fine_detail(const rc_image *img);
 
 #endif

@@ -383,9 +383,39 @@ static void test_chroma(void) {
     free(px);
 }
 
+/* Lines of "text" at a 12-pixel pitch from row `offset`: 5 rows of 1-px dark strokes and dots on white, then 7
+ * blank rows (text whose line pitch meets a thinned look's row stride, 12 px at 720p and 1440p, at one phase). */
+static void draw_lines12(uint8_t *px, uint32_t w, uint32_t h, uint32_t offset) {
+    for (uint32_t y = 0; y < h; y++) {
+        uint32_t r = (y + 12 - offset % 12) % 12;
+        for (uint32_t x = 0; x < w; x++) {
+            int dark = r < 5 && (x % 6 == 0 || (x * 7 + r * 3) % 11 == 0);
+            uint8_t *p = px + ((size_t)y * w + x) * 4;
+            p[0] = p[1] = p[2] = dark ? 20 : 250;
+            p[3] = 255;
+        }
+    }
+}
+
 /* rc_image_fine_detail: the frames whose size must stay (text, 1-px lines) against those a smaller size only
  * softens (noise-like imaging, smooth shading, a gradient), on the generated sequences and kinds at 1080p. */
 static void test_fine_detail(void) {
+    /* text at a 12-pixel pitch, each of its 12 phases, at sizes whose thinned look's strides are 12 px (720p, 1440p)
+     * and others: every phase found */
+    const uint32_t sizes[][2] = {{1280, 720}, {1366, 768}, {2560, 1440}, {2560, 1600}, {1920, 1080}, {3840, 2160}};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        uint32_t sw = sizes[z][0], sh = sizes[z][1];
+        uint8_t *lp = malloc((size_t)sw * sh * 4);
+        if (!lp) return;
+        rc_image li = {.pixels = lp, .width = sw, .height = sh, .pitch = (size_t)sw * 4, .format = RCANVAS_FORMAT_RGBA8};
+        int found = 0;
+        for (uint32_t o = 0; o < 12; o++) {
+            draw_lines12(lp, sw, sh, o);
+            found += rc_image_fine_detail(&li);
+        }
+        CHECK_MSG(found == 12, "%ux%u: text at a 12-px pitch found at %d of its 12 phases", sw, sh, found);
+        free(lp);
+    }
     const uint32_t w = 1920, h = 1080;
     uint8_t *px = malloc((size_t)w * h * 4);
     if (!px) return;
