@@ -33,6 +33,7 @@
 #include "vk_util.h"
 
 static rc_gpu_h264 *g_enc;
+static int g_deblock_env; /* RCANVAS_GPU_H264_DEBLOCK as g_enc was made: 0 off, else on (main) */
 
 static void log_stderr(void *user, rcanvas_log_level level, const char *msg) {
     (void)user;
@@ -120,6 +121,9 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
         st.skipped += info.skipped;
         st.mb_i4x4 += info.mb_i4x4;
         st.mb_p8x8 += info.mb_p8x8;
+        /* the filter in every picture from QP 16 (main sets RCANVAS_GPU_H264_DEBLOCK=1 unless told): the exactness
+         * below covers it, whatever else the device runs */
+        if (!info.skipped) CHECK_EQ_INT(info.deblocked, g_deblock_env != 0 && info.qp >= 16);
         st.bytes += out.len;
         if (i > 0) st.bytes_after_first += out.len;
         if (!info.keyframe && !info.skipped && out.len > st.max_coded_p) st.max_coded_p = out.len;
@@ -627,6 +631,11 @@ static void test_ring_codec_device(void) {
 int main(int argc, char **argv) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     int only_exact = argc > 1 && !strcmp(argv[1], "bit-exact");
+    /* the deblocking filter in every picture from QP 16: unset, the encoder turns it off on a device it finds
+     * contended (h264_gpu_gate.h), which another test on the same GPU could make it */
+    const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
+    if (!db) setenv("RCANVAS_GPU_H264_DEBLOCK", "1", 1);
+    g_deblock_env = !(db && !strcmp(db, "0"));
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     rcanvas_vk_config vc;
     rcanvas_vk_config_init(&vc);
@@ -635,6 +644,16 @@ int main(int argc, char **argv) {
     int r = rc_vk_new_internal(NULL, &vc, &lg, &vk);
     CHECK_MSG(r == RCANVAS_OK, "no Vulkan device: %s", rcanvas_strerror(r));
     if (r) TEST_MAIN_END();
+    const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(rcanvas_vk_physical_device(vk), &props);
+    if (only_exact && wave && !strcmp(wave, "rows") && props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU &&
+        props.vendorID != 0x10DE) { /* where the rows' waiting on each other is not known to hold: not forced */
+        printf("# the row wave on %s: skipped (run on lavapipe with one thread, and NVIDIA's devices)\n",
+               props.deviceName);
+        rcanvas_vk_free(vk);
+        TEST_MAIN_END();
+    }
     r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                         rcanvas_vk_queue(vk), NULL, &lg, &g_enc);
     CHECK_MSG(r == RCANVAS_OK, "rc_gpu_h264_new: %s", rcanvas_strerror(r));

@@ -3,9 +3,10 @@
  * test_h264_gpu_gate.c — the deblocking filter's gate (src/codec/gpu/h264_gpu_gate.h) on synthetic measurements,
  * deterministic and with no GPU: a device whose pictures never wait keeps the filter on; one picture that waited
  * behind another encoder's work does not turn it off, two in a row do, for 2 s; the spell doubles while the device
- * stays contended, up to 32 s, and falls back to 2 s after 10 s of calm; waits under 2 ms or under the picture's
- * own GPU time are not contention; pictures without timestamps teach nothing. test_h264_gpu checks that the
- * encoder reports the filter per picture, and bench-h264-gpu's density run the gate on a real shared device.
+ * stays contended, up to 32 s, and falls back to 2 s after 10 s of calm (not after less); waits under 2 ms or under
+ * the picture's own GPU time are not contention; pictures without timestamps teach nothing. test_h264_gpu checks
+ * that the encoder reports the filter per picture, and bench-h264-gpu's density run the gate on a real shared
+ * device.
  */
 #include "codec/gpu/h264_gpu_gate.h"
 #include "test.h"
@@ -58,6 +59,12 @@ int main(void) {
     for (int i = 0; i <= 601; i++) CHECK_EQ_INT(picture(&g, t + (int64_t)i * 16667, 1.5, 1.6), 1);
     int64_t spell = off_spell(&g, t + 11 * S);
     CHECK_MSG(spell >= 2 * S && spell < 2 * S + 20000, "after calm: %lld µs", (long long)spell);
+    /* a calm picture or two after a probe, contended again within 10 s: the spell keeps doubling */
+    t += 11 * S + 1000 + spell; /* the probe */
+    CHECK_EQ_INT(picture(&g, t, 1.5, 1.6), 1);
+    CHECK_EQ_INT(picture(&g, t + 16667, 1.5, 1.6), 1);
+    spell = off_spell(&g, t + 5 * S);
+    CHECK_MSG(spell >= 4 * S && spell < 4 * S + 20000, "contended 5 s after a probe: %lld µs, want 4 s", (long long)spell);
     /* no timestamps (gpu_ms 0): nothing learnt, however long the wait */
     rc_h264_gate n = {0};
     for (int i = 0; i < 100; i++) CHECK_EQ_INT(picture(&n, (int64_t)i * 16667, 0, 100), 1);

@@ -10,7 +10,8 @@
 // samples), [8 + k] TotalCoeff of block k:
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
 // (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] 1 where the
-// motion search chose P_8x8) and LEV (408 ints, levels in coding order:
+// motion search chose P_8x8, [41..44] the deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp)
+// and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
 #extension GL_GOOGLE_include_directive : require
@@ -48,6 +49,7 @@ layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visib
 #define MBI_STRIDE 48u
 #define MBI_QMV 32u
 #define MBI_P8X8 40u
+#define MBI_BS 41u
 #define LEV_STRIDE 408u
 #define LEV_CDC 272u
 #define LEV_CAC 280u

@@ -16,12 +16,13 @@
 // types, coefficients and vectors (chains of dependent reads that made each macroblock take about 20 µs on an
 // H100 when every edge found its own), are found for every macroblock at once beforehand (pc.pass = STRENGTHS, a
 // workgroup a macroblock), 32 of 4 bits in mbi[MBI_BS..+3]; the step reads its 4 words beside its samples.
-// Two ways to run the wave: pc.pass < PERSISTENT, one dispatch a step, each after the last (any device); or pc.pass
+// Two ways to run the wave (after pc.pass = STRENGTHS): pc.pass a step number, one dispatch a step, each after the
+// last (any device); or pc.pass
 // = PERSISTENT, one dispatch, a workgroup a macroblock row walking it left to right, each macroblock after its row
 // above has passed it by two (a counter a row in bits[2n + row], set with release semantics after the macroblock's
 // samples, spun on by the row below): 254 steps at 1080p as one dispatch instead of 254. That one relies on the
 // rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
-// Garland, 2016), which Vulkan does not promise: h264_gpu.c takes it on NVIDIA's devices (decoder-exact on an H100,
+// Garland, 2016), which Vulkan does not promise: h264_gpu.c takes it on NVIDIA's own driver (decoder-exact on an H100,
 // 1.45 ms a 1080p picture against the steps' 2.1), the steps elsewhere.
 // Its spin is bounded, so a device that breaks the assumption gets wrong samples in its reference rather than a
 // hang. Lavapipe breaks it twice: its thread pool gives each thread a block of consecutive workgroups (a row can
@@ -56,9 +57,8 @@ const int TC0[156] = int[](
     11, 15, 23, 13, 17, 25);                                                                               // 50–51
 // raster index of a 4×4 block (y·4 + x) → luma4x4BlkIdx (6.4.3)
 const uint IDX4[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u);
-// a macroblock's 32 luma edge segments' bS, 4 bits each: segment j = dir·16 + edge·4 + s (dir 0 the vertical edges,
-// s the 4-sample run along the edge, top to bottom or left to right)
-#define MBI_BS 41u
+// a macroblock's 32 luma edge segments' bS, 4 bits each in mbi[MBI_BS..+3]: segment j = dir·16 + edge·4 + s (dir 0
+// the vertical edges, s the 4-sample run along the edge, top to bottom or left to right)
 
 bool is_intra(uint mb) { return (mbi[mb * MBI_STRIDE] & (1u << 16)) != 0u; }
 
@@ -245,8 +245,10 @@ void deblock_row(uint mby, uint t, uint qp, uint qpc, uint ctr) {
             uint need = min(mbx + 2u, pc.mbw);
             // (a bound, not a hang, where a device breaks the assumption: wrong samples then, which
             // test_h264_gpu's decoders would show)
-            if (t == 0u)
+            if (t == 0u) {
                 for (uint spin = 0u; seen < need && spin < (1u << 24); spin++) seen = atomicAdd(bits[ctr - 1u], 0u);
+                memoryBarrierBuffer();   // acquire: after the counter, the samples it covers
+            }
             barrier();
             memoryBarrierBuffer();
         }

@@ -30,6 +30,7 @@
 #include "codec/gpu/h264_gpu.h"
 
 #include "codec/gpu/gpu_device.h"
+#include "codec/gpu/h264_gpu_gate.h"
 #include "codec/gpu/h264_gpu_rate.h"
 
 #include <math.h>
@@ -170,13 +171,21 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
     /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
-     * not promise (h264_deblock.comp): on NVIDIA's devices, whose workgroups start in order (the rows' wave is
-     * decoder-exact there: test_h264_gpu on an H100, and 1.45 ms a 1080p picture against 2.1 ms for the steps),
-     * else a dispatch a step; RCANVAS_GPU_H264_WAVE=rows or steps chooses */
+     * not promise (h264_deblock.comp): on NVIDIA's own driver, whose workgroups start in order (the rows' wave is
+     * decoder-exact there: test_h264_gpu on an H100, and 1.45 ms a 1080p picture against 2.1 ms for the steps;
+     * Mesa's driver for the same GPUs is untried), else a dispatch a step; RCANVAS_GPU_H264_WAVE=rows or steps
+     * chooses */
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(phys, &props);
+    int nvidia = props.vendorID == 0x10DE;
+    if (nvidia && props.apiVersion >= VK_API_VERSION_1_2) { /* the driver's id (Vulkan 1.2): the proprietary one */
+        VkPhysicalDeviceDriverProperties dp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &dp};
+        vkGetPhysicalDeviceProperties2(phys, &p2);
+        nvidia = dp.driverID == VK_DRIVER_ID_NVIDIA_PROPRIETARY;
+    }
     const char *wave = getenv("RCANVAS_GPU_H264_WAVE");
-    e->wave_rows = wave && !strcmp(wave, "rows") ? 1 : wave && !strcmp(wave, "steps") ? 0 : props.vendorID == 0x10DE;
+    e->wave_rows = wave && !strcmp(wave, "rows") ? 1 : wave && !strcmp(wave, "steps") ? 0 : nvidia;
     VkDescriptorSetLayoutBinding b[NBIND];
     for (int i = 0; i < NBIND; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,

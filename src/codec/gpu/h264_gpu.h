@@ -23,7 +23,6 @@
 #include <vulkan/vulkan.h>
 
 #include "codec/codec.h"
-#include "codec/gpu/h264_gpu_gate.h"
 #include "codec/gpu/h264_gpu_rate.h"
 #include "core/util.h"
 

@@ -8,7 +8,11 @@
  * picture that waited in the queue behind other work for longer than its own GPU time (and over 2 ms), twice in a
  * row, turns the filter off for a spell: 2 s, doubling while the device stays contended up to 32 s, back to 2 s
  * after 10 s on without contention. Each picture's filter flag is in its slice header, so a switch costs nothing
- * at the decoder. Pure arithmetic (no Vulkan, built and tested without it): the encoder reports what it measured.
+ * at the decoder. What it measures, submission to fence less the picture's own GPU time, also holds the app's own
+ * work queued just before (a renderer taking more than about 2 ms a frame on the same queue keeps the filter off
+ * most of the time) and the waiting thread's wake-up; contention spread over several queues shows as longer GPU
+ * time instead, which it does not see. Pure arithmetic (no Vulkan, built and tested without it): the encoder
+ * reports what it measured.
  * Not thread-safe: one per encoder.
  */
 #ifndef RC_H264_GPU_GATE_H
