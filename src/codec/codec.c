@@ -74,6 +74,10 @@ void rc_codec_free(rc_codec *c) {
 }
 
 const char *rc_codec_error(const rc_codec *c) { return c ? c->err : ""; }
+const char *rc_codec_create_error(const rc_codec_type *type) {
+    const char *why = type && type->create_error ? type->create_error() : NULL;
+    return why && *why ? why : "encoder creation failed";
+}
 
 /* ---- per-worker instances ---- */
 

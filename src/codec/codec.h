@@ -87,6 +87,8 @@ struct rc_codec_type {
     /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
      * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */
     int (*create)(const rc_codec_type *type, rc_codec **out);
+    /* Why the last create failed, for the log ("no device": a GPU codec's), or NULL where the code says it all. */
+    const char *(*create_error)(void);
     /* Appends one encoded image to out. RCANVAS_OK, RCANVAS_EINVAL, RCANVAS_ENOMEM, RCANVAS_ECODEC. */
     int (*encode)(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info);
     /* The next packet is a keyframe (a viewer joined or skipped). NULL for intra-only codecs. */
@@ -128,6 +130,8 @@ int rc_codec_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p,
 void rc_codec_request_keyframe(rc_codec *c);
 void rc_codec_free(rc_codec *c);
 const char *rc_codec_error(const rc_codec *c);
+/* What a failed create leaves to say: type's create_error, else "encoder creation failed". Never NULL. */
+const char *rc_codec_create_error(const rc_codec_type *type);
 
 /* The worker's instance of an intra-only CPU codec, created on first use and kept for the worker's life (so jobs
  * never create library handles), or NULL if creation failed. Worker thread only. */

@@ -39,7 +39,7 @@ static void stripe_run(rc_job *job, rc_worker *w) {
         if (st != RCANVAS_OK) {
             int expected = RCANVAS_OK;
             if (atomic_compare_exchange_strong(&t->status, &expected, st))
-                snprintf(t->error, sizeof t->error, "%s", enc ? rc_codec_error(enc) : "encoder creation failed");
+                snprintf(t->error, sizeof t->error, "%s", enc ? rc_codec_error(enc) : rc_codec_create_error(pk->codec));
         }
     }
     if (atomic_fetch_sub_explicit(&t->remaining, 1, memory_order_acq_rel) == 1) {

@@ -57,8 +57,27 @@ static void copy_utf8(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
+/* What the canvas's live codec can encode (a frame it cannot would be accepted, then dropped with a log line).
+ * Limits of the libraries: libjpeg-turbo 65500 a side, WebP 16383 (WEBP_MAX_DIMENSION), VP8 16383 (14 bits),
+ * openh264 36864 macroblocks a frame (MAX_MBS_PER_FRAME: 4096 × 2304; h264-gpu keeps to it too, for its fallback). AUTO falls back to JPEG per viewer, so
+ * JPEG's limit holds there. 1 if w × h fits. Lock held (params). */
+int rc_canvas_codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h) {
+    switch (c->params.codec) {
+    case RCANVAS_CODEC_WEBP:
+    case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
+    case RCANVAS_CODEC_H264_GPU: /* kept to openh264's limit, which it falls back to */
+    case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
+    case RCANVAS_CODEC_PNG:
+    case RCANVAS_CODEC_VP9:
+    case RCANVAS_CODEC_AV1: return 1; /* max_frame_dim (≤ 65535) is within their limits */
+    default: return w <= 65500 && h <= 65500; /* JPEG, and AUTO's fallback */
+    }
+}
+
 /* Bounded by design (docs/security.md, "Limits"): one resize may not make the canvas render (and its frame slots,
- * encoders and packets hold) more than max_canvas_pixels, however large or dense the viewer's screen claims to be. */
+ * encoders and packets hold) more than max_canvas_pixels, however large or dense the viewer's screen claims to be;
+ * nor a frame its live codec cannot encode (a 5K window at pixel ratio 1 is 57600 macroblocks, openh264's limit
+ * 36864: every frame was refused and the viewer froze on the last one). */
 double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double ratio) {
     const rc_canvas_env *e = &c->env;
     if (e->max_pixel_ratio > 0 && ratio > e->max_pixel_ratio) ratio = e->max_pixel_ratio;
@@ -68,6 +87,11 @@ double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double
         ratio = sqrt((double)e->max_canvas_pixels / (w * h));
     /* rounding to whole pixels may add up to half a pixel a side: step down until the product fits */
     while (e->max_canvas_pixels && floor(w * ratio + 0.5) * floor(h * ratio + 0.5) > (double)e->max_canvas_pixels)
+        ratio *= 0.999;
+    /* the live codec's own limit (at most 0.1 % a step: from a 5K window to H.264's limit, about 450 steps) */
+    for (int i = 0; i < 20000 && w * ratio >= 1 && h * ratio >= 1 &&
+                    !rc_canvas_codec_fits_locked(c, (uint32_t)floor(w * ratio + 0.5), (uint32_t)floor(h * ratio + 0.5));
+         i++)
         ratio *= 0.999;
     return ratio;
 }

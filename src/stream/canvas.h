@@ -49,9 +49,11 @@ void *rc_canvas_owner(const rcanvas_canvas *c);
 const rc_logger *rc_canvas_logger(const rcanvas_canvas *c);
 uint32_t rc_canvas_max_frame_dim(const rcanvas_canvas *c);
 /* The pixel_ratio a resize to logical w × h at `ratio` is rendered at: ratio lowered (logical size kept, so the
- * aspect is too) until ratio ≤ max_pixel_ratio, w·ratio × h·ratio ≤ max_canvas_pixels and each side ≤
- * max_frame_dim. Any thread (reads the env only). */
+ * aspect is too) until ratio ≤ max_pixel_ratio, w·ratio × h·ratio ≤ max_canvas_pixels, each side ≤ max_frame_dim
+ * and the live codec can encode the frame (rc_canvas_codec_fits_locked). mu held (reads the env and the params). */
 double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double ratio);
+/* 1 if the canvas's live codec can encode a w × h frame (its library's limits). mu held (reads the params). */
+int rc_canvas_codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h);
 /* The codec options frames are encoded with now. */
 void rc_canvas_get_params(rcanvas_canvas *c, rc_encode_params *out);
 

@@ -90,23 +90,6 @@ static void frame_bufs_free(uint8_t **shed, int n) {
 #endif
 }
 
-/* What the canvas's live codec can encode (issue 11: a frame it cannot was accepted, then dropped with a log line).
- * Limits of the libraries: libjpeg-turbo 65500 a side, WebP 16383 (WEBP_MAX_DIMENSION), VP8 16383 (14 bits),
- * openh264 36864 macroblocks a frame (MAX_MBS_PER_FRAME: 4096 × 2304; h264-gpu keeps to it too, for its fallback). AUTO falls back to JPEG per viewer, so
- * JPEG's limit holds there. 1 if w × h fits. Lock held (params). */
-static int codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h) {
-    switch (c->params.codec) {
-    case RCANVAS_CODEC_WEBP:
-    case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
-    case RCANVAS_CODEC_H264_GPU: /* kept to openh264's limit, which it falls back to */
-    case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
-    case RCANVAS_CODEC_PNG:
-    case RCANVAS_CODEC_VP9:
-    case RCANVAS_CODEC_AV1: return 1; /* max_frame_dim (≤ 65535) is within their limits */
-    default: return w <= 65500 && h <= 65500; /* JPEG, and AUTO's fallback */
-    }
-}
-
 int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
     if (!c || !f) return RCANVAS_EINVAL;
     if (!f->pixels) return RCANVAS_ENULL;
@@ -122,7 +105,7 @@ int rcanvas_present(rcanvas_canvas *c, const rcanvas_frame *f) {
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_ECLOSED;
     }
-    if (!codec_fits_locked(c, f->width, f->height)) {
+    if (!rc_canvas_codec_fits_locked(c, f->width, f->height)) {
         pthread_mutex_unlock(&c->mu);
         return RCANVAS_EFRAME_SIZE;
     }

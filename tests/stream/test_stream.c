@@ -173,6 +173,46 @@ static void test_codec_frame_limits(void) {
     free(px);
 }
 
+/* A resize is clamped to what the live codec can encode too: a 5K window at pixel ratio 1 (57600 macroblocks) on an
+ * H.264 canvas renders at the largest ratio within openh264's 36864 macroblocks, and the frame of that size is
+ * taken; a JPEG canvas keeps the 5K. (Before, the resize was taken and every frame refused: the viewer froze.) */
+static void test_resize_within_codec(void) {
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.refine_ms = 0;
+    rc_canvas_env env = {.pool = g_pool, .log = &g_log, .max_frame_dim = 16384, .notify = count_notify,
+                         .max_canvas_pixels = 7680u * 4320u, .max_pixel_ratio = 16};
+    const rcanvas_codec codecs[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_JPEG};
+    for (size_t i = 0; i < 2; i++) {
+        if (!rc_codec_for(codecs[i])) continue; /* not built in */
+        cc.codec = codecs[i];
+        rcanvas_canvas *c = NULL;
+        CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
+        if (!c) continue;
+        rc_session *s = open_session(c);
+        rcanvas_event ev = {.type = RCANVAS_EVENT_RESIZE, .width = 5120, .height = 2880, .pixel_ratio = 1};
+        rc_session_push_event(s, &ev);
+        rcanvas_size sz;
+        rcanvas_canvas_get_size(c, &sz);
+        uint64_t mbs = (uint64_t)((sz.physical_width + 15) / 16) * ((sz.physical_height + 15) / 16);
+        if (codecs[i] == RCANVAS_CODEC_H264) {
+            CHECK_MSG(mbs <= 36864 && mbs >= 36000, "5K on H.264: %ux%u, %llu macroblocks", sz.physical_width,
+                      sz.physical_height, (unsigned long long)mbs);
+            CHECK(fabs((double)sz.physical_width / sz.physical_height - 16.0 / 9) < 0.01); /* the aspect kept */
+            uint8_t *px = calloc((size_t)sz.physical_width * sz.physical_height, 4);
+            rcanvas_frame f = {.pixels = px, .format = RCANVAS_FORMAT_RGBA8, .width = sz.physical_width,
+                               .height = sz.physical_height, .pitch = (size_t)sz.physical_width * 4};
+            CHECK_EQ_INT(rcanvas_present(c, &f), RCANVAS_OK);
+            free(px);
+        } else {
+            CHECK_EQ_INT(sz.physical_width, 5120);
+            CHECK_EQ_INT(sz.physical_height, 2880);
+        }
+        rc_session_close(s);
+        free_canvas(c);
+    }
+}
+
 static void test_bad_frames(void) {
     rcanvas_canvas *c = new_canvas("bad", RCANVAS_UPDATE_ONDEMAND, 60);
     rcanvas_frame f = frame64();
@@ -783,6 +823,7 @@ int main(void) {
     }
     test_bad_frames();
     test_codec_frame_limits();
+    test_resize_within_codec();
     test_flow_control();
     test_refine_after_hold();
     test_window();

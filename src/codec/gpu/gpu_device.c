@@ -4,6 +4,7 @@
  */
 #include "codec/gpu/gpu_device.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static rc_gpu_device *g_dev;
 static int g_refs;
 static int64_t g_failed_us; /* when making it last failed, 0: not */
+static char g_why[256];     /* why, for the log; "" when made (rc_gpu_device_failure) */
 
 static void destroy(rc_gpu_device *d) {
     if (d->dev) vkDestroyDevice(d->dev, NULL);
@@ -150,6 +152,7 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
     pthread_mutex_lock(&g_mu);
     if (!g_dev && g_failed_us && rc_now_us() - g_failed_us < RC_GPU_DEVICE_RETRY_S * 1000000ll) r = RCANVAS_EVULKAN;
     if (!g_dev && !r) {
+        g_why[0] = '\0';
         rc_gpu_device *d = calloc(1, sizeof *d);
         if (!d) r = RCANVAS_ENOMEM;
         for (int i = 0; d && i < RC_GPU_DEVICE_QUEUES; i++) pthread_mutex_init(&d->queue_locks[i], NULL);
@@ -168,6 +171,8 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
             const char *any = getenv("RCANVAS_GPU_CODEC_DEVICE");
             if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !(any && !strcmp(any, "any"))) {
                 rc_log(log, RCANVAS_LOG_WARN, "vulkan: %s is a CPU device: not used for the GPU codecs", p.deviceName);
+                snprintf(g_why, sizeof g_why, "the Vulkan device found, %.120s, is a CPU rasterizer: the GPU codecs refuse "
+                         "it (RCANVAS_GPU_CODEC_DEVICE=any takes it)", p.deviceName);
                 r = RCANVAS_EVULKAN;
             }
         }
@@ -182,17 +187,28 @@ int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out) {
         if (d && !r) d->ncodec = d->nqueues > (uint32_t)want ? (uint32_t)want : d->nqueues;
         if (r) {
             if (d) destroy(d);
+            if (!g_why[0])
+                snprintf(g_why, sizeof g_why, "no Vulkan device for the GPU codecs (%s)", rcanvas_strerror(r));
             g_failed_us = rc_now_us();
             rc_log(log, RCANVAS_LOG_WARN, "vulkan: no device for the GPU codecs (%s)", rcanvas_strerror(r));
         } else {
             g_dev = d;
             g_failed_us = 0;
+            g_why[0] = '\0';
         }
     }
     if (!r) g_refs++;
     *out = r ? NULL : g_dev;
     pthread_mutex_unlock(&g_mu);
     return r;
+}
+
+const char *rc_gpu_device_failure(void) {
+    static _Thread_local char copy[sizeof g_why];
+    pthread_mutex_lock(&g_mu);
+    memcpy(copy, g_why, sizeof copy);
+    pthread_mutex_unlock(&g_mu);
+    return copy;
 }
 
 uint32_t rc_gpu_device_take_queue(rc_gpu_device *d) {

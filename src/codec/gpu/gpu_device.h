@@ -79,6 +79,9 @@ typedef struct rc_gpu_device {
 } rc_gpu_device;
 #define RC_GPU_DEVICE_RETRY_S 10
 int rc_gpu_device_acquire(const rc_logger *log, rc_gpu_device **out);
+/* Why the last making of the device failed ("" if it did not), in a buffer of the calling thread's, for the log of a
+ * caller that had no logger to give (the codec table's GPU encoders). Any thread. */
+const char *rc_gpu_device_failure(void);
 /* rc_gpu_device_acquire, and one of the device's ring queues (index into queues[]) for the caller alone: no codec
  * submits to it, so its user keeps Vulkan's external synchronization itself (no lock), as an app does with its
  * own queue. RCANVAS_EBUSY (the device released again) where none is free: the family has no queue beyond the

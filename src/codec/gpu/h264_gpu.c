@@ -920,6 +920,12 @@ static int gpu_create(const rc_codec_type *type, rc_codec **out) {
     return RCANVAS_OK;
 }
 
+/* Why gpu_create failed, for the canvas's log: the device's reason (a CPU rasterizer refused, none found). */
+static const char *gpu_create_error(void) {
+    const char *why = rc_gpu_device_failure();
+    return why[0] ? why : NULL;
+}
+
 /* From the image's buffer where it is on this encoder's device (a GPU canvas's frame in a readback ring on the same
  * device: the GPU copies it from the staging buffer, the host copies nothing), else from its pixels. */
 static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *p, rc_buf *out, rc_encode_info *info) {
@@ -944,4 +950,5 @@ const rc_codec_type rc_codec_h264_gpu = {
     .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028", .option = RCANVAS_CODEC_H264_GPU,
     .fallback = RCANVAS_CODEC_H264,
     .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT,
-    .create = gpu_create, .encode = gpu_encode, .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};
+    .create = gpu_create, .create_error = gpu_create_error, .encode = gpu_encode,
+    .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};
