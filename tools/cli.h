@@ -87,7 +87,7 @@ static inline int cli_int(const char *prog, const char *opt, const char *v, long
 /* Option OPT with value v (NULL = missing) as a number in [min, max] into *out. 0 or CLI_USAGE (reported). */
 static inline int cli_number(const char *prog, const char *opt, const char *v, double min, double max, double *out) {
     char rule[96], b[64];
-    snprintf(rule, sizeof rule, "a number from %g to %g", min, max);
+    snprintf(rule, sizeof rule, "a number from %.10g to %.10g", min, max); /* whole up to 10 digits */
     if (!v) return cli_missing(prog, opt, rule);
     if (cli_parse_double(v, min, max, out)) return cli_error(prog, "%s %s: must be %s", opt, cli_show(v, b, sizeof b), rule);
     return 0;

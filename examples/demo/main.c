@@ -95,7 +95,7 @@ static const char USAGE[] =
     "                       $XDG_STATE_HOME/rcanvas, else ~/.local/state/rcanvas)\n"
     "  --refine-ms MS       lossless refinement after MS ms still, 0-3600000 (default 300, 0 = off)\n"
     "  --max-canvas-pixels N  most physical pixels a viewer's resize may ask for (default 33177600 = 7680x4320)\n"
-    "  --max-pixel-ratio R  largest devicePixelRatio honoured, (0, 16] (default 8)\n"
+    "  --max-pixel-ratio R  largest devicePixelRatio honoured, 0.01 to 16 (default 8)\n"
     "  --ping-ms MS         ping a viewer silent for MS ms, 0 = never (default 5000; 0 also means\n"
     "                       --idle-timeout-ms 0: the timeout needs pings)\n"
     "  --idle-timeout-ms MS drop a viewer that answers no ping for MS ms, 0 = never; more than\n"
