@@ -187,8 +187,9 @@ typedef struct rcanvas_server_config {
     const char *tls_key;
     /* Bounds (docs/security.md, "Limits"). A viewer's resize asks for logical size × pixel_ratio physical
      * pixels; the canvas renders at most this: pixel_ratio is first capped at max_pixel_ratio, then lowered
-     * (keeping the aspect) until width × height ≤ max_canvas_pixels and each side ≤ max_frame_dim. The resize
-     * event the app gets carries the ratio actually used (logical size unchanged), rcanvas_canvas_get_size too. */
+     * (keeping the aspect) until width × height ≤ max_canvas_pixels, each side ≤ max_frame_dim and the canvas's
+     * codec can encode the frame (H.264: 36864 macroblocks; a codec change clamps again). The resize event the
+     * app gets carries the ratio actually used (logical size unchanged), rcanvas_canvas_get_size too. */
     uint64_t max_canvas_pixels;   /* physical pixels of one canvas, 1..2^32; default 7680 × 4320 (33.2 Mpx: an 8K
                                      screen, or 3840 × 2160 at ratio 2): ≈ 133 MB per RGBA frame */
     double max_pixel_ratio;       /* physical/logical ratio, (0, 16]; default 8 */

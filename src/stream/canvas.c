@@ -74,6 +74,12 @@ int rc_canvas_codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h)
     }
 }
 
+/* A side of the canvas in physical pixels: logical × ratio rounded, 1 to maxd (0: no bound). */
+static uint32_t physical_side(double logical, double ratio, uint32_t maxd) {
+    double p = floor(logical * ratio + 0.5);
+    return p < 1 ? 1 : maxd && p > maxd ? maxd : (uint32_t)p;
+}
+
 /* Bounded by design (docs/security.md, "Limits"): one resize may not make the canvas render (and its frame slots,
  * encoders and packets hold) more than max_canvas_pixels, however large or dense the viewer's screen claims to be;
  * nor a frame its live codec cannot encode (a 5K window at pixel ratio 1 is 57600 macroblocks, openh264's limit
@@ -88,9 +94,10 @@ double rc_canvas_clamp_ratio(const rcanvas_canvas *c, double w, double h, double
     /* rounding to whole pixels may add up to half a pixel a side: step down until the product fits */
     while (e->max_canvas_pixels && floor(w * ratio + 0.5) * floor(h * ratio + 0.5) > (double)e->max_canvas_pixels)
         ratio *= 0.999;
-    /* the live codec's own limit (at most 0.1 % a step: from a 5K window to H.264's limit, about 450 steps) */
-    for (int i = 0; i < 20000 && w * ratio >= 1 && h * ratio >= 1 &&
-                    !rc_canvas_codec_fits_locked(c, (uint32_t)floor(w * ratio + 0.5), (uint32_t)floor(h * ratio + 0.5));
+    /* the live codec's own limit, on the size rc_canvas_set_size_locked makes (0.1 % a step: from a 5K window to
+     * H.264's limit, about 220 steps) */
+    for (int i = 0; i < 20000 && !rc_canvas_codec_fits_locked(c, physical_side(w, ratio, e->max_frame_dim),
+                                                               physical_side(h, ratio, e->max_frame_dim));
          i++)
         ratio *= 0.999;
     return ratio;
@@ -106,9 +113,8 @@ void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double rat
     c->size.width = w;
     c->size.height = h;
     c->size.pixel_ratio = ratio;
-    double pw = floor(w * ratio + 0.5), ph = floor(h * ratio + 0.5);
-    c->size.physical_width = pw < 1 ? 1 : pw > maxd ? maxd : (uint32_t)pw;
-    c->size.physical_height = ph < 1 ? 1 : ph > maxd ? maxd : (uint32_t)ph;
+    c->size.physical_width = physical_side(w, ratio, maxd);
+    c->size.physical_height = physical_side(h, ratio, maxd);
 }
 
 /* A live codec must be built in (rc_codec_for), or AUTO. */

@@ -56,8 +56,10 @@ static void stream_job_run(rc_job *job, rc_worker *w) {
     }
     rc_worker_repin(w);
     rcanvas_canvas *c = j->canvas;
+    /* a failed create's reason before the lock (a GPU codec's takes its device module's lock) */
+    const char *why = t->inst ? rc_codec_error(t->inst) : rc_codec_create_error(t->codec);
     pthread_mutex_lock(&c->mu);
-    tier_done_locked(c, t, pk, st, t->inst ? rc_codec_error(t->inst) : rc_codec_create_error(t->codec));
+    tier_done_locked(c, t, pk, st, why);
     /* as in live_done: notify and signal with mu held, nothing touches the canvas after the unlock */
     rc_canvas_notify_locked(c);
     pthread_cond_broadcast(&c->cv);

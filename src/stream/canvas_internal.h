@@ -169,9 +169,11 @@ struct rc_session {
     int64_t last_ack_us;
     int rung;                 /* rate rung it belongs to */
     int64_t rung_at_us;       /* when it last changed rung */
-    /* its last resize, applied if it becomes active */
+    /* its last resize, applied if it becomes active (pixel_ratio as clamped; req_ratio as the viewer asked, which
+     * a codec change clamps again: rc_canvas_resize_again_locked) */
     int have_resize;
     rcanvas_event last_resize;
+    double req_ratio;
     int64_t last_kf_request_us; /* its last {"type":"keyframe"} honoured */
 };
 
@@ -260,6 +262,9 @@ struct rcanvas_canvas {
 void rc_canvas_notify_locked(rcanvas_canvas *c);
 void rc_canvas_queue_event_locked(rcanvas_canvas *c, const rcanvas_event *ev);
 void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double ratio);
+/* The active viewer's last resize clamped again (after a codec change: another codec, other limits); where the
+ * canvas's size changes, the app gets the RESIZE event and a draw request. mu held. */
+void rc_canvas_resize_again_locked(rcanvas_canvas *c);
 /* canvas_tiers.c, for session.c (mu held): the tier of a codec and rung (made if needed; a tier without viewers
  * takes the rung; -1 if all are taken), and the keyframe a session asked for. */
 int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung);

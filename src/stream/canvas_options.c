@@ -12,6 +12,7 @@ int rcanvas_canvas_set_codec(rcanvas_canvas *c, rcanvas_codec codec, int quality
     c->params.quality = quality;
     c->params.subsampling = ss;
     rc_canvas_codec_changed_locked(c);
+    rc_canvas_resize_again_locked(c); /* the new codec's size limits */
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
 }
@@ -27,6 +28,7 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
         else {
             c->params.codec = (rcanvas_codec)value;
             rc_canvas_codec_changed_locked(c);
+            rc_canvas_resize_again_locked(c);
         }
         break;
     case RCANVAS_OPT_BITRATE_KBPS:

@@ -24,13 +24,26 @@ static void make_active_locked(rcanvas_canvas *c, rc_session *s) {
     }
     s->active = 1;
     c->active_acked = s->acked_seq;
-    if (s->have_resize) {
-        rc_canvas_set_size_locked(c, s->last_resize.width, s->last_resize.height, s->last_resize.pixel_ratio);
+    if (s->have_resize) { /* clamped again: the codec may have changed since */
+        rc_canvas_set_size_locked(c, s->last_resize.width, s->last_resize.height, s->req_ratio);
+        s->last_resize.pixel_ratio = c->size.pixel_ratio;
         rc_canvas_queue_event_locked(c, &s->last_resize);
     }
     c->draw_requested = 1;
     pthread_cond_broadcast(&c->cv);
     rc_canvas_notify_locked(c); /* both viewers are told their new role */
+}
+
+void rc_canvas_resize_again_locked(rcanvas_canvas *c) {
+    rc_session *s = c->active;
+    if (!s || !s->have_resize) return;
+    rcanvas_size was = c->size;
+    rc_canvas_set_size_locked(c, s->last_resize.width, s->last_resize.height, s->req_ratio);
+    if (c->size.physical_width == was.physical_width && c->size.physical_height == was.physical_height) return;
+    s->last_resize.pixel_ratio = c->size.pixel_ratio;
+    rc_canvas_queue_event_locked(c, &s->last_resize);
+    c->draw_requested = 1;
+    pthread_cond_broadcast(&c->cv);
 }
 
 /* The oldest other session (lowest id), skipping closing ones unless include_closing, and always view-only ones
@@ -403,6 +416,7 @@ void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
     ev.viewer_id = s->id;
     pthread_mutex_lock(&c->mu);
     if (ev.type == RCANVAS_EVENT_RESIZE) {
+        s->req_ratio = ev.pixel_ratio;
         ev.pixel_ratio = rc_canvas_clamp_ratio(c, ev.width, ev.height, ev.pixel_ratio); /* the app is told the
                                                                         ratio it renders at (max_canvas_pixels) */
         s->last_resize = ev;

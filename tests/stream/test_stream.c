@@ -207,9 +207,48 @@ static void test_resize_within_codec(void) {
         } else {
             CHECK_EQ_INT(sz.physical_width, 5120);
             CHECK_EQ_INT(sz.physical_height, 2880);
+            /* the codec changed to H.264 at that size: clamped again, and the app told the ratio it renders at;
+             * and back to JPEG: the 5K the viewer asked for again */
+            if (rc_codec_for(RCANVAS_CODEC_H264)) {
+                rcanvas_event got;
+                while (rcanvas_poll_event(c, &got) == 1) {}
+                CHECK_EQ_INT(rcanvas_canvas_set_codec(c, RCANVAS_CODEC_H264, cc.quality, cc.subsampling), RCANVAS_OK);
+                rcanvas_canvas_get_size(c, &sz);
+                mbs = (uint64_t)((sz.physical_width + 15) / 16) * ((sz.physical_height + 15) / 16);
+                CHECK_MSG(mbs <= 36864 && mbs >= 36000, "5K, codec now H.264: %ux%u", sz.physical_width,
+                          sz.physical_height);
+                int n = 0;
+                while (rcanvas_poll_event(c, &got) == 1)
+                    if (got.type == RCANVAS_EVENT_RESIZE) {
+                        n++;
+                        CHECK(fabs(got.pixel_ratio - sz.pixel_ratio) < 1e-12 && got.pixel_ratio < 1);
+                    }
+                CHECK_EQ_INT(n, 1);
+                CHECK_EQ_INT(rcanvas_canvas_set_codec(c, RCANVAS_CODEC_JPEG, cc.quality, cc.subsampling), RCANVAS_OK);
+                rcanvas_canvas_get_size(c, &sz);
+                CHECK_EQ_INT(sz.physical_width, 5120);
+                CHECK_EQ_INT(sz.physical_height, 2880);
+            }
         }
         rc_session_close(s);
         free_canvas(c);
+    }
+    /* a side under a pixel does not exempt the other: VP8's 16383 a side holds for a 16384 × 0.5 window */
+    if (rc_codec_for(RCANVAS_CODEC_VP8)) {
+        cc.codec = RCANVAS_CODEC_VP8;
+        rcanvas_canvas *c = NULL;
+        CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
+        if (c) {
+            rc_session *s = open_session(c);
+            rcanvas_event ev = {.type = RCANVAS_EVENT_RESIZE, .width = 16384, .height = 0.5, .pixel_ratio = 1};
+            rc_session_push_event(s, &ev);
+            rcanvas_size sz;
+            rcanvas_canvas_get_size(c, &sz);
+            CHECK_MSG(sz.physical_width <= 16383 && sz.physical_width >= 16300 && sz.physical_height == 1,
+                      "16384 x 0.5 on VP8: %ux%u", sz.physical_width, sz.physical_height);
+            rc_session_close(s);
+            free_canvas(c);
+        }
     }
 }
 
