@@ -174,7 +174,6 @@ uvec2 slot_xy(uint t, uint i) {
     if (!luma && r >= 144u) r -= 144u;
     return luma ? uvec2(r % LS, r / LS) : uvec2(r % CS, r / CS);
 }
-bool slot_valid(uint t, uint i) { return i != 12u || t < 16u; }   // 688 = 12.5 rows of 32 luma + 9 of chroma
 
 // The edges of the macroblock in S (its samples, the region's and SB ready, after a barrier): vertical edges, then
 // horizontal ones; every invocation calls it; ends with a barrier.
@@ -220,14 +219,15 @@ void deblock_mb(uint mbx, uint mby, uint t, uint qp, uint qpc) {
     // all 22 reads issued before the first is used: a loop that stored each into S before the next read waited
     // out a memory latency per sample
     // (each slot's place worked out once: the steps' critical path is a warp's arithmetic too)
-    uint v[22], kk[22], gg[22], back = 0u;   // back: bit i, slot i goes back into rec
+    // (a slot outside the picture, or past the region's 688, is neither loaded nor stored: no edge reads it)
+    uint v[22], kk[22], gg[22], in_pic = 0u, back = 0u;   // bits i: slot i is loaded; goes back into rec
     [[unroll]] for (uint i = 0u; i < 22u; i++) {
-        bool in_pic = region_at(t, i, mbx, mby, kk[i], gg[i]);
-        v[i] = in_pic ? rec[gg[i]] : 0u;   // 0 where nothing reads it
-        if (in_pic && slot_changed(i, slot_xy(t, i))) back |= 1u << i;
+        if (region_at(t, i, mbx, mby, kk[i], gg[i])) in_pic |= 1u << i;
+        v[i] = (in_pic & (1u << i)) != 0u ? rec[gg[i]] : 0u;
+        if ((in_pic & (1u << i)) != 0u && slot_changed(i, slot_xy(t, i))) back |= 1u << i;
     }
     [[unroll]] for (uint i = 0u; i < 22u; i++)
-        if (slot_valid(t, i)) S[kk[i]] = int(v[i]);
+        if ((in_pic & (1u << i)) != 0u) S[kk[i]] = int(v[i]);
     barrier();
     filter_mb(mbx, mby, t, qp, qpc);
     [[unroll]] for (uint i = 0u; i < 22u; i++)
