@@ -88,7 +88,7 @@ static double luma_psnr(const yuv_view *v, const uint8_t *px, uint32_t w, uint32
 }
 
 typedef struct run_stats {
-    int frames, decoded, exact, keyframes, skipped, mb_i4x4, mb_p8x8;
+    int frames, decoded, exact, keyframes, skipped, mb_i4x4, mb_p8x8, mb_intra;
     size_t bytes_after_first; /* the bytes of all pictures but the first (an IDR) */
     double min_psnr;
     size_t bytes;
@@ -121,6 +121,7 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
         st.skipped += info.skipped;
         st.mb_i4x4 += info.mb_i4x4;
         st.mb_p8x8 += info.mb_p8x8;
+        st.mb_intra += info.mb_intra;
         /* the filter in every picture from QP 16 (main sets RCANVAS_GPU_H264_DEBLOCK=1 unless told): the exactness
          * below covers it, whatever else the device runs */
         if (!info.skipped) CHECK_EQ_INT(info.deblocked, g_deblock_env != 0 && info.qp >= 16);
@@ -179,16 +180,16 @@ static run_stats run_sequence(tf_motion m, uint32_t w, uint32_t h, int n, int qp
 static void test_bit_exact(void) {
     static const struct { uint32_t w, h; } sizes[] = {{33, 17}, {161, 97}, {176, 144}, {322, 181}};
     static const int qps[] = {12, 24, 36, 51};
-    int i4 = 0, p8 = 0, mbs_key = 0, mbs_p = 0;
+    int i4 = 0, p8 = 0, intra_p = 0, mbs_key = 0, mbs_p = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int m = 0; m < TF_MOTIONS; m++) {
             int qp = qps[(s + (size_t)m) % 4];
             run_stats st = run_sequence((tf_motion)m, sizes[s].w, sizes[s].h, 5, qp, 0, 30, 0);
-            printf("%ux%u %s qp %d: %d frames, %d decoded, %d exact, %zu bytes, min luma PSNR %.1f dB, %d Intra4x4 "
-                   "and %d P_8x8 macroblocks\n", sizes[s].w, sizes[s].h, tf_motion_name((tf_motion)m), qp, st.frames,
-                   st.decoded, st.exact, st.bytes, st.min_psnr, st.mb_i4x4, st.mb_p8x8);
+            printf("%ux%u %s qp %d: %d frames, %d decoded, %d exact, %zu bytes, min luma PSNR %.1f dB, %d Intra4x4, "
+                   "%d P_8x8 and %d intra-in-P macroblocks\n", sizes[s].w, sizes[s].h, tf_motion_name((tf_motion)m),
+                   qp, st.frames, st.decoded, st.exact, st.bytes, st.min_psnr, st.mb_i4x4, st.mb_p8x8, st.mb_intra);
             int mbs = (int)(((sizes[s].w + 15) / 16) * ((sizes[s].h + 15) / 16));
-            i4 += st.mb_i4x4, p8 += st.mb_p8x8, mbs_key += mbs * st.keyframes, mbs_p += mbs * (st.frames - st.keyframes);
+            i4 += st.mb_i4x4, p8 += st.mb_p8x8, intra_p += st.mb_intra, mbs_key += mbs * st.keyframes, mbs_p += mbs * (st.frames - st.keyframes);
             CHECK_EQ_INT(st.exact, 5);
             /* P pictures were coded (at 33×17 the pan moves more than the picture a frame: every picture is a
              * scene cut there, coded as IDR) */
@@ -198,10 +199,13 @@ static void test_bit_exact(void) {
             CHECK_MSG(st.min_psnr >= want, "%ux%u %s qp %d: min PSNR %.1f dB < %.0f", sizes[s].w, sizes[s].h,
                       tf_motion_name((tf_motion)m), qp, st.min_psnr, want);
         }
-    /* the decoders checked every macroblock type the encoder chooses: Intra4x4 and Intra16x16, P_8x8 and 16×16 */
-    printf("Intra4x4: %d of %d IDR macroblocks; P_8x8: %d of %d P macroblocks\n", i4, mbs_key, p8, mbs_p);
-    CHECK_MSG(i4 > 0 && i4 < mbs_key, "Intra4x4 in %d of %d IDR macroblocks", i4, mbs_key);
+    /* the decoders checked every macroblock type the encoder chooses: Intra4x4 and Intra16x16, P_8x8 and 16×16, and
+     * intra ones in P pictures */
+    printf("Intra4x4: %d of %d intra macroblocks; P_8x8: %d, intra: %d of %d P macroblocks\n", i4,
+           mbs_key + intra_p, p8, intra_p, mbs_p);
+    CHECK_MSG(i4 > 0 && i4 < mbs_key + intra_p, "Intra4x4 in %d of %d intra macroblocks", i4, mbs_key + intra_p);
     CHECK_MSG(p8 > 0 && p8 < mbs_p, "P_8x8 in %d of %d P macroblocks", p8, mbs_p);
+    CHECK_MSG(intra_p > 0 && intra_p < mbs_p, "intra in %d of %d P macroblocks", intra_p, mbs_p);
 }
 
 static void test_still_is_skipped(void) {
@@ -258,6 +262,71 @@ static void test_scene_cut(void) {
     CHECK_EQ_INT(decoded, 6);
     h264_close(dec);
     rc_buf_free(&out);
+    free(px);
+}
+
+/* New content in part of the picture (a gradient over a page of text, where the reference has text): no vector
+ * predicts it, so the motion search codes it intra. Against an encoder with intra macroblocks in P pictures off
+ * (RCANVAS_GPU_H264_ME=nointra), the same P picture takes fewer bytes at no less PSNR; both decode to the
+ * encoder's reconstruction. */
+static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
+    const uint32_t w = 320, h = 176, rx = 96, ry = 48, rw = 128, rh = 80;
+    uint8_t *base = malloc((size_t)w * h * 4), *grad = malloc((size_t)w * h * 4), *px = malloc((size_t)w * h * 4);
+    tf_draw(TF_TEXT, w, h, base, (size_t)w * 4);
+    tf_draw(TF_GRADIENT, w, h, grad, (size_t)w * 4);
+    memcpy(px, base, (size_t)w * h * 4);
+    for (uint32_t y = ry; y < ry + rh; y++) memcpy(px + ((size_t)y * w + rx) * 4, grad + ((size_t)y * w + rx) * 4, rw * 4);
+    setenv("RCANVAS_GPU_H264_ME", "nointra", 1);
+    rc_gpu_h264 *plain = NULL;
+    int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                            rcanvas_vk_queue(vk), NULL, lg, &plain);
+    unsetenv("RCANVAS_GPU_H264_ME");
+    CHECK_EQ_INT(r, RCANVAS_OK);
+    size_t bytes[2] = {0};
+    double psnr[2] = {0};
+    int intra[2] = {0};
+    for (int k = 0; k < 2 && !r; k++) { /* k 0: intra in P pictures (g_enc), 1: not */
+        rc_gpu_h264 *e = k ? plain : g_enc;
+        void *dec = h264_open();
+        rc_buf out = {0};
+        rc_gpu_h264_request_keyframe(e);
+        for (int i = 0; i < 2; i++) {
+            rc_image img = {i ? px : base, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
+            rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .fps = 30};
+            rc_gpu_h264_info info;
+            rc_buf_clear(&out);
+            CHECK_EQ_INT(rc_gpu_h264_encode_cpu(e, &img, &p, 28, &out, &info), RCANVAS_OK);
+            CHECK_EQ_INT(info.keyframe, i == 0);
+            yuv_view v;
+            int ok = dec && !h264_decode(dec, rc_buf_data(&out), out.len, &v);
+            CHECK_MSG(ok, "intra in P (%d): picture %d did not decode", k, i);
+            uint8_t *rec = NULL;
+            uint32_t lw = 0, lh = 0;
+            if (ok && !rc_gpu_h264_reconstruction(e, &rec, &lw, &lh) && rec) {
+                int fp, fx, fy;
+                long diff = diff_recon(&v, rec, lw, lh, &fp, &fx, &fy);
+                CHECK_MSG(diff == 0, "intra in P (%d): picture %d: %ld samples differ from the reconstruction", k, i,
+                          diff);
+                free(rec);
+            }
+            if (i == 1) {
+                bytes[k] = out.len;
+                psnr[k] = ok ? luma_psnr(&v, px, w, h) : 0;
+                intra[k] = info.mb_intra;
+            }
+        }
+        rc_buf_free(&out);
+        h264_close(dec);
+    }
+    printf("new content in a P picture: %zu bytes, %.2f dB, %d intra macroblocks; without intra in P pictures %zu "
+           "bytes, %.2f dB\n", bytes[0], psnr[0], intra[0], bytes[1], psnr[1]);
+    CHECK_MSG(intra[0] > 0 && intra[0] <= (int)((rw / 16 + 1) * (rh / 16 + 1)), "%d intra macroblocks", intra[0]);
+    CHECK_EQ_INT(intra[1], 0);
+    CHECK_MSG(bytes[0] < bytes[1] && psnr[0] >= psnr[1] - 0.05, "intra in P: %zu bytes %.2f dB, without %zu, %.2f",
+              bytes[0], psnr[0], bytes[1], psnr[1]);
+    rc_gpu_h264_free(plain);
+    free(base);
+    free(grad);
     free(px);
 }
 
@@ -667,6 +736,7 @@ int main(int argc, char **argv) {
     if (only_exact) goto done;
     test_still_is_skipped();
     test_scene_cut();
+    test_intra_in_p(vk, &lg);
     test_rate_control();
     test_rate_control_reaches_low_bitrates();
     test_deblocking_is_on(vk);

@@ -2,7 +2,7 @@
 // h264_cavlc.comp — GPU H.264 stage 4: the slice data, CAVLC (ITU-T H.264 clauses 7.3.4–7.3.5.3, 9.2), one
 // invocation per macroblock: the mb_skip_run before it, its macroblock_layer() and residual blocks; the invocation of
 // a slice's first macroblock also writes the slice header (7.3.3), the last one the run of skipped macroblocks
-// that ends the slice and the rbsp_stop_one_bit. Every picture is one slice (nC from the left and above, the
+// that ends the slice and the rbsp_stop_one_bit. P slices may hold intra macroblocks (h264_me's MB_INTRA). Every picture is one slice (nC from the left and above, the
 // vector predictor of mv_pred, the predicted Intra4x4 modes); everything a macroblock's syntax depends on is known from h264_me and h264_mb.
 // pc.pass 0 counts each macroblock's bits into bits[mb]; pass 1 (after h264_scan) writes them at bits[n + mb],
 // a bit offset into outw (zeroed), with atomicOr where two macroblocks share a word.
@@ -185,17 +185,18 @@ int nc_chroma(uint mb, uint mbx, uint mby, uint c, uint b) {
 uint mode_of(uint mb, uint b) { return (mbi[mb * MBI_STRIDE + 4u + (b >> 3)] >> (4u * (b & 7u))) & 15u; }
 
 // predIntra4x4PredMode (8.3.1.1): 2 where the block above or on the left is not available; a neighbouring
-// macroblock that is Intra16x16 counts as mode 2.
+// macroblock that is not Intra4x4 (Intra16x16, or inter: constrained_intra_pred_flag is 0) counts as mode 2.
 uint pred_mode(uint mb, uint mbx, uint mby, uint b) {
     const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
     const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
     const uint IDX[16] = uint[](0u, 1u, 4u, 5u, 2u, 3u, 6u, 7u, 8u, 9u, 12u, 13u, 10u, 11u, 14u, 15u); // raster→blk
     uint x = BX[b], y = BY[b];
     if ((y == 0u && mby == 0u) || (x == 0u && mbx == 0u)) return 2u;
+    const uint I4 = 3u << 16;   // h264_mb's flags: intra, Intra4x4
     uint a = x > 0u ? mode_of(mb, IDX[y * 4u + x - 1u])
-                    : (mbi[(mb - 1u) * MBI_STRIDE] & (1u << 17)) != 0u ? mode_of(mb - 1u, IDX[y * 4u + 3u]) : 2u;
+                    : (mbi[(mb - 1u) * MBI_STRIDE] & I4) == I4 ? mode_of(mb - 1u, IDX[y * 4u + 3u]) : 2u;
     uint u = y > 0u ? mode_of(mb, IDX[(y - 1u) * 4u + x])
-                    : (mbi[(mb - pc.mbw) * MBI_STRIDE] & (1u << 17)) != 0u ? mode_of(mb - pc.mbw, IDX[12u + x]) : 2u;
+                    : (mbi[(mb - pc.mbw) * MBI_STRIDE] & I4) == I4 ? mode_of(mb - pc.mbw, IDX[12u + x]) : 2u;
     return min(a, u);
 }
 
@@ -228,20 +229,23 @@ void main() {
     if (mb >= n) return;
     uint mbx = mb % pc.mbw, mby = mb / pc.mbw;
     bpos = pc.pass == 0u ? 0u : bits[n + mb];
-    bool intra = pc.intra != 0u;
+    bool islice = pc.intra != 0u;
     if (mb == 0u) slice_header(0u);
     uint flags = mbi[mb * MBI_STRIDE];
+    bool intra = (flags & (1u << 16)) != 0u;   // every macroblock of an I slice, some of a P slice
     bool last = mb + 1u == n;   // the slice's last macroblock
     uint run = mbi[mb * MBI_STRIDE + 3u];                     // P_Skip macroblocks just before (h264_scan)
-    if (!intra && (flags & 1u) != 0u) {   // P_Skip: counted by the next coded macroblock, or here at the slice's end
+    if (!islice && (flags & 1u) != 0u) {   // P_Skip: counted by the next coded macroblock, or here at the slice's end
         if (last) ue(run + 1u);
     } else {
-        if (!intra) ue(run);                                     // mb_skip_run
+        if (!islice) ue(run);                                    // mb_skip_run
         uint cbp = (flags >> 8) & 63u, cbpl = cbp & 15u, cbpc = cbp >> 4;
         bool i4 = intra && (flags & (1u << 17)) != 0u;
         if (pc.pass == 1u && (flags & (1u << 17)) != 0u) atomicAdd(ctl[(intra ? 5u : 6u) + pc.mbh], 1u);
+        if (pc.pass == 1u && intra && !islice) atomicAdd(ctl[7u + pc.mbh], 1u);
+        uint ioff = islice ? 0u : 5u;   // a P slice's intra mb_types follow its 5 inter ones (Table 7-13)
         if (i4) {
-            ue(0u);                                                  // mb_type I_NxN
+            ue(ioff);                                                // mb_type I_NxN
             for (uint b = 0u; b < 16u; b++) {                        // the 16 Intra4x4PredModes
                 uint m = mode_of(mb, b), pm = pred_mode(mb, mbx, mby, b);
                 if (m == pm) put(1u, 1u);                            // prev_intra4x4_pred_mode_flag
@@ -251,7 +255,7 @@ void main() {
             ue(CBP_INTRA[cbpl | (cbpc << 4)]);                       // coded_block_pattern
         } else if (intra) {
             uint lmode = (flags >> 1) & 3u, cmode = (flags >> 3) & 3u;
-            ue(1u + lmode + 4u * cbpc + (cbpl != 0u ? 12u : 0u));   // mb_type I_16x16_<mode>_<cbp>
+            ue(ioff + 1u + lmode + 4u * cbpc + (cbpl != 0u ? 12u : 0u));   // mb_type I_16x16_<mode>_<cbp>
             ue(cmode);                                               // intra_chroma_pred_mode
         } else {
             if ((flags & (1u << 17)) == 0u) {

@@ -9,8 +9,9 @@
 // just before it (P pictures), [4] [5] the coarse search's vector, [6] [7] the last picture's vector (quarter
 // samples), [8 + k] TotalCoeff of block k:
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
-// (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] 1 where the
-// motion search chose P_8x8, [41..44] the deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp)
+// (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] MBI_PART: bit 0
+// where the motion search chose P_8x8, bit 1 where it chose an intra macroblock in a P picture, [41..44] the
+// deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp, [45] MBI_DEPTH)
 // and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
@@ -27,7 +28,7 @@ layout(push_constant) uniform PC {
     uint bgra;        // 1: input bytes are B, G, R, A
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
     uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; ME: 0 coarse, 1 fine)
-    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8
+    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8, 4 no intra in P pictures
     uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs
 } pc;
 
@@ -41,16 +42,29 @@ layout(std430, binding = 5) readonly buffer QRef { uint qref[]; }; // the refere
 layout(std430, binding = 6) buffer Mbi { uint mbi[]; };
 layout(std430, binding = 7) buffer Lev { int lev[]; };
 layout(std430, binding = 8) buffer Bits { uint bits[]; };          // [0, n) bits per MB, [n, 2n) bit offsets
+                                                                  // (P pictures, before CAVLC: [0, n) the intra
+                                                                  // wave's macroblocks, from [n + k] those of step k,
+                                                                  // [n + INTRA_ANY] whether there are any)
 layout(std430, binding = 9) buffer Outw { uint outw[]; };          // the slices' RBSPs, each row byte-aligned
 layout(std430, binding = 10) buffer Ctl { uint ctl[]; };           // [0] bytes, [1..3] dispatch, [4 + r] row offset,
-                                                                  // [5 + mbh] Intra4x4 and [6 + mbh] P_8x8 macroblocks
+                                                                  // [5 + mbh] Intra4x4, [6 + mbh] P_8x8 and
+                                                                  // [7 + mbh] intra-in-P macroblocks, [8 + mbh + 3k]
+                                                                  // the indirect dispatch of intra wave step k
 layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visible copy of outw
 
 #define MBI_STRIDE 48u
 #define MBI_QMV 32u
-#define MBI_P8X8 40u
+#define MBI_PART 40u   // the motion search's choice: MB_P8X8, MB_INTRA (h264_me, h264_scan's pass 3)
+#define MB_P8X8 1u
+#define MB_INTRA 2u
+#define MBI_DEPTH 45u  // an intra macroblock's step in the P picture's intra wave, from 1 (h264_scan's pass 3)
 #define MBI_BS 41u
 #define LEV_STRIDE 408u
+// The intra macroblocks of a P picture are coded after its inter ones, in steps: a macroblock in the step after
+// the last of its intra neighbours on the left, above on the left, above and above on the right (the samples it
+// predicts from). An intra candidate that would need a step beyond INTRA_STEPS is coded inter instead (h264_scan).
+#define INTRA_STEPS 16u
+#define INTRA_ANY (INTRA_STEPS + 1u)   // bits[n + INTRA_ANY]: 1 where the motion search chose any (P pictures)
 #define LEV_CDC 272u
 #define LEV_CAC 280u
 
@@ -79,41 +93,51 @@ ivec2 q_mv(uint mb, uint q) {
 }
 int median3(int a, int b, int c) { return max(min(a, b), min(max(a, b), c)); }
 
-// The vector at luma sample (x, y) relative to the top left of macroblock (mbx, mby), x and y in −1..16, whose
+// The neighbour at luma sample (x, y) relative to the top left of macroblock (mbx, mby), x and y in −1..16, whose
 // 8×8 quadrant is before quadrant cq of (mbx, mby) in decoding order (6.4.11.7: a partition decoded later, or one in
-// a macroblock to the right or below, is "not available"); false where there is none.
-bool nb_mv(uint mbx, uint mby, int x, int y, uint cq, out ivec2 v) {
+// a macroblock to the right or below, is "not available"): NB_NONE where there is none, NB_INTRA where it is an
+// intra macroblock (8.4.1.3.2: refIdx −1 and vector 0; it is still "available"), else NB_REF0 with its vector in v
+// (refIdx 0: P pictures here have one reference, and P_Skip macroblocks have refIdx 0 too).
+#define NB_NONE 0u
+#define NB_INTRA 1u
+#define NB_REF0 2u
+uint nb_mv(uint mbx, uint mby, int x, int y, uint cq, out ivec2 v) {
     int nx = int(mbx) + (x < 0 ? -1 : x >> 4), ny = int(mby) + (y < 0 ? -1 : y >> 4);
     v = ivec2(0);
-    if (nx < 0 || ny < 0 || nx >= int(pc.mbw) || ny >= int(pc.mbh)) return false;
+    if (nx < 0 || ny < 0 || nx >= int(pc.mbw) || ny >= int(pc.mbh)) return NB_NONE;
     uint q = ((uint(y + 16) & 15u) >> 3) * 2u + ((uint(x + 16) & 15u) >> 3);
     bool before = ny < int(mby) || (ny == int(mby) && nx < int(mbx)) || (nx == int(mbx) && ny == int(mby) && q < cq);
-    if (!before) return false;
-    v = q_mv(uint(ny) * pc.mbw + uint(nx), q);
-    return true;
+    if (!before) return NB_NONE;
+    uint nmb = uint(ny) * pc.mbw + uint(nx);
+    if ((mbi[nmb * MBI_STRIDE + MBI_PART] & MB_INTRA) != 0u) return NB_INTRA;
+    v = q_mv(nmb, q);
+    return NB_REF0;
 }
 
 // The motion vector predictor (H.264 8.4.1.3) of the partition at (px, py) in macroblock (mbx, mby), pw samples
-// wide, quadrant cq (0 for a 16×16 partition), every neighbour being inter with refIdx 0 where it is available
-// (P pictures here have no intra macroblocks; P_Skip ones have refIdx 0 too): the median of A (left), B (above)
-// and C (above right, or above left (D) where C is not available), with 8.4.1.3.1's one-available rules.
+// wide, quadrant cq (0 for a 16×16 partition), refIdx 0: the median of A (left), B (above) and C (above right, or
+// above left (D) where C is not available), an intra neighbour counting as refIdx −1 with vector 0, with
+// 8.4.1.3.1's rules: B and C not available and A available → A for all three; one and only one with refIdx 0 →
+// its vector.
 ivec2 mv_pred_part(uint mbx, uint mby, int px, int py, int pw, uint cq) {
     ivec2 A, B, C;
-    bool a = nb_mv(mbx, mby, px - 1, py, cq, A), b = nb_mv(mbx, mby, px, py - 1, cq, B);
-    bool hc = nb_mv(mbx, mby, px + pw, py - 1, cq, C);
-    if (!hc) hc = nb_mv(mbx, mby, px - 1, py - 1, cq, C);
-    if (!b && !hc && a) return A;                       // B and C outside: A
-    int n = int(a) + int(b) + int(hc);
-    if (n == 1) return a ? A : b ? B : C;              // one and only one with refIdx 0
+    uint a = nb_mv(mbx, mby, px - 1, py, cq, A), b = nb_mv(mbx, mby, px, py - 1, cq, B);
+    uint c = nb_mv(mbx, mby, px + pw, py - 1, cq, C);
+    if (c == NB_NONE) c = nb_mv(mbx, mby, px - 1, py - 1, cq, C);
+    if (b == NB_NONE && c == NB_NONE && a != NB_NONE) return A;   // A's vector (0 where A is intra) three times
+    int n = int(a == NB_REF0) + int(b == NB_REF0) + int(c == NB_REF0);
+    if (n == 1) return a == NB_REF0 ? A : b == NB_REF0 ? B : C;
     return ivec2(median3(A.x, B.x, C.x), median3(A.y, B.y, C.y));
 }
 ivec2 mv_pred(uint mbx, uint mby) { return mv_pred_part(mbx, mby, 0, 0, 16, 0u); }
 
-// The P_Skip vector (8.4.1.1): 0 at the picture's left or top edge, or where A or B stands still; else mv_pred.
+// The P_Skip vector (8.4.1.1): 0 at the picture's left or top edge, or where A or B has refIdx 0 and stands still
+// (an intra A or B does not count); else mv_pred.
 ivec2 skip_mv(uint mbx, uint mby) {
     ivec2 A, B;
-    if (!nb_mv(mbx, mby, -1, 0, 0u, A) || !nb_mv(mbx, mby, 0, -1, 0u, B)) return ivec2(0);
-    if (A == ivec2(0) || B == ivec2(0)) return ivec2(0);
+    uint a = nb_mv(mbx, mby, -1, 0, 0u, A), b = nb_mv(mbx, mby, 0, -1, 0u, B);
+    if (a == NB_NONE || b == NB_NONE) return ivec2(0);
+    if ((a == NB_REF0 && A == ivec2(0)) || (b == NB_REF0 && B == ivec2(0))) return ivec2(0);
     return mv_pred(mbx, mby);
 }
 

@@ -13,12 +13,15 @@
  *    × mode bits, as x264 chooses: a plot's lines and a render's edges are what Intra4x4 is for, a render's
  *    gradients what the plane is for. (Slices per macroblock row, before, let the rows be coded in parallel
  *    without steps, but nothing could be predicted from above and each row cost a slice header.)
- *  - P pictures: one slice, too. They have no intra macroblocks, so nothing in them depends on a neighbour's
- *    reconstruction: every macroblock is coded at once, and the syntax that depends on neighbours (the vector
- *    predictors' medians of A, B, C; the P_Skip vector; nC from the left and above) is computed from their
- *    vectors and counts after the fact. A uniform pan is thus P_Skip where its residual vanishes. A macroblock is
- *    P_L0_16x16 or P_8x8 (four vectors: a zoom or a rotation moves its corners differently), and P pictures'
- *    scattered ±1 levels are decimated (JM's coefficient cost thresholds, as x264 applies them).
+ *  - P pictures: one slice, too. Their inter macroblocks do not depend on a neighbour's reconstruction: they are
+ *    coded at once, and the syntax that depends on neighbours (the vector predictors' medians of A, B, C; the
+ *    P_Skip vector; nC from the left and above) is computed from their vectors and counts after the fact. A
+ *    uniform pan is thus P_Skip where its residual vanishes. A macroblock is P_L0_16x16 or P_8x8 (four vectors: a
+ *    zoom or a rotation moves its corners differently), and P pictures' scattered ±1 levels are decimated (JM's
+ *    coefficient cost thresholds, as x264 applies them). Where no vector predicts well (an uncovered area, new
+ *    content) the motion search makes a macroblock intra; those are coded after the inter ones, which they may
+ *    predict from, in up to INTRA_STEPS steps of a wavefront over the intra ones only (h264_scan.comp's
+ *    intra_wave): an empty step is an indirect dispatch of no workgroups.
  *  - Quarter-sample motion vectors with the standard's interpolation (8.4.2.2), searched on the GPU.
  *  - The deblocking filter (8.7) on from QP 16 (below it no edge can change): without it each picture's blocking
  *    is predicted into the next, and at low bitrates a pan lost quality picture after picture while x264's gained
@@ -74,6 +77,7 @@ enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DE
 #define TS_DEBLOCK (NTS + 1) /* and one before the deblocking filter */
 #define MBI_STRIDE 48u /* h264_common.glsl's */
 #define LEV_STRIDE 408u
+#define INTRA_STEPS 16u /* h264_common.glsl's: the steps of a P picture's intra wave */
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
 typedef struct pc_t { /* h264_common.glsl's push constants */
@@ -118,7 +122,8 @@ struct rc_gpu_h264 {
     uint32_t frame_num, idr_pic_id, since_key;
     rc_h264_rate rate; /* the rate control (h264_gpu_rate.h) */
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
-    uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8 */
+    uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8,
+                        * "nointra" no intra macroblocks in P pictures */
     int deblock_env;   /* RCANVAS_GPU_H264_DEBLOCK: 0 the deblocking filter off in every picture, 1 on in every
                         * one (from QP 16), −1 (unset) on unless the device is contended (h264_gpu_gate.h) */
     rc_h264_gate gate;
@@ -168,6 +173,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     const char *me = getenv("RCANVAS_GPU_H264_ME");
     if (me && !strcmp(me, "int")) e->me_flags |= 1;
     if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
+    if (me && !strcmp(me, "nointra")) e->me_flags |= 4;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
     /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
@@ -275,9 +281,10 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if (!r) r = buf_reserve(e, B_QB, q);
     if (!r) r = buf_reserve(e, B_MBI, n * MBI_STRIDE * 4);
     if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
-    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh + 2) * 4ull); /* + the deblocking's row counters, QPs */
+    /* + the deblocking's row counters, QPs (and room for the intra wave's step starts and flag from n) */
+    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh + 2 + INTRA_STEPS + 2) * 4ull);
     if (!r) r = buf_reserve(e, B_OUT, outb);
-    if (!r) r = buf_reserve(e, B_CTL, (4 + e->mbh + 3) * 4ull); /* h264_common.glsl's Ctl */
+    if (!r) r = buf_reserve(e, B_CTL, (8 + e->mbh + 3 * INTRA_STEPS) * 4ull); /* h264_common.glsl's Ctl */
     if (!r) r = buf_reserve(e, B_HOST, outb);
     if (r) {
         e->w = e->h = 0;
@@ -590,6 +597,11 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         ts(e, cb, TS_COARSE);
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
+        /* the intra macroblocks' steps, and their indirect dispatches (h264_scan.comp's intra_wave) */
+        pc->pass = 3;
+        stage(e, cb, P_SCAN, pc, 1, 1);
+        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
     }
     ts(e, cb, 3);
     if (pc->intra) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
@@ -602,6 +614,15 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         }
     } else {
         stage(e, cb, P_MB, pc, e->mbw, e->mbh);
+        cbarrier(cb);
+        /* then the intra macroblocks, step by step (an empty step is a dispatch of no workgroups) */
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
+        for (uint32_t k = 0; k < INTRA_STEPS; k++) {
+            pc->pass = k;
+            vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+            vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, (8 + e->mbh + 3 * (VkDeviceSize)k) * 4);
+            if (k + 1 < INTRA_STEPS) cbarrier(cb);
+        }
     }
     cbarrier(cb);
     if (!pc->intra) { /* the mb_skip_run of each macroblock */
@@ -763,8 +784,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
-    /* A scene cut: P pictures have no intra macroblocks, so a picture unlike its reference can cost more as a P
-     * picture than as an IDR one. A P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the
+    /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited to
+     * INTRA_STEPS steps, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the
      * 2^(QP/6) step; and over 2 bytes a macroblock, so that the first change after a still spell of P_Skip
      * pictures is not one; paint-overs never) is coded again as an IDR
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
@@ -805,6 +826,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         info->qp = qp;
         info->mb_i4x4 = (int)ctl[5 + e->mbh];
         info->mb_p8x8 = (int)ctl[6 + e->mbh];
+        info->mb_intra = key ? 0 : (int)ctl[7 + e->mbh];
         const uint64_t *t = e->t;
         if (e->have_t) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;

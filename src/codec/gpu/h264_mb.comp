@@ -5,24 +5,23 @@
 // decoder has (no drift).
 //  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 or P_8x8 (four 8×8
 //    partitions, sub_mb_type P_L0_8x8) with the quarter-sample motion vectors of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
-//    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0.
+//    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0. The macroblocks
+//    the motion search made intra (MB_INTRA) are left to the RC_INTRA build.
 //  - IDR pictures (pc.intra 1, built with RC_INTRA), one slice: Intra16x16 (intra_pred: vertical, horizontal, DC
 //    or plane, whichever has the smallest SAD) or Intra4x4 (intra4x4 below), whichever costs less; chroma the same
 //    four. A macroblock predicts from its neighbours' reconstruction, so the picture is coded in a wavefront: one
 //    dispatch a step (pc.pass = s: the macroblocks with x + 2y = s), one workgroup a macroblock.
+//  - The intra macroblocks of P pictures (pc.intra 0, RC_INTRA), the same way, after the inter ones, from which
+//    they may predict (constrained_intra_pred_flag 0): step pc.pass codes those h264_scan's intra_wave listed for it.
 // Forward quantization as in the JM reference encoder: (|c| × MF + f) >> (15 + qp/6), f = 2^qbits/3 intra,
 // /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
 // 16 invocations: one per 4×4 luma block; the first 8 also take the 4×4 chroma blocks (Cb 0–3, Cr 0–3).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
+#include "h264_quant.glsl"
 layout(local_size_x = 16) in;
 
-const int MF[18] = int[](13107, 5243, 8066, 11916, 4660, 7490, 10082, 4194, 6554,
-                         9362, 3647, 5825, 8192, 3355, 5243, 7282, 2893, 4559);
-const int V[18] = int[](10, 16, 13, 11, 18, 14, 13, 20, 16, 14, 23, 18, 16, 25, 20, 18, 29, 23);
-// zig-zag scan of a 4×4 block: coding index → raster index (y·4 + x)  (Table 8-13, frame macroblocks)
-const uint ZZ[16] = uint[](0u, 1u, 4u, 8u, 5u, 2u, 3u, 6u, 9u, 12u, 13u, 10u, 7u, 11u, 14u, 15u);
 // luma4x4BlkIdx → (x, y) of the block in 4×4 units (6.4.3)
 const uint BX[16] = uint[](0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u, 0u, 1u, 0u, 1u, 2u, 3u, 2u, 3u);
 const uint BY[16] = uint[](0u, 0u, 1u, 1u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 2u, 2u, 3u, 3u);
@@ -46,48 +45,6 @@ shared uint c9[9];      // ... and their costs
 shared int edge[13];    // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
 shared uint satd16;
 shared uint dscc[8];    // ... and of the chroma AC blocks
-
-// x264's decimate_score (common/quant.c, after the JM reference encoder's coefficient cost): 9 for a block with a
-// level beyond ±1, else for each ±1 (from the last) a cost by the run of zeros before it in coding order:
-// 3, 2, 2, 1, 1, 1, then 0.
-const uint DS[16] = uint[](3u, 2u, 2u, 1u, 1u, 1u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-uint decimate_score(int z[16], int first) {
-    int i = 15;
-    while (i >= first && z[i] == 0) i--;
-    uint s = 0u;
-    while (i >= first) {
-        if (abs(z[i]) > 1) return 9u;
-        i--;
-        uint run = 0u;
-        while (i >= first && z[i] == 0) { i--; run++; }
-        s += DS[run];
-    }
-    return s;
-}
-
-int pos_class(uint r) {   // raster index → 0 (both even), 1 (both odd), 2 (else)
-    uint x = r & 3u, y = r >> 2;
-    return ((x | y) & 1u) == 0u ? 0 : ((x & y) & 1u) != 0u ? 1 : 2;
-}
-
-int quant(int c, int mf, int qbits, int f) {
-    int a = (abs(c) * mf + f) >> qbits;
-    a = min(a, 2047);
-    return c < 0 ? -a : a;
-}
-
-void fwd4(inout int b[16]) {   // Y = Cf X Cf^T (8.5.12.2's inverse in reverse)
-    for (int i = 0; i < 4; i++) {
-        int a = b[i * 4] + b[i * 4 + 3], bb = b[i * 4 + 1] + b[i * 4 + 2];
-        int c = b[i * 4 + 1] - b[i * 4 + 2], d = b[i * 4] - b[i * 4 + 3];
-        b[i * 4] = a + bb; b[i * 4 + 1] = 2 * d + c; b[i * 4 + 2] = a - bb; b[i * 4 + 3] = d - 2 * c;
-    }
-    for (int i = 0; i < 4; i++) {
-        int a = b[i] + b[12 + i], bb = b[4 + i] + b[8 + i];
-        int c = b[4 + i] - b[8 + i], d = b[i] - b[12 + i];
-        b[i] = a + bb; b[4 + i] = 2 * d + c; b[8 + i] = a - bb; b[12 + i] = d - 2 * c;
-    }
-}
 
 void inv4(inout int d[16]) {   // 8.5.12.2: rows first, then columns, then (x + 32) >> 6
     for (int i = 0; i < 4; i++) {
@@ -225,7 +182,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
     if (intra && !i4 && cbpl != 0u) cbpl = 15u;   // Intra16x16: all AC blocks or none
     bool skip = false;
     if (!intra) {
-        skip = mbi[mb * MBI_STRIDE + MBI_P8X8] == 0u && mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
+        skip = (mbi[mb * MBI_STRIDE + MBI_PART] & MB_P8X8) == 0u && mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
     }
     // TotalCoeff of block t as a neighbour sees it (0 where its 8×8 is not coded)
     mbi[mb * MBI_STRIDE + 8u + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
@@ -237,7 +194,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
     if (t == 0u)
         mbi[mb * MBI_STRIDE] = (skip ? 1u : 0u) | (lmode << 1) | (cmode << 3) | ((cbpl | (cbpc << 4)) << 8) |
                                (intra ? 1u << 16 : 0u) | (i4 ? 1u << 17 : 0u) |
-                               (!intra && mbi[mb * MBI_STRIDE + MBI_P8X8] != 0u ? 1u << 17 : 0u);
+                               (!intra && (mbi[mb * MBI_STRIDE + MBI_PART] & MB_P8X8) != 0u ? 1u << 17 : 0u);
     // reconstruction from the levels, as the decoder does (Intra4x4: made block by block in r4)
     if (i4) {
         for (uint r = 0u; r < 16u; r++) {
@@ -588,17 +545,29 @@ void main() {
     uint t = gl_LocalInvocationID.x;
 #ifndef RC_INTRA
     uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y;
+    if ((mbi[(mby * pc.mbw + mbx) * MBI_STRIDE + MBI_PART] & MB_INTRA) != 0u) return;   // the intra wave's
     inter_pred(mbx, mby, t);
     barrier();
     code_mb(mbx, mby, t, false, 0u, 0u, false);
 #else
-    uint mbx, mby;   // one wavefront step (wave_mb)
-    if (!wave_mb(mbx, mby)) return;   // the whole workgroup
+    uint mbx, mby;
+    if (pc.intra != 0u) {   // IDR: one wavefront step (wave_mb)
+        if (!wave_mb(mbx, mby)) return;   // the whole workgroup
+    } else {   // a P picture's intra macroblocks of step pc.pass (h264_scan's intra_wave lists them)
+        uint n = pc.mbw * pc.mbh, i = bits[n + pc.pass] + gl_WorkGroupID.x;
+        if (i >= bits[n + pc.pass + 1u]) return;
+        mbx = bits[i] % pc.mbw;
+        mby = bits[i] / pc.mbw;
+    }
     uint mb = mby * pc.mbw + mbx;
-    if (t < 4u) {   // the neighbours' modes next to this macroblock (packed by the steps before)
+    if (t < 4u) {   // the neighbours' modes next to this macroblock (packed by the steps before); 2 where a
+                    // neighbour is not Intra4x4 (8.3.1.1: Intra16x16 or inter, constrained_intra_pred_flag 0)
         uint l = IDX4[t * 4u + 3u], u = IDX4[12u + t];
-        lmode4[t] = mbx > 0u ? (mbi[(mb - 1u) * MBI_STRIDE + 4u + (l >> 3)] >> (4u * (l & 7u))) & 15u : 2u;
-        tmode4[t] = mby > 0u ? (mbi[(mb - pc.mbw) * MBI_STRIDE + 4u + (u >> 3)] >> (4u * (u & 7u))) & 15u : 2u;
+        const uint I4 = 3u << 16;   // h264_mb's flags: intra, Intra4x4
+        lmode4[t] = mbx > 0u && (mbi[(mb - 1u) * MBI_STRIDE] & I4) == I4
+                  ? (mbi[(mb - 1u) * MBI_STRIDE + 4u + (l >> 3)] >> (4u * (l & 7u))) & 15u : 2u;
+        tmode4[t] = mby > 0u && (mbi[(mb - pc.mbw) * MBI_STRIDE] & I4) == I4
+                  ? (mbi[(mb - pc.mbw) * MBI_STRIDE + 4u + (u >> 3)] >> (4u * (u & 7u))) & 15u : 2u;
     }
     barrier();
     uint lmode, cmode;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // h264_scan.comp — GPU H.264 stage 5, one workgroup of 256.
+// pc.pass 3 (P pictures, before the macroblocks): the steps of the intra macroblocks (intra_wave).
 // pc.pass 2 (P pictures, before the CAVLC count): each macroblock's mb_skip_run, the P_Skip macroblocks just before
 // it in raster order (into mbi[3]): each invocation takes a contiguous chunk, the chunks' runs are carried across.
 // Otherwise: where every macroblock's bits go. Every picture is one slice (chunks, a shared-memory scan of the chunk
@@ -10,11 +11,84 @@ layout(local_size_x = 256) in;
 
 shared uint part[1024];
 shared uint allskip[256];
+shared uint lastrow[2048];                 // pass 3: the last row's steps, by the round's parity
+shared uint cnt[INTRA_STEPS], at[INTRA_STEPS];
+shared uint any;
 
 bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 
+// Pass 3 (P pictures, after the motion search): the intra wave. Each intra candidate gets the step after the
+// latest of its intra neighbours on the left, above on the left, above and above on the right (MBI_DEPTH, from 1);
+// one beyond INTRA_STEPS is coded inter instead (its MB_INTRA bit cleared: the motion search's vector stays).
+// Macroblock (x, r) is worked out at round step x + 2r, invocation r % 256 a row, so that its neighbours above
+// were done in the steps before; each row keeps its last 4 steps in part[4 t ...] (the row below reads 3 of them).
+// Then the candidates are listed by step in bits[0, n), step k's from bits[n + k], and ctl gets each step's
+// indirect dispatch (h264_mb.comp's RC_INTRA build codes them).
+void intra_wave(uint t, uint n) {
+    if (t == 0u) any = bits[n + INTRA_ANY];
+    if (t < INTRA_STEPS) cnt[t] = 0u;
+    barrier();
+    if (any != 0u) {
+        for (uint r0 = 0u; r0 < pc.mbh; r0 += 256u) {
+            uint rows = min(256u, pc.mbh - r0), r = r0 + t;
+            uint cin = (r0 & 256u) != 0u ? 0u : 1024u, cout = 1024u - cin;   // the last round's, this one's
+            for (uint s = 0u; s < pc.mbw + 2u * (rows - 1u); s++) {
+                int x = int(s) - 2 * int(t);
+                if (t < rows && x >= 0 && x < int(pc.mbw)) {
+                    uint ux = uint(x), mb = r * pc.mbw + ux, part_ = mbi[mb * MBI_STRIDE + MBI_PART], d = 0u;
+                    if ((part_ & MB_INTRA) != 0u) {
+                        uint up = 0u;
+                        if (ux > 0u) up = part[4u * t + ((ux - 1u) & 3u)];
+                        if (r > 0u) {   // the row above: this round's row t − 1, or the last round's last row
+                            for (uint dx = 0u; dx < 3u; dx++) {
+                                uint xx = ux + dx - 1u;   // x − 1, x, x + 1 (wraps to a large value at x = 0)
+                                if (xx >= pc.mbw) continue;
+                                up = max(up, t > 0u ? part[4u * (t - 1u) + (xx & 3u)] : lastrow[cin + xx]);
+                            }
+                        }
+                        d = up + 1u;
+                        if (d > INTRA_STEPS) {
+                            d = 0u;
+                            mbi[mb * MBI_STRIDE + MBI_PART] = part_ & ~MB_INTRA;
+                        } else {
+                            atomicAdd(cnt[d - 1u], 1u);
+                        }
+                    }
+                    part[4u * t + (ux & 3u)] = d;
+                    if (t == rows - 1u) lastrow[cout + ux] = d;   // for the next round's first row
+                    mbi[mb * MBI_STRIDE + MBI_DEPTH] = d;
+                }
+                barrier();
+            }
+        }
+    }
+    if (t == 0u) {
+        uint o = 0u;
+        for (uint k = 0u; k < INTRA_STEPS; k++) {
+            at[k] = o;
+            bits[n + k] = o;
+            ctl[8u + pc.mbh + 3u * k] = cnt[k];
+            ctl[9u + pc.mbh + 3u * k] = 1u;
+            ctl[10u + pc.mbh + 3u * k] = 1u;
+            o += cnt[k];
+        }
+        bits[n + INTRA_STEPS] = o;
+    }
+    barrier();
+    if (any == 0u) return;
+    for (uint r = t; r < pc.mbh; r += 256u)   // each row's own MBI_DEPTH, written by this invocation
+        for (uint x = 0u; x < pc.mbw; x++) {
+            uint mb = r * pc.mbw + x, d = mbi[mb * MBI_STRIDE + MBI_DEPTH];
+            if (d != 0u) bits[atomicAdd(at[d - 1u], 1u)] = mb;
+        }
+}
+
 void main() {
     uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
+    if (pc.pass == 3u) {
+        intra_wave(t, n);
+        return;
+    }
     uint chunk = (n + 255u) / 256u, i0 = min(t * chunk, n), i1 = min(i0 + chunk, n);
     if (pc.pass == 2u) {
         uint run = 0u;   // within the chunk, from its start
@@ -57,6 +131,7 @@ void main() {
         ctl[5u] = bytes;
         ctl[5u + pc.mbh] = 0u;
         ctl[6u + pc.mbh] = 0u;
+        ctl[7u + pc.mbh] = 0u;
         ctl[0] = bytes;
         ctl[1] = (bytes + 255u) / 256u;
         ctl[2] = 1u;
