@@ -330,6 +330,32 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
     free(px);
 }
 
+/* A rotation's vectors vary smoothly, and the fine search, each macroblock on its own, finds them a quarter sample
+ * apart here and there: at a high QP those differences were most of a picture's bits. h264_me's adopt rounds take
+ * the P_Skip vector or the predictor where it costs no more: against an encoder without them
+ * (RCANVAS_GPU_H264_ME=noadopt), the same P pictures take fewer bytes at about the same PSNR. */
+static void test_adopted_vectors(rcanvas_vk *vk, const rc_logger *lg) {
+    setenv("RCANVAS_GPU_H264_ME", "noadopt", 1);
+    rc_gpu_h264 *plain = NULL, *keep = g_enc;
+    int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                            rcanvas_vk_queue(vk), NULL, lg, &plain);
+    unsetenv("RCANVAS_GPU_H264_ME");
+    CHECK_EQ_INT(r, RCANVAS_OK);
+    if (r) return;
+    run_stats a = run_sequence(TF_MOTION_ROTATE, 480, 272, 6, 40, 0, 30, 0);
+    g_enc = plain;
+    run_stats b = run_sequence(TF_MOTION_ROTATE, 480, 272, 6, 40, 0, 30, 0);
+    g_enc = keep;
+    printf("rotation at QP 40: P pictures %zu bytes, min %.2f dB; without the adopt rounds %zu bytes, min %.2f dB\n",
+           a.bytes_after_first, a.min_psnr, b.bytes_after_first, b.min_psnr);
+    CHECK_EQ_INT(a.exact, 6);
+    CHECK_EQ_INT(b.exact, 6);
+    CHECK_MSG(a.bytes_after_first < b.bytes_after_first && a.min_psnr >= b.min_psnr - 0.3,
+              "with adopt rounds %zu bytes %.2f dB, without %zu bytes %.2f dB", a.bytes_after_first, a.min_psnr,
+              b.bytes_after_first, b.min_psnr);
+    rc_gpu_h264_free(plain);
+}
+
 static void test_rate_control(void) {
     /* 200 kbit/s at 30 fps is 833 bytes a picture: a 320×180 pan starts far above, the QP must rise; 5 Mbit/s
      * (20.8 kB a picture) must let it fall */
@@ -370,10 +396,11 @@ static void test_rate_control_reaches_low_bitrates(void) {
                "picture %zu bytes; %.0f kbit/s with it\n", target, kbps, st.frames - 1, st.skipped, st.exact,
                st.bytes - st.bytes_after_first, all);
         CHECK_EQ_INT(st.exact, 61);
-        /* within 20 %; below it by less than one coded picture (at most 30 % of the target): the rate control
-         * sends whole pictures, and at 1000 kbit/s one takes about a quarter of the 60 pictures' budget */
+        /* within 20 %; below it by less than two coded pictures (at most 30 % of the target): the rate control
+         * sends whole pictures (at 1000 kbit/s one takes a sixth of the 60 pictures' budget), and it also pays back
+         * part of the IDR picture's overshoot, which this rate leaves out */
         double one = st.max_coded_p * 8.0 * 60 / (st.frames - 1) / 1000;
-        double under = fmax(0.2 * target, fmin(one, 0.3 * target));
+        double under = fmax(0.2 * target, fmin(2 * one, 0.3 * target));
         CHECK_MSG(kbps >= target - under && kbps <= 1.2 * target, "%.0f kbit/s for %d (one coded picture: %.0f)",
                   kbps, target, one);
         CHECK_MSG(st.skipped > 0 && st.skipped < 60, "%d pictures skipped", st.skipped);
@@ -737,6 +764,7 @@ int main(int argc, char **argv) {
     test_still_is_skipped();
     test_scene_cut();
     test_intra_in_p(vk, &lg);
+    test_adopted_vectors(vk, &lg);
     test_rate_control();
     test_rate_control_reaches_low_bitrates();
     test_deblocking_is_on(vk);

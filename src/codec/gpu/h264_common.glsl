@@ -11,7 +11,7 @@
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
 // (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] MBI_PART: bit 0
 // where the motion search chose P_8x8, bit 1 where it chose an intra macroblock in a P picture, [41..44] the
-// deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp, [45] MBI_DEPTH)
+// deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp, [45] MBI_DEPTH, [46] MBI_SAD)
 // and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
@@ -58,6 +58,7 @@ layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visib
 #define MB_P8X8 1u
 #define MB_INTRA 2u
 #define MBI_DEPTH 45u  // an intra macroblock's step in the P picture's intra wave, from 1 (h264_scan's pass 3)
+#define MBI_SAD 46u    // the luma SAD at the 16×16 vector (h264_me)
 #define MBI_BS 41u
 #define LEV_STRIDE 408u
 // The intra macroblocks of a P picture are coded after its inter ones, in steps: a macroblock in the step after

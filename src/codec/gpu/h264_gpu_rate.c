@@ -31,10 +31,10 @@
 /* Skip pictures from this QP (51, less the rounding of the controlled QP, qp_p + debt_qp) ... */
 #define SKIP_QP 50.5
 /* ... while the bucket holds more than this many pictures' budget. At QP 51 the pictures of dense motion can
- * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 42 kB a coded picture
+ * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 20 kB a coded picture
  * against 4.2 kB), and QP has nowhere to go: the viewer sees fewer pictures rather than late ones, the coded ones
- * keep QP 51's quality and the stream its bitrate (that pan: 6 pictures of 60 coded, 2004 kbit/s; at 1000 kbit/s
- * 3 of 60, 1000 kbit/s). */
+ * keep QP 51's quality and the stream its bitrate (that pan: 12 pictures of 60 coded, 1789 kbit/s; at 1000 kbit/s
+ * 5 of 60, 761 kbit/s, as the IDR picture's overshoot is partly paid back). */
 #define SKIP_DEBT_PICTURES 0.5
 
 double rc_h264_rate_bits_at(double bits, double qp, double to_qp) {

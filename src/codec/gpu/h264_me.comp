@@ -431,9 +431,63 @@ void fine(uint mbx, uint mby, uint t) {
             mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u] = uint(qv[q].y);
         }
         mbi[mb * MBI_STRIDE + MBI_PART] = (p8 ? MB_P8X8 : 0u) | (intra ? MB_INTRA : 0u);
+        mbi[mb * MBI_STRIDE + MBI_SAD] = sad16;   // for adopt()
     }
 }
 
+#endif
+
+// After the fine search (pc.pass ADOPT + c, c = 0..3): a P_L0_16x16 macroblock takes its P_Skip vector, or else
+// its vector predictor, where that costs no more than its own vector (SAD + λ × the vector difference's bits,
+// the P_Skip vector 4 λ less: no mb_type, coded_block_pattern or vector difference when its residual vanishes).
+// The fine search could only guess the predictor from the neighbours' coarse vectors; here it is exact for
+// their vectors as they stand. In a smooth motion field (a rotation, a zoom) the vectors found apart differ by
+// a quarter sample here and there, each difference costs bits, and at a high QP those bits were most of a
+// picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
+// so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
+#ifndef RC_ME_COARSE
+#define ADOPT 16u
+void adopt(uint c, uint t) {
+    uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + ((c + 4u - (2u * mby) % 4u) % 4u);
+    if (mbx >= pc.mbw) return;   // the whole workgroup
+    uint mb = mby * pc.mbw + mbx;
+    if (mbi[mb * MBI_STRIDE + MBI_PART] != 0u) return;   // P_8x8 or intra: kept
+    ivec2 own = mb_mv(mb), pmv = mv_pred(mbx, mby), sv = skip_mv(mbx, mby);
+    if (own == sv) return;
+    uint W = lw();
+    for (uint k = 0u; k < 4u; k++) srcs[t + 64u * k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
+    if (t < 2u) csad[t] = 0u;
+    barrier();
+    ivec2 cand[2] = ivec2[](sv, pmv);
+    for (uint j = 0u; j < 2u; j++) {
+        uint s = 0u;
+        for (uint k = 0u; k < 4u; k++) {
+            uint i = t + 64u * k, px = i & 15u, py = i >> 4;
+            ivec2 v = cand[j];
+            s += uint(abs(int(srcs[i]) - luma_q(int(mbx * 16u + px) + (v.x >> 2), int(mby * 16u + py) + (v.y >> 2),
+                                                  v.x & 3, v.y & 3)));
+        }
+        atomicAdd(csad[j], s);
+    }
+    barrier();
+    uint l = pc.lambda;
+    uint cown = mbi[mb * MBI_STRIDE + MBI_SAD] + l * (se_bits(own.x - pmv.x) + se_bits(own.y - pmv.y));
+    uint csv = csad[0] + l * (se_bits(sv.x - pmv.x) + se_bits(sv.y - pmv.y));
+    uint cpm = csad[1] + 2u * l;
+    ivec2 v = own;
+    uint sad = 0u;
+    if (csv <= cown + 4u * l && csv <= cpm + 4u * l) { v = sv; sad = csad[0]; }
+    else if (cpm <= cown) { v = pmv; sad = csad[1]; }
+    if (t == 0u && v != own) {
+        mbi[mb * MBI_STRIDE + 1u] = uint(v.x);
+        mbi[mb * MBI_STRIDE + 2u] = uint(v.y);
+        for (uint q = 0u; q < 4u; q++) {
+            mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q] = uint(v.x);
+            mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u] = uint(v.y);
+        }
+        mbi[mb * MBI_STRIDE + MBI_SAD] = sad;
+    }
+}
 #endif
 
 void main() {
@@ -441,6 +495,7 @@ void main() {
 #ifdef RC_ME_COARSE
     coarse(mbx, mby, t);
 #else
-    fine(mbx, mby, t);
+    if (pc.pass >= ADOPT) adopt(pc.pass - ADOPT, t);
+    else fine(mbx, mby, t);
 #endif
 }
