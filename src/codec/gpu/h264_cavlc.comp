@@ -2,8 +2,9 @@
 // h264_cavlc.comp — GPU H.264 stage 4: the slice data, CAVLC (ITU-T H.264 clauses 7.3.4–7.3.5.3, 9.2), one
 // invocation per macroblock: the mb_skip_run before it, its macroblock_layer() and residual blocks; the invocation of
 // a slice's first macroblock also writes the slice header (7.3.3), the last one the run of skipped macroblocks
-// that ends the slice and the rbsp_stop_one_bit. P slices may hold intra macroblocks (h264_me's MB_INTRA). Every picture is one slice (nC from the left and above, the
-// vector predictor of mv_pred, the predicted Intra4x4 modes); everything a macroblock's syntax depends on is known from h264_me and h264_mb.
+// that ends the slice and the rbsp_stop_one_bit. P slices may hold intra macroblocks (h264_me's MB_INTRA). Every
+// picture is one slice (nC from the left and above, the vector predictor of mv_pred, the predicted Intra4x4 modes);
+// everything a macroblock's syntax depends on is known from h264_me and h264_mb.
 // pc.pass 0 counts each macroblock's bits into bits[mb]; pass 1 (after h264_scan) writes them at bits[n + mb],
 // a bit offset into outw (zeroed), with atomicOr where two macroblocks share a word.
 #version 450

@@ -6,7 +6,8 @@
 // lh = 16·mbh) at 0, then Cb and Cr, each (lw/2) × (lh/2). The padding repeats the image's last column and row, so
 // the decoder's cropped output is the image and the padded part predicts well.
 // Per macroblock: MBI (48 uints: [0] flags, [1] mv x, [2] mv y in quarter samples, [3] the P_Skip macroblocks
-// just before it (P pictures), [4] [5] the coarse search's vector, [6] [7] the last picture's vector (quarter
+// just before it (P pictures), [4] [5] the coarse search's vector (an intra macroblock's Intra4x4 modes once it is
+// coded, 4 bits a block: readers check the flags for Intra4x4 first), [6] [7] the last picture's vector (quarter
 // samples), [8 + k] TotalCoeff of block k:
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
 // (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] MBI_PART: bit 0
@@ -27,8 +28,11 @@ layout(push_constant) uniform PC {
     uint in_pitch;    // input row pitch in pixels
     uint bgra;        // 1: input bytes are B, G, R, A
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
-    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; ME: 0 coarse, 1 fine)
-    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8, 4 no intra in P pictures
+    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search, ADOPT + c
+                      // the adopt round's colour c; h264_scan: 2 skip runs, 3 the intra wave, else offsets; the
+                      // wavefronts: the step)
+    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8, 4 no intra in P pictures,
+                      // 8 no adopt rounds
     uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs
 } pc;
 
@@ -49,7 +53,9 @@ layout(std430, binding = 9) buffer Outw { uint outw[]; };          // the slices
 layout(std430, binding = 10) buffer Ctl { uint ctl[]; };           // [0] bytes, [1..3] dispatch, [4 + r] row offset,
                                                                   // [5 + mbh] Intra4x4, [6 + mbh] P_8x8 and
                                                                   // [7 + mbh] intra-in-P macroblocks, [8 + mbh + 3k]
-                                                                  // the indirect dispatch of intra wave step k
+                                                                  // the indirect dispatch of intra wave step k,
+                                                                  // [8 + mbh + 3 INTRA_STEPS] the candidates it
+                                                                  // left inter
 layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visible copy of outw
 
 #define MBI_STRIDE 48u

@@ -287,7 +287,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     /* + the deblocking's row counters, QPs (and room for the intra wave's step starts and flag from n) */
     if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh + 2 + INTRA_STEPS + 2) * 4ull);
     if (!r) r = buf_reserve(e, B_OUT, outb);
-    if (!r) r = buf_reserve(e, B_CTL, (8 + e->mbh + 3 * INTRA_STEPS) * 4ull); /* h264_common.glsl's Ctl */
+    if (!r) r = buf_reserve(e, B_CTL, (9 + e->mbh + 3 * INTRA_STEPS) * 4ull); /* h264_common.glsl's Ctl */
     if (!r) r = buf_reserve(e, B_HOST, outb);
     if (r) {
         e->w = e->h = 0;
@@ -601,6 +601,12 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         pc->pass = 0;
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
+        /* the intra macroblocks' steps, and their indirect dispatches (h264_scan.comp's intra_wave): before the
+         * adopt rounds, which then see the candidates it coded inter as inter */
+        pc->pass = 3;
+        stage(e, cb, P_SCAN, pc, 1, 1);
+        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
          * 1.29× after one, two and three rounds) */
@@ -610,11 +616,6 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
             stage(e, cb, P_ME, pc, (e->mbw + 3) / 4, e->mbh);
             cbarrier(cb);
         }
-        /* the intra macroblocks' steps, and their indirect dispatches (h264_scan.comp's intra_wave) */
-        pc->pass = 3;
-        stage(e, cb, P_SCAN, pc, 1, 1);
-        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
-                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
     }
     ts(e, cb, 3);
     if (pc->intra) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
@@ -797,10 +798,10 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
-    /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited to
-     * INTRA_STEPS steps, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the
-     * 2^(QP/6) step; and over 2 bytes a macroblock, so that the first change after a still spell of P_Skip
-     * pictures is not one; paint-overs never) is coded again as an IDR
+    /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited
+     * to INTRA_STEPS steps, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P
+     * pictures' mean (bytes scaled to one QP by the 2^(QP/6) step; and over 2 bytes a macroblock, so that the first
+     * change after a still spell of P_Skip pictures is not one; paint-overs never) is coded again as an IDR
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
      * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
      * only: one or two more GPU passes. */
@@ -840,6 +841,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         info->mb_i4x4 = (int)ctl[5 + e->mbh];
         info->mb_p8x8 = (int)ctl[6 + e->mbh];
         info->mb_intra = key ? 0 : (int)ctl[7 + e->mbh];
+        info->mb_intra_deferred = key ? 0 : (int)ctl[8 + e->mbh + 3 * INTRA_STEPS];
         const uint64_t *t = e->t;
         if (e->have_t) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;

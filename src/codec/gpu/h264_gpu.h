@@ -51,6 +51,7 @@ typedef struct rc_gpu_h264_info {
     int mb_i4x4;        /* macroblocks coded Intra4x4 (the other intra ones are Intra16x16) */
     int mb_p8x8;        /* macroblocks coded P_8x8 (P pictures; the others P_L0_16x16 or P_Skip) */
     int mb_intra;       /* intra macroblocks in a P picture (an area no vector predicts well); 0 in IDR pictures */
+    int mb_intra_deferred; /* intra candidates of a P picture coded inter: past the intra wave's 16 steps */
     double wall_ms;     /* the call, CPU clock */
 } rc_gpu_h264_info;
 

@@ -34,7 +34,7 @@
  * still cost many times the budget (test_h264_gpu's 1080p pan at 2 Mbit/s and 60 fps: about 20 kB a coded picture
  * against 4.2 kB), and QP has nowhere to go: the viewer sees fewer pictures rather than late ones, the coded ones
  * keep QP 51's quality and the stream its bitrate (that pan: 12 pictures of 60 coded, 1789 kbit/s; at 1000 kbit/s
- * 5 of 60, 761 kbit/s, as the IDR picture's overshoot is partly paid back). */
+ * 5 of 60, 761 kbit/s: one coded picture more or less is a sixth of that rate). */
 #define SKIP_DEBT_PICTURES 0.5
 
 double rc_h264_rate_bits_at(double bits, double qp, double to_qp) {

@@ -38,7 +38,7 @@ shared uint dsc[16];    // decimation scores of the luma blocks
 shared int r4[256];     // Intra4x4: the macroblock's luma reconstruction, raster 16×16
 shared int lv4[256];    // ... its levels, block by block in luma4x4BlkIdx order, each in coding order
 shared uint mode4[16];  // ... its Intra4x4PredMode per block
-shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is Intra16x16 or absent)
+shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is not Intra4x4, or absent)
 shared uint tmode4[4];  // the upper macroblock's modes of its bottom row (the same)
 shared int p9[144];     // the 9 modes' predictions of one 4×4 block
 shared uint c9[9];      // ... and their costs
@@ -278,7 +278,7 @@ shared int ntop[16], nleft[16], ctop[16], cleft[16];   // chroma: Cb in [0, 8), 
 shared int ncorner[3];                                  // luma, Cb, Cr
 shared int ntr[4];                                      // luma above on the right (x 16–19)
 
-// Intra16x16 (8.3.3) and chroma (8.3.4) prediction of macroblock (mbx, mby) in an IDR picture of one slice: each
+// Intra16x16 (8.3.3) and chroma (8.3.4) prediction of intra macroblock (mbx, mby) in a picture of one slice: each
 // mode whose neighbours are available (vertical, horizontal, DC, plane), the one with the least SAD against the
 // source; into pred and predc, the modes into lmode (Intra16x16PredMode) and cmode (intra_chroma_pred_mode).
 void intra_pred(uint mbx, uint mby, uint t, out uint lmode, out uint cmode) {
@@ -439,7 +439,7 @@ int rec_at(int x, int y) {
 shared int blk_a[16], blk_b[16], blk_l[16];   // the 4×4 block being coded: residual, coefficients, levels
 shared int s16[256];    // the macroblock's source luma, raster 16×16: read many times on the wave's critical path
 
-// Intra4x4 for macroblock (mbx, mby) of an IDR picture: each block in luma4x4BlkIdx order takes the mode of the 9
+// Intra4x4 for intra macroblock (mbx, mby): each block in luma4x4BlkIdx order takes the mode of the 9
 // (8.3.1.2) with the least SATD + lambda × its mode bits (1 where it is the predicted mode, else 4:
 // prev_intra4x4_pred_mode_flag and rem_intra4x4_pred_mode), and is coded and reconstructed before the next predicts
 // from it. Returns whether that costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a

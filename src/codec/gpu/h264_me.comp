@@ -9,9 +9,11 @@
 // neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
 // macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
 // around the best (8.4.2.2.1's interpolation, as the decoder makes it). The cost is SAD + lambda × the bits of
-// the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock. The two passes are
-// two pipelines so that each reserves only its own shared memory (6 and 10 kB rather than 16): more workgroups fit
-// on a multiprocessor at once.
+// the vector's difference to that median (se(v) lengths). Then whether the macroblock is better intra (intra_cost,
+// inter_coded). One workgroup of 64 per macroblock. The two searches are two pipelines so that each reserves only
+// its own shared memory (6 and 11 kB rather than 17): more workgroups fit on a multiprocessor at once. The fine
+// search's pipeline also runs the adopt rounds (pc.pass ADOPT + c), which settle the 16×16 vectors on the exact
+// predictors once all are known.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
@@ -196,7 +198,7 @@ uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
 // block's best of vertical, horizontal and DC (8.3.1.2.1–3), as SAD + lambda × the mode's bits (a 16×16 mb_type
 // in a P picture about 8 bits over P_L0_16x16's; I_NxN about 3 a block), predicted from the source's samples
 // around each block. All invocations; uniform result.
-shared uint nsrc[33];   // the source above (0–15), on the left (16–31)
+shared uint nsrc[32];   // the source above (0–15), on the left (16–31)
 shared uint isad[51];   // [3b + m] 4×4 block b (raster) in mode m (0 vertical, 1 horizontal, 2 DC); [48 + m] 16×16
 uint intra_cost(uint mbx, uint mby, uint t) {
     uint W = lw();
@@ -415,10 +417,11 @@ void fine(uint mbx, uint mby, uint t) {
     // An intra macroblock where no vector predicts well (an area the motion uncovered, a change of content), as
     // x264 weighs intra against inter in P pictures (x264_mb_analyse_intra after the inter analysis). The intra
     // cost is estimated from the source's own neighbours (their reconstruction is not made yet), which lack the
-    // coding noise the decoder's prediction will have: it pays 64 λ more (the least bits of 8, 32, 48, 64, 96 and
+    // coding noise the decoder's prediction will have: it pays 64 λ more (the least bits of 0, 32, 48, 64, 96 and
     // 128 λ on the 1080p pan, zoom, rotation and 40-px pan at equal PSNR, docs/benchmarks.md). Never where the inter
-    // residual would not be coded at all (x264's P_Skip probe, x264_macroblock_probe_pskip): the SADs there are the
-    // reference's coding noise, which the estimate does not see.
+    // residual would not be coded at all (a luma-only check at the chosen vectors, like x264's P_Skip probe,
+    // x264_macroblock_probe_pskip): the SADs there are the reference's coding noise, which the estimate does not
+    // see.
     bool intra = (pc.me_flags & 4u) == 0u && inter > 8u * pc.lambda &&
                  intra_cost(mbx, mby, t) + 64u * pc.lambda < inter;
     if (intra) intra = inter_coded(mbx, mby, t, qv);

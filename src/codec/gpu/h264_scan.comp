@@ -11,21 +11,23 @@ layout(local_size_x = 256) in;
 
 shared uint part[1024];
 shared uint allskip[256];
-shared uint lastrow[2048];                 // pass 3: the last row's steps, by the round's parity
+shared uint lastrow[2048];   // pass 3: the last row's steps, by the round's parity (1024 each: pictures are at
+                             // most 16384 pixels wide, h264_gpu.c)
 shared uint cnt[INTRA_STEPS], at[INTRA_STEPS];
-shared uint any;
+shared uint any, demoted;
 
 bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 
 // Pass 3 (P pictures, after the motion search): the intra wave. Each intra candidate gets the step after the
 // latest of its intra neighbours on the left, above on the left, above and above on the right (MBI_DEPTH, from 1);
 // one beyond INTRA_STEPS is coded inter instead (its MB_INTRA bit cleared: the motion search's vector stays).
-// Macroblock (x, r) is worked out at round step x + 2r, invocation r % 256 a row, so that its neighbours above
-// were done in the steps before; each row keeps its last 4 steps in part[4 t ...] (the row below reads 3 of them).
+// Macroblock (x, r) is worked out at round step x + 2 (r − r0), invocation r − r0 a row (r0 the round's first
+// row, rounds of 256 rows), so that its neighbours above were done in the steps before; each row keeps its last 4
+// steps in part[4 t ...] (the row below reads 3 of them).
 // Then the candidates are listed by step in bits[0, n), step k's from bits[n + k], and ctl gets each step's
 // indirect dispatch (h264_mb.comp's RC_INTRA build codes them).
 void intra_wave(uint t, uint n) {
-    if (t == 0u) any = bits[n + INTRA_ANY];
+    if (t == 0u) { any = bits[n + INTRA_ANY]; demoted = 0u; }
     if (t < INTRA_STEPS) cnt[t] = 0u;
     barrier();
     if (any != 0u) {
@@ -50,6 +52,7 @@ void intra_wave(uint t, uint n) {
                         if (d > INTRA_STEPS) {
                             d = 0u;
                             mbi[mb * MBI_STRIDE + MBI_PART] = part_ & ~MB_INTRA;
+                            atomicAdd(demoted, 1u);
                         } else {
                             atomicAdd(cnt[d - 1u], 1u);
                         }
@@ -73,6 +76,7 @@ void intra_wave(uint t, uint n) {
             o += cnt[k];
         }
         bits[n + INTRA_STEPS] = o;
+        ctl[8u + pc.mbh + 3u * INTRA_STEPS] = demoted;
     }
     barrier();
     if (any == 0u) return;
