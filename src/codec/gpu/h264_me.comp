@@ -266,7 +266,8 @@ bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
     for (uint i = t; i < 256u; i += 64u) {
         uint px = i & 15u, py = i >> 4;
         ivec2 mv = qv[(py >> 3) * 2u + (px >> 3)];
-        ires[i] = int(srcs[i]) - luma_q(int(mbx * 16u + px) + (mv.x >> 2), int(mby * 16u + py) + (mv.y >> 2), mv.x & 3, mv.y & 3);
+        ires[i] = int(srcs[i]) - luma_q(int(mbx * 16u + px) + (mv.x >> 2), int(mby * 16u + py) + (mv.y >> 2),
+                                        mv.x & 3, mv.y & 3);
     }
     barrier();
     if (t < 16u) {
@@ -458,7 +459,8 @@ void adopt(uint c, uint t) {
     ivec2 own = mb_mv(mb), pmv = mv_pred(mbx, mby), sv = skip_mv(mbx, mby);
     if (own == sv) return;
     uint W = lw();
-    for (uint k = 0u; k < 4u; k++) srcs[t + 64u * k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
+    for (uint k = 0u; k < 4u; k++)
+        srcs[t + 64u * k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
     if (t < 2u) csad[t] = 0u;
     barrier();
     ivec2 cand[2] = ivec2[](sv, pmv);
