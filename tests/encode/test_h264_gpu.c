@@ -275,6 +275,18 @@ static void test_scene_cut(void) {
     free(px);
 }
 
+/* A second encoder on vk's device made with RCANVAS_GPU_H264_ME=me (one of its benchmark switches), for the tests
+ * that compare a tool with the encoder without it; NULL (and a failed check) where it cannot be made. */
+static rc_gpu_h264 *encoder_with_me(rcanvas_vk *vk, const rc_logger *lg, const char *me) {
+    setenv("RCANVAS_GPU_H264_ME", me, 1);
+    rc_gpu_h264 *e = NULL;
+    int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
+                            rcanvas_vk_queue(vk), NULL, lg, &e);
+    unsetenv("RCANVAS_GPU_H264_ME");
+    CHECK_MSG(r == RCANVAS_OK, "rc_gpu_h264_new with RCANVAS_GPU_H264_ME=%s: %s", me, rcanvas_strerror(r));
+    return r ? NULL : e;
+}
+
 /* New content in part of the picture (a gradient over a page of text, where the reference has text): no vector
  * predicts it, so the motion search codes it intra. Against an encoder with intra macroblocks in P pictures off
  * (RCANVAS_GPU_H264_ME=nointra), the same P picture takes fewer bytes at no less PSNR; both decode to the
@@ -288,12 +300,8 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
     memcpy(px, base, (size_t)w * h * 4);
     for (uint32_t y = ry; y < ry + rh; y++)
         memcpy(px + ((size_t)y * w + rx) * 4, grad + ((size_t)y * w + rx) * 4, rw * 4);
-    setenv("RCANVAS_GPU_H264_ME", "nointra", 1);
-    rc_gpu_h264 *plain = NULL;
-    int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
-                            rcanvas_vk_queue(vk), NULL, lg, &plain);
-    unsetenv("RCANVAS_GPU_H264_ME");
-    CHECK_EQ_INT(r, RCANVAS_OK);
+    rc_gpu_h264 *plain = encoder_with_me(vk, lg, "nointra");
+    int r = plain ? RCANVAS_OK : RCANVAS_EINVAL;
     size_t bytes[2] = {0};
     double psnr[2] = {0};
     int intra[2] = {0}, deferred = 0;
@@ -349,13 +357,8 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
  * the P_Skip vector or the predictor where it costs no more: against an encoder without them
  * (RCANVAS_GPU_H264_ME=noadopt), the same P pictures take fewer bytes at about the same PSNR. */
 static void test_adopted_vectors(rcanvas_vk *vk, const rc_logger *lg) {
-    setenv("RCANVAS_GPU_H264_ME", "noadopt", 1);
-    rc_gpu_h264 *plain = NULL, *keep = g_enc;
-    int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
-                            rcanvas_vk_queue(vk), NULL, lg, &plain);
-    unsetenv("RCANVAS_GPU_H264_ME");
-    CHECK_EQ_INT(r, RCANVAS_OK);
-    if (r) return;
+    rc_gpu_h264 *plain = encoder_with_me(vk, lg, "noadopt"), *keep = g_enc;
+    if (!plain) return;
     run_stats a = run_sequence(TF_MOTION_ROTATE, 480, 272, 6, 40, 0, 30, 0);
     g_enc = plain;
     run_stats b = run_sequence(TF_MOTION_ROTATE, 480, 272, 6, 40, 0, 30, 0);
