@@ -275,15 +275,28 @@ static void test_scene_cut(void) {
     free(px);
 }
 
-/* A second encoder on vk's device made with RCANVAS_GPU_H264_ME=me (one of its benchmark switches), for the tests
- * that compare a tool with the encoder without it; NULL (and a failed check) where it cannot be made. */
-static rc_gpu_h264 *encoder_with_me(rcanvas_vk *vk, const rc_logger *lg, const char *me) {
-    setenv("RCANVAS_GPU_H264_ME", me, 1);
+/* A second encoder on vk's device made with the environment variables env[0] = env[1], env[2] = env[3], ... (a
+ * NULL name ends the list; a NULL value unsets), each put back after: its benchmark switches, for the tests that
+ * compare a tool with the encoder without it; NULL (and a failed check) where it cannot be made. */
+static rc_gpu_h264 *encoder_with(rcanvas_vk *vk, const rc_logger *lg, const char *const *env) {
+    char *old[8] = {NULL};
+    int n = 0;
+    for (; env[2 * n] && n < 8; n++) {
+        const char *o = getenv(env[2 * n]);
+        old[n] = o ? strdup(o) : NULL;
+        if (env[2 * n + 1]) setenv(env[2 * n], env[2 * n + 1], 1);
+        else unsetenv(env[2 * n]);
+    }
     rc_gpu_h264 *e = NULL;
     int r = rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                             rcanvas_vk_queue(vk), NULL, lg, &e);
-    unsetenv("RCANVAS_GPU_H264_ME");
-    CHECK_MSG(r == RCANVAS_OK, "rc_gpu_h264_new with RCANVAS_GPU_H264_ME=%s: %s", me, rcanvas_strerror(r));
+    while (n-- > 0) {
+        if (old[n]) setenv(env[2 * n], old[n], 1);
+        else unsetenv(env[2 * n]);
+        free(old[n]);
+    }
+    CHECK_MSG(r == RCANVAS_OK, "rc_gpu_h264_new with %s=%s: %s", env[0], env[1] ? env[1] : "(unset)",
+              rcanvas_strerror(r));
     return r ? NULL : e;
 }
 
@@ -291,7 +304,9 @@ static rc_gpu_h264 *encoder_with_me(rcanvas_vk *vk, const rc_logger *lg, const c
  * predicts it, so the motion search codes it intra. Against an encoder with intra macroblocks in P pictures off
  * (RCANVAS_GPU_H264_ME=nointra), the same P picture takes fewer bytes at no less PSNR; both decode to the
  * encoder's reconstruction. The region, 16 × 8 macroblocks, needs 16 + 2·7 steps of the intra wave: those past
- * INTRA_STEPS (16) are coded inter. */
+ * INTRA_STEPS (16) are coded inter; with 4 steps (RCANVAS_GPU_H264_INTRA_STEPS=4) more of the same candidates are.
+ * An encoder whose gate is closed (RCANVAS_GPU_H264_GATE=closed: as on a contended device, h264_gpu_gate.h) codes
+ * none intra and runs no filter. */
 static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
     const uint32_t w = 480, h = 272, rx = 96, ry = 64, rw = 256, rh = 128;
     uint8_t *base = malloc((size_t)w * h * 4), *grad = malloc((size_t)w * h * 4), *px = malloc((size_t)w * h * 4);
@@ -300,13 +315,19 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
     memcpy(px, base, (size_t)w * h * 4);
     for (uint32_t y = ry; y < ry + rh; y++)
         memcpy(px + ((size_t)y * w + rx) * 4, grad + ((size_t)y * w + rx) * 4, rw * 4);
-    rc_gpu_h264 *plain = encoder_with_me(vk, lg, "nointra");
-    int r = plain ? RCANVAS_OK : RCANVAS_EINVAL;
-    size_t bytes[2] = {0};
-    double psnr[2] = {0};
-    int intra[2] = {0}, deferred = 0;
-    for (int k = 0; k < 2 && !r; k++) { /* k 0: intra in P pictures (g_enc), 1: not */
-        rc_gpu_h264 *e = k ? plain : g_enc;
+    enum { FULL, NOINTRA, STEPS4, CLOSED, NENC };
+    static const char *const names[NENC] = {"intra in P", "no intra in P", "4 intra steps", "gate closed"};
+    rc_gpu_h264 *enc[NENC] = {
+        g_enc, encoder_with(vk, lg, (const char *[]){"RCANVAS_GPU_H264_ME", "nointra", NULL}),
+        encoder_with(vk, lg, (const char *[]){"RCANVAS_GPU_H264_INTRA_STEPS", "4", NULL}),
+        encoder_with(vk, lg,
+                     (const char *[]){"RCANVAS_GPU_H264_GATE", "closed", "RCANVAS_GPU_H264_DEBLOCK", NULL, NULL})};
+    int r = enc[NOINTRA] && enc[STEPS4] && enc[CLOSED] ? RCANVAS_OK : RCANVAS_EINVAL;
+    size_t bytes[NENC] = {0};
+    double psnr[NENC] = {0};
+    rc_gpu_h264_info last[NENC] = {0};
+    for (int k = 0; k < NENC && !r; k++) {
+        rc_gpu_h264 *e = enc[k];
         void *dec = h264_open();
         rc_buf out = {0};
         rc_gpu_h264_request_keyframe(e);
@@ -319,34 +340,45 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
             CHECK_EQ_INT(info.keyframe, i == 0);
             yuv_view v;
             int ok = dec && !h264_decode(dec, rc_buf_data(&out), out.len, &v);
-            CHECK_MSG(ok, "intra in P (%d): picture %d did not decode", k, i);
+            CHECK_MSG(ok, "%s: picture %d did not decode", names[k], i);
             uint8_t *rec = NULL;
             uint32_t lw = 0, lh = 0;
             if (ok && !rc_gpu_h264_reconstruction(e, &rec, &lw, &lh) && rec) {
                 int fp, fx, fy;
                 long diff = diff_recon(&v, rec, lw, lh, &fp, &fx, &fy);
-                CHECK_MSG(diff == 0, "intra in P (%d): picture %d: %ld samples differ from the reconstruction", k, i,
-                          diff);
+                CHECK_MSG(diff == 0, "%s: picture %d: %ld samples differ from the reconstruction", names[k], i, diff);
                 free(rec);
             }
             if (i == 1) {
                 bytes[k] = out.len;
                 psnr[k] = ok ? luma_psnr(&v, px, w, h) : 0;
-                intra[k] = info.mb_intra;
-                if (!k) deferred = info.mb_intra_deferred;
+                last[k] = info;
             }
         }
         rc_buf_free(&out);
         h264_close(dec);
     }
-    printf("new content in a P picture: %zu bytes, %.2f dB, %d intra macroblocks (%d more coded inter: past the "
-           "wave's steps); without intra in P pictures %zu bytes, %.2f dB\n", bytes[0], psnr[0], intra[0], deferred,
-           bytes[1], psnr[1]);
-    CHECK_MSG(intra[0] > 0 && deferred > 0, "%d intra macroblocks, %d candidates coded inter", intra[0], deferred);
-    CHECK_EQ_INT(intra[1], 0);
-    CHECK_MSG(bytes[0] < bytes[1] && psnr[0] >= psnr[1] - 0.05, "intra in P: %zu bytes %.2f dB, without %zu, %.2f",
-              bytes[0], psnr[0], bytes[1], psnr[1]);
-    rc_gpu_h264_free(plain);
+    for (int k = 0; k < NENC; k++)
+        printf("new content in a P picture, %s: %zu bytes, %.2f dB, %d intra macroblocks (%d more coded inter: past "
+               "the wave's steps), filter %s\n", names[k], bytes[k], psnr[k], last[k].mb_intra,
+               last[k].mb_intra_deferred, last[k].deblocked ? "on" : "off");
+    CHECK_MSG(last[FULL].mb_intra > 0 && last[FULL].mb_intra_deferred > 0, "%d intra macroblocks, %d coded inter",
+              last[FULL].mb_intra, last[FULL].mb_intra_deferred);
+    CHECK_EQ_INT(last[NOINTRA].mb_intra, 0);
+    CHECK_MSG(bytes[FULL] < bytes[NOINTRA] && psnr[FULL] >= psnr[NOINTRA] - 0.05,
+              "intra in P: %zu bytes %.2f dB, without %zu, %.2f", bytes[FULL], psnr[FULL], bytes[NOINTRA],
+              psnr[NOINTRA]);
+    /* the same candidates (the motion search is the same), fewer of them within 4 steps */
+    CHECK_MSG(last[STEPS4].mb_intra > 0 && last[STEPS4].mb_intra < last[FULL].mb_intra &&
+                  last[STEPS4].mb_intra + last[STEPS4].mb_intra_deferred ==
+                      last[FULL].mb_intra + last[FULL].mb_intra_deferred,
+              "4 steps: %d intra + %d deferred; 16 steps: %d + %d", last[STEPS4].mb_intra,
+              last[STEPS4].mb_intra_deferred, last[FULL].mb_intra, last[FULL].mb_intra_deferred);
+    CHECK_MSG(!last[FULL].contended && last[CLOSED].contended && !last[CLOSED].deblocked &&
+                  last[CLOSED].mb_intra == 0 && last[CLOSED].mb_intra_deferred == 0,
+              "gate closed: contended %d, filter %d, %d intra (%d deferred)", last[CLOSED].contended,
+              last[CLOSED].deblocked, last[CLOSED].mb_intra, last[CLOSED].mb_intra_deferred);
+    for (int k = 1; k < NENC; k++) rc_gpu_h264_free(enc[k]);
     free(base);
     free(grad);
     free(px);
@@ -357,7 +389,7 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
  * the P_Skip vector or the predictor where it costs no more: against an encoder without them
  * (RCANVAS_GPU_H264_ME=noadopt), the same P pictures take fewer bytes at about the same PSNR. */
 static void test_adopted_vectors(rcanvas_vk *vk, const rc_logger *lg) {
-    rc_gpu_h264 *plain = encoder_with_me(vk, lg, "noadopt"), *keep = g_enc;
+    rc_gpu_h264 *plain = encoder_with(vk, lg, (const char *[]){"RCANVAS_GPU_H264_ME", "noadopt", NULL}), *keep = g_enc;
     if (!plain) return;
     run_stats a = run_sequence(TF_MOTION_ROTATE, 480, 272, 6, 40, 0, 30, 0);
     g_enc = plain;

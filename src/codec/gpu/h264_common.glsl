@@ -31,8 +31,8 @@ layout(push_constant) uniform PC {
     uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search, ADOPT + c
                       // the adopt round's colour c; h264_scan: 2 skip runs, 3 the intra wave, else offsets; the
                       // wavefronts: the step)
-    uint me_flags;    // motion search, for benchmarks: 1 whole pixels only, 2 no P_8x8, 4 no intra in P pictures,
-                      // 8 no adopt rounds
+    uint me_flags;    // motion search: 1 whole pixels only, 2 no P_8x8 (benchmarks), 4 no intra in P pictures,
+                      // 8 no adopt rounds (benchmarks, or a contended device); bits 8-15 the intra wave's steps
     uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs
 } pc;
 

@@ -125,11 +125,16 @@ struct rc_gpu_h264 {
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8,
                         * "nointra" no intra macroblocks in P pictures, "noadopt" the fine search's vectors as they are
-                        * (no h264_me adopt rounds) */
+                        * (no h264_me adopt rounds); bits 8–15: the intra wave's steps (intra_steps) */
+    uint32_t intra_steps; /* the most steps of a P picture's intra wave, 1..INTRA_STEPS (RCANVAS_GPU_H264_INTRA_STEPS,
+                           * benchmarks) */
     int deblock_env;   /* RCANVAS_GPU_H264_DEBLOCK: 0 the deblocking filter off in every picture, 1 on in every
                         * one (from QP 16), −1 (unset) on unless the device is contended (h264_gpu_gate.h) */
+    int gate_env;      /* RCANVAS_GPU_H264_GATE: −1 (unset) the gate decides, 0 "closed" (every picture as on a
+                        * contended device), 1 "open" (never); open when RCANVAS_GPU_H264_DEBLOCK is set */
     rc_h264_gate gate;
     int deblocked;     /* the last pass ran the filter */
+    int contended;     /* the last pass ran without the costly tools (the gate was closed) */
     uint64_t t[NTS + 2]; /* the last pass's timestamps (have_t: read) */
     int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
@@ -179,6 +184,12 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (me && !strcmp(me, "noadopt")) e->me_flags |= 8;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
+    const char *steps = getenv("RCANVAS_GPU_H264_INTRA_STEPS");
+    long ns = steps ? strtol(steps, NULL, 10) : 0;
+    e->intra_steps = ns >= 1 && ns <= (long)INTRA_STEPS ? (uint32_t)ns : INTRA_STEPS;
+    e->me_flags |= e->intra_steps << 8;
+    const char *gate = getenv("RCANVAS_GPU_H264_GATE");
+    e->gate_env = gate && !strcmp(gate, "closed") ? 0 : (gate && !strcmp(gate, "open")) || db ? 1 : -1;
     /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
      * not promise (h264_deblock.comp): on NVIDIA's own driver, whose workgroups start in order (the rows' wave is
      * decoder-exact there: test_h264_gpu on an H100, and 1.45 ms a 1080p picture against 2.1 ms for the steps;
@@ -610,7 +621,7 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
          * 1.29× after one, two and three rounds) */
-        uint32_t rounds = (e->me_flags & 8) ? 0 : ADOPT_ROUNDS;
+        uint32_t rounds = (pc->me_flags & 8) ? 0 : ADOPT_ROUNDS;
         for (uint32_t c = 0; c < 4 * rounds; c++) {
             pc->pass = 16 + (c & 3);
             stage(e, cb, P_ME, pc, (e->mbw + 3) / 4, e->mbh);
@@ -631,11 +642,12 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         cbarrier(cb);
         /* then the intra macroblocks, step by step (an empty step is a dispatch of no workgroups) */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
-        for (uint32_t k = 0; k < INTRA_STEPS; k++) {
+        uint32_t steps = (pc->me_flags & 4) ? 0 : e->intra_steps;
+        for (uint32_t k = 0; k < steps; k++) {
             pc->pass = k;
             vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
             vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, (8 + e->mbh + 3 * (VkDeviceSize)k) * 4);
-            if (k + 1 < INTRA_STEPS) cbarrier(cb);
+            if (k + 1 < steps) cbarrier(cb);
         }
     }
     cbarrier(cb);
@@ -724,12 +736,16 @@ static VkResult submit_wait(rc_gpu_h264 *e) {
 /* One GPU pass over the picture in `in` as an IDR (key) or P picture at qp: records, submits, waits. The slices'
  * RBSPs are then in B_HOST (their offsets in B_CTL). */
 static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) {
+    /* the costly tools (the filter, intra macroblocks in P pictures, the adopt rounds) unless the device is
+     * contended (h264_gpu_gate.h) */
+    int full = e->gate_env == -1 ? rc_h264_gate_on(&e->gate, rc_now_us()) : e->gate_env;
     pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
                .intra = (uint32_t)key, .frame_num = key ? 0 : e->frame_num, .idr_pic_id = e->idr_pic_id,
                .in_pitch = e->w, .bgra = (uint32_t)bgra,
-               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))), .me_flags = e->me_flags,
+               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))),
+               .me_flags = e->me_flags | (full ? 0u : 4u | 8u),
                /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
-               .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || rc_h264_gate_on(&e->gate, rc_now_us()))};
+               .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || full)};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
@@ -751,10 +767,11 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     /* the pass's timestamps, read once: the gate's evidence and encode()'s figures */
     e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof e->t, e->t, sizeof e->t[0],
                                                     VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
-    if (pc.deblock && e->deblock_env == -1 && e->have_t) /* how long it waited behind other work */
+    if (full && e->gate_env == -1 && e->have_t) /* how long it waited behind other work */
         rc_h264_gate_learn(&e->gate, done, (double)(e->t[NTS - 1] - e->t[0]) * e->ts_ns / 1e6,
                            (double)(done - submitted) / 1e3);
     e->deblocked = pc.deblock;
+    e->contended = !full;
     e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[0];
     return RCANVAS_OK;
 }
@@ -850,6 +867,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             info->deblock_ms = (double)(t[4] - t[TS_DEBLOCK]) * e->ts_ns / 1e6;
         }
         info->deblocked = e->deblocked;
+        info->contended = e->contended;
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
     }
     return RCANVAS_OK;

@@ -48,10 +48,14 @@ typedef struct rc_gpu_h264_info {
     double deblock_ms;  /* of stage_ms[3], the deblocking filter (0 where it is off) */
     int deblocked;      /* 1: the picture ran the deblocking filter (from QP 16, unless the device is contended:
                          * h264_gpu_gate.h; RCANVAS_GPU_H264_DEBLOCK=0 or 1 sets it off or on in every picture) */
+    int contended;      /* 1: coded without the costly tools (the filter, intra macroblocks in P pictures, h264_me's
+                         * adopt rounds): the device was contended (h264_gpu_gate.h; RCANVAS_GPU_H264_GATE=closed
+                         * as if always, =open never) */
     int mb_i4x4;        /* macroblocks coded Intra4x4 (the other intra ones are Intra16x16) */
     int mb_p8x8;        /* macroblocks coded P_8x8 (P pictures; the others P_L0_16x16 or P_Skip) */
     int mb_intra;       /* intra macroblocks in a P picture (an area no vector predicts well); 0 in IDR pictures */
-    int mb_intra_deferred; /* intra candidates of a P picture coded inter: past the intra wave's 16 steps */
+    int mb_intra_deferred; /* intra candidates of a P picture coded inter: past the intra wave's 16 steps
+                            * (RCANVAS_GPU_H264_INTRA_STEPS: fewer) */
     double wall_ms;     /* the call, CPU clock */
 } rc_gpu_h264_info;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* h264_gpu_gate.c — the deblocking filter's gate on a contended device (h264_gpu_gate.h says why and how). */
+/* h264_gpu_gate.c — the costly tools' gate on a contended device (h264_gpu_gate.h says why and how). */
 #include "codec/gpu/h264_gpu_gate.h"
 
 int rc_h264_gate_on(rc_h264_gate *g, int64_t now_us) {

@@ -20,13 +20,15 @@ bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 
 // Pass 3 (P pictures, after the motion search): the intra wave. Each intra candidate gets the step after the
 // latest of its intra neighbours on the left, above on the left, above and above on the right (MBI_DEPTH, from 1);
-// one beyond INTRA_STEPS is coded inter instead (its MB_INTRA bit cleared: the motion search's vector stays).
+// one beyond the steps (INTRA_STEPS, or fewer: RCANVAS_GPU_H264_INTRA_STEPS) is coded inter instead (its MB_INTRA
+// bit cleared: the motion search's vector stays).
 // Macroblock (x, r) is worked out at round step x + 2 (r − r0), invocation r − r0 a row (r0 the round's first
 // row, rounds of 256 rows), so that its neighbours above were done in the steps before; each row keeps its last 4
 // steps in part[4 t ...] (the row below reads 3 of them).
 // Then the candidates are listed by step in bits[0, n), step k's from bits[n + k], and ctl gets each step's
 // indirect dispatch (h264_mb.comp's RC_INTRA build codes them).
 void intra_wave(uint t, uint n) {
+    uint steps = clamp((pc.me_flags >> 8) & 255u, 1u, INTRA_STEPS);   // h264_gpu.c's intra_steps
     if (t == 0u) { any = bits[n + INTRA_ANY]; demoted = 0u; }
     if (t < INTRA_STEPS) cnt[t] = 0u;
     barrier();
@@ -49,7 +51,7 @@ void intra_wave(uint t, uint n) {
                             }
                         }
                         d = up + 1u;
-                        if (d > INTRA_STEPS) {
+                        if (d > steps) {
                             d = 0u;
                             mbi[mb * MBI_STRIDE + MBI_PART] = part_ & ~MB_INTRA;
                             atomicAdd(demoted, 1u);
