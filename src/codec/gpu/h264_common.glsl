@@ -65,6 +65,7 @@ layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visib
 #define MB_INTRA 2u
 #define MBI_DEPTH 45u  // an intra macroblock's step in the P picture's intra wave, from 1 (h264_scan's pass 3)
 #define MBI_SAD 46u    // the luma SAD at the 16×16 vector (h264_me)
+#define MBI_INTER 47u  // the chosen inter prediction's cost, SAD + λ × bits (h264_me's fine search, for its intra choice)
 #define MBI_BS 41u
 #define LEV_STRIDE 408u
 // The intra macroblocks of a P picture are coded after its inter ones, in steps: a macroblock in the step after

@@ -50,6 +50,9 @@ static const uint32_t k_me[] = /* the fine motion search */
 static const uint32_t k_me_coarse[] = /* h264_me.comp's coarse search (RC_ME_COARSE) */
 #include "h264_me_coarse.comp.inc"
     ;
+static const uint32_t k_me_post[] = /* h264_me.comp's intra choice and adopt rounds (RC_ME_POST) */
+#include "h264_me_post.comp.inc"
+    ;
 static const uint32_t k_mb[] =
 #include "h264_mb.comp.inc"
     ;
@@ -71,7 +74,7 @@ static const uint32_t k_deblock[] =
 
 enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
 #define NBIND 12
-enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, NPIPE };
+enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, P_ME_POST, NPIPE };
 #define NTS 8    /* the stage boundaries */
 #define TS_COARSE NTS /* one more query: after the coarse motion search */
 #define TS_DEBLOCK (NTS + 1) /* and one before the deblocking filter */
@@ -220,7 +223,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     static const struct { const uint32_t *code; size_t size; } k[NPIPE] = {
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
         {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra},
-        {k_me_coarse, sizeof k_me_coarse}, {k_deblock, sizeof k_deblock}};
+        {k_me_coarse, sizeof k_me_coarse}, {k_deblock, sizeof k_deblock}, {k_me_post, sizeof k_me_post}};
     for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
@@ -612,6 +615,11 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         pc->pass = 0;
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
+        if (!(pc->me_flags & 4)) { /* which macroblocks are better intra (h264_me's intra_choice) */
+            pc->pass = 8;
+            stage(e, cb, P_ME_POST, pc, e->mbw, e->mbh);
+            cbarrier(cb);
+        }
         /* the intra macroblocks' steps, and their indirect dispatches (h264_scan.comp's intra_wave): before the
          * adopt rounds, which then see the candidates it coded inter as inter */
         pc->pass = 3;
@@ -624,7 +632,7 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         uint32_t rounds = (pc->me_flags & 8) ? 0 : ADOPT_ROUNDS;
         for (uint32_t c = 0; c < 4 * rounds; c++) {
             pc->pass = 16 + (c & 3);
-            stage(e, cb, P_ME, pc, (e->mbw + 3) / 4, e->mbh);
+            stage(e, cb, P_ME_POST, pc, (e->mbw + 3) / 4, e->mbh);
             cbarrier(cb);
         }
     }

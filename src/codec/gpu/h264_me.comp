@@ -9,11 +9,11 @@
 // neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
 // macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
 // around the best (8.4.2.2.1's interpolation, as the decoder makes it). The cost is SAD + lambda × the bits of
-// the vector's difference to that median (se(v) lengths). Then whether the macroblock is better intra (intra_cost,
-// inter_coded). One workgroup of 64 per macroblock. The two searches are two pipelines so that each reserves only
-// its own shared memory (6 and 11 kB rather than 17): more workgroups fit on a multiprocessor at once. The fine
-// search's pipeline also runs the adopt rounds (pc.pass ADOPT + c), which settle the 16×16 vectors on the exact
-// predictors once all are known.
+// the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock.
+// After it (built with RC_ME_POST): whether the macroblock is better intra (pc.pass INTRA_CHOICE: intra_cost,
+// inter_coded), and the adopt rounds (pc.pass ADOPT + c), which settle the 16×16 vectors on the exact predictors
+// once all are known. The three are pipelines of their own so that each reserves only its own shared memory and
+// registers (the coarse and fine searches 6 and 11 kB rather than 17): more workgroups fit on a multiprocessor.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
@@ -91,12 +91,13 @@ void coarse(uint mbx, uint mby, uint t) {
 }
 
 #else
+shared uint srcs[256];   // the macroblock's source samples
+shared uint csad[25];
+#ifndef RC_ME_POST
 // The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
 // samples from (tox, toy), edge samples repeated as ref_y does.
 #define TILE 24
 shared uint tile[TILE * TILE];
-shared uint srcs[256];   // the macroblock's source samples
-shared uint csad[25];
 int tox, toy;
 int tile_y(int x, int y) { return int(tile[(y - toy) * TILE + (x - tox)]); }
 
@@ -192,105 +193,6 @@ uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
         for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
     }
     return s;
-}
-
-// The intra estimate: the least of Intra16x16 (vertical, horizontal, DC: 8.3.3) and of Intra4x4 with each 4×4
-// block's best of vertical, horizontal and DC (8.3.1.2.1–3), as SAD + lambda × the mode's bits (a 16×16 mb_type
-// in a P picture about 8 bits over P_L0_16x16's; I_NxN about 3 a block), predicted from the source's samples
-// around each block. All invocations; uniform result.
-shared uint nsrc[32];   // the source above (0–15), on the left (16–31)
-shared uint isad[51];   // [3b + m] 4×4 block b (raster) in mode m (0 vertical, 1 horizontal, 2 DC); [48 + m] 16×16
-uint intra_cost(uint mbx, uint mby, uint t) {
-    uint W = lw();
-    bool ht = mby > 0u, hl = mbx > 0u;
-    if (t < 16u) nsrc[t] = ht ? src[(mby * 16u - 1u) * W + mbx * 16u + t] : 0u;
-    else if (t < 32u) nsrc[t] = hl ? src[(mby * 16u + t - 16u) * W + mbx * 16u - 1u] : 0u;
-    if (t < 51u) isad[t] = 0u;
-    barrier();
-    uint st = 0u, sl = 0u;
-    for (uint k = 0u; k < 16u; k++) { st += nsrc[k]; sl += nsrc[16u + k]; }
-    uint dc16 = ht && hl ? (st + sl + 16u) >> 5 : ht ? (st + 8u) >> 4 : hl ? (sl + 8u) >> 4 : 128u;
-    // 16×16: row t >> 2, columns 4 (t & 3) ... + 3; 4×4: block t >> 2 (raster), its row t & 3
-    uint v16 = 0u, h16 = 0u, d16 = 0u;
-    uint y16 = t >> 2, x16 = (t & 3u) * 4u;
-    for (uint k = 0u; k < 4u; k++) {
-        int s = int(srcs[y16 * 16u + x16 + k]);
-        v16 += uint(abs(s - int(nsrc[x16 + k])));
-        h16 += uint(abs(s - int(nsrc[16u + y16])));
-        d16 += uint(abs(s - int(dc16)));
-    }
-    uint b = t >> 2, r = t & 3u, bx = (b & 3u) * 4u, by = (b >> 2) * 4u;
-    bool bt = by > 0u || ht, bl = bx > 0u || hl;
-    uint above[4], left[4], sa = 0u, sle = 0u;
-    for (uint k = 0u; k < 4u; k++) {
-        above[k] = by > 0u ? srcs[(by - 1u) * 16u + bx + k] : nsrc[bx + k];
-        left[k] = bx > 0u ? srcs[(by + k) * 16u + bx - 1u] : nsrc[16u + by + k];
-        sa += above[k];
-        sle += left[k];
-    }
-    uint dc4 = bt && bl ? (sa + sle + 4u) >> 3 : bt ? (sa + 2u) >> 2 : bl ? (sle + 2u) >> 2 : 128u;
-    uint v4 = 0u, h4 = 0u, d4 = 0u;
-    for (uint k = 0u; k < 4u; k++) {
-        int s = int(srcs[(by + r) * 16u + bx + k]);
-        v4 += uint(abs(s - int(above[k])));
-        h4 += uint(abs(s - int(left[r])));
-        d4 += uint(abs(s - int(dc4)));
-    }
-    atomicAdd(isad[48u], v16);
-    atomicAdd(isad[49u], h16);
-    atomicAdd(isad[50u], d16);
-    atomicAdd(isad[3u * b], v4);
-    atomicAdd(isad[3u * b + 1u], h4);
-    atomicAdd(isad[3u * b + 2u], d4);
-    barrier();
-    uint i16 = isad[50u];
-    if (ht) i16 = min(i16, isad[48u]);
-    if (hl) i16 = min(i16, isad[49u]);
-    uint i4 = 0u;
-    for (uint k = 0u; k < 16u; k++) {
-        uint kx = k & 3u, ky = k >> 2, c = isad[3u * k + 2u];
-        if (ky > 0u || ht) c = min(c, isad[3u * k]);
-        if (kx > 0u || hl) c = min(c, isad[3u * k + 1u]);
-        i4 += c;
-    }
-    barrier();
-    return min(i16 + 8u * pc.lambda, i4 + 48u * pc.lambda);
-}
-
-// Whether h264_mb would code any luma level of the inter prediction with vectors qv (per 8×8 quadrant): the 4×4
-// transform and the inter quantizer of h264_mb's code_mb, then its decimation (an 8×8 under 4, the whole luma under
-// 6). All invocations; uniform result.
-shared int ires[256];    // the residual, raster 16×16
-shared uint iscore[16];  // decimate_score per 4×4 block (luma4x4 raster order)
-bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
-    for (uint i = t; i < 256u; i += 64u) {
-        uint px = i & 15u, py = i >> 4;
-        ivec2 mv = qv[(py >> 3) * 2u + (px >> 3)];
-        ires[i] = int(srcs[i]) - luma_q(int(mbx * 16u + px) + (mv.x >> 2), int(mby * 16u + py) + (mv.y >> 2),
-                                        mv.x & 3, mv.y & 3);
-    }
-    barrier();
-    if (t < 16u) {
-        int qp = int(pc.qp), qbits = 15 + qp / 6, m = qp % 6;
-        int b[16];
-        uint bx = (t & 3u) * 4u, by = (t >> 2) * 4u;
-        for (uint r = 0u; r < 16u; r++) b[r] = ires[(by + (r >> 2)) * 16u + bx + (r & 3u)];
-        fwd4(b);
-        int z[16];
-        for (uint k = 0u; k < 16u; k++) z[k] = quant(b[ZZ[k]], MF[m * 3 + pos_class(ZZ[k])], qbits, (1 << qbits) / 6);
-        iscore[t] = decimate_score(z, 0);
-    }
-    barrier();
-    uint smb = 0u;
-    bool any8 = false;
-    for (uint q = 0u; q < 4u; q++) {   // quadrant q: raster blocks (2 (q & 1), 2 (q >> 1)) and the three after
-        uint b0 = (q >> 1) * 8u + (q & 1u) * 2u;
-        uint s8 = min(iscore[b0] + iscore[b0 + 1u] + iscore[b0 + 4u] + iscore[b0 + 5u], 9u);
-        smb += s8;
-        any8 = any8 || s8 >= 4u;
-    }
-    barrier();
-    return any8 && smb >= 6u;
 }
 
 void fine(uint mbx, uint mby, uint t) {
@@ -415,18 +317,6 @@ void fine(uint mbx, uint mby, uint t) {
         if (!p8) qv = ivec2[](bq, bq, bq, bq);
         if (p8) inter = c8;
     }
-    // An intra macroblock where no vector predicts well (an area the motion uncovered, a change of content), as
-    // x264 weighs intra against inter in P pictures (x264_mb_analyse_intra after the inter analysis). The intra
-    // cost is estimated from the source's own neighbours (their reconstruction is not made yet), which lack the
-    // coding noise the decoder's prediction will have: it pays 64 λ more (the least bits of 0, 32, 48, 64, 96 and
-    // 128 λ on the 1080p pan, zoom, rotation and 40-px pan at equal PSNR, docs/benchmarks.md). Never where the inter
-    // residual would not be coded at all (a luma-only check at the chosen vectors, like x264's P_Skip probe,
-    // x264_macroblock_probe_pskip): the SADs there are the reference's coding noise, which the estimate does not
-    // see.
-    bool intra = (pc.me_flags & 4u) == 0u && inter > 8u * pc.lambda &&
-                 intra_cost(mbx, mby, t) + 64u * pc.lambda < inter;
-    if (intra) intra = inter_coded(mbx, mby, t, qv);
-    if (intra && t == 0u) bits[pc.mbw * pc.mbh + INTRA_ANY] = 1u;   // h264_scan's intra_wave runs
     if (t == 0u) {
         mbi[mb * MBI_STRIDE + 1u] = uint(bq.x);   // P_8x8: the temporal candidate and the neighbours' hint
         mbi[mb * MBI_STRIDE + 2u] = uint(bq.y);
@@ -434,12 +324,145 @@ void fine(uint mbx, uint mby, uint t) {
             mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q] = uint(qv[q].x);
             mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u] = uint(qv[q].y);
         }
-        mbi[mb * MBI_STRIDE + MBI_PART] = (p8 ? MB_P8X8 : 0u) | (intra ? MB_INTRA : 0u);
-        mbi[mb * MBI_STRIDE + MBI_SAD] = sad16;   // for adopt()
+        mbi[mb * MBI_STRIDE + MBI_PART] = p8 ? MB_P8X8 : 0u;
+        mbi[mb * MBI_STRIDE + MBI_SAD] = sad16;     // for adopt()
+        mbi[mb * MBI_STRIDE + MBI_INTER] = inter;   // for intra_choice()
     }
 }
 
-#endif
+#else
+
+// The intra estimate: the least of Intra16x16 (vertical, horizontal, DC: 8.3.3) and of Intra4x4 with each 4×4
+// block's best of vertical, horizontal and DC (8.3.1.2.1–3), as SAD + lambda × the mode's bits (a 16×16 mb_type
+// in a P picture about 8 bits over P_L0_16x16's; I_NxN about 3 a block), predicted from the source's samples
+// around each block. All invocations; uniform result.
+shared uint nsrc[32];   // the source above (0–15), on the left (16–31)
+shared uint isad[51];   // [3b + m] 4×4 block b (raster) in mode m (0 vertical, 1 horizontal, 2 DC); [48 + m] 16×16
+uint intra_cost(uint mbx, uint mby, uint t) {
+    uint W = lw();
+    bool ht = mby > 0u, hl = mbx > 0u;
+    if (t < 16u) nsrc[t] = ht ? src[(mby * 16u - 1u) * W + mbx * 16u + t] : 0u;
+    else if (t < 32u) nsrc[t] = hl ? src[(mby * 16u + t - 16u) * W + mbx * 16u - 1u] : 0u;
+    if (t < 51u) isad[t] = 0u;
+    barrier();
+    uint st = 0u, sl = 0u;
+    for (uint k = 0u; k < 16u; k++) { st += nsrc[k]; sl += nsrc[16u + k]; }
+    uint dc16 = ht && hl ? (st + sl + 16u) >> 5 : ht ? (st + 8u) >> 4 : hl ? (sl + 8u) >> 4 : 128u;
+    // 16×16: row t >> 2, columns 4 (t & 3) ... + 3; 4×4: block t >> 2 (raster), its row t & 3
+    uint v16 = 0u, h16 = 0u, d16 = 0u;
+    uint y16 = t >> 2, x16 = (t & 3u) * 4u;
+    for (uint k = 0u; k < 4u; k++) {
+        int s = int(srcs[y16 * 16u + x16 + k]);
+        v16 += uint(abs(s - int(nsrc[x16 + k])));
+        h16 += uint(abs(s - int(nsrc[16u + y16])));
+        d16 += uint(abs(s - int(dc16)));
+    }
+    uint b = t >> 2, r = t & 3u, bx = (b & 3u) * 4u, by = (b >> 2) * 4u;
+    bool bt = by > 0u || ht, bl = bx > 0u || hl;
+    uint above[4], left[4], sa = 0u, sle = 0u;
+    for (uint k = 0u; k < 4u; k++) {
+        above[k] = by > 0u ? srcs[(by - 1u) * 16u + bx + k] : nsrc[bx + k];
+        left[k] = bx > 0u ? srcs[(by + k) * 16u + bx - 1u] : nsrc[16u + by + k];
+        sa += above[k];
+        sle += left[k];
+    }
+    uint dc4 = bt && bl ? (sa + sle + 4u) >> 3 : bt ? (sa + 2u) >> 2 : bl ? (sle + 2u) >> 2 : 128u;
+    uint v4 = 0u, h4 = 0u, d4 = 0u;
+    for (uint k = 0u; k < 4u; k++) {
+        int s = int(srcs[(by + r) * 16u + bx + k]);
+        v4 += uint(abs(s - int(above[k])));
+        h4 += uint(abs(s - int(left[r])));
+        d4 += uint(abs(s - int(dc4)));
+    }
+    atomicAdd(isad[48u], v16);
+    atomicAdd(isad[49u], h16);
+    atomicAdd(isad[50u], d16);
+    atomicAdd(isad[3u * b], v4);
+    atomicAdd(isad[3u * b + 1u], h4);
+    atomicAdd(isad[3u * b + 2u], d4);
+    barrier();
+    uint i16 = isad[50u];
+    if (ht) i16 = min(i16, isad[48u]);
+    if (hl) i16 = min(i16, isad[49u]);
+    uint i4 = 0u;
+    for (uint k = 0u; k < 16u; k++) {
+        uint kx = k & 3u, ky = k >> 2, c = isad[3u * k + 2u];
+        if (ky > 0u || ht) c = min(c, isad[3u * k]);
+        if (kx > 0u || hl) c = min(c, isad[3u * k + 1u]);
+        i4 += c;
+    }
+    barrier();
+    return min(i16 + 8u * pc.lambda, i4 + 48u * pc.lambda);
+}
+
+// Whether h264_mb would code any luma level of the inter prediction with vectors qv (per 8×8 quadrant): the 4×4
+// transform and the inter quantizer of h264_mb's code_mb, then its decimation (an 8×8 under 4, the whole luma under
+// 6). All invocations; uniform result.
+shared int ires[256];    // the residual, raster 16×16
+shared uint iscore[16];  // decimate_score per 4×4 block (luma4x4 raster order)
+bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
+    for (uint i = t; i < 256u; i += 64u) {
+        uint px = i & 15u, py = i >> 4;
+        ivec2 mv = qv[(py >> 3) * 2u + (px >> 3)];
+        ires[i] = int(srcs[i]) - luma_q(int(mbx * 16u + px) + (mv.x >> 2), int(mby * 16u + py) + (mv.y >> 2),
+                                        mv.x & 3, mv.y & 3);
+    }
+    barrier();
+    if (t < 16u) {
+        int qp = int(pc.qp), qbits = 15 + qp / 6, m = qp % 6;
+        int b[16];
+        uint bx = (t & 3u) * 4u, by = (t >> 2) * 4u;
+        for (uint r = 0u; r < 16u; r++) b[r] = ires[(by + (r >> 2)) * 16u + bx + (r & 3u)];
+        fwd4(b);
+        int z[16];
+        for (uint k = 0u; k < 16u; k++) z[k] = quant(b[ZZ[k]], MF[m * 3 + pos_class(ZZ[k])], qbits, (1 << qbits) / 6);
+        iscore[t] = decimate_score(z, 0);
+    }
+    barrier();
+    uint smb = 0u;
+    bool any8 = false;
+    for (uint q = 0u; q < 4u; q++) {   // quadrant q: raster blocks (2 (q & 1), 2 (q >> 1)) and the three after
+        uint b0 = (q >> 1) * 8u + (q & 1u) * 2u;
+        uint s8 = min(iscore[b0] + iscore[b0 + 1u] + iscore[b0 + 4u] + iscore[b0 + 5u], 9u);
+        smb += s8;
+        any8 = any8 || s8 >= 4u;
+    }
+    barrier();
+    return any8 && smb >= 6u;
+}
+
+// Whether macroblock (mbx, mby) is better intra, after the fine search (pc.pass INTRA_CHOICE; not dispatched where
+// intra macroblocks in P pictures are off): sets MB_INTRA in its MBI_PART and the picture's INTRA_ANY.
+// An intra macroblock where no vector predicts well (an area the motion uncovered, a change of content), as
+// x264 weighs intra against inter in P pictures (x264_mb_analyse_intra after the inter analysis). The intra
+// cost is estimated from the source's own neighbours (their reconstruction is not made yet), which lack the
+// coding noise the decoder's prediction will have: it pays 64 λ more (the least bits of 0, 32, 48, 64, 96 and
+// 128 λ on the 1080p pan, zoom, rotation and 40-px pan at equal PSNR, docs/benchmarks.md). Never where the inter
+// residual would not be coded at all (a luma-only check at the chosen vectors, like x264's P_Skip probe,
+// x264_macroblock_probe_pskip): the SADs there are the reference's coding noise, which the estimate does not
+// see.
+// A pass of its own, not the end of fine(): its code and shared memory would weigh on every workgroup of the
+// search (registers and shared memory are reserved for the longest path), and a contended device skips it.
+#define INTRA_CHOICE 8u
+void intra_choice(uint mbx, uint mby, uint t) {
+    uint mb = mby * pc.mbw + mbx, inter = mbi[mb * MBI_STRIDE + MBI_INTER];
+    if (inter <= 8u * pc.lambda) return;   // the whole workgroup
+    uint W = lw();
+    for (uint k = 0u; k < 4u; k++)
+        srcs[t + 64u * k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
+    barrier();
+    bool intra = intra_cost(mbx, mby, t) + 64u * pc.lambda < inter;
+    if (intra) {
+        ivec2 qv[4];
+        for (uint q = 0u; q < 4u; q++)
+            qv[q] = ivec2(int(mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q]), int(mbi[mb * MBI_STRIDE + MBI_QMV + 2u * q + 1u]));
+        intra = inter_coded(mbx, mby, t, qv);
+    }
+    if (intra && t == 0u) {
+        mbi[mb * MBI_STRIDE + MBI_PART] |= MB_INTRA;
+        bits[pc.mbw * pc.mbh + INTRA_ANY] = 1u;   // h264_scan's intra_wave runs
+    }
+}
 
 // After the fine search (pc.pass ADOPT + c, c = 0..3): a P_L0_16x16 macroblock takes its P_Skip vector, or else
 // its vector predictor, where that costs no more than its own vector (SAD + λ × the vector difference's bits,
@@ -449,7 +472,6 @@ void fine(uint mbx, uint mby, uint t) {
 // a quarter sample here and there, each difference costs bits, and at a high QP those bits were most of a
 // picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
 // so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
-#ifndef RC_ME_COARSE
 #define ADOPT 16u
 void adopt(uint c, uint t) {
     uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + ((c + 4u - (2u * mby) % 4u) % 4u);
@@ -493,14 +515,17 @@ void adopt(uint c, uint t) {
         mbi[mb * MBI_STRIDE + MBI_SAD] = sad;
     }
 }
-#endif
+#endif   // RC_ME_POST
+#endif   // RC_ME_COARSE
 
 void main() {
     uint mbx = gl_WorkGroupID.x, mby = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
-#ifdef RC_ME_COARSE
+#if defined(RC_ME_COARSE)
     coarse(mbx, mby, t);
-#else
+#elif defined(RC_ME_POST)
     if (pc.pass >= ADOPT) adopt(pc.pass - ADOPT, t);
-    else fine(mbx, mby, t);
+    else if (pc.pass == INTRA_CHOICE) intra_choice(mbx, mby, t);
+#else
+    fine(mbx, mby, t);
 #endif
 }
