@@ -3,7 +3,7 @@
  * test_h264_gpu_rate.c — the GPU H.264 encoder's rate control (src/codec/gpu/h264_gpu_rate.h) against synthetic
  * encoders whose pictures cost B·2^((26−QP)/6) bits (the model's own law, so each figure below is the rate
  * control's doing, not the content's), deterministic and with no GPU: the model and its inverse; the start QP from
- * the budget; convergence to a bitrate from above and below without skipping; dense content that QP 51 cannot fit
+ * the budget, and the first IDR picture coded again where it misses the start's aim; convergence to a bitrate from above and below without skipping; dense content that QP 51 cannot fit
  * is skipped down to its bitrate, from 8 Mbit/s down to 1 Mbit/s at 1080p; a slideshow of IDR cuts between still
  * pictures stays within its bitrate with no slide over a second of the link, while light motion still gets a fine
  * QP; paint-overs and fixed QPs teach nothing. test_h264_gpu checks the rate on real pictures through the encoder.
@@ -40,6 +40,8 @@ static run play(int n, int settle, double fps, int kbps, uint32_t w, uint32_t h,
         size_t bytes;
         int skip = rc_h264_rate_skip(&r, &p, 0, k), qp = rc_h264_rate_qp(&r, &p, 0, k);
         bytes = skip ? 12 : bytes_at(content(i), qp);
+        int rq = k && !skip ? rc_h264_rate_retry_idr(&r, &p, 0, qp, bytes) : 0;
+        if (rq) bytes = bytes_at(content(i), qp = rq); /* the encoder codes it again */
         rc_h264_rate_done(&r, &p, 0, qp, k, skip, bytes);
         if (i > 0 && bytes * 8.0 > out.max_bits) out.max_bits = bytes * 8.0;
         if (i >= settle) {
@@ -165,9 +167,37 @@ static void check_debt_is_a_level(void) {
     CHECK_EQ_INT(rc_h264_rate_qp(&r, NULL, 0, 0), (int)lround(r.qp_p));
 }
 
+/* The stream's first IDR picture is weighed once: content ten times lighter than the start's guess (0.2 bits a
+ * pixel at QP 26, not 2) is coded again at the QP that puts it on the aim (8 pictures' budget), and the P pictures
+ * start 4 QP above that; content on the guess is not coded again, nor is any later IDR picture, nor a fixed QP's. */
+static void check_first_idr(void) {
+    rc_h264_rate r;
+    rc_h264_rate_reset(&r);
+    rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 250, .fps = 30};
+    double aim = 8 * 250e3 / 30, light = 0.2 * 640 * 360;
+    rc_h264_rate_begin(&r, 640, 360, &p, 0);
+    int qp = rc_h264_rate_qp(&r, &p, 0, 1);
+    size_t first = bytes_at(light, qp);
+    int rq = rc_h264_rate_retry_idr(&r, &p, 0, qp, first);
+    double again = rq ? bytes_at(light, rq) * 8.0 : 0;
+    printf("# a light first picture at 250 kbit/s, 640x360: %.2f of the aim at QP %d, %.2f at QP %d\n",
+           first * 8.0 / aim, qp, again / aim, rq);
+    CHECK_MSG(first * 8.0 < aim / 4 && rq > 0 && rq < qp - 6 && again > aim / 2 && again < 2 * aim,
+              "first picture %.2f of the aim at QP %d; again at QP %d: %.2f", first * 8.0 / aim, qp, rq, again / aim);
+    CHECK_EQ_INT(rc_h264_rate_qp(&r, &p, 0, 0), rq + RC_H264_RATE_IDR_OFFSET);
+    CHECK_EQ_INT(rc_h264_rate_retry_idr(&r, &p, 0, rq, first), 0); /* weighed once */
+    rc_h264_rate_reset(&r);
+    rc_h264_rate_begin(&r, 640, 360, &p, 0);
+    qp = rc_h264_rate_qp(&r, &p, 0, 1);
+    CHECK_EQ_INT(rc_h264_rate_retry_idr(&r, &p, 0, qp, bytes_at(2.0 * 640 * 360, qp)), 0); /* on the guess */
+    rc_h264_rate_reset(&r);
+    CHECK_EQ_INT(rc_h264_rate_retry_idr(&r, &p, 30, 30, first), 0); /* a fixed QP */
+}
+
 int main(void) {
     check_model();
     check_start();
+    check_first_idr();
     check_bitrates();
     check_debt_is_a_level();
     TEST_MAIN_END();

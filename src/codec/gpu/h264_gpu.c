@@ -830,6 +830,14 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
      * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
      * only: one or two more GPU passes. */
+    if (key) { /* the stream's first IDR picture, far off the rate control's aim: coded again (h264_gpu_rate.h) */
+        int rqp = rc_h264_rate_retry_idr(&e->rate, p, qp_override, qp, ctl[0]);
+        if (rqp) {
+            r = gpu_pass(e, in, bgra, 1, rqp);
+            if (r) return r;
+            qp = rqp;
+        }
+    }
     double pnorm = key ? 0 : ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
     int paint = p && p->paint;
     int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[0] > 2u * e->mbw * e->mbh;

@@ -63,6 +63,7 @@ void rc_h264_rate_reset(rc_h264_rate *r) {
     r->qp_dense = RC_H264_RATE_QP_MIN; /* no floor until a bitrate is known */
     r->debt = 0;
     r->started = 0;
+    r->probed = 0;
 }
 
 void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode_params *p, int qp_override) {
@@ -73,6 +74,24 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
                            RC_H264_RATE_IDR_OFFSET);
     if (!r->started) r->qp_p = r->qp_dense < RC_H264_RATE_QP_START ? RC_H264_RATE_QP_START : r->qp_dense;
     r->started = 1;
+}
+
+/* The first IDR picture is coded again where it missed the start's aim by more than this factor either way (the
+ * model's law is a rough one over 20 QP: one retry lands within it on the shared corpus). */
+#define RETRY_FACTOR 2.0
+
+int rc_h264_rate_retry_idr(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, size_t bytes) {
+    if (!controlled(p, qp_override) || r->probed || !bytes) return 0;
+    r->probed = 1;
+    double aim = START_PICTURES * picture_budget(p), bits = (double)bytes * 8.0;
+    if (bits > aim / RETRY_FACTOR && bits < aim * RETRY_FACTOR) return 0;
+    double q = clamp_qp(round(rc_h264_rate_qp_for(bits, qp, aim)));
+    if (fabs(q - qp) < 2) return 0; /* held at the QPs' ends */
+    /* the P pictures start RC_H264_RATE_IDR_OFFSET above it, as rc_h264_rate_begin meant them to, and later IDR
+     * pictures (cuts) may be as fine: the content has shown what it costs */
+    r->qp_p = clamp_qp(q + RC_H264_RATE_IDR_OFFSET);
+    r->qp_dense = fmin(r->qp_dense, r->qp_p);
+    return (int)q;
 }
 
 /* The QP above qp_p while in debt: 6·log2(1 + debt / DEBT_S seconds of budget), as a level that falls as the debt is
