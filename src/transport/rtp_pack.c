@@ -9,6 +9,8 @@
 
 #include "transport/rtp_pack.h"
 
+#include "codec/nal.h"
+
 static void put16(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
@@ -33,27 +35,6 @@ void rc_rtp_header(uint8_t out[RC_RTP_HEADER], int payload_type, int marker, uin
 }
 
 /* ---- H.264 (RFC 6184) ---- */
-
-/* The next NAL unit of au at or after *pos: 1 with *nal and *len (start code and trailing zero bytes off, the
- * latter being trailing_zero_8bits or the first byte of a 4-byte start code), *pos moved past it; 0 at the end. */
-static int next_nal(const uint8_t *au, size_t n, size_t *pos, const uint8_t **nal, size_t *len) {
-    size_t i = *pos;
-    for (;;) { /* the next start code 00 00 01 */
-        while (i + 3 <= n && !(au[i] == 0 && au[i + 1] == 0 && au[i + 2] == 1)) i++;
-        if (i + 3 > n) return 0;
-        size_t s = i + 3, e = s;
-        while (e + 3 <= n && !(au[e] == 0 && au[e + 1] == 0 && au[e + 2] == 1)) e++;
-        if (e + 3 > n) e = n;
-        *pos = e;
-        while (e > s && au[e - 1] == 0) e--;
-        if (e > s) {
-            *nal = au + s;
-            *len = e - s;
-            return 1;
-        }
-        i = *pos; /* an empty NAL unit: skipped */
-    }
-}
 
 /* One NAL unit into payloads: whole if it fits, else FU-A fragments. last: it is the access unit's last. */
 static int emit_nal(const uint8_t *nal, size_t len, size_t mtu, int last, rc_rtp_emit_fn emit, void *user,
@@ -92,7 +73,7 @@ int rc_rtp_h264_packetize(const uint8_t *au, size_t n, size_t mtu, rc_rtp_h264_p
     int sps = 0, pps = 0, nals = 0;
     const uint8_t *nal;
     size_t len, pos = 0;
-    while (next_nal(au, n, &pos, &nal, &len)) {
+    while (rc_nal_next(au, n, &pos, &nal, &len)) {
         int type = nal[0] & 0x1f;
         nals++;
         if (type == 5) inf.idr = 1;
@@ -117,7 +98,7 @@ int rc_rtp_h264_packetize(const uint8_t *au, size_t n, size_t mtu, rc_rtp_h264_p
     }
     pos = 0;
     int i = 0;
-    while (next_nal(au, n, &pos, &nal, &len)) {
+    while (rc_nal_next(au, n, &pos, &nal, &len)) {
         i++;
         if ((r = emit_nal(nal, len, mtu, i == nals, emit, user, &inf.packets))) return r;
     }

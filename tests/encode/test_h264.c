@@ -25,6 +25,7 @@
 #include <wels/codec_api.h>
 
 #include "codec/codec.h"
+#include "codec/nal.h"
 #include "codec/yuv.h"
 #include "gen_frames.h"
 #include "testframes.h"
@@ -44,23 +45,16 @@
 
 /* ---- Annex B: NAL units of a packet ---- */
 
-/* Calls fn(type, nal, len) for every NAL unit (start codes stripped); returns the count, -1 if the packet does
- * not start with a start code. */
+/* Calls fn(type, nal, len) for every NAL unit (start codes stripped, codec/nal.h); returns the count, -1 if the
+ * packet does not start with a start code. */
 static int for_each_nal(const uint8_t *p, size_t n, void (*fn)(void *, int, const uint8_t *, size_t), void *arg) {
-    size_t i = 0;
-    int count = 0;
     if (n < 4 || !(p[0] == 0 && p[1] == 0 && (p[2] == 1 || (p[2] == 0 && p[3] == 1)))) return -1;
-    while (i + 3 <= n) {
-        if (p[i] == 0 && p[i + 1] == 0 && p[i + 2] == 1) {
-            size_t s = i + 3, e = s;
-            while (e + 3 <= n && !(p[e] == 0 && p[e + 1] == 0 && (p[e + 2] == 1 || (p[e + 2] == 0 && e + 3 < n && p[e + 3] == 1)))) e++;
-            if (e + 3 > n) e = n;
-            if (fn && s < e) fn(arg, p[s] & 0x1f, p + s, e - s);
-            count++;
-            i = e;
-        } else {
-            i++;
-        }
+    size_t pos = 0, len;
+    const uint8_t *nal;
+    int count = 0;
+    while (rc_nal_next(p, n, &pos, &nal, &len)) {
+        if (fn) fn(arg, nal[0] & 0x1f, nal, len);
+        count++;
     }
     return count;
 }
@@ -75,17 +69,9 @@ static void note_nal(void *arg, int type, const uint8_t *nal, size_t len) {
     nal_seen *s = arg;
     if (type == 7) {
         s->sps++;
-        /* RBSP: drop emulation prevention bytes (00 00 03 → 00 00) */
-        size_t o = 0, zeros = 0;
-        for (size_t i = 1; i < len && o < sizeof s->sps_rbsp; i++) {
-            if (zeros >= 2 && nal[i] == 3) {
-                zeros = 0;
-                continue;
-            }
-            zeros = nal[i] == 0 ? zeros + 1 : 0;
-            s->sps_rbsp[o++] = nal[i];
-        }
-        s->sps_len = o;
+        /* the RBSP after the header (an SPS is far shorter than the buffer) */
+        size_t m = len - 1 < sizeof s->sps_rbsp ? len - 1 : sizeof s->sps_rbsp;
+        s->sps_len = rc_nal_unescape(s->sps_rbsp, nal + 1, m);
     } else if (type == 8) s->pps++;
     else if (type == 5) s->idr++;
     else if (type == 1) s->non_idr++;

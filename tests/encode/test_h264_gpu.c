@@ -25,6 +25,7 @@
 
 #include "codec/gpu/gpu_device.h"
 #include "codec/gpu/h264_gpu.h"
+#include "codec/nal.h"
 #include "source/vk_readback.h"
 #include "test.h"
 #include "testframes.h"
@@ -43,13 +44,13 @@ static void log_stderr(void *user, rcanvas_log_level level, const char *msg) {
 
 /* NAL unit types of an Annex B access unit, in order; returns how many. */
 static int nal_types(const uint8_t *p, size_t n, int *types, int cap) {
+    size_t pos = 0, len;
+    const uint8_t *nal;
     int k = 0;
-    for (size_t i = 0; i + 4 < n; i++)
-        if (p[i] == 0 && p[i + 1] == 0 && p[i + 2] == 0 && p[i + 3] == 1) {
-            if (k < cap) types[k] = p[i + 4] & 31;
-            k++;
-            i += 3;
-        }
+    while (rc_nal_next(p, n, &pos, &nal, &len)) {
+        if (k < cap) types[k] = nal[0] & 31;
+        k++;
+    }
     return k;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_h264_gpu_gate.c — the deblocking filter's gate (src/codec/gpu/h264_gpu_gate.h) on synthetic measurements,
- * deterministic and with no GPU: a device whose pictures never wait keeps the filter on; one picture that waited
+ * test_h264_gpu_gate.c — the gate of the GPU encoder's costly tools (the deblocking filter, intra macroblocks in P
+ * pictures, the adopt rounds: src/codec/gpu/h264_gpu_gate.h) on synthetic measurements,
+ * deterministic and with no GPU: a device whose pictures never wait keeps them on; one picture that waited
  * behind another encoder's work does not turn it off, two in a row do, for 2 s; the spell doubles while the device
  * stays contended, up to 32 s, and falls back to 2 s after 10 s of calm (not after less); waits under 2 ms or under
  * the picture's own GPU time are not contention; pictures without timestamps teach nothing. test_h264_gpu checks
