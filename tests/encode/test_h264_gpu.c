@@ -282,7 +282,7 @@ static void test_scene_cut(void) {
 static rc_gpu_h264 *encoder_with(rcanvas_vk *vk, const rc_logger *lg, const char *const *env) {
     char *old[8] = {NULL};
     int n = 0;
-    for (; env[2 * n] && n < 8; n++) {
+    for (; n < 8 && env[2 * n]; n++) {
         const char *o = getenv(env[2 * n]);
         old[n] = o ? strdup(o) : NULL;
         if (env[2 * n + 1]) setenv(env[2 * n], env[2 * n + 1], 1);
@@ -777,10 +777,12 @@ static void test_ring_codec_device(void) {
 int main(int argc, char **argv) {
     static const rc_logger lg = {.fn = log_stderr, .level = RCANVAS_LOG_WARN};
     int only_exact = argc > 1 && !strcmp(argv[1], "bit-exact");
-    /* the deblocking filter in every picture from QP 16: unset, the encoder turns it off on a device it finds
-     * contended (h264_gpu_gate.h), which another test on the same GPU could make it */
+    /* the deblocking filter in every picture from QP 16, and intra macroblocks in P pictures and the adopt rounds
+     * in every P picture: unset, the encoder turns them off on a device it finds contended (h264_gpu_gate.h),
+     * which another test on the same GPU could make it */
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     if (!db) setenv("RCANVAS_GPU_H264_DEBLOCK", "1", 1);
+    if (!getenv("RCANVAS_GPU_H264_GATE")) setenv("RCANVAS_GPU_H264_GATE", "open", 1);
     g_deblock_env = !(db && !strcmp(db, "0"));
     test_vk_keep_drivers_loaded(); /* sanitizer builds: see tests/lsan.supp */
     rcanvas_vk_config vc;

@@ -28,9 +28,9 @@ layout(push_constant) uniform PC {
     uint in_pitch;    // input row pitch in pixels
     uint bgra;        // 1: input bytes are B, G, R, A
     uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
-    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search, ADOPT + c
-                      // the adopt round's colour c; h264_scan: 2 skip runs, 3 the intra wave, else offsets; the
-                      // wavefronts: the step)
+    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search,
+                      // INTRA_CHOICE (8) the intra choice, ADOPT (16) + c the adopt round's colour c; h264_scan: 2
+                      // skip runs, 3 the intra wave, else offsets; the wavefronts: the step)
     uint me_flags;    // motion search: 1 whole pixels only, 2 no P_8x8 (benchmarks), 4 no intra in P pictures,
                       // 8 no adopt rounds (benchmarks, or a contended device); bits 8-15 the intra wave's steps
     uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs

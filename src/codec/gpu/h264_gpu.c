@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the eight pipelines, one
+ * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the ten pipelines, one
  * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
  *
  * The choices, and why:
@@ -135,7 +135,7 @@ struct rc_gpu_h264 {
     int deblock_env;   /* RCANVAS_GPU_H264_DEBLOCK: 0 the deblocking filter off in every picture, 1 on in every
                         * one (from QP 16), −1 (unset) on unless the device is contended (h264_gpu_gate.h) */
     int gate_env;      /* RCANVAS_GPU_H264_GATE: −1 (unset) the gate decides, 0 "closed" (every picture as on a
-                        * contended device), 1 "open" (never); open when RCANVAS_GPU_H264_DEBLOCK is set */
+                        * contended device), 1 "open" (never; RCANVAS_GPU_H264_DEBLOCK=1 still keeps the filter on) */
     rc_h264_gate gate;
     int deblocked;     /* the last pass ran the filter */
     int contended;     /* the last pass ran without the costly tools (the gate was closed) */
@@ -193,7 +193,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->intra_steps = ns >= 1 && ns <= (long)INTRA_STEPS ? (uint32_t)ns : INTRA_STEPS;
     e->me_flags |= e->intra_steps << 8;
     const char *gate = getenv("RCANVAS_GPU_H264_GATE");
-    e->gate_env = gate && !strcmp(gate, "closed") ? 0 : (gate && !strcmp(gate, "open")) || db ? 1 : -1;
+    e->gate_env = gate && !strcmp(gate, "closed") ? 0 : gate && !strcmp(gate, "open") ? 1 : -1;
     /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
      * not promise (h264_deblock.comp): on NVIDIA's own driver, whose workgroups start in order (the rows' wave is
      * decoder-exact there: test_h264_gpu on an H100, and 1.45 ms a 1080p picture against 2.1 ms for the steps;
@@ -593,7 +593,7 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
         if (!(pc->me_flags & 4)) { /* which macroblocks are better intra (h264_me's intra_choice) */
-            pc->pass = 8;
+            pc->pass = 8; /* h264_me's INTRA_CHOICE */
             stage(e, cb, P_ME_POST, pc, e->mbw, e->mbh);
             cbarrier(cb);
         }
@@ -801,7 +801,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
     /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited
-     * to INTRA_STEPS steps, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P
+     * to the intra wave's steps, none while the gate is closed, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P
      * pictures' mean (bytes scaled to one QP by the 2^(QP/6) step; and over 2 bytes a macroblock, so that the first
      * change after a still spell of P_Skip pictures is not one; paint-overs never) is coded again as an IDR
      * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4

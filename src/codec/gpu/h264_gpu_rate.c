@@ -85,12 +85,15 @@ int rc_h264_rate_retry_idr(rc_h264_rate *r, const rc_encode_params *p, int qp_ov
     r->probed = 1;
     double aim = START_PICTURES * picture_budget(p), bits = (double)bytes * 8.0;
     if (bits > aim / RETRY_FACTOR && bits < aim * RETRY_FACTOR) return 0;
-    double q = clamp_qp(round(rc_h264_rate_qp_for(bits, qp, aim)));
+    /* no finer than the usual start (P pictures at RC_H264_RATE_QP_START): a blank picture (a canvas before its
+     * first drawing) would be small at any QP and say nothing of what comes next, whose P pictures would then
+     * start at QP 16 */
+    double q = fmax(round(rc_h264_rate_qp_for(bits, qp, aim)), RC_H264_RATE_QP_START - RC_H264_RATE_IDR_OFFSET);
+    q = clamp_qp(q);
     if (fabs(q - qp) < 2) return 0; /* held at the QPs' ends */
-    /* the P pictures start RC_H264_RATE_IDR_OFFSET above it, as rc_h264_rate_begin meant them to, and later IDR
-     * pictures (cuts) may be as fine: the content has shown what it costs */
+    /* the P pictures start RC_H264_RATE_IDR_OFFSET above it, as rc_h264_rate_begin meant them to (later IDR
+     * pictures keep qp_dense's floor: a dense slide after a light start must not cost seconds of the link) */
     r->qp_p = clamp_qp(q + RC_H264_RATE_IDR_OFFSET);
-    r->qp_dense = fmin(r->qp_dense, r->qp_p);
     return (int)q;
 }
 
@@ -123,6 +126,7 @@ int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_o
 
 void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, int key, int skipped,
                        size_t bytes) {
+    r->probed = 1; /* whatever it was: the next IDR picture is not the stream's first */
     if (!controlled(p, qp_override) || !bytes) return;
     double fps = fps_of(p), target = picture_budget(p), bits = (double)bytes * 8.0;
     r->debt = r->debt * DECAY + bits - target;

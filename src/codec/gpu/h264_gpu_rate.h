@@ -39,7 +39,7 @@ typedef struct rc_h264_rate {
     int started;    /* qp_p was set from the budget at this size (rc_h264_rate_begin) */
     double qp_dense; /* the P QP at which an IDR picture of dense content would fit a few pictures' budget at
                       * this size and budget (rc_h264_rate_begin): IDR pictures are coded no finer than it */
-    int probed;      /* the stream's first IDR picture has been weighed (rc_h264_rate_retry_idr) */
+    int probed;      /* a picture has been coded since the reset: the next IDR picture is not the first */
 } rc_h264_rate;
 
 /* The model: the bits a picture of `bits` at QP qp would take at QP to_qp. */
@@ -60,9 +60,11 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
  * bytes) walks qp_p down to 12, and a slide's IDR picture after it cost 2.5 MB, ten seconds of a 2 Mbit/s link
  * (test_h264_gpu_rate's slideshow); a scene cut is coded as an IDR picture (h264_gpu.c), so it is held too. */
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
-/* The stream's first IDR picture under the rate control (at this size, since the last reset), coded at qp, took
- * `bytes`: where that is off the start's aim (START_PICTURES budgets, h264_gpu_rate.c) by over a factor of 2, the
- * QP to code it again at, which the model says hits the aim (and qp_p and qp_dense then start from it); else 0.
+/* The stream's first picture (an IDR picture under the rate control, the first since the last reset), coded at
+ * qp, took `bytes`: where that is off the start's aim (START_PICTURES budgets, h264_gpu_rate.c) by over a factor
+ * of 2, the QP to code it again at, which the model says hits the aim, but no finer than the usual start's IDR QP
+ * (RC_H264_RATE_QP_START − RC_H264_RATE_IDR_OFFSET); qp_p then starts RC_H264_RATE_IDR_OFFSET above it, and later
+ * IDR pictures keep qp_dense's floor. Else 0 (not off the aim by that much, already weighed, or held there).
  * Only the first IDR picture is weighed: the start's density (START_BITS_PER_PIXEL_AT_26) is a guess about content
  * the picture itself answers, and a picture coded too coarse there is what every P picture after it predicts from
  * (a 640×360 rotation at 250 kbit/s: an IDR picture of 1.3 budgets at 32.6 dB, and P pictures 30–33 dB for the

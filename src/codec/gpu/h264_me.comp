@@ -4,7 +4,7 @@
 // The coarse search (built with RC_ME_COARSE): a full search of ±ME_RANGE on the 4×4 means of the source and of
 // the reference's source, the macroblock's 4×4 and a ring of one around them (±4·ME_RANGE pixels; the hierarchical
 // search of e.g. Nam et al., "A fast hierarchical motion vector estimation algorithm using mean pyramid", IEEE TCSVT
-// 1995). The fine search (built without it) on the reference's reconstruction: ±2 whole pixels around the
+// 1995). The fine search (built without it or RC_ME_POST) on the reference's reconstruction: ±2 whole pixels around the
 // macroblock's coarse vector, around (0,0), around its vector in the last picture and around the median of its
 // neighbours' coarse vectors (what mv_pred will make of their final ones: a uniform pan then needs no mvd, and a
 // macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
@@ -81,7 +81,7 @@ void coarse(uint mbx, uint mby, uint t) {
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
-    if (t == 0u && mb == 0u) bits[pc.mbw * pc.mbh + INTRA_ANY] = 0u;   // set by the fine search's intra choices
+    if (t == 0u && mb == 0u) bits[pc.mbw * pc.mbh + INTRA_ANY] = 0u;   // set by intra_choice (RC_ME_POST)
     if (t == 0u) {
         mbi[mb * MBI_STRIDE + 6u] = mbi[mb * MBI_STRIDE + 1u];   // the last picture's vector: a temporal candidate
         mbi[mb * MBI_STRIDE + 7u] = mbi[mb * MBI_STRIDE + 2u];
