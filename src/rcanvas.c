@@ -33,8 +33,8 @@ struct rcanvas_server {
     pthread_mutex_t mu;        /* the list of canvases, for shutdown */
     rcanvas_canvas **canvases;
     int ncanvases, cap;
-    /* RTP outputs (issue 20), woken with the transport. rtp_mu is a leaf lock: taken under a canvas's lock (its
-     * notify) and around nothing but this list. */
+    /* RTP outputs, woken with the transport. rtp_mu is a leaf lock: taken under a canvas's lock (its notify) and around
+     * nothing but this list. */
     pthread_mutex_t rtp_mu;
     rcanvas_rtp_output **rtp;
     int nrtp, rtp_cap;
@@ -80,7 +80,7 @@ static int bad_bounds(const rcanvas_server_config *cfg) {
     return cfg->idle_timeout_ms && (!cfg->ping_ms || cfg->idle_timeout_ms <= cfg->ping_ms); /* hang-up after a ping */
 }
 
-/* The access fields of cfg (issue 11): tokens, allowed hosts, base path. 0, or -1 after logging what is wrong. */
+/* The access fields of cfg: tokens, allowed hosts, base path. 0, or -1 after logging what is wrong. */
 static int check_access_config(const rcanvas_server_config *cfg) {
     rc_logger lg = {.fn = cfg->log, .user = cfg->log_user, .level = cfg->log_level};
     const char *const toks[2] = {cfg->token, cfg->view_token}, *const names[2] = {"token", "view_token"};
@@ -268,7 +268,7 @@ int rcanvas_server_session_url(const rcanvas_server *s, const char *name, int vi
     return canvas_url(s, prefix, "session", rc_transport_session_key(s->transport, view_only), name, buf, cap);
 }
 
-/* ---- TLS (issue 11) ---- */
+/* ---- TLS ---- */
 
 int rcanvas_server_tls_fingerprint(const rcanvas_server *s, char *buf, size_t cap) {
     if (!s || !buf || cap == 0) return RCANVAS_EINVAL;
@@ -346,7 +346,7 @@ void rcanvas_canvas_free(rcanvas_canvas *c) {
     rc_canvas_destroy(c);
 }
 
-/* ---- RTP outputs (issue 20; src/transport/rtp.c) ---- */
+/* ---- RTP outputs (src/transport/rtp.c) ---- */
 
 int rcanvas_canvas_add_rtp_output(rcanvas_canvas *c, const rcanvas_rtp_config *cfg, rcanvas_rtp_output **out) {
     if (!c || !cfg || !out) return RCANVAS_EINVAL;

@@ -6,7 +6,7 @@
  * per frame in the low-overhead OBU format (temporal delimiter; on a key frame the sequence header; the frame;
  * every OBU with its size field): what a WebCodecs VideoDecoder configured with "av01…" takes as one chunk.
  *
- * Why not SVT-AV1 (the issue's first choice): Debian 12's SVT-AV1 1.4.1 cannot give the packet of a picture before
+ * Why not SVT-AV1 (the first choice): Debian 12's SVT-AV1 1.4.1 cannot give the packet of a picture before
  * the next picture is sent. Its resource coordination stage forwards picture N only when picture N+1 (or the end of
  * the stream) arrives, in low delay too (EbResourceCoordinationProcess.c, prev_pcs_wrapper_ptr; "To accomodate
  * FFMPEG EOS, 1 frame delay is needed", EbEncHandle.c): a synchronous encode of one frame never gets its packet,

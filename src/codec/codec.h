@@ -44,7 +44,7 @@ typedef struct rc_encode_params {
     int keyframe_interval;           /* video: frames between periodic keyframes, 0 = none */
     int threads;                     /* video: encoder threads (≥ 1) */
     double fps;                      /* video: expected frame rate (rate control), > 0 */
-    int paint;                       /* video: 1 = a paint-over of a still frame (issue 17.4): the codec codes it
+    int paint;                       /* video: 1 = a paint-over of a still frame: the codec codes it
                                       * at its fixed high quality (h264: H264_PAINT_QP) instead of the rate
                                       * control's, as a P-frame; 0 = live (the rate control's); codecs that do
                                       * not know it ignore it */

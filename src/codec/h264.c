@@ -44,9 +44,9 @@
 /* The rate control's QP range. Left at 0, openh264 (encoder_ext.cpp, ParamValidation) puts the camera mode at
  * GOM_MIN_QP_MODE–MAX_LOW_BR_QP, 12–42, and at QP 42 a 1080p pan of 40,20 px a frame over a dense plot (the
  * testframes pan loop) still takes 91 kB a P-frame whatever the target: 2.7 Mbit/s asked, 22 Mbit/s given at
- * 30 fps (issue 17). The full H.264 range on top (QP_MAX_VALUE 51): 24 kB at that target, 27 kB at 8 Mbit/s (its
- * 33 kB met). What QP 51 still cannot meet, the steering meets with frame rate and size (rc_steer_video). */
-/* Paint-over (issue 17.4): a still frame re-encoded with the rate control off (ENCODER_OPTION_RC_MODE, which
+ * 30 fps. The full H.264 range on top (QP_MAX_VALUE 51): 24 kB at that target, 27 kB at 8 Mbit/s (its 33 kB met). What
+ * QP 51 still cannot meet, the steering meets with frame rate and size (rc_steer_video). */
+/* Paint-over: a still frame re-encoded with the rate control off (ENCODER_OPTION_RC_MODE, which
  * openh264 switches without a reset: the frames stay P-frames) at this QP (iDLayerQp, its RC_OFF_MODE QP, fixed
  * at InitializeExt). Measured on the 1080p pan of a dense plot at 2 and 8 Mbit/s (both ~20 dB Y PSNR in
  * motion, QP 51 at their cap), 4 paint frames: QP 24: 473 kB then 8, 19, 2 kB, 32.3 → 40.3 dB; QP 26: 417 kB,

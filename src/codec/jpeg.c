@@ -53,7 +53,7 @@ static int tj_pixel_format(rcanvas_pixel_format f) {
  * smooth gradient moves by less than 1 a pixel, and grey text and lines have no chroma at all. 4:4:4 is chosen
  * when at least 1 in 1000 blocks (and at least one) loses colour: a plot with a few thin coloured lines crosses
  * that, a heatmap's cell borders and coloured text too; the cost is about 1.4x the bytes on such content, for
- * 6 dB on the lines (issue 17: a 1080p line plot, q85 27.0 -> 33.3 dB; 4:2:0 at q95 gave only 27.9). Cost of the
+ * 6 dB on the lines (a 1080p line plot, q85 27.0 -> 33.3 dB; 4:2:0 at q95 gave only 27.9). Cost of the
  * scan (half the blocks, a cheap bound first, stops at the count): 1080p corpus frames 0.3-2 ms on one core of the
  * 2-core VM, against 8-15 ms for their JPEG (docs/benchmarks.md, "JPEG subsampling chosen from content"). */
 #define RC_CHROMA_LOSS 24

@@ -27,7 +27,7 @@ typedef struct rc_codec_type rc_codec_type;
 #define RC_PACKET_REFINE 0x2u   /* a lossless resend of a frame already sent lossy (same seq) */
 #define RC_PACKET_KEYFRAME 0x4u /* decodable alone (every whole-frame packet of an intra-only codec) */
 #define RC_PACKET_SCALED 0x8u   /* encoded at a lower resolution than the frame (rate adaptation): nothing in it is lossless */
-#define RC_PACKET_PAINT 0x10u   /* video: a paint-over, the tier's newest frame coded again sharper (same seq, issue 17.4) */
+#define RC_PACKET_PAINT 0x10u   /* video: a paint-over, the tier's newest frame coded again sharper (same seq) */
 
 typedef struct rc_tile {
     rc_buf data;             /* the encoded bytes */
@@ -71,8 +71,8 @@ void rc_packet_unref(rc_packet *p);
 /* The largest tile buffer (capacity, bytes) a packet keeps in the free list; 0 = no limit (the default). Tile
  * buffers of free packets above it are freed now, and those of packets returned later when they come back: after
  * the frames got much smaller (a resize down), the buffers grown for the big ones (the JPEG encoder reserves its
- * worst case, tjBufSize) go back to the system instead of staying in the free list (issue 18: 147 MB still
- * allocated after a 10 Mpx canvas went back to 640×480). Thread-safe. */
+ * worst case, tjBufSize) go back to the system instead of staying in the free list (147 MB still allocated after a
+ * 10 Mpx canvas went back to 640×480). Thread-safe. */
 void rc_packet_pool_set_keep(rc_packet_pool *pool, size_t max_tile_bytes);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ratelog.h — rate-limited logging (issue 11, "out of file descriptors floods the log"): at most one line per key
- * per interval; the lines of that key in between are counted, not written, and the count is said on the next line
- * of that key that is written ("… (1234 more like this in 1.0 s)") or by rc_ratelog_flush.
+ * ratelog.h — rate-limited logging (so that running out of file descriptors does not flood the log): at most one
+ * line per key per interval; the lines of that key in between are counted, not written, and the count is said on
+ * the next line of that key that is written ("… (1234 more like this in 1.0 s)") or by rc_ratelog_flush.
  * Meant for what a hostile or broken peer can repeat at will: libwebsockets' own error lines (accept: errno 24 on
  * every poll round), refused requests, malformed messages.
  * Thread-safe (one mutex per rc_ratelog); keys are compared as strings, at most RC_RATELOG_KEY-1 bytes of them.

@@ -9,7 +9,7 @@
  * With damage on (vk_damage.h), the same command buffer also finds the tiles that changed on the GPU and reads back
  * only those the slot lacks; the canvas gets the slot (still a complete frame) and the dirty map.
  * GPU JPEG: each slot has its own encoder (the first one's pipelines shared: rc_gpu_jpeg_new_sibling), recorded into
- * the slot's command buffer, so that as many frames are encoded on the GPU at once as the ring holds (issue 21: with
+ * the slot's command buffer, so that as many frames are encoded on the GPU at once as the ring holds (with
  * one encoder, a frame that came while the previous one was encoding went to the CPU encoder). A slot's encoder is
  * finished as soon as the canvas has copied its bytes, so it is free again when its slot is (should the canvas let go
  * of the slot even sooner, the next frame in it gets RCANVAS_EBUSY from the encoder and goes to the CPU encoder).
@@ -349,7 +349,7 @@ int rc_vk_new_internal(rcanvas_canvas *canvas, const rcanvas_vk_config *cfg, con
     }
     if (!r && canvas && cfg->gpu_jpeg) {
         /* one encoder per slot; RCANVAS_GPU_JPEG_ENCODERS=N (1..ring depth, benchmarks) makes fewer, slot i using
-         * encoder i mod N (N=1: the one shared encoder of before issue 21) */
+         * encoder i mod N (N=1: one encoder shared by all slots, the earlier design) */
         const char *envn = getenv("RCANVAS_GPU_JPEG_ENCODERS");
         int n = envn && atoi(envn) >= 1 && atoi(envn) <= vk->depth ? atoi(envn) : vk->depth;
         int g = rc_gpu_jpeg_new(vk->phys, vk->device, vk->family, vk->queue, vk->log, &vk->gj[0]);

@@ -13,8 +13,8 @@
 #include <time.h>
 
 /* The video bitrate's top, a user maximum (RCANVAS_OPT_BITRATE_KBPS, --bitrate): each tier's encoder follows its
- * viewers' link up to it. Generous (issue 17: a fixed 8 Mbit/s left 15 of 20 Mbit/s unused and 25.6 dB on
- * loopback); the largest the option takes is RC_MAX_BITRATE_KBPS (canvas_internal.h). */
+ * viewers' link up to it. Generous (a fixed 8 Mbit/s left 15 of 20 Mbit/s unused and 25.6 dB on loopback); the largest
+ * the option takes is RC_MAX_BITRATE_KBPS (canvas_internal.h). */
 #define RC_DEFAULT_BITRATE_KBPS 50000
 
 void rcanvas_canvas_config_init(rcanvas_canvas_config *cfg) {
@@ -256,7 +256,7 @@ int rcanvas_canvas_set_title(rcanvas_canvas *c, const char *title) {
     return RCANVAS_OK;
 }
 
-/* Issue 12: the cursor viewers see, a CSS keyword; told to viewers like the title. */
+/* The cursor viewers see, a CSS keyword; told to viewers like the title. */
 int rcanvas_canvas_set_cursor(rcanvas_canvas *c, const char *cursor) {
     if (!c || !cursor) return RCANVAS_EINVAL;
     size_t n = strlen(cursor);

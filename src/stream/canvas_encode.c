@@ -66,7 +66,7 @@ static void stream_job_run(rc_job *job, rc_worker *w) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- counters for /metrics (issue 11): kept here, under mu, read by rc_registry_metrics ---- */
+/* ---- counters for /metrics: kept here, under mu, read by rc_registry_metrics ---- */
 
 /* One encode of tier t ended: its time goes into the histogram. mu held. */
 static void count_encode_locked(rcanvas_canvas *c, rc_tier *t) {
@@ -98,7 +98,7 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     t->paint_next = 0;
     t->painting = paint;
     rc_image img;
-    const rc_codec_type *codec = t->codec; /* what this packet is coded with: a small frame's is PNG (issue 18) */
+    const rc_codec_type *codec = t->codec; /* what this packet is coded with: a small frame's is PNG */
     if (paint) { /* a paint-over: the live frame's settings, the tier's size (the steering is not run for it) */
         params = t->live_params;
         params.paint = 1;
@@ -233,10 +233,10 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         t->failures = 0;
         if ((t->codec->flags & RC_CODEC_STATEFUL) && ((pk->flags & RC_PACKET_PAINT) || t->painted)) {
             /* a paint-over (its size is the fixed QP's, not the rate control's), or the first live frame after
-             * one (the rate control coming back): neither teaches the steering (issue 17.4) */
+             * one (the rate control coming back): neither teaches the steering */
             t->painted = (pk->flags & RC_PACKET_PAINT) != 0;
             if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
-        } else if (t->codec->flags & RC_CODEC_STATEFUL) { /* issue 17: what frames cost the encoder */
+        } else if (t->codec->flags & RC_CODEC_STATEFUL) { /* what frames cost the encoder */
             if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
             else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
                 /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no
@@ -247,8 +247,8 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
             uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
             for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
-            /* a small frame sent lossless instead of the tier's codec (issue 18): what its PNG costs a pixel, at
-             * most RC_SMALL_MAX_BPP (a PNG's ~70 bytes of headers would make a 1x1 frame cost 69 a pixel) */
+            /* a small frame sent lossless instead of the tier's codec: what its PNG costs a pixel, at most
+             * RC_SMALL_MAX_BPP (a PNG's ~70 bytes of headers would make a 1x1 frame cost 69 a pixel) */
             if (px && pk->codec != t->codec) {
                 double bpp = (double)pk->total_bytes / (double)px;
                 t->small_bpp = bpp < RC_SMALL_MAX_BPP ? bpp : RC_SMALL_MAX_BPP;

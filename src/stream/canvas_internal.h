@@ -26,7 +26,7 @@
 #define RC_MAX_TIERS 8         /* encoders one canvas runs at once: a codec × a rate rung each (RC_RUNGS) */
 /* Viewers are grouped by the rate their link takes into rungs (bit/s lower bounds, fastest first): viewers of one
  * codec and rung share one encoder, steered to the slowest of them; a viewer far slower than the others gets its
- * own (issue 10: one slow viewer must not lower everybody's quality). Spaced ×3, so two tiers differ visibly. */
+ * own (one slow viewer must not lower everybody's quality). Spaced ×3, so two tiers differ visibly. */
 #define RC_RUNGS 4
 #define RC_RUNG_FLOORS {16e6, 5e6, 1.6e6, 0.0}
 #define RC_RUNG_HYSTERESIS 1.3   /* a viewer leaves its rung only this far past its bounds */
@@ -119,20 +119,20 @@ struct rc_tier {
                                    * app's (it cannot encode the app's rate: rc_canvas_steer_tier_locked) */
     int video_since_cut;          /* stateful: frames since that size was last lowered */
     int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
-    /* paint-over (issue 17.4; side_check_locked, canvas_refine.c): the frame painted and the paint frames made of
-     * it (RC_PAINT_FRAMES at most); paint_next: the encode being started is one; painting: the one running is */
+    /* paint-over (side_check_locked, canvas_refine.c): the frame painted and the paint frames made of it
+     * (RC_PAINT_FRAMES at most); paint_next: the encode being started is one; painting: the one running is */
     uint32_t paint_seq;
     int paint_count;
     int paint_next, painting;
     int painted;                  /* its last packet was a paint-over: the next live one does not teach the steering */
     rc_encode_params live_params; /* stateful: the settings of its last live frame (a paint frame keeps them) */
-    double small_bpp;             /* image codecs: bytes a pixel of its last small frame sent lossless (PNG) (issue
-                                   * 18, rc_canvas_small_lossless_locked); 0 = none yet */
+    double small_bpp;             /* image codecs: bytes a pixel of its last small frame sent lossless (PNG)
+                                   * (rc_canvas_small_lossless_locked); 0 = none yet */
     uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
     int coded_scaled;             /* its last packet was shrunk: the next one is whole */
     size_t scaled_cap;
     uint32_t busy_seq;
-    int64_t metrics_start_us;     /* when its current encode started (the encode-time histogram; issue 11) */
+    int64_t metrics_start_us;     /* when its current encode started (the encode-time histogram) */
     rc_encode_task task;          /* intra, stripe-parallel codecs */
     rc_stream_job sjob;           /* stateful codecs */
 };
@@ -255,7 +255,7 @@ struct rcanvas_canvas {
     int ev_head, ev_count;
     uint64_t events_dropped;
 
-    rc_canvas_counters counters; /* for /metrics (session.h; issue 11) */
+    rc_canvas_counters counters; /* for /metrics (session.h) */
 };
 
 /* canvas.c and canvas_events.c, for session.c and the other canvas files (mu held) */
@@ -286,7 +286,7 @@ int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c);
 double rc_canvas_fps_goal_locked(const rcanvas_canvas *c);
 rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
                                      rc_encode_params *params, const rc_codec_type **codec);
-/* Issue 18, small bitmaps (rendercanvas' set_bitmap: "applications can provide N times smaller bitmaps to produce
+/* Small bitmaps (rendercanvas' set_bitmap: "applications can provide N times smaller bitmaps to produce
  * a pixelated visualization", which the client upscales nearest-neighbour): a frame of at most RC_SMALL_MAX_PX
  * pixels and at most 1/RC_SMALL_AREA_DIV of the canvas's physical pixels goes out lossless (PNG) on an image-codec
  * tier, at its full size (never shrunk by the steering), where a PNG frame of it at the bytes a pixel the tier last

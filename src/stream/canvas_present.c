@@ -64,8 +64,8 @@ static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
  * from a large size): free, not realloc, so that the big blocks (mmap'd by malloc) go back to the system at once
  * instead of staying in the heap; the next copy into a slot allocates what it needs. The slot being filled and the
  * other free ones (slots are taken lowest first, so the high ones may never be used again at the small size: two
- * slots of a 10 Mpx canvas kept 80 MB after it went back to 640×480, issue 18). Detaches their pixels into
- * shed[] (at most RC_FRAME_BUFS) for the caller to free outside the lock; returns how many. mu held. */
+ * slots of a 10 Mpx canvas kept 80 MB after it went back to 640×480). Detaches their pixels into shed[] (at most
+ * RC_FRAME_BUFS) for the caller to free outside the lock; returns how many. mu held. */
 static int frame_bufs_shed_locked(rcanvas_canvas *c, rc_frame_buf *fb, size_t need, uint8_t **shed) {
     int n = 0;
     for (int i = 0; i < RC_FRAME_BUFS; i++) {

@@ -3,7 +3,7 @@
  * canvas_refine.c — what the canvas does between frames, on its tick: the lossless refinement of a still scene
  * (its last frame re-encoded losslessly once no frame came for refine_ms), and `last` encoded on one tier alone
  * (a keyframe for a viewer that joined a still scene, the catch-up of a tier that skipped the newest frame, the
- * paint-over of a video tier: its newest frame re-coded sharper, issue 17.4).
+ * paint-over of a video tier: its newest frame re-coded sharper).
  */
 #include "stream/canvas_internal.h"
 
@@ -11,7 +11,7 @@
  * this long: a scene that stops reaches every viewer, and an animation does not pay twice. */
 #define RC_CATCHUP_US 50000
 
-/* Paint-over (issue 17.4): when motion stops, a video tier re-codes its newest frame at a fixed high quality
+/* Paint-over: when motion stops, a video tier re-codes its newest frame at a fixed high quality
  * (rc_encode_params.paint: H.264 at QP 24 with the rate control off, as P-frames on the same reference chain), so the
  * picture of a pause is sharp long before the lossless refinement comes, and motion resumes with no keyframe.
  * It starts once no new frame came for RC_PAINT_WAIT_FRAMES frame intervals of the app (1.5: one late frame of a
@@ -147,7 +147,7 @@ static int64_t refine_check_locked(rcanvas_canvas *c, int64_t now_us) {
     /* One refinement at a time: refine_task and refine_src are single slots. Starting a second one while the
      * first still runs (a newer frame became `last` meanwhile) would overwrite refine_src, so the older frame's
      * buffer was never released; after a few such overlaps every frame slot stayed taken and the stream
-     * stopped for good (issue 7). refine_done() wakes the network thread, whose check starts the newer one. */
+     * stopped for good. refine_done() wakes the network thread, whose check starts the newer one. */
     if (c->refine_running) goto out;
     /* frames keep coming (the app waits for room in a window): the release of the hold re-arms. But only rcanvas_wait
      * releases it: an app that stopped waiting (it presents when its data changes, or it is done) left the hold set,

@@ -12,7 +12,7 @@
 static int draw_due_locked(rcanvas_canvas *c, int64_t now, int64_t *next_us) {
     if (c->nsessions == 0 || c->mode == RCANVAS_UPDATE_MANUAL) return 0;
     if (!rc_sessions_visible_locked(c)) return 0; /* every view is scrolled away or in a hidden tab */
-    /* The app draws at the pace of the fastest visible viewer (issue 10): a draw is allowed while some visible
+    /* The app draws at the pace of the fastest visible viewer: a draw is allowed while some visible
      * viewer holds fewer unacked frames than its window. Slower viewers get the newest frame their own window
      * allows (their tiers skip frames); which viewer is active (sizes the canvas) plays no part. */
     int room = 0;

@@ -121,7 +121,7 @@ double rc_canvas_fps_goal_locked(const rcanvas_canvas *c) {
 
 /* The frame rate a video encoder's frames are sized for (bitrate / this a frame). The app's measured rate, unless
  * its draws were held back by the viewers' windows within the last RC_VIDEO_HELD_US: then that rate is the
- * viewers', not the app's, and sizing frames by it feeds itself (issue 17, seen under load on 20 Mbit/s: frames
+ * viewers', not the app's, and sizing frames by it feeds itself (seen under load on 20 Mbit/s: frames
  * sized for 4 fps, 446 kB each, took so long that the app stayed at 4 fps); the cap then, and the steering's own
  * frame-rate cap (rc_steer_video) lowers it where the link needs that. */
 double rc_canvas_unheld_fps_locked(const rcanvas_canvas *c, int64_t now) {
@@ -197,7 +197,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         }
     }
     if (stateful) {
-        /* issue 17: the encoder spends bitrate / params->fps on a frame, so params->fps is the rate frames are meant
+        /* the encoder spends bitrate / params->fps on a frame, so params->fps is the rate frames are meant
          * to come at — the app's measured rate (fps_goal_locked) or the steering's cap —, never the rate the viewers
          * happened to take them at (that gave each frame bitrate / 2 fps on a slow link: bigger frames, fewer taken,
          * bigger frames, and 2 fps at 127 kB a frame), nor max_fps when the app draws slower by itself. */
@@ -227,7 +227,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
     }
     *codec = t->codec;
     rc_image img = fb->img;
-    if (rc_canvas_small_lossless_locked(c, t, &fb->img)) { /* issue 18: exact pixels, whole size */
+    if (rc_canvas_small_lossless_locked(c, t, &fb->img)) { /* exact pixels, whole size */
         *codec = &rc_codec_png;
         params->codec = RCANVAS_CODEC_PNG;
         return img;

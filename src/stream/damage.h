@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * damage.h — private to src/stream/: which parts of a frame changed (issue 10, "damage"), so that image codecs
+ * damage.h — private to src/stream/: which parts of a frame changed ("damage"), so that image codecs
  * send only the tiles that changed and an unchanged frame is not sent at all.
  *
  * Frames are cut into RC_DAMAGE_TILE × RC_DAMAGE_TILE tiles (the last column and row may be narrower). A dirty
@@ -100,7 +100,7 @@ typedef struct rc_damage_state {
     uint32_t refine_seq;     /* the refinement made or running: of this frame... */
     uint32_t refine_base;    /* ...with this base (0 whole) */
     int resized;             /* the canvas's logical size changed since the last resolve: the next frame is whole,
-                              * even if its pixels repeat (a viewer's picture takes the new aspect: issue 19) */
+                              * even if its pixels repeat (a viewer's picture takes the new aspect) */
 } rc_damage_state;
 
 void rc_damage_state_free(rc_damage_state *d);

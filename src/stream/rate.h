@@ -161,7 +161,7 @@ int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us);
 void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, uint64_t pixels);
 /* A larger size is taken only after it fitted (with the 1.3x margin) on this many calls in a row (one a frame
  * encoded): each size step restarts the video encoder, a keyframe of ~10x a P-frame, so a size that fits for a
- * moment (a budget's peak, the learned floor decaying) must not be tried and given back (issue 17: on 4 Mbit/s a
+ * moment (a budget's peak, the learned floor decaying) must not be tried and given back (on 4 Mbit/s a
  * 1080p pan flapped 1/4 -> 1/2 -> 1/4, 3 keyframes in 4 s and 6.5 fps). 30 frames: 1-2.5 s at 12-30 fps. A
  * smaller size is taken at once. */
 #define RC_STEER_SIZE_UP_CALLS 30
@@ -181,8 +181,8 @@ void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
 #define RC_STEER_VIDEO_OVER 1.15
 /* P-frames before the averages teach a floor; their medians start them. The first P-frames of a stream (the
  * startup budget, the rate control settling after the keyframe: 265, 200 kB, … then 24 kB) taught 116 kB a frame
- * for content that needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link (issue 17); a median
- * of 12 ignores up to 5 such frames. */
+ * for content that needs 24 kB, and sent a 1080p pan to 1/4 of its size on a 4 Mbit/s link; a median of 12 ignores up
+ * to 5 such frames. */
 #define RC_STEER_VIDEO_SAMPLES 12
 
 /* ---- what limits the frame rate: the link, the server's encoder or the viewer's decoder ----
@@ -274,7 +274,7 @@ void rc_steer_cpu(rc_steer *s, int q_top, double goal_fps, const rc_cost *enc, c
  * (enc_us µs a frame, measured) and able to make fewer than 0.9 × fps (1e6 / enc_us) —, then 1e6 / enc_us rounded
  * (≥ 1): frames sized for a rate never reached leave the link that much emptier. From the encoder's own time only,
  * never from the rate frames were taken or started at (a slow link or full windows would then get bigger frames,
- * fewer taken, bigger frames: issue 17's spiral). */
+ * fewer taken, bigger frames: a spiral). */
 double rc_video_fill_fps(double fps, double enc_us);
 /* A video encoder's mode for screen content (rc_encode_params.screen: openh264's SCREEN_CONTENT_REAL_TIME, whose
  * scroll detection and search find a terminal's 36 px a frame that its camera mode misses; it costs 2–5× the encode

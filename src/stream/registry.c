@@ -96,7 +96,7 @@ int64_t rc_registry_tick(rc_registry *r, int64_t now_us) {
     return next;
 }
 
-/* Issue 11: the counters of each canvas for /metrics (session.h). */
+/* The counters of each canvas for /metrics (session.h). */
 int rc_registry_metrics(rc_registry *r, rc_canvas_metrics *out, int max) {
     pthread_mutex_lock(&r->mu);
     int n = r->n;

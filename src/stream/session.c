@@ -47,7 +47,7 @@ void rc_canvas_resize_again_locked(rcanvas_canvas *c) {
 }
 
 /* The oldest other session (lowest id), skipping closing ones unless include_closing, and always view-only ones
- * (they never become active: issue 11). mu held. */
+ * (they never become active). mu held. */
 static rc_session *oldest_other(rcanvas_canvas *c, const rc_session *s, int include_closing) {
     rc_session *heir = NULL;
     for (rc_session *o = c->sessions; o; o = o->next)
@@ -123,7 +123,7 @@ int rc_sessions_visible_locked(rcanvas_canvas *c) {
 int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t) {
     const rc_packet *l = c->tiers[t].latest;
     /* Room means what pick_locked gives a packet to: a window not full *and* a link not full (rc_link_full). A
-     * tier that encoded past a viewer held by its link alone (issue 17) made video packets it never received: the
+     * tier that encoded past a viewer held by its link alone made video packets it never received: the
      * next one it could take depended on one it had not got, so it asked for a keyframe, a big one, that filled its
      * link again — 15 keyframes in 41 frames at 4 Mbit/s, ~3 a second for a slow viewer beside a fast one. */
     for (rc_session *s = c->sessions; s; s = s->next)
@@ -209,7 +209,7 @@ int rc_session_open(rcanvas_canvas *c, const rc_session_caps *caps, rc_session *
     s->next = c->sessions;
     c->sessions = s;
     c->nsessions++;
-    if (!c->active && !s->caps.view_only) make_active_locked(c, s); /* view-only: never active (issue 11) */
+    if (!c->active && !s->caps.view_only) make_active_locked(c, s); /* view-only: never active */
     else if (c->presented_seq == 0) c->draw_requested = 1; /* nothing to show it yet */
     /* a passive viewer is served the newest encoded frame, no new draw */
     pthread_cond_broadcast(&c->cv);
@@ -272,7 +272,7 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
     rc_packet *l = t->latest;
     /* new to it: a newer frame; or, for a stateful codec, a keyframe re-encode of the frame it has (made for a
      * viewer that joined a still scene), which keeps every viewer of the tier on one reference chain */
-    /* or a paint-over of the frame it has (issue 17.4), unless it has that frame lossless already */
+    /* or a paint-over of the frame it has, unless it has that frame lossless already */
     int fresh = l && l->seq >= s->floor_seq && (l->seq > s->given_seq ||
                       (l->id && l->id != s->last_id && l->seq == s->given_seq &&
                        ((l->flags & RC_PACKET_KEYFRAME) || ((l->flags & RC_PACKET_PAINT) && s->lossless_seq < l->seq))));
@@ -383,7 +383,7 @@ int rc_session_ack_decoded(rc_session *s, uint32_t seq, uint32_t hold_us, uint32
     }
     if (found) {
         /* the window covers the round trip at the rate frames would come, not at the rate the app was held to by
-         * the windows (issue 17: a 60 fps app held to 8 by a slow viewer's window of 2 kept that window at 2) */
+         * the windows (a 60 fps app held to 8 by a slow viewer's window of 2 kept that window at 2) */
         double fps = rc_canvas_unheld_fps_locked(c, now_us);
         if (s->tier >= 0 && c->tiers[s->tier].steer.fps_cap > 0 && c->tiers[s->tier].steer.fps_cap < fps)
             fps = c->tiers[s->tier].steer.fps_cap; /* its frames come no faster than its encoder's cap */
@@ -410,7 +410,7 @@ int rc_session_ack_decoded(rc_session *s, uint32_t seq, uint32_t hold_us, uint32
 /* ---- input ---- */
 
 void rc_session_push_event(rc_session *s, const rcanvas_event *in) {
-    if (s->caps.view_only) return; /* the transport drops a view-only viewer's input already (issue 11) */
+    if (s->caps.view_only) return; /* the transport drops a view-only viewer's input already */
     rcanvas_canvas *c = s->canvas;
     rcanvas_event ev = *in;
     ev.viewer_id = s->id;

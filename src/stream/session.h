@@ -24,9 +24,9 @@ typedef struct rc_session rc_session;
 typedef struct rc_session_caps {
     unsigned codecs; /* bit (1 << wire id) per codec the client decodes; 0 = JPEG and PNG (protocol 1 clients) */
     int protocol;    /* the client's protocol version (1, or 2 when it listed codecs) */
-    int view_only;   /* a view-only viewer (issue 11): gets frames, never becomes active; the transport drops its
+    int view_only;   /* a view-only viewer: gets frames, never becomes active; the transport drops its
                         input, and rc_session_push_event ignores any that reaches it */
-    /* Issue 20 (RTP output, src/transport/rtp.c): a consumer that acks each packet as soon as it sent it (UDP has
+    /* RTP output (src/transport/rtp.c): a consumer that acks each packet as soon as it sent it (UDP has
      * no acks), so its acks say nothing about its link. fixed_bps > 0: its link target is this rate (bit/s), set
      * once, never moved by its acks, its window stays max_in_flight, and its rung is that rate's; it is also left
      * out of the first guess of later viewers' links (it is not this server's measured uplink). 0 = from acks. */
@@ -84,7 +84,7 @@ typedef struct rc_session_state {
     int title_version;           /* bumped when the title changes */
     int cursor_version;          /* bumped when the cursor changes (0 = never set) */
     uint32_t rtt_us;             /* last round trip (present → ack), µs; 0 = none yet */
-    /* the link as measured from its acks, and what its encoder does about it (issue 10) */
+    /* the link as measured from its acks, and what its encoder does about it */
     uint32_t srtt_us, min_rtt_us;/* smoothed and minimum round trip (send → ack), µs */
     double rate_kbps;            /* delivery-rate estimate, kbit/s (0 = none yet) */
     double target_kbps;          /* the rate its frames aim at, kbit/s */
@@ -101,8 +101,8 @@ typedef struct rc_session_state {
     const rc_codec_type *encoder;/* the encoder of this viewer's live frames */
     int protocol;                /* the viewer's protocol version (caps) */
     int ready;                   /* rc_session_next would give a packet now */
-    int in_flight;               /* packets given and not acked yet (issue 11: /metrics) */
-    rcanvas_size size;           /* the canvas's size now (the active viewer's; issue 19: {"type":"size"}) */
+    int in_flight;               /* packets given and not acked yet (for /metrics) */
+    rcanvas_size size;           /* the canvas's size now (the active viewer's; for {"type":"size"}) */
 } rc_session_state;
 void rc_session_get_state(rc_session *s, rc_session_state *out);
 
@@ -136,7 +136,7 @@ int rc_registry_open(rc_registry *r, const char *name, size_t len, const rc_sess
 /* rc_canvas_tick on every canvas; returns the µs until the earliest deadline, or -1. Network thread. */
 int64_t rc_registry_tick(rc_registry *r, int64_t now_us);
 
-/* ---- counters of a canvas, for the transport's GET /metrics (issue 11) ---- */
+/* ---- counters of a canvas, for the transport's GET /metrics ---- */
 
 /* Upper bounds (ms) of the encode-time histogram's buckets; a last, unbounded bucket (+Inf) follows. */
 #define RC_ENCODE_MS_BUCKETS 10

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * auth.h — private to src/transport/: who may talk to the server (issue 11, points 2, 3 and 6), as pure functions
+ * auth.h — private to src/transport/: who may talk to the server, as pure functions
  * on strings so that tests/transport/test_auth.c checks them without a socket:
  *  - roles by token: the interactive token and the view-only token, found in the query (?token=) or an
  *    `Authorization: Bearer` header, or by the session a page's ?token= is traded for (its ?session= or cookie,

@@ -74,7 +74,7 @@ static void route_request(struct lws *wsi, rc_transport *s, const char *path, in
     rc_http_route(&r->rq, NULL, (const char *const *)s->origins, s->n_origins, out); /* token: authorize() */
 }
 
-/* ---- who is asking (issue 11): Host check, token and role, rate limit (the rules are in auth.c) ---- */
+/* ---- who is asking: Host check, token and role, rate limit (the rules are in auth.c) ---- */
 
 /* A copy of header h into buf (cap bytes): buf, or NULL if absent or too long. */
 static const char *header(struct lws *wsi, enum lws_token_indexes h, char *buf, int cap) {
@@ -117,7 +117,7 @@ static rc_role find_role(struct lws *wsi, rc_transport *s, int session, rc_token
 
 /* The role of a request's token: RC_ROLE_VIEW or RC_ROLE_INTERACTIVE, or 0 after a refusal it has answered with
  * *status set (401 no token, 403 wrong token, 429 too many wrong tokens). The token is compared first (constant
- * time): a right one is never refused by the guess limiter, whatever others sent from its network (issue 19: an
+ * time): a right one is never refused by the guess limiter, whatever others sent from its network (an
  * attacker's wrong tokens at 20/s locked a legitimate client of the same address out). A wrong one is charged
  * against its network and the server-wide bucket (auth.c); while either is empty it is answered 429. A missing
  * token is no guess: 401, uncharged; so is a path under another secret than this process's (a page left open
@@ -301,9 +301,9 @@ static int http_status(struct lws *wsi, unsigned code, const char *msg) {
 }
 
 /* With TLS, a plain-HTTP request on the port (let through by ALLOW_NON_SSL_ON_SSL_PORT, server.c) gets 400 and
- * nothing else: 1 when wsi is such a request (answered), else 0 (issue 11). TLS is asked of the network
+ * nothing else: 1 when wsi is such a request (answered), else 0. TLS is asked of the network
  * connection, not of wsi: a stream multiplexed on a connection (HTTP/2) is a wsi of its own that lws_is_ssl()
- * answers 0 for whatever carries it (issue 19). */
+ * answers 0 for whatever carries it. */
 static int refuse_plain(struct lws *wsi, rc_transport *s) {
     struct lws *net = lws_get_network_wsi(wsi);
     if (!s->tls || lws_is_ssl(net ? net : wsi)) return 0;
@@ -311,7 +311,7 @@ static int refuse_plain(struct lws *wsi, rc_transport *s) {
     return 1;
 }
 
-/* Bounds (issue 11): pages and client files are only read. A request with another method (POST, PUT, DELETE,
+/* Bounds: pages and client files are only read. A request with another method (POST, PUT, DELETE,
  * PATCH, OPTIONS) gets 405 with "Allow: GET"; one without a Host header gets 400 (HTTP/1.1 requires it; this
  * server does not tell HTTP/1.0 apart, whose clients send Host anyway). The Host allow-list is another check.
  * 1 if answered (*ret set), 0 to go on. */
@@ -442,7 +442,7 @@ int rc_http_serve(struct lws *wsi, rc_transport *s, rc_pss *p, const char *path)
     int ret;
     if (refuse_method(wsi, &ret)) return ret;
     /* Two Content-Length headers (RFC 9112 6.3: a message to refuse, the stuff of request smuggling behind a
-     * proxy that reads the other one): 400, and the connection closed (issue 19) */
+     * proxy that reads the other one): 400, and the connection closed */
     if (header_repeated(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH)) {
         rc_log_limited(&s->ratelog, s->log, "two Content-Length", RCANVAS_LOG_WARN, "request refused: more than one Content-Length header");
         lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST, "more than one Content-Length header");
@@ -478,12 +478,12 @@ int rc_http_writable(struct lws *wsi, rc_pss *p) {
  * after this callback says 0 (lib/roles/http/server/server.c, lws_handshake_server → upgrade_h2c), before any
  * request reaches rc_http_serve: the streams on it then skipped the TLS check (the stream's wsi is not the TLS
  * one) and each RFC 8441 extended CONNECT that rc_http_filter_upgrade refused leaked 240 bytes inside lws, with no
- * token needed (issue 19; tests/transport/test_h2c.c). This server speaks HTTP/1.1 only (server.c: ALPN
+ * token needed (tests/transport/test_h2c.c). This server speaks HTTP/1.1 only (server.c: ALPN
  * "http/1.1"): every upgrade but websocket is answered 400 here and the connection closed, a plain request on the
  * TLS port the https refusal first. lws answers other Upgrade values 403 before asking. */
 /* The WebSocket handshake's own headers (RFC 6455 4.2.1), checked before lws's upgrade code, which closed
- * without any status when the key was missing or no offered subprotocol was ours (issue 19): NULL if fine, else
- * the reason for a 400. No Sec-WebSocket-Protocol is fine (rcanvas.v1 is the only one, and the default). */
+ * without any status when the key was missing or no offered subprotocol was ours: NULL if fine, else the reason for a
+ * 400. No Sec-WebSocket-Protocol is fine (rcanvas.v1 is the only one, and the default). */
 static const char *bad_ws_handshake(struct lws *wsi) {
     char buf[300];
     int klen = lws_hdr_total_length(wsi, WSI_TOKEN_KEY);
@@ -522,7 +522,7 @@ int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *s, const char *upgrad
     return -1; /* hang up after the answer: nothing else is read from this connection */
 }
 
-/* Issue 19: a browser's WebSocket never sees the HTTP status of a refused upgrade (its close code is 1006 either
+/* A browser's WebSocket never sees the HTTP status of a refused upgrade (its close code is 1006 either
  * way), so an rcanvas client (it asks for the rcanvas.v1 subprotocol) refused for its Origin (with the right token)
  * or because max_viewers is reached is accepted and closed at once with 4403 "origin not allowed" or 4503 "too many
  * viewers": no viewer, no session, nothing read or sent but the close frame. Other clients get the HTTP status. */

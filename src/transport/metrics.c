@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metrics.c — GET /metrics (issue 11): the server's counters in the Prometheus text exposition format 0.0.4, for
+ * metrics.c — GET /metrics: the server's counters in the Prometheus text exposition format 0.0.4, for
  * an operator's scraper. Per canvas (stream counters, read under its lock: rc_registry_metrics): frames
  * presented / encoded / dropped / unchanged, viewers, the encode-time histogram. Per viewer (the transport's own
  * counters, network thread only, and the session's state): frames and bytes sent, packets in flight, round trip,

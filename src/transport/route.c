@@ -61,7 +61,7 @@ int rc_route_check_token(const char *const *args, int nargs, const char *token) 
 }
 
 /* Origin must be absent, the same scheme (http, or https on a TLS server) and host:port as Host, or
- * allow-listed. 0 or -1. The scheme too (issue 19): https://host:port is another origin than http://host:port. */
+ * allow-listed. 0 or -1. The scheme too: https://host:port is another origin than http://host:port. */
 static int check_origin(const rc_http_request *rq, const char *const *origins, int n_origins) {
     if (rq->origin_len <= 0) return 0;
     if (rq->origin_len >= RC_HDR_MAX || !rq->origin) return -1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * route.h — the pure part of the transport's HTTP side (issue 11): what to do with a request, decided from its
+ * route.h — the pure part of the transport's HTTP side: what to do with a request, decided from its
  * method, path, query arguments and headers alone, without libwebsockets, so that it can be unit tested
  * (tests/transport/test_route.c) and fuzzed (tests/fuzz/fuzz_route.c). http.c gathers the request from lws,
  * calls rc_http_route, and carries out the decision (the page, a client file, the upgrade, an error status);

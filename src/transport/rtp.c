@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rtp.c — frames out as RTP (issue 20): one output is a session of its canvas (view-only, one codec, a fixed link
+ * rtp.c — frames out as RTP: one output is a session of its canvas (view-only, one codec, a fixed link
  * rate: session.h) served by its own thread. On a wake (a new packet) it takes the session's packet, cuts it into
  * RTP packets (rtp_pack.c) and sends them from one UDP socket with sendmsg straight from the shared packet (header
  * and fragment prefix from the stack, the payload from the tile buffer: no copy, no allocation), then acks it at

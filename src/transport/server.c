@@ -27,7 +27,7 @@
 
 static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
 static rc_logger g_lws_logger;
-/* lws's lines are rate-limited (issue 11): out of descriptors, lws 4.1 logs "accept: errno 24" on every poll round
+/* lws's lines are rate-limited: out of descriptors, lws 4.1 logs "accept: errno 24" on every poll round
  * (lib/roles/listen/ops-listen.c: the accept error is logged and the handler returns, the listening socket stays
  * readable); 508,906 lines in 10 s were measured before this. Keyed by the line with its numbers folded. */
 static rc_ratelog g_lws_ratelog = {.mu = PTHREAD_MUTEX_INITIALIZER, .interval_us = RC_LOG_INTERVAL_US};
@@ -63,7 +63,7 @@ static void lws_emit(int level, const char *line) {
     rc_log_limited(&g_lws_ratelog, &lg, key, level == LLL_ERR ? RCANVAS_LOG_ERROR : RCANVAS_LOG_WARN, "%s", buf);
 }
 
-/* ---- out of descriptors: shed the waiting connections, pause accepting (issue 11) ---- */
+/* ---- out of descriptors: shed the waiting connections, pause accepting ---- */
 
 /* lws 4.1 cannot accept() when the process is out of descriptors (EMFILE, or ENFILE system-wide): the connection
  * stays in the kernel's backlog, the listening socket stays readable, and every poll round tries again (the log
@@ -173,7 +173,7 @@ static void log_flush_timer(lws_sorted_usec_list_t *sul) {
     lws_sul_schedule(t->ctx, 0, &t->log_sul, log_flush_timer, RC_LOG_INTERVAL_US);
 }
 
-/* Issue 19: the application-level heartbeat of viewers (RC_HEARTBEAT_US), every RC_HEARTBEAT_CHECK_US. */
+/* The application-level heartbeat of viewers (RC_HEARTBEAT_US), every RC_HEARTBEAT_CHECK_US. */
 static void heartbeat_timer(lws_sorted_usec_list_t *sul) {
     rc_transport *t = lws_container_of(sul, rc_transport, heartbeat_sul);
     int64_t now = rc_now_us();
@@ -262,8 +262,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
             return -1;
         }
-        /* lws 4.1 turns the codes RFC 6455 7.4 forbids below 3000 into 1002 but echoed 5000 … 65535 (issue 19):
-         * those are refused here the same way (3000–4999 are the registered and private ranges) */
+        /* lws 4.1 turns the codes RFC 6455 7.4 forbids below 3000 into 1002 but echoed 5000 … 65535: those are refused
+         * here the same way (3000–4999 are the registered and private ranges) */
         if (len >= 2 && ((const unsigned char *)in)[0] * 256 + ((const unsigned char *)in)[1] >= 5000) {
             static const char why[] = "close code above 4999";
             lws_close_reason(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, (unsigned char *)why, sizeof why - 1);
@@ -367,7 +367,7 @@ static void fit_fd_limit(rc_transport *t) {
     t->max_viewers = fit;
 }
 
-/* TLS on the listening port (issue 11): lws loads the files (checked by rc_tls_check before) into its OpenSSL
+/* TLS on the listening port: lws loads the files (checked by rc_tls_check before) into its OpenSSL
  * context; TLS 1.2 and up. A connection whose first byte is not a TLS handshake is let through as plain HTTP
  * (ALLOW_NON_SSL_ON_SSL_PORT with ALLOW_HTTP_ON_HTTPS_LISTENER) only so that http.c can answer it 400 "this
  * server speaks https" at once instead of lws's bare close ("empty reply"); nothing is served over it: every
@@ -379,8 +379,8 @@ static void set_tls(struct lws_context_creation_info *info, const rc_transport_c
     info->ssl_private_key_filepath = cfg->tls_key;
     info->ssl_options_set = SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
     /* TLS 1.2: ECDHE with AEAD only (Mozilla's "intermediate" list without DHE); OpenSSL's default also offered
-     * CBC suites with SHA-1 and SHA-2 MACs (ECDHE-ECDSA-AES128-SHA was negotiated: issue 19). TLS 1.3's suites
-     * are all AEAD (OpenSSL's default list). */
+     * CBC suites with SHA-1 and SHA-2 MACs (ECDHE-ECDSA-AES128-SHA was negotiated). TLS 1.3's suites are all AEAD
+     * (OpenSSL's default list). */
     info->ssl_cipher_list = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
                             "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
     /* HTTP/1.1 only: lws offers h2 by ALPN by default, and over h2 a page or client file sent in one lws_write

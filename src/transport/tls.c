@@ -118,7 +118,7 @@ static int mkdirs(const char *dir) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-/* The certificate folder is ours and private (issue 19: an existing --tls-dir kept whatever mode it had, so a
+/* The certificate folder is ours and private (an existing --tls-dir kept whatever mode it had, so a
  * 0755 one showed the key's name and let others list it): refused if another user owns it (they could swap
  * the key or the certificate), else tightened to 0700 with a warning; a key file readable by others is tightened
  * to 0600 the same way. RCANVAS_OK or RCANVAS_EIO. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tls.h — private: the certificate side of TLS (issue 11). libwebsockets does the TLS itself (OpenSSL); this
+ * tls.h — private: the certificate side of TLS. libwebsockets does the TLS itself (OpenSSL); this
  * checks the PEM files before lws sees them, so that a bad file is named with its reason rather than as lws's
  * "problem getting cert", computes the certificate's SHA-256 fingerprint, and makes a self-signed certificate
  * (OpenSSL's API: an EC P-256 key, X509 v3 with subjectAltName) when the app asks for one.

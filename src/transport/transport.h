@@ -30,7 +30,7 @@ typedef struct rc_transport_config {
     int max_bad_messages;
     rc_registry *registry;             /* where canvases are found (outlives the transport) */
     const rc_logger *log;              /* outlives the transport */
-    const char *tls_cert, *tls_key;    /* PEM files: https/wss only on the port; both NULL: plain (issue 11) */
+    const char *tls_cert, *tls_key;    /* PEM files: https/wss only on the port; both NULL: plain */
     int ping_ms, idle_timeout_ms;      /* keep-alive ping and pong timeout (rcanvas_server_config); 0 = off */
 } rc_transport_config;
 

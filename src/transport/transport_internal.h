@@ -35,7 +35,7 @@
 typedef struct rc_viewer rc_viewer;
 /* A viewer is told of its link's state (a {"type":"link"} notice) when it changed, at most this often. */
 #define RC_LINK_NOTICE_US 500000
-/* Issue 19: a viewer to which nothing (frame, notice) went out for this long is sent {"type":"ping"}, so that a
+/* A viewer to which nothing (frame, notice) went out for this long is sent {"type":"ping"}, so that a
  * client can tell a silently dead link (a proxy that stopped forwarding) from a still scene: browsers do not show
  * WebSocket pings to pages. Checked every RC_HEARTBEAT_CHECK_US. The hello says it ("heartbeat_ms"). */
 #define RC_HEARTBEAT_US 2000000
@@ -52,17 +52,17 @@ struct rc_viewer {
     /* what this viewer has been told */
     int told_active;
     int told_title_version;
-    int told_cursor_version;  /* issue 12: 0 until the canvas sets a cursor, then the version told */
+    int told_cursor_version;  /* 0 until the canvas sets a cursor, then the version told */
     const rc_codec_type *told_encoder;
     char told_link[RC_LINK_FIELDS_MAX]; /* the link fields last sent (link_fields) */
     int64_t told_link_us;     /* when */
-    int64_t last_out_us;      /* when a message last went out to it (issue 19: the heartbeat) */
+    int64_t last_out_us;      /* when a message last went out to it (the heartbeat) */
     double told_width, told_height, told_ratio; /* the canvas size last told (hello or {"type":"size"}) */
     /* input */
     uint8_t *rx;
     size_t rx_len;
     int bad_msgs;
-    int view_only;            /* its token is the view-only one: its events are dropped (issue 11) */
+    int view_only;            /* its token is the view-only one: its events are dropped */
     uint64_t dropped_input;   /* events dropped for that; logged at the first */
     /* text out: each buffer has LWS_PRE head room */
     char *text[RC_MAX_TEXT_QUEUE];
@@ -72,7 +72,7 @@ struct rc_viewer {
     int close_code;
     int close_now;            /* grace period over: send the close frame */
     char close_reason[100];
-    /* counters for /metrics (metrics.c; issue 11): network thread only, like the rest */
+    /* counters for /metrics (metrics.c): network thread only, like the rest */
     uint64_t frames_sent;     /* packets whose every tile went out */
     uint64_t bytes_sent;      /* frame messages' bytes (headers and payloads) */
 };
@@ -85,7 +85,7 @@ typedef struct rc_pss {
     int reserved;              /* holds one of max_viewers until it becomes a viewer */
     unsigned char *body;       /* HTTP response body with LWS_PRE head room */
     size_t body_len;
-    int refuse_code;           /* issue 19: accepted only to be closed at once with this code (4403, 4503) */
+    int refuse_code;           /* accepted only to be closed at once with this code (4403, 4503) */
     const char *refuse_reason; /*   and this reason (static) */
 } rc_pss;
 
@@ -105,7 +105,7 @@ struct rc_transport {
     int max_bad_messages;
     rc_registry *registry;
     const rc_logger *log;
-    int tls;                   /* https/wss only: plain HTTP on the port is answered 400 (issue 11) */
+    int tls;                   /* https/wss only: plain HTTP on the port is answered 400 */
     char tls_fingerprint[96];  /* SHA-256 of the served certificate, "AB:CD:…" */
 
     struct lws_context *ctx;
@@ -123,10 +123,10 @@ struct rc_transport {
 
     rc_viewer *viewers;        /* network thread only */
 
-    /* rate-limited logging and the accept back-off when out of descriptors (server.c; issue 11) */
+    /* rate-limited logging and the accept back-off when out of descriptors (server.c) */
     rc_ratelog ratelog;        /* repeated warnings of this transport: refused requests, bad messages */
     lws_sorted_usec_list_t log_sul; /* flushes the counts of floods that stopped */
-    lws_sorted_usec_list_t heartbeat_sul; /* issue 19: {"type":"ping"} to viewers sent nothing for a while */
+    lws_sorted_usec_list_t heartbeat_sul; /* {"type":"ping"} to viewers sent nothing for a while */
     int listen_fd;             /* the listening socket (find_listen_fd), -1 = not found */
     struct lws *listen_wsi;    /* its wsi, seen at the first accept (LWS_CALLBACK_FILTER_NETWORK_CONNECTION) */
     int spare_fd;              /* /dev/null, closed to free one slot for shedding the backlog; -1 = none */
@@ -145,20 +145,20 @@ int rc_http_writable(struct lws *wsi, rc_pss *p);
  * (lws hangs up). upgrade: the Upgrade header's value, NUL-terminated. Network thread. */
 int rc_http_confirm_upgrade(struct lws *wsi, rc_transport *t, const char *upgrade);
 int rc_http_filter_upgrade(struct lws *wsi, rc_transport *t, rc_pss *p);
-/* An upgrade accepted only to be closed with p->refuse_code (issue 19): ESTABLISHED and WRITEABLE of it. */
+/* An upgrade accepted only to be closed with p->refuse_code: ESTABLISHED and WRITEABLE of it. */
 int rc_http_refused_established(struct lws *wsi, rc_pss *p);
 int rc_http_refused_writable(struct lws *wsi, rc_pss *p);
 void rc_transport_release_slot(rc_transport *t);
 /* The peer's numeric address into out (cap bytes, 46 hold any): 1, or 0 with out "" when the peer is already gone
  * (getpeername fails: it reset the connection). lws_get_peer_simple wrote its error text instead ("getpeername:
- * Transport endpoint is not connected"), which reached the log as an address (issue 19). */
+ * Transport endpoint is not connected"), which reached the log as an address. */
 int rc_transport_peer(struct lws *wsi, char *out, size_t cap);
 
 /* viewer.c */
 int rc_viewer_established(struct lws *wsi, rc_transport *t, rc_pss *p);
 int rc_viewer_receive(rc_viewer *v, const void *in, size_t len);
 void rc_viewer_timer(rc_viewer *v);
-/* Queues {"type":"ping"} if nothing went out to the viewer for RC_HEARTBEAT_US (issue 19). Network thread. */
+/* Queues {"type":"ping"} if nothing went out to the viewer for RC_HEARTBEAT_US. Network thread. */
 void rc_viewer_heartbeat(rc_viewer *v, int64_t now_us);
 void rc_viewer_closed(rc_viewer *v);
 /* Brings v up to date with its session: role, title, encoder notices, closing, and asks for a writable

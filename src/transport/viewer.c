@@ -74,8 +74,8 @@ static void link_fields(const rc_session_state *st, char *out, size_t cap) {
 #undef ROUND2
 }
 
-/* Issue 12: {"type":"cursor","cursor":"pointer"} once the canvas has set one (after the hello of a new viewer,
- * and on every change). The keyword is [a-z-] only (rcanvas_canvas_set_cursor): no escaping needed. */
+/* Queues {"type":"cursor","cursor":"pointer"} once the canvas has set one (after the hello of a new viewer, and on
+ * every change). The keyword is [a-z-] only (rcanvas_canvas_set_cursor): no escaping needed. */
 static void queue_cursor(rc_viewer *v) {
     rc_session_hello h;
     rc_session_get_hello(v->session, &h);
@@ -164,8 +164,8 @@ void rc_viewer_service(rc_viewer *v) {
     }
     if (st.cursor_version != v->told_cursor_version) queue_cursor(v);
     if (st.size.width != v->told_width || st.size.height != v->told_height || st.size.pixel_ratio != v->told_ratio) {
-        /* issue 19: the canvas's logical size changed (the active viewer resized): every viewer maps its pointer
-         * coordinates into it, and a viewer of another size letterboxes the frames */
+        /* the canvas's logical size changed (the active viewer resized): every viewer maps its pointer coordinates into
+         * it, and a viewer of another size letterboxes the frames */
         char msg[160];
         snprintf(msg, sizeof msg, "{\"type\":\"size\",\"width\":%.17g,\"height\":%.17g,\"pixel_ratio\":%.17g}",
                  st.size.width, st.size.height, st.size.pixel_ratio);

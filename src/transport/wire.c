@@ -351,7 +351,7 @@ int rc_client_msg_parse(const char *json, size_t len, rc_client_msg *out, const 
         return RCANVAS_EINVAL;
     }
     memset(out, 0, sizeof(*out));
-    if (has_nul(json, len)) { /* cJSON keeps C strings: "z\u0000b" would reach the app as "z" (issue 19) */
+    if (has_nul(json, len)) { /* cJSON keeps C strings: "z\u0000b" would reach the app as "z" */
         *why = "NUL character in message (raw or \\u0000)";
         return RCANVAS_EINVAL;
     }

@@ -21,10 +21,10 @@
 #define RC_FLAG_LAST_TILE 0x0002u   /* last tile of this frame: draw all its tiles now, then ack */
 #define RC_FLAG_REFINE 0x0004u      /* a lossless resend of an earlier frame (same seq as the lossy one) */
 #define RC_FLAG_KEYFRAME 0x0008u    /* protocol 2: decodable alone (video keyframe, or any image tile) */
-/* The frame was shrunk by the server's rate adaptation (1/2 or 1/4 of the app's frame, issue 10): the client
+/* The frame was shrunk by the server's rate adaptation (1/2 or 1/4 of the app's frame): the client
  * upscales it smoothly, as an approximation of the whole picture; a frame without it is the app's bitmap as it drew
- * it, which the client upscales nearest-neighbour (rendercanvas' set_bitmap; issue 18). Both versions; clients that
- * do not know it ignore it. */
+ * it, which the client upscales nearest-neighbour (rendercanvas' set_bitmap). Both versions; clients that do not know
+ * it ignore it. */
 #define RC_FLAG_SCALED 0x0010u
 
 typedef struct rc_frame_header {

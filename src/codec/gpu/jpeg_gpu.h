@@ -26,7 +26,7 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t queue_family, 
 /* A second encoder on owner's device that shares its pipelines, pipeline layout and descriptor set layout (no
  * shader compilation: about the cost of a command pool, a fence and four small buffers; its frame buffers grow at
  * its first encode), with its own buffers, descriptor set, command buffer, fence and timestamps: so that several
- * encodes can be in flight at once, one per encoder (issue 21: the readback ring gives each staging slot its own).
+ * encodes can be in flight at once, one per encoder (the readback ring gives each staging slot its own).
  * It takes owner's configuration (rc_gpu_jpeg_configure) as it is now. owner must be an encoder from
  * rc_gpu_jpeg_new, and outlive it (free the siblings first). Each encoder is used by one thread at a time; different
  * ones may be used at once, except that the synchronous calls submit to the shared queue (its rule: one submitter at
