@@ -385,6 +385,55 @@ static void test_intra_in_p(rcanvas_vk *vk, const rc_logger *lg) {
     free(px);
 }
 
+/* A canvas whose first picture is blank (drawn before its data came) and then dense (a page of text), at 250 kbit/s
+ * and 30 pictures a second: the blank IDR picture misses the rate control's aim by far and is coded again finer
+ * (h264_gpu_rate.h), which once let the P pictures after it start at QP 16; the dense picture is now a scene cut,
+ * coded as an IDR picture at the rate control's floor for those and within a few pictures' budget, and the P
+ * pictures after it no finer than 4 QP above it. Every picture decodes to the encoder's reconstruction. */
+static void test_blank_then_dense(rcanvas_vk *vk, const rc_logger *lg) {
+    const uint32_t w = 640, h = 360;
+    rc_gpu_h264 *e = encoder_with(vk, lg, (const char *[]){"RCANVAS_GPU_H264_GATE", "open", NULL});
+    if (!e) return;
+    uint8_t *blank = malloc((size_t)w * h * 4), *text = malloc((size_t)w * h * 4);
+    memset(blank, 200, (size_t)w * h * 4);
+    tf_draw(TF_TEXT, w, h, text, (size_t)w * 4);
+    void *dec = h264_open();
+    rc_buf out = {0};
+    rc_gpu_h264_info info[4] = {0};
+    size_t bytes[4] = {0};
+    int exact = 0;
+    for (int i = 0; i < 4; i++) {
+        rc_image img = {i ? text : blank, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, NULL};
+        rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = 250, .fps = 30};
+        rc_buf_clear(&out);
+        CHECK_EQ_INT(rc_gpu_h264_encode_cpu(e, &img, &p, 0, &out, &info[i]), RCANVAS_OK);
+        bytes[i] = out.len;
+        yuv_view v;
+        uint8_t *rec = NULL;
+        uint32_t lw = 0, lh = 0;
+        if (dec && !h264_decode(dec, rc_buf_data(&out), out.len, &v) &&
+            !rc_gpu_h264_reconstruction(e, &rec, &lw, &lh) && rec) { /* a skipped picture repeats the reference */
+            int fp, fx, fy;
+            exact += diff_recon(&v, rec, lw, lh, &fp, &fx, &fy) == 0;
+            free(rec);
+        }
+    }
+    printf("blank, then text at 250 kbit/s: %zu bytes (QP %d), %zu (QP %d, %s), %zu (QP %d), %zu (QP %d)\n", bytes[0],
+           info[0].qp, bytes[1], info[1].qp, info[1].keyframe ? "IDR" : "P", bytes[2], info[2].qp, bytes[3],
+           info[3].qp);
+    double budget = 250e3 / 30 / 8;
+    CHECK_EQ_INT(exact, 4);
+    CHECK_MSG(info[0].keyframe && info[1].keyframe && !info[2].keyframe && bytes[1] < 4 * 8 * budget &&
+                  info[2].qp >= info[1].qp + 4 && info[2].qp > 30,
+              "blank then text: picture 1 %s at QP %d, %zu bytes; picture 2 at QP %d", info[1].keyframe ? "IDR" : "P",
+              info[1].qp, bytes[1], info[2].qp);
+    rc_buf_free(&out);
+    h264_close(dec);
+    free(blank);
+    free(text);
+    rc_gpu_h264_free(e);
+}
+
 /* A rotation's vectors vary smoothly, and the fine search, each macroblock on its own, finds them a quarter sample
  * apart here and there: at a high QP those differences were most of a picture's bits. h264_me's adopt rounds take
  * the P_Skip vector or the predictor where it costs no more: against an encoder without them
@@ -816,6 +865,7 @@ int main(int argc, char **argv) {
     test_still_is_skipped();
     test_scene_cut();
     test_intra_in_p(vk, &lg);
+    test_blank_then_dense(vk, &lg);
     test_adopted_vectors(vk, &lg);
     test_rate_control();
     test_rate_control_reaches_low_bitrates();

@@ -143,6 +143,7 @@ struct rc_gpu_h264 {
     int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
+    int p_avg_idr;     /* p_avg is the first IDR picture's, until the first P picture replaces it */
 };
 
 static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what) {
@@ -285,7 +286,7 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
     if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
-        e->have_ref = 0, e->p_avg = 0, rc_h264_rate_reset(&e->rate);
+        e->have_ref = 0, e->p_avg = 0, e->p_avg_idr = 0, rc_h264_rate_reset(&e->rate);
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -800,13 +801,6 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     if (r) return r;
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
-    /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited
-     * to the intra wave's steps, none while the gate is closed, its intra choice estimated) than as an IDR one. A P picture over 3× the recent P
-     * pictures' mean (bytes scaled to one QP by the 2^(QP/6) step; and over 2 bytes a macroblock, so that the first
-     * change after a still spell of P_Skip pictures is not one; paint-overs never) is coded again as an IDR
-     * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
-     * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
-     * only: one or two more GPU passes. */
     if (key) { /* the stream's first IDR picture, far off the rate control's aim: coded again (h264_gpu_rate.h) */
         int rqp = rc_h264_rate_retry_idr(&e->rate, p, qp_override, qp, ctl[0]);
         if (rqp) {
@@ -814,16 +808,32 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             if (r) return r;
             qp = rqp;
         }
+        /* it also seeds the scene-cut rule's mean below (its bytes at QP 26 by the same model): a dense picture
+         * after a blank or light first one is then a cut, coded as an IDR picture at the rate control's floor for
+         * those, not as a P picture at the fine QP the light one allowed */
+        if (e->p_avg <= 0 && !(p && p->paint)) e->p_avg = ctl[0] * pow(2.0, (qp - 26) / 6.0), e->p_avg_idr = 1;
     }
+    /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited
+     * to the intra wave's steps, none while the gate is closed, its intra choice estimated) than as an IDR one. A
+     * P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the 2^(QP/6) step; and over 2 bytes
+     * a macroblock, so that the first change after a still spell of P_Skip pictures is not one; paint-overs never)
+     * is coded again as an IDR
+     * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
+     * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
+     * only: one or two more GPU passes. The P pictures after a cut start no finer than its IDR picture's QP
+     * allows (rc_h264_rate_cut). */
     double pnorm = key ? 0 : ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
     int paint = p && p->paint;
     int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[0] > 2u * e->mbw * e->mbh;
-    if (!key && !paint) e->p_avg = e->p_avg > 0 ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm; /* also at a cut: it adapts */
+    if (!key && !paint) { /* also at a cut: it adapts; the first P picture replaces the IDR picture's seed */
+        e->p_avg = e->p_avg > 0 && !e->p_avg_idr ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm;
+        e->p_avg_idr = 0;
+    }
     if (cut) {
         size_t pbytes = ctl[0];
         int kqp = rc_h264_rate_qp(&e->rate, p, qp_override, 1);
         r = gpu_pass(e, in, bgra, 1, kqp);
-        if (!r && ctl[0] < pbytes * 3 / 2) key = 1, qp = kqp;
+        if (!r && ctl[0] < pbytes * 3 / 2) key = 1, qp = kqp, rc_h264_rate_cut(&e->rate, p, qp_override, kqp);
         else if (!r) r = gpu_pass(e, in, bgra, 0, qp);
         if (r) return r;
     }

@@ -85,16 +85,20 @@ int rc_h264_rate_retry_idr(rc_h264_rate *r, const rc_encode_params *p, int qp_ov
     r->probed = 1;
     double aim = START_PICTURES * picture_budget(p), bits = (double)bytes * 8.0;
     if (bits > aim / RETRY_FACTOR && bits < aim * RETRY_FACTOR) return 0;
-    /* no finer than the usual start (P pictures at RC_H264_RATE_QP_START): a blank picture (a canvas before its
-     * first drawing) would be small at any QP and say nothing of what comes next, whose P pictures would then
-     * start at QP 16 */
-    double q = fmax(round(rc_h264_rate_qp_for(bits, qp, aim)), RC_H264_RATE_QP_START - RC_H264_RATE_IDR_OFFSET);
-    q = clamp_qp(q);
+    double q = clamp_qp(round(rc_h264_rate_qp_for(bits, qp, aim)));
     if (fabs(q - qp) < 2) return 0; /* held at the QPs' ends */
-    /* the P pictures start RC_H264_RATE_IDR_OFFSET above it, as rc_h264_rate_begin meant them to (later IDR
-     * pictures keep qp_dense's floor: a dense slide after a light start must not cost seconds of the link) */
+    /* the P pictures start RC_H264_RATE_IDR_OFFSET above it, as rc_h264_rate_begin meant them to; later IDR
+     * pictures keep qp_dense's floor (a dense slide after a light start must not cost seconds of the link). A blank
+     * first picture (a canvas before its first drawing) is small at any QP and says nothing of what comes next: the
+     * encoder's scene-cut rule, seeded by this picture, codes a dense one after it as an IDR picture at that floor
+     * (rc_h264_rate_cut), not as a P picture at QP 16. */
     r->qp_p = clamp_qp(q + RC_H264_RATE_IDR_OFFSET);
     return (int)q;
+}
+
+void rc_h264_rate_cut(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp) {
+    if (!controlled(p, qp_override)) return;
+    r->qp_p = fmax(r->qp_p, clamp_qp(qp + RC_H264_RATE_IDR_OFFSET));
 }
 
 /* The QP above qp_p while in debt: 6·log2(1 + debt / DEBT_S seconds of budget), as a level that falls as the debt is

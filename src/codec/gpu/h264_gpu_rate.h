@@ -62,14 +62,18 @@ void rc_h264_rate_begin(rc_h264_rate *r, uint32_t w, uint32_t h, const rc_encode
 int rc_h264_rate_qp(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
 /* The stream's first picture (an IDR picture under the rate control, the first since the last reset), coded at
  * qp, took `bytes`: where that is off the start's aim (START_PICTURES budgets, h264_gpu_rate.c) by over a factor
- * of 2, the QP to code it again at, which the model says hits the aim, but no finer than the usual start's IDR QP
- * (RC_H264_RATE_QP_START − RC_H264_RATE_IDR_OFFSET); qp_p then starts RC_H264_RATE_IDR_OFFSET above it, and later
- * IDR pictures keep qp_dense's floor. Else 0 (not off the aim by that much, already weighed, or held there).
+ * of 2, the QP to code it again at, which the model says hits the aim; qp_p then starts RC_H264_RATE_IDR_OFFSET
+ * above it, and later IDR pictures keep qp_dense's floor. Else 0 (not off the aim by that much, already weighed,
+ * or held at the QPs' ends).
  * Only the first IDR picture is weighed: the start's density (START_BITS_PER_PIXEL_AT_26) is a guess about content
  * the picture itself answers, and a picture coded too coarse there is what every P picture after it predicts from
  * (a 640×360 rotation at 250 kbit/s: an IDR picture of 1.3 budgets at 32.6 dB, and P pictures 30–33 dB for the
  * next 13, where x264's first picture took 3 budgets at 37.2 dB). */
 int rc_h264_rate_retry_idr(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, size_t bytes);
+/* A P picture was coded again as an IDR picture at qp (a scene cut, h264_gpu.c): the P pictures after it start no
+ * finer than RC_H264_RATE_IDR_OFFSET above it (the content changed; what the old content allowed says nothing).
+ * Nothing for paint-overs and fixed QPs. */
+void rc_h264_rate_cut(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp);
 /* 1 if the next picture is to be skipped (sent as a picture of skipped macroblocks) for the bitrate: a P picture
  * under the rate control while the QP is at its top and the bucket holds more than half a picture's budget. */
 int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
