@@ -68,6 +68,7 @@
 
 #if RCANVAS_BENCH_X264
 #include "anchor_x264.h"
+#include "bench_util.h"
 #endif
 
 /* The picture size: 1920 × 1080, and part A's (--size: AW × AH) while part A runs. */
@@ -77,11 +78,6 @@ static int W = 1920, H = 1080, AW = 1920, AH = 1080;
 
 /* ---- small helpers ---------------------------------------------------------------------------------------- */
 
-static int64_t cpu_us(void) { /* CPU time of the whole process (every thread: the encoders' own too), µs */
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static double sse_plane(const uint8_t *a, int sa, const uint8_t *b, int sb, int w, int h) {
     double se = 0;
@@ -511,9 +507,9 @@ static result run_seq(const anchor_enc *e, const sequence *q, int kbps, int thre
     if (!s || !d) goto out;
     for (int i = 0; i < q->n; i++) {
         rc_buf_clear(&pkt);
-        int64_t c0 = cpu_us();
+        int64_t c0 = bench_cpu_us();
         int rc = e->encode(s, q->rgba[i], W, H, (size_t)W * 4, &pkt);
-        cpu += (double)(cpu_us() - c0) / 1000.0;
+        cpu += (double)(bench_cpu_us() - c0) / 1000.0;
         yuv_view v;
         if (rc || e->dec->decode(d, rc_buf_data(&pkt), pkt.len, &v) || v.w != W || v.h != H || v.chroma444) {
             fprintf(stderr, "bench-anchor: %s on %s at %d kbit/s: frame %d does not encode or decode\n", e->name,
@@ -832,10 +828,10 @@ static void part_b(still *st, int nst, const int *kbps, int nk, int threads) {
                     if (x0 > (int)st[i].w - BW) x0 = (int)st[i].w - BW;
                     if (y0 > (int)st[i].h - BH) y0 = (int)st[i].h - BH;
                     rc_buf_clear(&pkt);
-                    int64_t c0 = cpu_us();
+                    int64_t c0 = bench_cpu_us();
                     int r = e->encode(s, st[i].rgba + ((size_t)y0 * st[i].w + x0) * 4, BW, BH, (size_t)st[i].w * 4,
                                       &pkt);
-                    cpu += (double)(cpu_us() - c0) / 1000.0;
+                    cpu += (double)(bench_cpu_us() - c0) / 1000.0;
                     yuv_view v;
                     if (r || e->dec->decode(d, rc_buf_data(&pkt), pkt.len, &v) || v.w != BW || v.h != BH ||
                         v.chroma444 != e->i444) {

@@ -25,6 +25,7 @@
 #include "stream/damage.h"
 #include "stream/session.h"
 #include "testframes.h"
+#include "bench_util.h"
 
 #define PROG "bench-damage"
 static const char USAGE[] =
@@ -37,14 +38,6 @@ static const char USAGE[] =
     "  --background FILE    a PNG under the marker instead of the generated plot (e.g. lines-1920x1080.png)\n"
     "  --help               print this and exit\n";
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 #define MARK 12
 static void draw_frame(uint8_t *px, const uint8_t *plot, uint32_t w, uint32_t h, int step) {
@@ -138,9 +131,10 @@ static int part_a(rc_pool *pool, uint8_t *plot, uint32_t w, uint32_t h, int fram
            MARK, frames, quality, rc_pool_threads(pool));
     printf("| | bytes/frame (mean) | bytes/frame (median) | tiles/frame | ms/frame (median) |\n|---|---|---|---|---|\n");
     printf("| whole frames (stripes) | %.0f | %.0f | %d | %.2f (encode) |\n", sum_w / frames,
-           median(b_whole, frames), rc_encode_plan_stripes(w, h, rc_pool_threads(pool)), median(ms_whole, frames));
+           bench_median(b_whole, frames), rc_encode_plan_stripes(w, h, rc_pool_threads(pool)),
+           bench_median(ms_whole, frames));
     printf("| damage (marker tiles) | %.0f | %.0f | %.2f | %.2f (present → packet) |\n", sum_p / frames,
-           median(b_part, frames), tiles / frames, median(ms_part, frames));
+           bench_median(b_part, frames), tiles / frames, bench_median(ms_part, frames));
     printf("| ratio | %.2f %% | | | |\n", 100.0 * sum_p / sum_w);
     printf("(first frame, whole through the canvas: %zu bytes)\n", first);
 
@@ -189,7 +183,7 @@ static int part_b(int runs) {
                 else if (rc_damage_diff(&ib, &ia, bits) < 0) return 1;
                 if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0;
             }
-            res[kase] = median(t, runs);
+            res[kase] = bench_median(t, runs);
         }
         printf("| %ux%u | %.2f | %.2f | %.2f | %.2f |\n", w, h, res[0], res[1], res[2], res[3]);
         free(a), free(b), free(cpy), free(bits);

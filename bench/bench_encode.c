@@ -16,15 +16,8 @@
 #include "codec/frame_encode.h"
 #include "cli.h"
 #include "imageio.h"
+#include "bench_util.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Decodes every tile of pk into one RGBA image and returns its PSNR against src. */
 static double packet_psnr(const rc_packet *pk, const uint8_t *src, uint32_t w, uint32_t h) {
@@ -139,10 +132,10 @@ int main(int argc, char **argv) {
                 }
                 if (r >= 2) t[r - 2] = (double)(rc_now_us() - t0) / 1000.0;
             }
-            if (codec == RCANVAS_CODEC_JPEG) ref_ms = median(tr, runs);
+            if (codec == RCANVAS_CODEC_JPEG) ref_ms = bench_median(tr, runs);
             free(tr);
             free(out);
-            double ms = median(t, runs);
+            double ms = bench_median(t, runs);
             double psnr = packet_psnr(pk, px, w, h);
             if (codec == RCANVAS_CODEC_JPEG)
                 printf("| %s | jpeg q%d 4:2:0 | %.2f | %.2f | %.2f | %zu | %lu | %.2f |\n", names[f], quality, ref_ms, ms,

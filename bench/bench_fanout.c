@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "ws_viewers.h"
+#include "bench_util.h"
 
 #define PROG "bench-fanout"
 static const char *g_codecs; /* --codecs: NULL for protocol 1 viewers */
@@ -244,10 +245,6 @@ static void demo_stop(demo *d) {
     waitpid(d->pid, NULL, 0);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* One row: n viewers; *min_fps: the slowest viewer's. Returns 0, or 1 if a viewer got no frame or was refused
  * (the row says so). */
@@ -322,7 +319,7 @@ static int run_row(const char *exe, int n, int max_viewers, double seconds, doub
     }
     wsv_stop(v);
     demo_stop(&d);
-    qsort(fps, (size_t)n, sizeof(double), cmp_double);
+    qsort(fps, (size_t)n, sizeof(double), bench_cmp_double);
     double tick = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (all1 - all0) / tick, net_s = (net1 - net0) / tick;
     printf("%7d %8.1f %8.1f %8.1f %8.1f %9.1f %8.0f %8.0f %9.1f %9.1f %8.0f %7.1f %6.1f  %s\n", n, fps[0],

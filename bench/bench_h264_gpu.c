@@ -37,25 +37,11 @@
 #include "source/vk_readback.h"
 #include "testframes.h"
 #include "vk_util.h"
+#include "bench_util.h"
 
 #define PROG "bench-h264-gpu"
 #define NSRC 16
 
-static int64_t cpu_us(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec + (int64_t)ru.ru_stime.tv_sec * 1000000 +
-           ru.ru_stime.tv_usec;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
 
 typedef struct seqimg {
     uint32_t w, h;
@@ -95,7 +81,7 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
     rc_encode_params p = {.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .fps = 60};
     rc_gpu_h264_request_keyframe(e);
     if (n > 4096) n = 4096;
-    int64_t c0 = cpu_us();
+    int64_t c0 = bench_cpu_us();
     int lastqp = 0;
     for (int i = 0; i < n; i++) {
         int k = i % (2 * NSRC - 2);
@@ -131,15 +117,16 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
         gpu[nc] = info.gpu_ms, wall[nc] = info.wall_ms;
         nc++;
     }
-    double cpu_ms = (double)(cpu_us() - c0) / 1000.0 / (n ? n : 1);
+    double cpu_ms = (double)(bench_cpu_us() - c0) / 1000.0 / (n ? n : 1);
     char qps[32];
     if (qp) snprintf(qps, sizeof qps, "fixed");
     else snprintf(qps, sizeof qps, "rate ctl (last %d)", lastqp);
     printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f) | %.3f (%.3f) | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.0f | "
            "%d of %d | %.1f (%.2f ms) |\n",
-           seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, median(st[0], nc), median(st[1], nc),
-           median(st[2], nc), median(st[7], nc), median(st[3], nc), median(st[8], nc), median(st[4], nc), median(st[5], nc), median(st[6], nc),
-           median(gpu, nc), median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
+           seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, bench_median(st[0], nc),
+           bench_median(st[1], nc), bench_median(st[2], nc), bench_median(st[7], nc), bench_median(st[3], nc),
+           bench_median(st[8], nc), bench_median(st[4], nc), bench_median(st[5], nc), bench_median(st[6], nc),
+           bench_median(gpu, nc), bench_median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
            np ? (double)pbytes * 8 * p.fps / np / 1000.0 : 0, nskip, np, nk ? (double)kbytes / nk / 1000.0 : 0,
            nk ? kgpu / nk : 0);
     fflush(stdout);
@@ -229,9 +216,9 @@ static void run_density(rcanvas_vk *vk, const seqimg *s, int k, int gpu, double 
         pthread_create(&th[i], NULL, dens_thread, &jobs[i]);
     }
     pthread_barrier_wait(&start);
-    int64_t c0 = cpu_us(), w0 = rc_now_us();
+    int64_t c0 = bench_cpu_us(), w0 = rc_now_us();
     for (int i = 0; i < k; i++) pthread_join(th[i], NULL);
-    double wall_s = (double)(rc_now_us() - w0) / 1e6, cpu_s = (double)(cpu_us() - c0) / 1e6;
+    double wall_s = (double)(rc_now_us() - w0) / 1e6, cpu_s = (double)(bench_cpu_us() - c0) / 1e6;
     int total = 0, slowest = 1 << 30, errors = 0, coded = 0, contended = 0;
     double gms = 0;
     for (int i = 0; i < k; i++) {

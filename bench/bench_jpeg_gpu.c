@@ -39,22 +39,11 @@
 #include "source/vk_readback.h"
 #include "testframes.h"
 #include "vk_util.h"
+#include "bench_util.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
 
-static double cpu_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
+static double cpu_ms(void) { return (double)bench_cpu_us() / 1e3; }
 
 /* --pipeline, raw: `n` encoders (enc and n-1 siblings) round-robin, each with its own command buffer and fence.
  * Prints a table row; 0, or -1 if an encode failed. */
@@ -362,9 +351,10 @@ int main(int argc, char **argv) {
                 printf("| %s | %d | %s | %s %u | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %zu | %.3f× | "
                        "%.2f | %.2f | %lu |\n",
                        names[f], qs[qi], ss ? "4:4:4" : "4:2:0", path_blocks ? "blocks" : "intervals", rst,
-                       direct ? "image" : "copy", median(st[0], frames), median(st[1], frames), median(st[2], frames), median(st[3], frames),
-                       median(st[4], frames), median(st[5], frames), median(gpu, frames), median(wall, frames), len,
-                       (double)len / (double)tdl, psnr, tj_runs ? median(tjms, tj_runs) : 0.0, tl);
+                       direct ? "image" : "copy", bench_median(st[0], frames), bench_median(st[1], frames),
+                       bench_median(st[2], frames), bench_median(st[3], frames), bench_median(st[4], frames),
+                       bench_median(st[5], frames), bench_median(gpu, frames), bench_median(wall, frames), len,
+                       (double)len / (double)tdl, psnr, tj_runs ? bench_median(tjms, tj_runs) : 0.0, tl);
                 fflush(stdout);
             }
         VkDevice dev = rcanvas_vk_device(vk);

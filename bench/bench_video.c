@@ -31,6 +31,7 @@
 #include "gen_frames.h"
 #include "imageio.h"
 #include "video_decoders.h"
+#include "bench_util.h"
 
 #if RCANVAS_BENCH_AV1
 #include <dav1d/dav1d.h>
@@ -111,20 +112,6 @@ static const struct {
 static const int k_jpeg_q[] = {5, 10, 15, 20, 30, 40, 50, 60, 70, 75, 80, 85, 90, 93, 95, 97, 99};
 #define NQ (sizeof k_jpeg_q / sizeof k_jpeg_q[0])
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-/* CPU time of the whole process (every thread: the encoders' own too), µs. */
-static int64_t cpu_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 /* A source still and the sequence over it. */
 typedef struct source {
     char name[64];
@@ -332,7 +319,7 @@ int main(int argc, char **argv) {
             if (i % 3 == 0) nsub++;
         }
         for (size_t q = 0; q < NQ; q++) qb[q] /= nsub ? nsub : 1, qp[q] /= nsub ? nsub : 1;
-        double q85_ms = jpeg_on ? median(jms, nframes) : 0;
+        double q85_ms = jpeg_on ? bench_median(jms, nframes) : 0;
 
         for (size_t c = 0; c < NCODECS; c++)
             for (int k = 0; k < nk; k++) {
@@ -346,10 +333,10 @@ int main(int argc, char **argv) {
                 for (int i = 0; i < nframes; i++) {
                     render(&src[si], i, nframes, frame);
                     rc_buf_clear(&pkt);
-                    int64_t c0 = cpu_us(), t0 = rc_now_us();
+                    int64_t c0 = bench_cpu_us(), t0 = rc_now_us();
                     int r = rc_codec_encode(enc, &img, &p, &pkt, NULL);
                     ms[i] = (double)(rc_now_us() - t0) / 1000.0;
-                    cpu += (double)(cpu_us() - c0) / 1000.0 / nframes;
+                    cpu += (double)(bench_cpu_us() - c0) / 1000.0 / nframes;
                     if (r) {
                         fprintf(stderr, "%s: %s\n", k_codecs[c].type->name, rc_codec_error(enc));
                         return 1;
@@ -381,7 +368,7 @@ int main(int argc, char **argv) {
                 tot_video[c][k] += bytes;
                 tot_jpeg[c][k] += jb;
                 printf("| %s | %s | %d | %.0f | %.2f | %.2f | %.2f ", src[si].name, k_codecs[c].type->name, kbps[k],
-                       bytes, psnr, median(ms, nframes), cpu);
+                       bytes, psnr, bench_median(ms, nframes), cpu);
                 if (jpeg_on)
                     printf("| %.0f | %.2f | %.2f | %s | %s%.2f |\n", q85_bytes, q85_psnr, q85_ms, eq,
                            q == 0 || q == NQ ? "~" : "", bytes / jb);
