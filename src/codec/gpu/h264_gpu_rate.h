@@ -78,7 +78,8 @@ void rc_h264_rate_cut(rc_h264_rate *r, const rc_encode_params *p, int qp_overrid
  * under the rate control while the QP is at its top and the bucket holds more than half a picture's budget. */
 int rc_h264_rate_skip(const rc_h264_rate *r, const rc_encode_params *p, int qp_override, int key);
 /* A picture of `bytes` was sent at qp (key: an IDR picture; skipped: rc_h264_rate_skip's picture, which moves
- * the bucket only). Nothing for paint-overs, a fixed QP (qp_override nonzero), no bitrate or an empty picture. */
+ * the bucket only). Nothing for paint-overs, a fixed QP (qp_override nonzero), no bitrate or an empty picture,
+ * but that the stream has begun (rc_h264_rate_retry_idr weighs only its first picture). */
 void rc_h264_rate_done(rc_h264_rate *r, const rc_encode_params *p, int qp_override, int qp, int key, int skipped,
                        size_t bytes);
 
