@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -207,6 +208,70 @@ static int parse_rtp_out(const char *opt, const char *v, video_opts *vo) {
     return 0;
 }
 
+/* The demo's options (getopt_long; each one's value checked in parse_args). Each has a value of its own, so that
+ * getopt_long finds an abbreviation of two ("--to": --token or --token-file?) ambiguous. */
+static const struct option k_opts[] = {
+    {"help", no_argument, NULL, 'h' + 256}, /* -h is 'h': an error's optopt is then a short option's */
+    {"print-events", no_argument, NULL, 256},
+    {"gpu", no_argument, NULL, 257},
+    {"verbose", no_argument, NULL, 258},
+    {"host", required_argument, NULL, 259},
+    {"port", required_argument, NULL, 260},
+    {"token", required_argument, NULL, 261},
+    {"view-token", required_argument, NULL, 262},
+    {"token-file", required_argument, NULL, 263},
+    {"view-token-file", required_argument, NULL, 264},
+    {"allow-host", required_argument, NULL, 265},
+    {"allow-origin", required_argument, NULL, 266},
+    {"base-path", required_argument, NULL, 267},
+    {"max-viewers", required_argument, NULL, 268},
+    {"max-canvas-pixels", required_argument, NULL, 269},
+    {"max-pixel-ratio", required_argument, NULL, 270},
+    {"ping-ms", required_argument, NULL, 271},
+    {"idle-timeout-ms", required_argument, NULL, 272},
+    {"threads", required_argument, NULL, 273},
+    {"quality", required_argument, NULL, 274},
+    {"fps", required_argument, NULL, 275},
+    {"refine-ms", required_argument, NULL, 276},
+    {"frames", required_argument, NULL, 277},
+    {"scene", required_argument, NULL, 278},
+    {"codec", required_argument, NULL, 279},
+    {"bitrate", required_argument, NULL, 280},
+    {"video-threads", required_argument, NULL, 281},
+    {"refine-codec", required_argument, NULL, 282},
+    {"rtp-out", required_argument, NULL, 283},
+    {"rtp-codec", required_argument, NULL, 284},
+    {"rtp-kbps", required_argument, NULL, 285},
+    {"rtp-mtu", required_argument, NULL, 286},
+    {"rtp-pt", required_argument, NULL, 287},
+    {"rtp-keyframe-ms", required_argument, NULL, 288},
+    {"keyframe-interval", required_argument, NULL, 289},
+    {"subsampling", required_argument, NULL, 290},
+    {"tls-cert", required_argument, NULL, 291},
+    {"tls-key", required_argument, NULL, 292},
+    {"tls-dir", required_argument, NULL, 293},
+    {"tls", required_argument, NULL, 294},
+    {NULL, 0, NULL, 0}};
+
+/* The option an argument names ("--por" is --port: getopt_long takes unique prefixes), for the messages; the
+ * argument itself where none. */
+static const char *opt_named(const char *arg, char *buf, size_t cap) {
+    if (arg[0] != '-' || arg[1] != '-') return arg;
+    size_t n = strcspn(arg + 2, "=");
+    const struct option *hit = NULL;
+    for (const struct option *o = k_opts; o->name; o++) {
+        if (strncmp(o->name, arg + 2, n)) continue;
+        if (!o->name[n]) { /* exact: --tls, not --tls-cert */
+            hit = o;
+            break;
+        }
+        if (!hit) hit = o;
+    }
+    if (!hit) return arg;
+    snprintf(buf, cap, "--%s", hit->name);
+    return buf;
+}
+
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
     int idle_given = 0; /* --idle-timeout-ms was given (else --ping-ms 0 turns it off too) */
@@ -217,9 +282,22 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
     static const char *const subs[] = {"420", "444", "auto", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    opterr = 0; /* the messages are ours (cli.h's forms) */
+    optind = 1;
+    for (;;) {
+        int idx = -1, c = getopt_long(argc, argv, "+:h", k_opts, &idx);
+        if (c == -1) break;
+        if (c == '?') {
+            if (optopt > 0 && optopt < 256) return cli_error(PROG, "-%c: unknown option", optopt);
+            return cli_error(PROG, "%s: unknown option", argv[optind - 1]);
+        }
+        char nb[40];
+        const char *a = c == ':' ? opt_named(argv[optind - 1], nb, sizeof nb) : c == 'h' || c == 'h' + 256 ? "--help"
+                      : (snprintf(nb, sizeof nb, "--%s", k_opts[idx].name), nb);
+        /* a value that is itself an option ("--port --verbose") is a missing one, as cli_value() has it */
+        const char *v = c == ':' ? NULL : optarg, *val = v;
+        if (v && v == argv[optind - 1] && !strncmp(v, "--", 2)) val = NULL, optind--;
+        if (!strcmp(a, "--help")) {
             fputs(USAGE, stdout);
             return 0;
         } else if (!strcmp(a, "--print-events")) {
@@ -229,14 +307,14 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
         } else if (!strcmp(a, "--verbose")) {
             g_verbose = 1;
         } else if (!strcmp(a, "--host")) {
-            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "an address such as 127.0.0.1");
+            if (!(v = val)) return cli_missing(PROG, a, "an address such as 127.0.0.1");
             if (!*v || strlen(v) > 255) return cli_error(PROG, "%s: must be an address of 1 to 255 characters", a);
             scfg->host = v;
         } else if (!strcmp(a, "--port")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 65535, &scfg->port)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 65535, &scfg->port)) return CLI_USAGE;
         } else if (!strcmp(a, "--token") || !strcmp(a, "--view-token")) {
             const char *rule = "22 to 128 characters of A-Z a-z 0-9 _ -";
-            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, rule);
+            if (!(v = val)) return cli_missing(PROG, a, rule);
             char why[64];
             if (token_problem(v, why, sizeof why)) return cli_error(PROG, "%s: %s: must be %s", a, why, rule);
             *(a[2] == 't' ? &scfg->token : &scfg->view_token) = v;
@@ -244,13 +322,13 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             static char tokens[2][130];
             int view = a[2] == 'v';
             char why[128];
-            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a file holding the token");
+            if (!(v = val)) return cli_missing(PROG, a, "a file holding the token");
             if (read_token_file(v, tokens[view], sizeof tokens[view], why, sizeof why))
                 return cli_error(PROG, "%s %s: %s", a, v, why);
             *(view ? &scfg->view_token : &scfg->token) = tokens[view];
         } else if (!strcmp(a, "--allow-host") || !strcmp(a, "--allow-origin")) {
             int host = a[8] == 'h';
-            if (!(v = cli_value(argc, argv, &i)) || !*v || strlen(v) > 255)
+            if (!(v = val) || !*v || strlen(v) > 255)
                 return cli_missing(PROG, a, host ? "a host name such as viz.example.org" : "an origin such as https://viz.example.org");
             static const char *hosts[64], *origins[64];
             int *n = host ? &scfg->n_allowed_hosts : &scfg->n_allowed_origins;
@@ -259,90 +337,87 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             if (host) scfg->allowed_hosts = hosts;
             else scfg->allowed_origins = origins;
         } else if (!strcmp(a, "--base-path")) {
-            if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a path such as /viz");
+            if (!(v = val)) return cli_missing(PROG, a, "a path such as /viz");
             if (v[0] != '/' || strlen(v) > 200 || strstr(v, "//") || strstr(v, "/./") || strstr(v, "/../") ||
                 strspn(v, "/abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~-") != strlen(v))
                 return cli_error(PROG, "%s: must be / then segments of A-Z a-z 0-9 . _ ~ - (at most 200 bytes)", a);
             scfg->base_path = v;
         } else if (!strcmp(a, "--max-viewers")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100000, &scfg->max_viewers)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 1, 100000, &scfg->max_viewers)) return CLI_USAGE;
         } else if (!strcmp(a, "--max-canvas-pixels")) {
             double px;
-            if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 4294967296.0, &px)) return CLI_USAGE;
+            if (cli_number(PROG, a, val, 1, 4294967296.0, &px)) return CLI_USAGE;
             scfg->max_canvas_pixels = (uint64_t)px;
         } else if (!strcmp(a, "--max-pixel-ratio")) {
-            if (cli_number(PROG, a, cli_value(argc, argv, &i), 0.01, 16, &scfg->max_pixel_ratio)) return CLI_USAGE;
+            if (cli_number(PROG, a, val, 0.01, 16, &scfg->max_pixel_ratio)) return CLI_USAGE;
         } else if (!strcmp(a, "--ping-ms")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->ping_ms)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 3600000, &scfg->ping_ms)) return CLI_USAGE;
         } else if (!strcmp(a, "--idle-timeout-ms")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &scfg->idle_timeout_ms)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 3600000, &scfg->idle_timeout_ms)) return CLI_USAGE;
             idle_given = 1;
         } else if (!strcmp(a, "--threads")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &scfg->encode_threads)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 256, &scfg->encode_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--quality")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &ccfg->quality)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 1, 100, &ccfg->quality)) return CLI_USAGE;
         } else if (!strcmp(a, "--fps")) {
-            if (cli_number(PROG, a, cli_value(argc, argv, &i), 0, 1000, &ccfg->max_fps)) return CLI_USAGE;
+            if (cli_number(PROG, a, val, 0, 1000, &ccfg->max_fps)) return CLI_USAGE;
         } else if (!strcmp(a, "--refine-ms")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &ccfg->refine_ms)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 3600000, &ccfg->refine_ms)) return CLI_USAGE;
         } else if (!strcmp(a, "--frames")) {
-            if (!(v = cli_value(argc, argv, &i)) || !*v) return cli_missing(PROG, a, "a directory of PNG files");
+            if (!(v = val) || !*v) return cli_missing(PROG, a, "a directory of PNG files");
             *frames_dir = v;
         } else if (!strcmp(a, "--scene")) {
-            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), scenes)) < 0) return CLI_USAGE;
+            if ((k = cli_choice(PROG, a, val, scenes)) < 0) return CLI_USAGE;
             *test_scene = k == 1;
         } else if (!strcmp(a, "--codec")) {
-            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), codecs)) < 0) return CLI_USAGE;
+            if ((k = cli_choice(PROG, a, val, codecs)) < 0) return CLI_USAGE;
             ccfg->codec = codec_ids[k];
         } else if (!strcmp(a, "--bitrate")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
         } else if (!strcmp(a, "--video-threads")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 64, &vo->video_threads)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 1, 64, &vo->video_threads)) return CLI_USAGE;
         } else if (!strcmp(a, "--refine-codec")) {
             static const char *const refine[] = {"png", "webp", NULL};
-            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), refine)) < 0) return CLI_USAGE;
+            if ((k = cli_choice(PROG, a, val, refine)) < 0) return CLI_USAGE;
             vo->refine_codec = k ? RCANVAS_CODEC_WEBP : RCANVAS_CODEC_PNG;
         } else if (!strcmp(a, "--rtp-out")) {
-            if (parse_rtp_out(a, cli_value(argc, argv, &i), vo)) return CLI_USAGE;
+            if (parse_rtp_out(a, val, vo)) return CLI_USAGE;
         } else if (!strcmp(a, "--rtp-codec")) {
             static const char *const rtp_codecs[] = {"h264", "vp8", NULL};
-            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), rtp_codecs)) < 0) return CLI_USAGE;
+            if ((k = cli_choice(PROG, a, val, rtp_codecs)) < 0) return CLI_USAGE;
             vo->rtp.codec = k == 0 ? RCANVAS_CODEC_H264 : RCANVAS_CODEC_VP8;
             vo->rtp_given = 1;
         } else if (!strcmp(a, "--rtp-kbps")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &vo->rtp.kbps)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 100, 200000, &vo->rtp.kbps)) return CLI_USAGE;
             vo->rtp_given = 1;
         } else if (!strcmp(a, "--rtp-mtu")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 64, 65000, &vo->rtp.mtu)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 64, 65000, &vo->rtp.mtu)) return CLI_USAGE;
             vo->rtp_given = 1;
         } else if (!strcmp(a, "--rtp-pt")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 96, 127, &vo->rtp.payload_type)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 96, 127, &vo->rtp.payload_type)) return CLI_USAGE;
             vo->rtp_given = 1;
         } else if (!strcmp(a, "--rtp-keyframe-ms")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 3600000, &vo->rtp.keyframe_ms)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 3600000, &vo->rtp.keyframe_ms)) return CLI_USAGE;
             vo->rtp_given = 1;
         } else if (!strcmp(a, "--keyframe-interval")) {
-            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
+            if (cli_int(PROG, a, val, 0, 100000, &vo->keyframe_interval)) return CLI_USAGE;
         } else if (!strcmp(a, "--subsampling")) {
-            if ((k = cli_choice(PROG, a, cli_value(argc, argv, &i), subs)) < 0) return CLI_USAGE;
+            if ((k = cli_choice(PROG, a, val, subs)) < 0) return CLI_USAGE;
             ccfg->subsampling = k == 2 ? RCANVAS_SUBSAMP_AUTO : k ? RCANVAS_SUBSAMP_444 : RCANVAS_SUBSAMP_420;
         } else if (!strcmp(a, "--tls-cert") || !strcmp(a, "--tls-key") || !strcmp(a, "--tls-dir")) {
             int kind = a[6] == 'c' ? 0 : a[6] == 'k' ? 1 : 2;
-            if (!(v = cli_value(argc, argv, &i)) || !*v)
+            if (!(v = val) || !*v)
                 return cli_missing(PROG, a, kind == 2 ? "a directory" : "a PEM file");
             if (kind == 0) scfg->tls_cert = v;
             else if (kind == 1) scfg->tls_key = v;
             else vo->tls_dir = v;
         } else if (!strcmp(a, "--tls")) {
             static const char *const tls_modes[] = {"self-signed", NULL};
-            if (cli_choice(PROG, a, cli_value(argc, argv, &i), tls_modes) < 0) return CLI_USAGE;
+            if (cli_choice(PROG, a, val, tls_modes) < 0) return CLI_USAGE;
             vo->tls_self_signed = 1;
-        } else if (a[0] == '-') {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else {
-            return cli_error(PROG, "%s: unexpected argument (the demo takes options only)", a);
         }
     }
+    if (optind < argc) return cli_error(PROG, "%s: unexpected argument (the demo takes options only)", argv[optind]);
     /* Keep-alive (issue 19): a viewer is dropped only after a ping it does not answer, so --ping-ms 0 alone turns
      * the idle timeout off too; both given and in conflict, or a timeout not past the ping, is named here (the
      * library would only say "invalid argument"). */

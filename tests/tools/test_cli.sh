@@ -53,6 +53,10 @@ dd "$D: --codec gif: must be one of: jpeg, png, auto, h264, vp8, vp9, webp, av1,
 dd "$D: --scene foo: must be one of: mandelbrot, test" --scene foo
 dd "$D: --subsampling 411: must be one of: 420, 444, auto" --subsampling 411
 dd "$D: --port abc: must be an integer from 0 to 65535" --port abc
+dd "$D: --port abc: must be an integer from 0 to 65535" --port=abc
+dd "$D: --port abc: must be an integer from 0 to 65535" --po abc
+dd "$D: --to: unknown option" --to x
+dd "$D: --gpu=1: unknown option" --gpu=1
 dd "$D: --port 12x: must be an integer from 0 to 65535" --port 12x
 dd "$D: --port '': must be an integer from 0 to 65535" --port ""
 dd "$D: --port ' 80': must be an integer from 0 to 65535" --port " 80"
@@ -64,7 +68,7 @@ dd "$D: --quality 101: must be an integer from 1 to 100" --quality 101
 dd "$D: --fps -3: must be a number from 0 to 1000" --fps -3
 dd "$D: --fps nan: must be a number from 0 to 1000" --fps nan
 dd "$D: --fps 1e999: must be a number from 0 to 1000" --fps 1e999
-# issue 20: the RTP output's flags
+# the RTP output's flags
 dd "$D: --rtp-out 127.0.0.1:0: the port must be an integer from 1 to 65534 (RTCP goes to PORT+1)" --rtp-out 127.0.0.1:0
 dd "$D: --rtp-out 127.0.0.1: must be HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004" --rtp-out 127.0.0.1
 dd "$D: --rtp-out ::1:5004: an IPv6 address goes in brackets: [ADDR]:PORT" --rtp-out ::1:5004
@@ -89,7 +93,7 @@ dd "$D: --token: 5 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" 
 dd "$D: --token: character 4 is not allowed: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token 'abc!defghijklmnopqrstuvw'
 long=$(printf '%0129d' 0)
 dd "$D: --token: 129 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token "$long"
-# --token-file (issue 20): the file named with what is wrong, the token itself never shown
+# --token-file: the file named with what is wrong, the token itself never shown
 printf 'short\n' > "$t/short.token"; chmod 600 "$t/short.token"
 printf 'abcdefghijklmnopqrstuvwxyz0123\n' > "$t/open.token"; chmod 644 "$t/open.token"
 dd "$D: --token-file $t/short.token: 5 characters: must be 22 to 128 characters of A-Z a-z 0-9 _ -" --token-file "$t/short.token"
@@ -106,7 +110,7 @@ mkfifo "$t/fifo.token"
 dd "$D: --token-file $t/fifo.token: is not a regular file" --token-file "$t/fifo.token"
 mkdir "$t/dir.token"; chmod 700 "$t/dir.token"
 dd "$D: --token-file $t/dir.token: is not a regular file" --token-file "$t/dir.token"
-# TLS (issue 11): a certificate needs its key and the other way round; self-signed is the one --tls mode
+# TLS: a certificate needs its key and the other way round; self-signed is the one --tls mode
 dd "$D: --tls-cert: needs a value (a PEM file)" --tls-cert
 dd "$D: --tls-key: needs a value (a PEM file)" --tls-key --port 0
 dd "$D: --tls-cert: needs --tls-key (its private key)" --tls-cert "$t/c.pem"
@@ -124,7 +128,7 @@ ok grep -qx "\[rcanvas error\] tls_cert $t/junk.pem: not a PEM certificate (BEGI
 ok grep -qx "$D: cannot start TLS with --tls-cert $t/junk.pem --tls-key $t/missing.key: TLS certificate or key cannot be used" "$t/err"
 ok [ ! -s "$t/out" ]
 
-# keep-alive (issue 19): --ping-ms 0 alone turns the idle timeout off too and the demo starts (it printed
+# keep-alive: --ping-ms 0 alone turns the idle timeout off too and the demo starts (it printed
 # "cannot start the server on 127.0.0.1:0: invalid argument"); a conflict given on the command line is named
 dd "$D: --idle-timeout-ms 20000: needs pings (--ping-ms 0 turns them off; use --idle-timeout-ms 0)" --ping-ms 0 --idle-timeout-ms 20000
 dd "$D: --idle-timeout-ms 3000: must be more than --ping-ms (5000)" --idle-timeout-ms 3000
