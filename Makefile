@@ -13,10 +13,10 @@ DEMO_APT_PACKAGES := build-essential cmake pkg-config libwebsockets-dev libcjson
 # clang and its runtime (the fuzz targets), nginx and haproxy (tests/browser/nginx.test.mjs runs deploy/'s proxy
 # configurations in front of two servers; it starts them itself, on free ports, and the Debian services they come
 # with are not used), Debian's Python test modules, and Node.js (NODE_PACKAGES).
-# Issue 20 (tests/browser/janus.test.mjs, make bench-sfu): Janus with its streaming plugin (janus), its browser
+# For the SFU (tests/browser/janus.test.mjs, make bench-sfu): Janus with its streaming plugin (janus), its browser
 # library janus.js (libjs-janus-gateway, MIT) and webrtc-adapter (libjs-webrtc-adapter, which janus.js needs) for
 # the SFU viewer page, and nginx, the web front that serves that page and proxies the Janus API (deploy/janus/).
-# Issue 21: libavcodec-dev, a second H.264 decoder that test_h264_gpu checks the GPU encoder's streams with.
+# libavcodec-dev, a second H.264 decoder that test_h264_gpu checks the GPU encoder's streams with.
 # libzstd-dev: the static link of test_install and `make check` (OpenSSL 3.5's libcrypto.pc, Debian 13, names
 # -lzstd among its private libraries).
 TEST_APT_PACKAGES := chromium mesa-vulkan-drivers vulkan-validationlayers libdav1d-dev curl openssl \
@@ -152,7 +152,7 @@ test-browser: build tests/browser/node_modules
 	cd tests/browser && RCANVAS_BUILD_DIR=$(abspath build) RCANVAS_FRAMES_DIR=$(FRAMES) \
 	  $(NODE_TESTS) *.test.mjs
 
-# Python (issue 12): the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
+# Python: the binding (python/rcanvas, over build/librcanvas.so) with pytest, then rendercanvas' own
 # examples through `python3 -m rcanvas.rendercanvas` in headless Chromium, and a real notebook (Debian's Notebook
 # 6.4, rcanvas.jupyter) in it. The rendercanvas tests skip, saying so, when ../shared/third_party/rendercanvas is
 # absent. Debian's python3 only (pip cannot reach PyPI here). The other tests use the build tree's library
@@ -262,7 +262,7 @@ wheel: deps $(WHEEL_VENV)/.installed
 	PATH=$(abspath $(WHEEL_VENV))/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair --strip -w dist build/wheel-raw/rcanvas-*.whl
 	@ls -l dist/rcanvas-*manylinux*.whl
 
-# ---- Fuzzing (issue 11): libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
+# ---- Fuzzing: libFuzzer targets in tests/fuzz/, built with clang (ASan + UBSan) into build-fuzz/ from the
 # few sources each needs (no CMake: the library builds with gcc). Each starts from its seed corpus
 # tests/fuzz/corpus/<target>/ (and its dictionary tests/fuzz/<target>.dict if any); what a long run finds that is new
 # goes to build-fuzz/corpus/<target>/ (not committed); a crash leaves its input in build-fuzz/ and fails the target.
@@ -413,7 +413,7 @@ bench-fanout: build
 bench-deps: deps
 	$(call apt_install,$(BENCH_VNC_PACKAGES))
 
-# The quality anchor (issue 17; bench/bench_anchor.c): openh264 and VP9 as the library runs them against x264
+# The quality anchor (bench/bench_anchor.c): openh264 and VP9 as the library runs them against x264
 # (superfast and veryfast, zerolatency, baseline and high profile) at 2/4/8/16 Mbit/s on 1080p pan, zoom, rotation and
 # slideshow sequences — actual bitrate, Y/Cb/Cr PSNR, CPU ms per frame on one thread — then chroma: JPEG 4:2:0 against
 # 4:4:4 and H.264 / VP9 4:2:0 against VP9 profile 1 4:4:4 on plots, text, renders and 1-px coloured lines (about 5
@@ -432,7 +432,7 @@ bench-anchor: bench-frames
 # 30 fps, loopback, 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms; fps, Mbit/s, PSNR, click-to-pixels latency.
 # BENCH_VNC_ARGS="--help" lists the options (links, codecs, noVNC's quality/compression pairs, seconds).
 BENCH_VNC_ARGS ?=
-# The content (issue 17): the corpus slideshow (1920x1080 frames of FRAMES) and generated motion sequences
+# The content: the corpus slideshow (1920x1080 frames of FRAMES) and generated motion sequences
 # (rcanvas-testframes --motion, 64 frames, the last followed by the first without a jump): motion, a pan and zoom
 # over a dense coloured line plot; rotate, a 3D scatter plot orbited (every point moves by its depth); zoom,
 # noise-like imaging data zoomed in and out with sensor noise in every frame; scroll, a terminal's text scrolling 3
@@ -454,7 +454,7 @@ bench-vnc: bench-deps tests/browser/node_modules
 	    node bench_vnc.mjs --frames $$dir --fps $$f $(if $(BENCH_VNC_PIN),--pin $(BENCH_VNC_PIN)) $(BENCH_VNC_ARGS)) || exit 1; \
 	done; done
 
-# Issue 20: viewers through Janus (the SFU: rcanvas-demo --rtp-out → Janus → WebRTC) against direct WebSocket viewers,
+# Viewers through Janus (the SFU: rcanvas-demo --rtp-out → Janus → WebRTC) against direct WebSocket viewers,
 # 1, 4 and 16 of each (BENCH_SFU_VIEWERS), on the generated pan (1280×720, 30 fps): fps per viewer, glass-to-glass
 # latency of the click marker, rcanvas' and Janus's CPU. Prints a table (docs/benchmarks.md has one); asserts nothing.
 BENCH_SFU_VIEWERS ?= 1,4,16

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-anchor — the quality anchor (issue 17): our H.264 encoder (openh264, exactly as src/codec/h264.c configures
+ * bench-anchor — the quality anchor: our H.264 encoder (openh264, exactly as src/codec/h264.c configures
  * it) and our VP9 (libvpx real-time, src/codec/vpx.c) against x264, the usual reference for real-time H.264, at
  * equal target bitrate on the same 1920×1080 sequences; then what chroma subsampling costs on plots, text and renders.
  *
@@ -15,7 +15,7 @@
  *   x264-high-P   the same with profile high (CABAC, 8×8 transform, still no B-frames: zerolatency), decoded by
  *                 libavcodec (only when built with it)
  *   vp9           rc_codec_vp9: real-time, speed 8, CBR, AQ 3, row-mt, decoded by libvpx
- *   h264-gpu      rc_codec_h264_gpu (issue 21): H.264 in Vulkan compute shaders on the first Vulkan GPU (a CPU device
+ *   h264-gpu      rc_codec_h264_gpu: H.264 in Vulkan compute shaders on the first Vulkan GPU (a CPU device
  *                 such as lavapipe with RCANVAS_GPU_CODEC_DEVICE=any), its own rate control; CPU ms is the host's
  *                 part (upload, submit, framing) on a GPU; decoded by openh264
  * x264 (GPL) is used only when this program was built with it (CMake finds x264 through pkg-config: make
@@ -1057,7 +1057,7 @@ int main(int argc, char **argv) {
         enc[ne++] = (anchor_enc){.name = "vp9", .dec = &vp9_decoder, .open = rcc_open, .encode = rcc_encode,
                                  .close = rcc_close, .type = &rc_codec_vp9};
 #if RCANVAS_HAVE_VULKAN
-        /* issue 21: H.264 in Vulkan compute shaders, on the first GPU */
+        /* H.264 in Vulkan compute shaders, on the first GPU */
         enc[ne++] = (anchor_enc){.name = "h264-gpu", .dec = &h264_decoder, .open = rcc_open, .encode = rcc_encode,
                                  .close = rcc_close, .type = &rc_codec_h264_gpu};
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-damage — what damage tracking saves and what it costs (issue 10):
+ * bench-damage — what damage tracking saves and what it costs:
  *  (a) bytes per frame of a still plot with a small moving marker (the plot of tests/testframes.h, a 12 × 12
  *      marker moving 5 px right and 2 px down per frame), through a real canvas and a viewer acking every frame
  *      as the server runs it: the partial packets (only the marker's tiles) against the same frames encoded

@@ -413,7 +413,7 @@ int main(int argc, char **argv) {
         bad |= run_row(exe, counts[i], maxn, seconds, settle, w, h, extra, nextra, &min_fps[i]);
     printf("us/vf: server CPU µs per viewer-frame (all threads: render, encode, send); net us/vf: the network "
            "thread's alone (send, acks, poll); RSS: the server's, at the end of the window\n");
-    for (int i = 0; i < ncounts; i++) /* issue 10's goal: 100 viewers of the 640x480 animated demo, each >= 30 fps */
+    for (int i = 0; i < ncounts; i++) /* the goal: 100 viewers of the 640x480 animated demo, each >= 30 fps */
         if (counts[i] == 100 && w == 640 && h == 480 && !nextra)
             printf("goal: 100 viewers each >= 30 fps: %s (slowest %.1f fps)\n", min_fps[i] >= 30 ? "met" : "NOT met",
                    min_fps[i]);

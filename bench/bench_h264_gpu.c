@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-h264-gpu — the Vulkan compute H.264 encoder (issue 21; src/codec/gpu/h264_gpu.h) for speed and density.
+ * bench-h264-gpu — the Vulkan compute H.264 encoder (src/codec/gpu/h264_gpu.h) for speed and density.
  *   single (default): at each --size, a generated motion sequence (tests/testframes.h: the pan over a dense plot
  *     and the turning 3D scatter, 16 frames each uploaded once as VkImages) coded from the VkImages for --frames
  *     frames (an IDR, then P pictures) at a fixed QP (--qp, default 28) and then under the rate control at --kbps:

@@ -7,15 +7,15 @@
  * the image read in the DCT pass ("image": it has SAMPLED usage) and copied first ("copy"), beside one
  * single-threaded libturbojpeg call on the same pixels. The frames: DIR's PNG files, then a generated smooth
  * 3840×2160 frame (tests/testframes.h tf_smooth_new).
- * With --pipeline N (issue 21.1), instead, per 3840×2160 frame at q75/q90, 4:2:0/4:4:4, image read in the DCT pass:
+ * With --pipeline N, instead, per 3840×2160 frame at q75/q90, 4:2:0/4:4:4, image read in the DCT pass:
  *   raw      1 and then N encoders (rc_gpu_jpeg_new_sibling) recorded round-robin into their own command buffers,
  *            each submitted with its own fence, up to N encodes in flight; a fence waited for (vkWaitForFences)
  *            only when its encoder comes round again, its file then in host memory (rc_gpu_jpeg_result): frames/s
  *            (wall clock over the timed frames), CPU ms per frame (the process's CPU time: recording, submitting,
  *            waiting) and bytes;
  *   ring     through the readback ring into a JPEG canvas (rcanvas_present_vk, ring depth N, presented as fast as
- *            the ring takes them for --seconds S), with 1 shared encoder (RCANVAS_GPU_JPEG_ENCODERS=1: as before
- *            issue 21) and with one per slot: frames delivered/s, the share encoded on the GPU, CPU ms per frame.
+ *            the ring takes them for --seconds S), with 1 shared encoder (RCANVAS_GPU_JPEG_ENCODERS=1: the old
+ *            setup) and with one per slot: frames delivered/s, the share encoded on the GPU, CPU ms per frame.
  *   bench-jpeg-gpu [--frames N] [--tj N] [--pipeline N [--seconds S]] DIR
  *   (DIR: *-1920x1080.png and *-3840x2160.png frames)
  */

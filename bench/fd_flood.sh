@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# fd_flood.sh — out of file descriptors (issue 11): rcanvas-demo under `ulimit -n 64` (ULIMIT=N to change), a client (another process)
+# fd_flood.sh — out of file descriptors: rcanvas-demo under `ulimit -n 64` (ULIMIT=N to change), a client (another process)
 # opening connections to it as fast as it can for 10 s and holding them open (each one accepted is a descriptor
 # until the 10 s HTTP timeout), then the lines the server logged and its CPU % over those 10 s (utime + stime
 # from /proc/PID/stat). RATE=N: N connections per second instead of as fast as it can.

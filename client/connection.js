@@ -19,14 +19,14 @@ const GONE_MAX_MS = 60000;
 const HELLO_TIMEOUT_MS = 10000;
 const PROBE_TIMEOUT_MS = 5000;         // the HTTP probe after a refused WebSocket
 const CONNECT_TIMEOUT_MS = 10000;      // an upgrade that neither opens nor fails (a black-holed link) is given up
-// Issue 19: a server that announces `heartbeat_ms` in its hello sends something (a frame, a notice or a
+// A server that announces `heartbeat_ms` in its hello sends something (a frame, a notice or a
 // {"type":"ping"}) at least that often; nothing for STALL_BEATS of them (and at least STALL_MIN_MS) is a
 // silently dead link (a proxy that stopped forwarding, a NAT that forgot us): the view says "Connection stalled"
 // and reconnects through the usual path. Browsers hide WebSocket pings from pages, hence the JSON one.
 const STALL_BEATS = 3;
 const STALL_MIN_MS = 5000;
 
-// Issue 19: refusals the server tells by a close code right after accepting (a browser cannot read the HTTP status
+// Refusals the server tells by a close code right after accepting (a browser cannot read the HTTP status
 // of a refused upgrade): the banner's title and detail.
 const REFUSALS = {
   4403: { title: 'Connection refused: origin not allowed',
@@ -238,7 +238,7 @@ export class Connection {
     // kernel, a canvas that was closed): say so and ask far less often, instead of every 5 s for ever.
     const gone = this.failures > GONE_AFTER;
     if (gone) delay = Math.min(GONE_MAX_MS, GONE_DELAY_MS * 2 ** (this.failures - GONE_AFTER - 1));
-    if (ev && REFUSALS[ev.code]) {              // issue 19: the server said why it refused this viewer
+    if (ev && REFUSALS[ev.code]) {              // the server said why it refused this viewer
       delay = Math.max(delay, POLICY_DELAY_MS);
       extra = { ...REFUSALS[ev.code], ...extra };
       why = extra.detail;

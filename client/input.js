@@ -109,7 +109,7 @@ export class EventQueue {
 export class Input {
   constructor({ canvas, keyTarget, queue, onActivity = () => {}, toCanvas = (x, y) => [x, y] }) {
     this.canvas = canvas;
-    this.toCanvas = toCanvas;      // view CSS px -> the canvas's logical px (issue 19: letterbox, other sizes)
+    this.toCanvas = toCanvas;      // view CSS px -> the canvas's logical px (letterbox, other sizes)
     this.keyTarget = keyTarget;
     this.queue = queue;
     this.onActivity = onActivity;

@@ -20,7 +20,7 @@ export const FLAG_LOSSLESS = 1;
 export const FLAG_LAST = 2;
 export const FLAG_REFINEMENT = 4;
 export const FLAG_KEYFRAME = 8;
-export const FLAG_SCALED = 16;       // shrunk by the server's rate adaptation (issue 18): upscaled smoothly
+export const FLAG_SCALED = 16;       // shrunk by the server's rate adaptation: upscaled smoothly
 
 /** Header codec id -> [name, MIME type of an image codec (null for video)]. */
 export const CODECS = {
@@ -218,7 +218,7 @@ export function canvasNameFrom(attr, pathname = '') {
 }
 
 /** The server's root as an absolute URL ending in "/": `root` resolved against loc (the served page gives it as a
- *  relative path, "./" or "../", so that a page behind a proxy's prefix finds its server: issue 11); default "/". */
+ *  relative path, "./" or "../", so that a page behind a proxy's prefix finds its server); default "/". */
 function rootUrl(loc, root = '/') {
   const u = new URL(root || '/', loc.href);
   if (!u.pathname.endsWith('/')) u.pathname += '/';

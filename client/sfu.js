@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// sfu.js: the script of client/sfu.html (issue 20), a view-only viewer of an rcanvas canvas relayed by Janus.
+// sfu.js: the script of client/sfu.html, a view-only viewer of an rcanvas canvas relayed by Janus.
 //
 // Data path: rcanvas' RTP output (H.264, RFC 6184) → Janus's streaming plugin (an RTP mountpoint) → WebRTC (DTLS-SRTP)
 // → this page's RTCPeerConnection → the browser's own decoder → a <video>. Signalling is Janus's, through Debian's

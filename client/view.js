@@ -42,7 +42,7 @@ const BAR_COLOR = '#111';              // the letterbox bars: the view's backgro
 const PACE_MAX_MS = 34;
 
 /**
- * Issue 19: where a picture of aspect frameW : frameH goes in a cw × ch canvas: its aspect kept, centred (integer
+ * Where a picture of aspect frameW : frameH goes in a cw × ch canvas: its aspect kept, centred (integer
  * pixels).
  * A fit within one pixel of the whole canvas on both axes (rounding of sizes × devicePixelRatio) fills it.
  */
@@ -208,9 +208,9 @@ export class RCanvasView {
       codecsOffered: this.support ? this.support.codecs : null, videoOff: this.support ? this.support.why : null,
       videoStrings: this.support ? this.support.strings : null,
       openVideoFrames: openVideoFrames(), ...this.decoders.videoCounters(), link: v.link || null,
-      stalls: this.conn.stalls,            // issue 19: connections given up as silently dead (no heartbeat)
+      stalls: this.conn.stalls,            // connections given up as silently dead (no heartbeat)
       lastDraw: this.lastDraw || null,     // the last frame's size, `scaled` flag and whether it was drawn pixelated
-      picture: this.picture || null,       // issue 19: where the picture is in the backing store, letterboxed or not
+      picture: this.picture || null,       // where the picture is in the backing store, letterboxed or not
     });
   }
 
@@ -295,7 +295,7 @@ export class RCanvasView {
     container.appendChild(root);
   }
 
-  // Issue 12: the CSS cursor over the canvas, as the app asked (rcanvas_canvas_set_cursor); others are ignored.
+  // The CSS cursor over the canvas, as the app asked (rcanvas_canvas_set_cursor); others are ignored.
   setCursor(cursor) {
     if (typeof cursor === 'string' && /^[a-z-]{1,31}$/.test(cursor)) this.canvas.style.cursor = cursor;
   }
@@ -370,7 +370,7 @@ export class RCanvasView {
         this.viewer.title = String(msg.title ?? '');
         this.setTitle(this.viewer.title);
         break;
-      case 'cursor':                             // issue 12: the app's cursor (a CSS keyword, [a-z-])
+      case 'cursor':                             // the app's cursor (a CSS keyword, [a-z-])
         this.setCursor(msg.cursor);
         break;
       case 'encoder':                            // the codec changed, or a GPU encoder came or went
@@ -382,7 +382,7 @@ export class RCanvasView {
           this.decoders.reset();
         }
         break;
-      case 'size':                               // issue 19: the canvas's logical size changed (the active viewer's)
+      case 'size':                               // the canvas's logical size changed (the active viewer's)
         if (msg.width > 0 && msg.height > 0) {
           this.viewer.width = msg.width;
           this.viewer.height = msg.height;
@@ -496,7 +496,7 @@ export class RCanvasView {
     const drawStart = performance.now();
     const ctx = this.ctx;
     const cw = this.canvas.width, ch = this.canvas.height;
-    // Issue 19: the picture is the canvas's logical area (hello / {"type":"size"}: the active viewer's size); a view
+    // The picture is the canvas's logical area (hello / {"type":"size"}: the active viewer's size); a view
     // of another aspect (a passive viewer of another size) shows it letterboxed: its aspect kept, centred, bars of
     // the background colour. The active viewer's view has that size, so its frames fill it (stretched as the app's
     // bitmap is, whatever its size: rendercanvas' contract). Before a size is known, the frame's aspect counts.
@@ -596,7 +596,7 @@ export class RCanvasView {
   }
 
   /**
-   * Issue 19: a point of the view (CSS px from its top-left) in the canvas's logical px, which is what the app
+   * A point of the view (CSS px from its top-left) in the canvas's logical px, which is what the app
    * draws in. The identity while the view has the canvas's size and its picture fills it (the active viewer, and a
    * passive one of the same size); otherwise scaled by canvas size / shown size from the letterboxed picture's
    * corner. A point in a bar is clamped to the picture's edge (not dropped: a drag that leaves the picture goes on
@@ -618,7 +618,7 @@ export class RCanvasView {
   // ---- size -----------------------------------------------------------------------------------------------
 
   /**
-   * Tells the server the view's size (a resize event). Issue 19: a window-drag storm is coalesced to the newest
+   * Tells the server the view's size (a resize event). A window-drag storm is coalesced to the newest
    * size, at most one every RESIZE_MIN_MS; the last size always goes out (trailing edge). force: at once (after
    * hello, on becoming active), even if unchanged.
    */
@@ -658,7 +658,7 @@ export class RCanvasView {
     canvas.width = w;
     canvas.height = h;
     if (keep) {
-      // the last frame's picture, letterboxed again for the new size (issue 19), until the next frame comes
+      // the last frame's picture, letterboxed again for the new size, until the next frame comes
       const d = this.lastDraw, p = this.picture;
       const r = d && p ? letterbox(...this.pictureSize(d.frameWidth, d.frameHeight), w, h) : { x: 0, y: 0, w, h };
       this.ctx.fillStyle = BAR_COLOR;

@@ -58,7 +58,7 @@ int tf_each_corpus(const char *what, uint64_t max_pixels, tf_visit fn, void *use
  * pitch w × 4, malloc'd; NULL if out of memory. Drawn with libm (exp, hypot): not pinned by a checksum. */
 uint8_t *tf_smooth_new(uint32_t w, uint32_t h);
 
-/* Motion sequences, for video through shaped links (issue 17) and the benchmarks: frame i of a loop of n frames.
+/* Motion sequences, for video through shaped links and the benchmarks: frame i of a loop of n frames.
  *   pan   a dense plot of 32 coloured signals in stacked panels with a grid, the camera moving 40 px right and
  *         20 px down a frame and zooming ±20 % over the loop (frame n is frame 0 again). Drawn with libm: not
  *         pinned by a checksum.

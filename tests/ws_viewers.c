@@ -43,7 +43,7 @@ typedef struct viewer {
     char http[2048];          /* the upgrade answer until its blank line */
     size_t http_len;
     uint8_t fh[14];           /* the frame header being read */
-    uint8_t close_payload[2]; /* the close code of the server's close frame (issue 19: 4503) */
+    uint8_t close_payload[2]; /* the close code of the server's close frame (4503) */
     size_t close_len;
     size_t fh_len;
     int op;                   /* opcode of this frame */

@@ -124,7 +124,7 @@ static int token_problem(const char *t, char *why, size_t cap) {
     return 0;
 }
 
-/* --token-file, --view-token-file (issue 20: a service's token stays out of ps, which shows every command line to
+/* --token-file, --view-token-file (a service's token stays out of ps, which shows every command line to
  * every local user): the token from path's first line (a final "\n" or "\r\n" dropped), into out (cap bytes, 130
  * hold any good one). 0, or 1 and what is wrong in why: unreadable, not a regular file, readable by others, writable
  * by group or others, owned by another user (not root), or the token rule. */
@@ -174,9 +174,9 @@ typedef struct video_opts {
     int bitrate_kbps, keyframe_interval; /* 0: the library's default */
     int refine_codec;                    /* 0: the library's default (PNG) */
     int video_threads;                   /* 0: the library's default */
-    int tls_self_signed;                 /* --tls self-signed (issue 11) */
+    int tls_self_signed;                 /* --tls self-signed */
     const char *tls_dir;                 /* --tls-dir, NULL: the default (tls_default_dir) */
-    char rtp_host[256];                  /* --rtp-out HOST:PORT (issue 20); "" = no RTP output */
+    char rtp_host[256];                  /* --rtp-out HOST:PORT; "" = no RTP output */
     rcanvas_rtp_config rtp;              /* its settings (--rtp-*) */
     int rtp_given;                       /* some --rtp-* other than --rtp-out was given */
 } video_opts;
@@ -418,7 +418,7 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
         }
     }
     if (optind < argc) return cli_error(PROG, "%s: unexpected argument (the demo takes options only)", argv[optind]);
-    /* Keep-alive (issue 19): a viewer is dropped only after a ping it does not answer, so --ping-ms 0 alone turns
+    /* Keep-alive: a viewer is dropped only after a ping it does not answer, so --ping-ms 0 alone turns
      * the idle timeout off too; both given and in conflict, or a timeout not past the ping, is named here (the
      * library would only say "invalid argument"). */
     if (scfg->ping_ms == 0 && !idle_given) scfg->idle_timeout_ms = 0;
@@ -516,7 +516,7 @@ static int setup_self_signed(const video_opts *vo, rcanvas_server_config *scfg, 
 /* The render buffer for a frame of need bytes: *pixels grown or shrunk to fit. Grown by free then malloc, not
  * realloc (the contents are redrawn anyway: no copy, and the old block is gone before the new one is taken); given
  * back when the size drops to half or less of a block over 4 MiB, so that one giant resize does not keep its
- * buffer for the rest of the run (issue 19: 133 MB at the 33 Mpx cap). NULL when out of memory. */
+ * buffer for the rest of the run (133 MB at the 33 Mpx cap). NULL when out of memory. */
 static uint8_t *fit_buffer(uint8_t **pixels, size_t *cap, size_t need) {
     if (need <= *cap && !(*cap > ((size_t)4 << 20) && *cap / 2 >= need)) return *pixels;
     int shrink = need < *cap;
@@ -535,7 +535,7 @@ int main(int argc, char **argv) {
     rcanvas_canvas_config ccfg;
     rcanvas_canvas_config_init(&ccfg);
     /* The demo shows what rcanvas is for: video to every browser that decodes it (WebCodecs: https or loopback),
-     * JPEG to the others; the library's own default stays JPEG, which every caller's viewer decodes (issue 17). */
+     * JPEG to the others; the library's own default stays JPEG, which every caller's viewer decodes. */
     ccfg.codec = RCANVAS_CODEC_AUTO;
     ccfg.title = "rcanvas demo";
     const char *frames_dir = NULL;
@@ -557,7 +557,7 @@ int main(int argc, char **argv) {
         /* The player shows a new frame at every draw: the library paces it (--fps, and flow control) and
          * rcanvas_wait() returns when the next one is due. (It used to request a draw from its own 1/fps clock,
          * looked at only when rcanvas_wait() returned: after a draw that came a few µs before that clock, the
-         * next request waited for the 100 ms timeout, and a run locked at 10 fps instead of 30; issue 10.) */
+         * next request waited for the 100 ms timeout, and a run locked at 10 fps instead of 30.) */
         ccfg.update_mode = RCANVAS_UPDATE_CONTINUOUS;
     }
 
@@ -598,7 +598,7 @@ int main(int argc, char **argv) {
     if (!r && vo.video_threads) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_ENCODER_THREADS, vo.video_threads);
     if (!r && vo.keyframe_interval)
         r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_KEYFRAME_INTERVAL, vo.keyframe_interval);
-    if (!r && vo.rtp_host[0]) { /* issue 20: the canvas's video as RTP too (docs/sfu.md, "RTP output") */
+    if (!r && vo.rtp_host[0]) { /* the canvas's video as RTP too (docs/sfu.md, "RTP output") */
         rcanvas_rtp_output *ro = NULL;
         vo.rtp.host = vo.rtp_host;
         int e = rcanvas_canvas_add_rtp_output(cv, &vo.rtp, &ro);
@@ -660,7 +660,7 @@ int main(int argc, char **argv) {
     rcanvas_server_view_url(srv, NULL, view_url, sizeof view_url);
     if (rcanvas_server_tls_fingerprint(srv, fp, sizeof fp) > 0) /* before the URLs, so that all are on screen */
         printf("rcanvas-demo: certificate SHA-256 fingerprint %s\n", fp);
-    /* the interactive URL first (issue 18: a hurried user took the first line, the view-only one, and dragging did
+    /* the interactive URL first (a hurried user took the first line, the view-only one, and dragging did
      * nothing); tests take the line with "open", and the view-only one by its label */
     printf("rcanvas-demo: open %s   (interactive: your mouse and keys reach the app)\n", url);
     printf("rcanvas-demo: view only (to share; input is ignored): %s\n", view_url);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// access.test.mjs — who may talk to the server (issue 11), in real headless Chromium and with raw requests: the
+// access.test.mjs — who may talk to the server, in real headless Chromium and with raw requests: the
 // view-only token (frames, no input, never active), the Host check against DNS rebinding, the token traded for a
 // session of the server process under a secret path (a 303: gone from the address bar, a reload works by the
 // session cookie, which counts only under that path; a wrong or stale one fails), the Bearer
@@ -83,7 +83,7 @@ test('a view-only viewer gets frames, its input never reaches the app, and it ne
     assert.equal((await stats(view.page)).active, false, 'view-only: not active although it came first');
     assert.equal((await stats(inter.page)).active, true);
     await until(async () => (await stats(view.page)).framesShown >= 1, 10000, 'frames in the view-only viewer');
-    // it says so (issue 18): the label in its corner and the stats overlay's viewer line; the interactive one not
+    // it says so: the label in its corner and the stats overlay's viewer line; the interactive one not
     const label = (page) => page.evaluate(() => {
       const e = document.querySelector('.rcanvas-viewonly');
       return e && !e.hidden && getComputedStyle(e).display !== 'none' ? e.textContent : null;
@@ -274,7 +274,7 @@ test('wrong tokens are rate-limited per network: 429 after 10, one more a second
     for (let i = 0; i < 20; i++) codes.push((await get(demo.port, `/?token=${'g'.repeat(22)}${i}`)).status);
     assert.deepEqual(codes.slice(0, 10), Array(10).fill(403), `the first 10: ${codes}`);
     assert.ok(codes.slice(10).includes(429), `then 429: ${codes}`);
-    // while limited, a wrong token gets 429 (page and WebSocket), the right one is served (issue 19)
+    // while limited, a wrong token gets 429 (page and WebSocket), the right one is served
     assert.equal(await upgrade(demo.port, `/ws?token=${'g'.repeat(22)}`), 429);
     assert.equal((await get(demo.port, `/?token=${demo.token}`)).status, 303);
     assert.equal(await upgrade(demo.port, `/ws?token=${demo.token}`), 101);
@@ -295,7 +295,7 @@ function getFrom(port, path, localAddress) {
   });
 }
 
-test('an attacker hammering wrong tokens from the same address never locks out the right token (issue 19)', async () => {
+test('an attacker hammering wrong tokens from the same address never locks out the right token', async () => {
   const demo = await startDemo(['--scene', 'test']);
   try {
     let stop = false, wrong = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// adapt.test.mjs — issue 10 through the shaped link (shaper.mjs): every viewer at its own pace, and the stream
+// adapt.test.mjs — the adaptation through the shaped link (shaper.mjs): every viewer at its own pace, and the stream
 // following the link it goes through. Short windows; the asserts are the issue's bounds and directions (the long
 // runs and the figures are in `make bench-shaped`).
 import { test } from 'node:test';
@@ -194,7 +194,7 @@ for (const [rate, rtt, minFps, maxP95] of [[20, 40, 15, 150], [4, 80, 15, 250]])
 // The top for video: full size, no frame-rate cap, and an encoder the link does not hold back — its target at the
 // configured top (8 Mbit/s), or the encoder making less than its target asks for (the measured rate is what the
 // stream delivered; the target grows to 1.6x of it, rate.c): the fractal at 60 fps may need less than 8 Mbit/s,
-// and then it is already coded as well as the encoder codes it (issue 17: the bitrate follows the link and the
+// and then it is already coded as well as the encoder codes it (the bitrate follows the link and the
 // content, it is no longer inflated to the top).
 const topVideo = (l) => l.scale === 1 && !l.fpsCap && (l.bitrateKbps >= 8000 || l.bitrateKbps >= 1.4 * l.rateKbps);
 // Back up after the link improves: full size, no cap, and a bitrate above what the 4 Mbit/s link gave (a direction:

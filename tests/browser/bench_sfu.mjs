@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// bench_sfu.mjs — viewers through Janus (the SFU) against direct WebSocket viewers on this machine (issue 20,
-// `make bench-sfu`; prints figures, asserts nothing). The same moving content (rcanvas-demo --frames: the generated
+// bench_sfu.mjs — viewers through Janus (the SFU) against direct WebSocket viewers on this machine
+// (`make bench-sfu`; prints figures, asserts nothing). The same moving content (rcanvas-demo --frames: the generated
 // pan, 30 fps, H.264) reaches N viewers in one headless Chromium:
 //
 //   sfu     rcanvas-demo --rtp-out ──RTP──▶ janus (streaming plugin) ──WebRTC──▶ N × client/sfu.html (via nginx)

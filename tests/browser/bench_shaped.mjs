@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bench_shaped.mjs — the demo through a shaped link (shaper.mjs), as issue 10 measures it (prints figures,
+// bench_shaped.mjs — the demo through a shaped link (shaper.mjs), measured (prints figures,
 // asserts nothing): the animated 1920×1080 demo in headless Chromium through RATE Mbit/s with RTT ms of round
 // trip, per codec: frames shown per second and the round trip present → ack (p50, p95) over SECONDS.
 //   node bench_shaped.mjs [seconds] [codec,codec,…] [rate/rtt,rate/rtt,…]     defaults: 8 jpeg,h264 20/40,4/80

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bench_video_client.mjs — where the browser client's time goes per frame (issue 9, "the cheapest draw path"):
+// bench_video_client.mjs — where the browser client's time goes per frame ("the cheapest draw path"):
 // streams a moving scene encoded by Chromium's WebCodecs VideoEncoder (H.264, VP9, VP8) and as JPEG through the
 // stand-in server (video_server.mjs) to the real served page, then reads the client's own stage times
 // (window.rcanvas.stats(): decode = arrival -> decoded, draw = decoded -> drawn, drawImage alone, present = drawn ->

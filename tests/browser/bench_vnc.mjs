@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bench_vnc.mjs — rcanvas against TigerVNC + noVNC, side by side (issue 10, `make bench-vnc`; prints figures,
+// bench_vnc.mjs — rcanvas against TigerVNC + noVNC, side by side (`make bench-vnc`; prints figures,
 // asserts nothing). The same moving content, the 1920×1080 frames of the corpus played at 30 fps, reaches the same
 // headless Chromium (1920×1080 viewport) through the same shaped link (shaper.mjs) at each link setting:
 //

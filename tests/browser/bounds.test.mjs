@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bounds.test.mjs — "bounded by design" (issue 11): what a hostile or stuck client cannot do to the server, each
+// bounds.test.mjs — "bounded by design": what a hostile or stuck client cannot do to the server, each
 // with the answer it gets. Raw TCP and WebSocket clients (rawws.mjs) against rcanvas-demo: a giant resize is
 // clamped to max_canvas_pixels and its memory goes back when the size does; clients that never read are dropped
 // by the ping/pong timeout and a new viewer then joins; shutdown closes viewers with 1001; the HTTP and WebSocket
@@ -154,7 +154,7 @@ test('HTTP edges: other methods get 405 with Allow, no Host gets 400, ?token wit
     assert.equal((await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 303);
     // "?token" without "=" carries no token (it was accepted once): 401, as with none
     assert.equal((await httpRaw(demo.port, `GET /?token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).status, 401);
-    // two Content-Length headers (request smuggling behind a proxy that reads the other): 400 (issue 19)
+    // two Content-Length headers (request smuggling behind a proxy that reads the other): 400
     const two = await httpRaw(demo.port, `GET /?token=${T} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n`);
     assert.equal(two.status, 400);
     // PINNED lws 4.1 behaviour: a method its parser does not know (TRACE, FOO) and OPTIONS * are refused by the
@@ -178,7 +178,7 @@ test('WebSocket handshake edges: no key, an unknown subprotocol, another scheme 
   const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
   const ask = (extra) => httpRaw(P, `GET /ws?token=${T} HTTP/1.1\r\nHost: 127.0.0.1:${P}\r\n${up}${extra}\r\n`);
   try {
-    // lws closed these without any status (issue 19): 400 with the reason now
+    // lws closed these without any status: 400 with the reason now
     let r = await ask('');
     assert.equal(r.status, 400, 'no Sec-WebSocket-Key');
     r = await ask(`${key}Sec-WebSocket-Protocol: bogus, other\r\n`);

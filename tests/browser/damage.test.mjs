@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// damage.test.mjs — damage in real headless Chromium (issue 10): rcanvas-test-marker (damage_marker.c) serves a
+// damage.test.mjs — damage in real headless Chromium: rcanvas-test-marker (damage_marker.c) serves a
 // still plot, moves a small marker over it for 40 frames and stops; the app keeps presenting the same picture.
 // The page counts every binary message itself (a WebSocket wrapper installed before the client loads: bytes and
 // tiles per frame, from the frame headers), so the figures do not depend on the client's own stats.

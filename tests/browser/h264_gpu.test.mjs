@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// h264_gpu.test.mjs — issue 21: the H.264 encoder in Vulkan compute shaders (`--codec h264-gpu`, lavapipe here)
+// h264_gpu.test.mjs — the H.264 encoder in Vulkan compute shaders (`--codec h264-gpu`, lavapipe here)
 // streamed to headless Chromium, which decodes it through WebCodecs: the test scene comes back within ±3 levels
 // before the refinement and exact after it; the demo's GPU-rendered scene (`--gpu`) keeps coming as h264-gpu
 // frames that decode; with no Vulkan driver, or only a CPU one, the canvas falls back to openh264 and the viewer

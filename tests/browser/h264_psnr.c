@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rcanvas-test-h264-psnr — what a viewer of an H.264 stream shows, decoded by openh264's own decoder, against a
- * reference frame: for the paint-over test (tests/browser/paint.test.mjs, issue 17.4).
+ * reference frame: for the paint-over test (tests/browser/paint.test.mjs).
  *   rcanvas-test-h264-psnr REF STREAM
  * REF: "W H\n" and W × H × 4 bytes of RGBA (rcanvas-test-pan --dump). STREAM: records of a u32 (little endian)
  * length and that many bytes, one H.264 access unit each, in the order the viewer received them. For each record it

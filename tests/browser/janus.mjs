@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// janus.mjs — Janus as the SFU of an rcanvas canvas (issue 20), for the tests and `make bench-sfu`: writes a Janus
+// janus.mjs — Janus as the SFU of an rcanvas canvas, for the tests and `make bench-sfu`: writes a Janus
 // configuration from the templates in deploy/janus/ into a temp dir (free ports, loopback only), starts Debian's
 // janus on it, waits until its HTTP API answers (GET /janus/info) and stops it again (SIGTERM, then SIGKILL).
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// janus.test.mjs — Janus as the SFU of an rcanvas canvas (issue 20). The real thing on loopback, each server started
+// janus.test.mjs — Janus as the SFU of an rcanvas canvas. The real thing on loopback, each server started
 // here on free ports and stopped at the end:
 //
 //   rcanvas-demo --frames DIR --rtp-out 127.0.0.1:P ──RTP/RTCP──▶ janus (streaming plugin, mountpoint 1: P, P+1)

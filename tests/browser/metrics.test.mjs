@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// metrics.test.mjs — GET /metrics (issue 11): refused without the token (401) or with a wrong one (403); with it,
+// metrics.test.mjs — GET /metrics: refused without the token (401) or with a wrong one (403); with it,
 // Prometheus text format 0.0.4 (HELP and TYPE before each family's samples, every sample `name{labels} value`),
 // whose values move: frames presented grow while viewers watch, bytes go to each viewer, the roles are labelled
 // right (the first page is active, the second passive, and the second becomes active when the first leaves).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// nginx.test.mjs — rcanvas behind a reverse proxy that terminates TLS, in front of two rcanvas servers (issue 20):
+// nginx.test.mjs — rcanvas behind a reverse proxy that terminates TLS, in front of two rcanvas servers:
 // Debian's nginx running deploy/nginx/rcanvas.conf, and HAProxy running deploy/haproxy/rcanvas.cfg, the very files
 // docs/deploy.md shows. Each template is read from deploy/ and only its ports, names, paths and timeouts are
 // replaced (fill(): every replacement must match, so the test fails when a template drifts from what it expects).

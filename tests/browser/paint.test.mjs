@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// paint.test.mjs — issue 17.4, paint-over: an H.264 pan over a dense 1080p plot (rcanvas-test-pan) stops; what a
+// paint.test.mjs — paint-over: an H.264 pan over a dense 1080p plot (rcanvas-test-pan) stops; what a
 // raw viewer behind a shaped link (shaper.mjs) received is decoded by openh264's own decoder
 // (rcanvas-test-h264-psnr) and scored against the last frame (Y PSNR), packet by packet, with the time each packet's
 // last byte came; the lossless refinement (flag 4) is timed too. Times are from the moment the viewer received the

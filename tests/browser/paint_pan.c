@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rcanvas-test-pan — a pan that stops, for the paint-over test (tests/browser/paint.test.mjs, issue 17.4). One
+ * rcanvas-test-pan — a pan that stops, for the paint-over test (tests/browser/paint.test.mjs). One
  * H.264 canvas (--codec h264|vp8|vp9), continuous at --fps (default 30), at a fixed --size WxH (default 1920x1080)
  * whatever the viewer's size: the pan of tests/testframes.h (tf_motion_draw, 40,20 px a frame over a dense plot),
  * --steps frames of it (default 60) once a viewer has been connected for --start-ms (default 1500), then the same

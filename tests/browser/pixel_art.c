@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rcanvas-test-pixels — a tiny server for tests/browser/pixelated.test.mjs (issue 18.3): one canvas that draws pixel
+ * rcanvas-test-pixels — a tiny server for tests/browser/pixelated.test.mjs: one canvas that draws pixel
  * art N times smaller than the viewer's canvas, as rendercanvas apps do with set_bitmap (its examples/snake.py draws
  * at 1/8). At every draw the bitmap is ceil(physical / N) each way (at least 1x1) of the pattern of artRGBA() in the
  * test and of test_small.c: a checkerboard of light and dark pixels, each with its own colour. It prints

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// pixelated.test.mjs — issue 18.3, rendercanvas' set_bitmap contract in the browser: "all builtin backends use
+// pixelated.test.mjs — rendercanvas' set_bitmap contract in the browser: "all builtin backends use
 // nearest-neighbor interpolation (when the bitmap is smaller than the physical size), so that applications can
 // provide N times smaller bitmaps to produce a pixelated visualization". A 40×30 bitmap of pixel art (every pixel
 // far from its neighbours) on a 320×240 canvas: the device pixel just inside each edge of every upscaled source

@@ -9,7 +9,7 @@
 //   const proxy = await startProxy({ prefix: '/viz', idleMs: 10000 });   proxy.target = demo.port;
 //   page.goto(`http://127.0.0.1:${proxy.port}/viz/?token=…`);   …   proxy.idleDrops;   await proxy.close();
 //
-// proxy.paused = true makes it a silently dead link (issue 19: a proxy or NAT that stops forwarding without
+// proxy.paused = true makes it a silently dead link (a proxy or NAT that stops forwarding without
 // closing): the bytes of open connections are read and dropped both ways, new requests and upgrades are accepted
 // and never answered, nothing is closed. proxy.paused = false forwards again (on connections opened before the
 // pause; those opened during it stay dead, as a real black hole leaves them).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// shaper.mjs — a shaped link on 127.0.0.1 for tests and benchmarks (issue 10): a TCP proxy that passes each
+// shaper.mjs — a shaped link on 127.0.0.1 for tests and benchmarks: a TCP proxy that passes each
 // direction through a bottleneck of `rateMbps` with a one-way delay of `delayMs`, like a WAN link, and changes
 // both on a schedule. The kernel here has no netem; Chromium's own network emulation does not throttle WebSocket
 // frames, so the browser talks to the server through this instead.

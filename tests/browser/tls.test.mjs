@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// tls.test.mjs — TLS end to end (issue 11). rcanvas-demo --tls self-signed makes a certificate in a temporary
+// tls.test.mjs — TLS end to end. rcanvas-demo --tls self-signed makes a certificate in a temporary
 // --tls-dir (key 0600), prints its SHA-256 fingerprint before an https URL, and that fingerprint is the one the
 // port serves (read here with node:tls); a second start reuses it. Headless Chromium opens the page under a name
 // that is not localhost (rcanvas.test, mapped to 127.0.0.1 with --host-resolver-rules), over https, so the page is

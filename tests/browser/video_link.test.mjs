@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// video_link.test.mjs — issue 17: H.264 through shaped links (shaper.mjs) on content that moves: the pan loop of
+// video_link.test.mjs — H.264 through shaped links (shaper.mjs) on content that moves: the pan loop of
 // rcanvas-testframes (40,20 px a frame and a zoom over a dense plot, 1920×1080 or 1280×720, played by the demo's
 // --frames at 30 fps), and at 4 Mbit/s its other moving content too: an orbited 3D scatter, a zoom into a
 // noise-like heat map (microscopy) and a terminal scrolling 36 px a frame. Counted from the wire by raw viewers (frames, keyframe flags, bytes) and, for input to

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// viewers.test.mjs — issue 19, the viewers' side: viewers of another size (letterbox, coordinates), a silently
+// viewers.test.mjs — the viewers' side: viewers of another size (letterbox, coordinates), a silently
 // dead link, key auto-repeat, resize storms, and which refusal a banner names. Each test starts its own demo.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

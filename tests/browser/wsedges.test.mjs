@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// wsedges.test.mjs — the WebSocket edges inside libwebsockets 4.1 (issue 11, docs/security.md "Not bounded
+// wsedges.test.mjs — the WebSocket edges inside libwebsockets 4.1 (docs/security.md "Not bounded
 // here"): a 1-byte close payload is answered with 1002 (server.c, LWS_CALLBACK_WS_PEER_INITIATED_CLOSE), and an
 // unmasked client frame is still ACCEPTED, since lws 4.1's server parser only records the mask bit
 // (lib/roles/ws/ops-ws.c, LWS_RXPS_04_FRAME_HDR_LEN) and no callback or option shows it. The second test pins

@@ -8,7 +8,7 @@
  *  - PNG round trip pixel-exact on the same frames and for BGRA/RGBX input with a padded row pitch;
  *  - odd sizes 1×1, 7×5, 1001×777 for both codecs, tile rectangles covering the frame exactly once;
  *  - bad input (quality 0, NULL pixels, short pitch) returns RCANVAS_EINVAL;
- *  - chroma (issue 17): 1-px red, green and blue lines on white keep their colour (decoded pixel values) at 4:4:4
+ *  - chroma: 1-px red, green and blue lines on white keep their colour (decoded pixel values) at 4:4:4
  *    and with RCANVAS_SUBSAMP_AUTO, and lose it at 4:2:0 at any quality; AUTO picks 4:2:0 (the same bytes as
  *    forced 4:2:0) for grey text-like strokes and a smooth colour gradient, 4:4:4 (read back from the JPEG
  *    header) for the lines, and decides per stripe.

@@ -360,7 +360,7 @@ static void test_smooth_frame(uint32_t w, uint32_t h) {
     free(px);
 }
 
-/* Point 1 of issue 13, the input read in the DCT pass: an image created with SAMPLED usage is read through a view
+/* The input read in the DCT pass: an image created with SAMPLED usage is read through a view
  * (times.direct 1: no input copy), in each of the four formats (the _SRGB ones are decoded by the fetch and encoded
  * back by the shader) and from three layouts (one changed around the DCT pass and back: the validation layer
  * checks the layouts at each submission). Each file must equal, byte for byte, the file made from the same bytes

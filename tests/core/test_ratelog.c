@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_ratelog — rate-limited logging (src/core/ratelog.c, issue 11): one line per key per interval, the others
+ * test_ratelog — rate-limited logging (src/core/ratelog.c): one line per key per interval, the others
  * counted and said on the next line of that key or by the flush; keys apart; digits folded in keys; a full table
  * says the count of the key it forgets.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c, issue 11): the Bearer
+ * fuzz_auth — libFuzzer target for the access rules' pure functions (src/transport/auth.c): the Bearer
  * and cookie parsers, the Host check, the base path, the page's way back to the root, roles by token, and the
  * session a page's token is traded for (its secret path, Set-Cookie value and the 303's Location), and which of a
  * request's credentials counts (?token=, Bearer, then under the secret path only ?session= and the cookie). The input: a

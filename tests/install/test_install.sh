@@ -83,7 +83,7 @@ ok has "$(ldd "$T/cmake/hello_install")" "librcanvas\.so\.0 => $P/lib/"
 out=$("$T/cmake/hello_install_static"); check_run "find_package: rcanvas::rcanvas_static" "$out" $?
 ok hasnt "$(ldd "$T/cmake/hello_install_static")" 'librcanvas'
 
-# The README's own lines (issue 18: as written they failed with "DSO missing from command line", hello.c calls
+# The README's own lines (as written they failed with "DSO missing from command line", hello.c calls
 # sin): the code block after the "readme-c-link" marker, run in a folder holding examples/hello/hello.c with
 # ~/.local being the install prefix. Its make/cmake lines are the build this test runs in (skipped); `./hello`
 # runs with port 0 and must print its URL. Then the "readme-cmake" CMakeLists.txt beside a copy of hello.c.

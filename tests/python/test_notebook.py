@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Notebooks that behave (issue 18.4): a canvas made again under its name replaces the old one (closed, its viewer
+"""Notebooks that behave: a canvas made again under its name replaces the old one (closed, its viewer
 told 1001 "canvas closed", the name served once, a viewer reconnecting finds the new one); close() from another
 thread ends a wait() there; rcanvas.get_server()'s environment errors; where the URL goes: stdout outside a
 kernel, an IPython display (a link) in a kernel, never a warning on stderr. In a real ipykernel (jupyter_client,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""One install for Python users (issue 18): `pip install --no-build-isolation ./python` into a venv made with
+"""One install for Python users: `pip install --no-build-isolation ./python` into a venv made with
 --system-site-packages (Debian's numpy and setuptools; PEP 668 keeps pip out of the system's Python), offline
 (--no-index). The install compiles librcanvas.so with CMake and bundles it in the package; then, without
 RCANVAS_LIBRARY: the installed package loads that copy (the path asserted, and mapped in the process), the demo

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Ctrl-C (issue 18, "Signals"): real processes get a real SIGINT once their server listens (the URL line is out),
+# Ctrl-C ("Signals"): real processes get a real SIGINT once their server listens (the URL line is out),
 # with and without a WebSocket viewer, and must exit by themselves (not killed by the test) with the expected
 # status and no traceback:
 #   - a numpy wait() loop as in the README (it catches KeyboardInterrupt): status 0; wait() used to block in C

@@ -402,7 +402,7 @@ static void jpeg_canvas_ring(rcanvas_server *srv, const char *name, int refine_m
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = name;
-    cc.width = 200; /* no frame of these tests is 1/4 of it or less: none goes out lossless as small (issue 18) */
+    cc.width = 200; /* no frame of these tests is 1/4 of it or less: none goes out lossless as small */
     cc.height = 120;
     cc.codec = RCANVAS_CODEC_JPEG;
     cc.quality = 90;
@@ -471,7 +471,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     CHECK_MSG(ref != NULL, "no lossless refinement of the GPU-encoded frame");
     rc_packet_unref(ref);
     check_frame_refined(c, g.up_ptr, w);
-    /* The same pixels again, the image now said to be sampled (issue 13: read in the DCT pass, no input copy; the
+    /* The same pixels again, the image now said to be sampled (read in the DCT pass, no input copy; the
      * ring keeps it in GENERAL, here from SHADER_READ_ONLY_OPTIMAL and back): the very same JPEG bytes. */
     rc_packet *copied = rc_canvas_latest_packet(c, 0);
     CHECK(copied != NULL);
@@ -505,7 +505,7 @@ static void test_gpu_jpeg(rcanvas_server *srv) {
     rcanvas_canvas_free(c);
 }
 
-/* Issue 21.1: frames presented back to back are all encoded on the GPU, each by its slot's own encoder (the ring's
+/* Frames presented back to back are all encoded on the GPU, each by its slot's own encoder (the ring's
  * depth of them, sharing the first one's pipelines). With one encoder for the ring, every frame presented while
  * another was still encoding went to the CPU encoder (RCANVAS_EBUSY from rc_gpu_jpeg_record): here frames 2–4. The
  * last frame's packet is the GPU's JPEG of the last image. */

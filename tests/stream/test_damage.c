@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_damage — damage tracking (src/stream/damage.c, issue 10), driven without a network: canvases with the real
+ * test_damage — damage tracking (src/stream/damage.c), driven without a network: canvases with the real
  * encoders, viewers as sessions, and each viewer's picture rebuilt here the way the browser builds it (every tile
  * decoded and drawn at its rectangle over what it shows), so that "the picture is right" is checked pixel by
  * pixel, not inferred:

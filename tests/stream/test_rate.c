@@ -3,7 +3,7 @@
  * test_rate.c — the link estimate and the steering (src/stream/rate.c) driven through a simulated link: a
  * bottleneck of C bit/s (a FIFO that serializes packets), a one-way delay each way, a client that holds each frame
  * a few ms, and an app that draws 60 frames a second of 1920×1080 whose JPEG size follows the quality model.
- * Deterministic (simulated time). Asserts what issue 10 asks of the adaptation: frame rate and latency bounds at
+ * Deterministic (simulated time). Asserts what is asked of the adaptation: frame rate and latency bounds at
  * 20 Mbit/s / 40 ms and 4 Mbit/s / 80 ms, no growth of the latency over time, the top quality back within 3 s of
  * a step to 50 Mbit/s, and the rate → quality → frame rate → size order.
  */
@@ -156,7 +156,7 @@ static void check_link(double mbps, int64_t rtt_ms, double min_fps, double max_p
 /* A client that decodes slower than the app draws (80 ms a frame: 12.5 fps) behind a 20 Mbit/s, 40 ms link: it acks
  * late, and that is not the link's rate. The estimate stays near the link (delivery samples are timed by arrival,
  * the ack less the client's hold, rate.c) instead of following the client down to what 12 frames a second of the
- * current size make (issue 17: 1.5 of 20 Mbit/s for a Chromium viewer decoding 8 fps; here 10 Mbit/s before). */
+ * current size make (1.5 of 20 Mbit/s for a Chromium viewer decoding 8 fps; here 10 Mbit/s before). */
 static void check_slow_receiver(void) {
     sim *s = calloc(1, sizeof(sim));
     sim_init(s, 20e6, 20000);
@@ -242,7 +242,7 @@ static void check_order(void) {
     CHECK_MSG(st.scale_div == 2 && !(st.fps_cap > 0), "0.5 Mbit/s: 1/%d, cap %.1f", st.scale_div, st.fps_cap);
 }
 
-/* Issue 17: an encoder that cannot meet its target (openh264 at QP 51 on the 1080p pan loop: 24 kB P-frames where
+/* An encoder that cannot meet its target (openh264 at QP 51 on the 1080p pan loop: 24 kB P-frames where
  * 2.7 Mbit/s at 30 fps means 11 kB) is met with the frame rate, then the size; easier content gets it back. */
 static void check_video_floor(void) {
     const uint64_t px = 1920 * 1080;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_small — issue 18, rendercanvas' set_bitmap contract ("applications can provide N times smaller bitmaps to
+ * test_small — rendercanvas' set_bitmap contract ("applications can provide N times smaller bitmaps to
  * produce a pixelated visualization"), the server's half:
  *  S1 a bitmap 1/8 of the canvas (40x30 on 320x240) on a JPEG canvas goes out as PNG, whole size, lossless: the
  *     decoded pixels equal the input exactly; no refinement follows (nothing to refine);

@@ -3,7 +3,7 @@
  * test_soak — mixed animation, drag bursts and pauses against one canvas, with a fake viewer (a session, as the
  * transport has) acking from its own thread, which also runs the canvas's timers as the network thread does, so
  * lossless refinements start whenever the scene pauses. This is the
- * load under which issue 7's stream froze (a refinement overlapping another leaked a frame slot per overlap until
+ * load under which the stream once froze (a refinement overlapping another leaked a frame slot per overlap until
  * every present failed). It checks that every present is taken, that the newest frame always gets encoded, and
  * that at the end every frame slot but `last` is free.
  *

@@ -10,7 +10,7 @@
  *    wins), its lossless refinement once made, and nothing while invisible;
  *  - newest wins in the pipeline: frames presented while the encoder is busy replace each other, the skipped
  *    one is never encoded, and `latest` ends at the newest;
- *  - refinement: one lossless refinement at a time, so frame slots always come back (issue 7's freeze);
+ *  - refinement: one lossless refinement at a time, so frame slots always come back (else the stream froze);
  *  - update modes: ondemand needs a request, manual never draws, max_fps spaces draws;
  *  - events: pointer_move/wheel/resize merging as in rendercanvas, resize only from the active viewer,
  *    active viewer hand-over on leave and on stall;
@@ -302,7 +302,7 @@ static void test_flow_control(void) {
     CHECK_EQ_INT(rcanvas_wait(c, 0), 0);
     wait_latest(c, 4);
     /* a second viewer joins: frames up to 4 are not its to ack, so it has room, and the app draws at the pace of
-     * the fastest viewer (issue 10), passive or not */
+     * the fastest viewer, passive or not */
     rc_session *s2 = open_session(c);
     CHECK_EQ_INT(rcanvas_wait(c, 0), RCANVAS_WAKE_DRAW);
     CHECK_EQ_INT(next_seq(s2, NULL), 4);
@@ -377,7 +377,7 @@ static void test_window(void) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = "window";
-    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless (issue 18) */
+    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless */
     cc.height = 48;
     cc.update_mode = RCANVAS_UPDATE_FASTEST;
     cc.refine_ms = 3600 * 1000; /* the test starts refinements itself, with rc_canvas_tick in the future */
@@ -535,7 +535,7 @@ static void count_release(void *arg) {
     g_released++;
 }
 
-/* Issue 7: a lossless refinement still running while a newer frame becomes `last` and is due for refinement
+/* A lossless refinement still running while a newer frame becomes `last` and is due for refinement
  * itself. A second refinement must not start over the first (it overwrote refine_src, so the older frame's
  * buffer was never released; after a few rounds every present found all slots taken and the stream stopped).
  * Each round: frame N (CPU encoded) → its refinement started and held behind the blocked encoder threads →
@@ -545,7 +545,7 @@ static void test_refine_overlap(void) {
     rcanvas_canvas_config cc;
     rcanvas_canvas_config_init(&cc);
     cc.name = "refine";
-    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless (issue 18) */
+    cc.width = 64; /* the frames' own size: a frame of 1/4 of the canvas or less would go out lossless */
     cc.height = 48;
     cc.update_mode = RCANVAS_UPDATE_MANUAL;
     cc.refine_ms = 3600 * 1000; /* only the test's own ticks (two hours ahead) start refinements */

@@ -187,7 +187,7 @@ static void r4_refined_viewer_downgraded(void) {
     wait_latest(c, 2);
     CHECK(next(v, &g) && !(g.flags & RC_PACKET_KEYFRAME));
     ack(v, g.seq);
-    /* the paint-over of frame 2 may come first (issue 17.4): P-frames of the same seq, then the refinement */
+    /* the paint-over of frame 2 may come first: P-frames of the same seq, then the refinement */
     int ok = 0, paints = 0;
     while (next_ticking(c, v, &g, 2000)) {
         ack(v, g.seq);
@@ -216,7 +216,7 @@ static void r4_refined_viewer_downgraded(void) {
     done(c, ss, 2);
 }
 
-/* R10: paint-over (issue 17.4): an H.264 scene that stops gets RC_PAINT_FRAMES (4) P-frames of its last frame, a
+/* R10: paint-over: an H.264 scene that stops gets RC_PAINT_FRAMES (4) P-frames of its last frame, a
  * chain (each depends on the one before), before the refinement; one is made only once the viewer was given the one
  * before (a viewer with a full window holds the burst); motion then resumes on the chain, with no keyframe. */
 static void r10_paint_over(void) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test_h2c_curl — the HTTP/2 door as curl and openssl s_client try it (issue 19; test_h2c.c does it by hand):
+# test_h2c_curl — the HTTP/2 door as curl and openssl s_client try it (test_h2c.c does it by hand):
 #   - `curl --http2 http://…/metrics?token=T` on a plain server sends "Upgrade: h2c": 400 "HTTP/1.1 only", never
 #     101, never the metrics;
 #   - the same in the clear on a --tls self-signed server: 400 "this server speaks https", never the metrics;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_auth — the access rules of src/transport/auth.c (issue 11): roles by token, the Bearer and cookie parsers,
+ * test_auth — the access rules of src/transport/auth.c: roles by token, the Bearer and cookie parsers,
  * the session a page's token is traded for (its cookie, secret path and the 303's Location), which credential of a
  * request counts (?token=, Bearer, then only under the secret path ?session= and the cookie, both holding S),
  * the rate limit on wrong tokens (10 at once per /24 or /64, then one per second, in a fixed table; 20 at once

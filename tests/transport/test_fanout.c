@@ -260,7 +260,7 @@ static void test_cap(void) {
         CHECK(wait_frames(one, 1, 1, 20000));
         wsv *fourth = viewers(srv, 1);
         if (fourth) {
-            /* it asks for rcanvas.v1, as the browser client does: accepted and closed with 4503 (issue 19: a
+            /* it asks for rcanvas.v1, as the browser client does: accepted and closed with 4503 (a
              * browser cannot read the HTTP status); a tool that does not ask for it gets HTTP 503 */
             CHECK(wait_state(fourth, 0, 2, 10000));
             wsv_viewer_stats s;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_fdlimit — out of file descriptors (issue 11): with the process at its `ulimit -n` and clients hammering the
+ * test_fdlimit — out of file descriptors: with the process at its `ulimit -n` and clients hammering the
  * port, libwebsockets 4.1 used to log "accept: errno 24" on every poll round (508,906 lines in 10 s). Now its lines
  * and ours are rate-limited (core/ratelog.h) and accepting backs off (server.c: accept_backoff): the log gets a
  * handful of lines, the viewers already connected keep getting frames, the hammering clients are answered 503

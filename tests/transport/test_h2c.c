@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_h2c — the HTTP/2 door stays shut (issue 19). libwebsockets 4.1.6 is built with HTTP/2, and before this test
+ * test_h2c — the HTTP/2 door stays shut. libwebsockets 4.1.6 is built with HTTP/2, and before this test
  * a request with "Upgrade: h2c" got "101 Switching Protocols" on the plain port and, in the clear, on the TLS port;
  * its streams were then served without the TLS check (pages, /metrics), and each RFC 8441 extended CONNECT stream
  * (":protocol websocket") that the upgrade filter refused leaked 224 bytes inside lws, before any token check.

@@ -206,7 +206,7 @@ static void test_bad_messages(void) {
 }
 
 /* A NUL inside a string (raw, or the \u0000 escape) is refused: cJSON keeps C strings, so "z\u0000b" reached the
- * app as "z" (issue 19); an escaped backslash before the text u0000 is no NUL. */
+ * app as "z"; an escaped backslash before the text u0000 is no NUL. */
 /* acks: seq, the optional hold_ms and decode_ms (the viewer's decode+draw time the steering reads: 0 when not said,
  * an old client's ack), and out-of-range values refused as malformed */
 static void test_acks(void) {

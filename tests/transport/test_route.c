@@ -151,7 +151,7 @@ static void test_origin(void) {
     CHECK(!strcmp(r.reason, "origin not allowed"));
     CHECK_EQ_INT(route("/ws", 1, "http://localhost:8081", "localhost:8080", ok).status, 403);
     CHECK_EQ_INT(route("/ws", 1, "localhost:8080", "localhost:8080", ok).status, 403); /* no scheme */
-    /* the scheme counts (issue 19): https://… is another origin than this plain server's, and the other way round */
+    /* the scheme counts: https://… is another origin than this plain server's, and the other way round */
     CHECK_EQ_INT(route("/ws", 1, "https://localhost:8080", "localhost:8080", ok).status, 403);
     CHECK_EQ_INT(route("/ws", 1, "ftp://localhost:8080", "localhost:8080", ok).status, 403);
     {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_rtp — the RTP output (issue 20: src/transport/rtp.c, rtp_pack.c), received on 127.0.0.1 by the test itself:
+ * test_rtp — the RTP output (src/transport/rtp.c, rtp_pack.c), received on 127.0.0.1 by the test itself:
  *  - the packetizer alone: a small NAL unit is one single NAL unit packet, a big one FU-A fragments (RFC 6184 §5.8:
  *    S on the first, E on the last, none over the MTU, reassembled byte-exact), the marker only on the access unit's
  *    last packet, 3- and 4-byte start codes, SPS+PPS repeated before an IDR that lacks them; VP8 descriptors

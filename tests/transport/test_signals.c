@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_signals — rcanvas' own threads (network, encoder pool) start with the asynchronous signals blocked
- * (core/util.c: rc_thread_create, issue 18), so that a Ctrl-C goes to a thread of the app, the one with a handler
+ * (core/util.c: rc_thread_create), so that a Ctrl-C goes to a thread of the app, the one with a handler
  * that has to wake up (a Python main thread, an asyncio selector), never to a library thread where it would be
  * handled without waking the app's loop. Checks (1) every thread the server started has SIGINT, SIGTERM and
  * SIGPIPE blocked and SIGSEGV open, (2) the caller's own mask is unchanged, and (3) with the main thread blocking

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_tls — TLS on the server's one port (issue 11): a self-signed certificate made with rcanvas_tls_self_signed
+ * test_tls — TLS on the server's one port: a self-signed certificate made with rcanvas_tls_self_signed
  * (in a temporary folder, so the test never depends on a shipped file that could expire) is kept and reused, names
  * localhost, 127.0.0.1 and ::1, and its key is 0600; a server given it serves the page over https (200, the page
  * itself; 403 for a wrong token) and upgrades wss (101), its URL says https and its fingerprint is the one the
@@ -221,7 +221,7 @@ int main(void) {
     char fp_again[100];
     file_fingerprint(cert2, fp_again);
     CHECK(!strcmp(fp_file, fp_again) && !strcmp(cert, cert2) && !strcmp(key, key2));
-    /* an existing folder is made private (issue 19): 0755 → 0700, a key readable by others → 0600, the pair kept */
+    /* an existing folder is made private: 0755 → 0700, a key readable by others → 0600, the pair kept */
     CHECK(chmod(sub, 0755) == 0 && chmod(key, 0644) == 0);
     log_clear();
     CHECK_EQ_INT(rcanvas_tls_self_signed(sub, NULL, log_cb, NULL, cert2, key2, sizeof cert2, &created), RCANVAS_OK);
@@ -279,7 +279,7 @@ int main(void) {
         CHECK_MSG(!strcmp(fp, fp_file), "%s vs %s", fp, fp_file);
         CHECK_EQ_INT(rcanvas_server_tls_fingerprint(s, fp, 95), RCANVAS_EINVAL);
         CHECK(log_has("listening on https://127.0.0.1:"));
-        /* TLS 1.2 takes ECDHE with AEAD only (issue 19: CBC suites with SHA-1 were negotiated) */
+        /* TLS 1.2 takes ECDHE with AEAD only (CBC suites with SHA-1 were negotiated) */
         CHECK(tls12_accepts(port, "ECDHE-ECDSA-AES128-GCM-SHA256"));
         CHECK(tls12_accepts(port, "ECDHE-ECDSA-AES256-GCM-SHA384"));
         CHECK(tls12_accepts(port, "ECDHE-ECDSA-CHACHA20-POLY1305"));
