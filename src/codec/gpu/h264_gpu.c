@@ -808,22 +808,21 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             if (r) return r;
             qp = rqp;
         }
-        /* it also seeds the scene-cut rule's mean below (its bytes at QP 26 by the same model): a dense picture
-         * after a blank or light first one is then a cut, coded as an IDR picture at the rate control's floor for
-         * those, not as a P picture at the fine QP the light one allowed */
-        if (e->p_avg <= 0 && !(p && p->paint)) e->p_avg = ctl[0] * pow(2.0, (qp - 26) / 6.0), e->p_avg_idr = 1;
     }
     /* A scene cut: a picture unlike its reference can cost more as a P picture (its intra macroblocks limited
      * to the intra wave's steps, none while the gate is closed, its intra choice estimated) than as an IDR one. A
      * P picture over 3× the recent P pictures' mean (bytes scaled to one QP by the 2^(QP/6) step; and over 2 bytes
      * a macroblock, so that the first change after a still spell of P_Skip pictures is not one; paint-overs never)
-     * is coded again as an IDR
-     * picture, which is kept when it takes less than 1.5× the P picture's bytes (it is sharper: its QP is 4
-     * lower); else the P picture is coded again (the IDR pass overwrote its reconstruction). On suspected cuts
-     * only: one or two more GPU passes. The P pictures after a cut start no finer than its IDR picture's QP
+     * is coded again as an IDR picture, which is kept when it takes less than 1.5× the P picture's bytes (it is
+     * sharper: its QP is 4 lower); else the P picture is coded again (the IDR pass overwrote its reconstruction).
+     * On suspected cuts only: one or two more GPU passes. The P pictures after a cut start no finer than its IDR picture's QP
      * allows (rc_h264_rate_cut). */
-    double pnorm = key ? 0 : ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
+    double pnorm = ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
     int paint = p && p->paint;
+    /* the first IDR picture seeds the mean until the first P picture replaces it: a dense picture after a blank or
+     * light first one is then a cut, coded as an IDR picture at the rate control's floor for those, not as a P
+     * picture at the fine QP the light one allowed */
+    if (key && !paint && e->p_avg <= 0) e->p_avg = pnorm, e->p_avg_idr = 1;
     int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[0] > 2u * e->mbw * e->mbh;
     if (!key && !paint) { /* also at a cut: it adapts; the first P picture replaces the IDR picture's seed */
         e->p_avg = e->p_avg > 0 && !e->p_avg_idr ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm;
