@@ -150,7 +150,7 @@ void block(uint off, uint n, int nc) {
     }
 }
 
-uint nzof(uint mb, uint k) { return mbi[mb * MBI_STRIDE + 8u + k]; }
+uint nzof(uint mb, uint k) { return mbi[mb * MBI_STRIDE + MBI_TC + k]; }
 
 // nC of luma block blk (9.2.1): from the blocks on the left and above, in this macroblock or its neighbours (every
 // picture is one slice).
@@ -203,19 +203,19 @@ uint pred_mode(uint mb, uint mbx, uint mby, uint b) {
 
 void slice_header(uint first_mb) {
     ue(first_mb);                     // first_mb_in_slice
-    ue(pc.intra != 0u ? 7u : 5u);     // slice_type: I or P, all slices of the picture alike
+    ue(pic.intra != 0u ? 7u : 5u);     // slice_type: I or P, all slices of the picture alike
     ue(0u);                           // pic_parameter_set_id
-    put(pc.frame_num & 15u, 4u);      // frame_num, log2_max_frame_num 4
-    if (pc.intra != 0u) ue(pc.idr_pic_id);
+    put(pic.frame_num & 15u, 4u);      // frame_num, log2_max_frame_num 4
+    if (pic.intra != 0u) ue(pic.idr_pic_id);
     // pic_order_cnt_type 2: nothing
-    if (pc.intra == 0u) {
+    if (pic.intra == 0u) {
         put(0u, 1u);                  // num_ref_idx_active_override_flag
         put(0u, 1u);                  // ref_pic_list_modification_flag_l0
     }
-    if (pc.intra != 0u) put(0u, 2u);  // no_output_of_prior_pics_flag, long_term_reference_flag
+    if (pic.intra != 0u) put(0u, 2u);  // no_output_of_prior_pics_flag, long_term_reference_flag
     else put(0u, 1u);                 // adaptive_ref_pic_marking_mode_flag
-    se(int(pc.qp) - 26);              // slice_qp_delta (pic_init_qp 26)
-    if (pc.deblock != 0u) {
+    se(int(pic.qp) - 26);              // slice_qp_delta (pic_init_qp 26)
+    if (pic.deblock != 0u) {
         ue(0u);                       // disable_deblocking_filter_idc: on, across the whole slice
         se(0);                        // slice_alpha_c0_offset_div2
         se(0);                        // slice_beta_offset_div2
@@ -230,7 +230,7 @@ void main() {
     if (mb >= n) return;
     uint mbx = mb % pc.mbw, mby = mb / pc.mbw;
     bpos = pc.pass == 0u ? 0u : bits[n + mb];
-    bool islice = pc.intra != 0u;
+    bool islice = pic.intra != 0u;
     if (mb == 0u) slice_header(0u);
     uint flags = mbi[mb * MBI_STRIDE];
     bool intra = (flags & (1u << 16)) != 0u;   // every macroblock of an I slice, some of a P slice
@@ -242,8 +242,8 @@ void main() {
         if (!islice) ue(run);                                    // mb_skip_run
         uint cbp = (flags >> 8) & 63u, cbpl = cbp & 15u, cbpc = cbp >> 4;
         bool i4 = intra && (flags & (1u << 17)) != 0u;
-        if (pc.pass == 1u && (flags & (1u << 17)) != 0u) atomicAdd(ctl[(intra ? 5u : 6u) + pc.mbh], 1u);
-        if (pc.pass == 1u && intra && !islice) atomicAdd(ctl[7u + pc.mbh], 1u);
+        if (pc.pass == 1u && (flags & (1u << 17)) != 0u) atomicAdd(ctl[intra ? CTL_I4X4(pc.mbh) : CTL_P8X8(pc.mbh)], 1u);
+        if (pc.pass == 1u && intra && !islice) atomicAdd(ctl[CTL_INTRA_P(pc.mbh)], 1u);
         uint ioff = islice ? 0u : 5u;   // a P slice's intra mb_types follow its 5 inter ones (Table 7-13)
         if (i4) {
             ue(ioff);                                                // mb_type I_NxN

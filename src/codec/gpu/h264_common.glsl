@@ -17,64 +17,25 @@
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).
 #extension GL_GOOGLE_include_directive : require
+#include "h264_io.h"   // the bindings, blocks, record fields and passes, shared with h264_gpu.c
 
-layout(push_constant) uniform PC {
-    uint mbw, mbh;    // picture size in macroblocks
-    uint w, h;        // the image's size in pixels
-    uint qp, qpc;     // luma QP, chroma QP (H.264 Table 8-15 of qp, chroma_qp_index_offset 0)
-    uint intra;       // 1: an IDR picture (Intra16x16 macroblocks)
-    uint frame_num;   // slice header frame_num (log2_max_frame_num 4)
-    uint idr_pic_id;  // slice header idr_pic_id (IDR pictures)
-    uint in_pitch;    // input row pitch in pixels
-    uint bgra;        // 1: input bytes are B, G, R, A
-    uint lambda;      // motion search: cost of one bit of motion vector, in SAD units
-    uint pass;        // which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search,
-                      // INTRA_CHOICE (8) the intra choice, ADOPT (16) + c the adopt round's colour c; h264_scan: 2
-                      // skip runs, 3 the intra wave, else offsets; the wavefronts: the step)
-    uint me_flags;    // motion search: 1 whole pixels only, 2 no P_8x8 (benchmarks), 4 no intra in P pictures,
-                      // 8 no adopt rounds (benchmarks, or a contended device); bits 8-15 the intra wave's steps
-    uint deblock;     // 1: the deblocking filter is on (disable_deblocking_filter_idc 0), h264_deblock runs
-} pc;
+#define RC_H264_FIELD(name) uint name;
+layout(push_constant) uniform PC { RC_H264_PC(RC_H264_FIELD) } pc;
+layout(std430, binding = RC_H264_BIND_PIC) readonly restrict buffer Pic { RC_H264_PIC(RC_H264_FIELD) } pic;
 
-layout(std430, binding = 0) readonly buffer In { uint inpx[]; };   // the image, 4 bytes per pixel
-layout(std430, binding = 1) buffer Src { uint src[]; };            // this picture's source planes
-layout(std430, binding = 2) readonly buffer Ref { uint ref[]; };   // the reference picture (last reconstruction)
-layout(std430, binding = 3) coherent buffer Rec { uint rec[]; };   // this picture's reconstruction (IDR rows read
-                                                                  // their left neighbour's from other invocations)
-layout(std430, binding = 4) buffer QCur { uint qcur[]; };          // source luma at 1/4 size (motion search)
-layout(std430, binding = 5) readonly buffer QRef { uint qref[]; }; // the reference's source luma at 1/4 size
-layout(std430, binding = 6) buffer Mbi { uint mbi[]; };
-layout(std430, binding = 7) buffer Lev { int lev[]; };
-layout(std430, binding = 8) buffer Bits { uint bits[]; };          // [0, n) bits per MB, [n, 2n) bit offsets
-                                                                  // (P pictures, before CAVLC: [0, n) the intra
-                                                                  // wave's macroblocks, from [n + k] those of step k,
-                                                                  // [n + INTRA_ANY] whether there are any)
-layout(std430, binding = 9) buffer Outw { uint outw[]; };          // the slices' RBSPs, each row byte-aligned
-layout(std430, binding = 10) buffer Ctl { uint ctl[]; };           // [0] bytes, [1..3] dispatch, [4 + r] row offset,
-                                                                  // [5 + mbh] Intra4x4, [6 + mbh] P_8x8 and
-                                                                  // [7 + mbh] intra-in-P macroblocks, [8 + mbh + 3k]
-                                                                  // the indirect dispatch of intra wave step k,
-                                                                  // [8 + mbh + 3 INTRA_STEPS] the candidates it
-                                                                  // left inter
-layout(std430, binding = 11) buffer Host { uint host[]; };         // host-visible copy of outw
-
-#define MBI_STRIDE 48u
-#define MBI_QMV 32u
-#define MBI_PART 40u   // the motion search's choice: MB_P8X8, MB_INTRA (h264_me, h264_scan's pass 3)
-#define MB_P8X8 1u
-#define MB_INTRA 2u
-#define MBI_DEPTH 45u  // an intra macroblock's step in the P picture's intra wave, from 1 (h264_scan's pass 3)
-#define MBI_SAD 46u    // the luma SAD at the 16×16 vector (h264_me)
-#define MBI_INTER 47u  // the chosen inter prediction's cost, SAD + λ × bits (h264_me's fine search, for its intra choice)
-#define MBI_BS 41u
-#define LEV_STRIDE 408u
-// The intra macroblocks of a P picture are coded after its inter ones, in steps: a macroblock in the step after
-// the last of its intra neighbours on the left, above on the left, above and above on the right (the samples it
-// predicts from). An intra candidate that would need a step beyond INTRA_STEPS is coded inter instead (h264_scan).
-#define INTRA_STEPS 16u
-#define INTRA_ANY (INTRA_STEPS + 1u)   // bits[n + INTRA_ANY]: 1 where the motion search chose any (P pictures)
-#define LEV_CDC 272u
-#define LEV_CAC 280u
+layout(std430, binding = RC_H264_BIND_IN) readonly buffer In { uint inpx[]; };
+layout(std430, binding = RC_H264_BIND_SRC) buffer Src { uint src[]; };
+layout(std430, binding = RC_H264_BIND_REF) readonly buffer Ref { uint ref[]; };
+// (coherent: IDR rows and the deblocking rows read what other workgroups wrote)
+layout(std430, binding = RC_H264_BIND_REC) coherent buffer Rec { uint rec[]; };
+layout(std430, binding = RC_H264_BIND_QCUR) buffer QCur { uint qcur[]; };
+layout(std430, binding = RC_H264_BIND_QREF) readonly buffer QRef { uint qref[]; };
+layout(std430, binding = RC_H264_BIND_MBI) buffer Mbi { uint mbi[]; };
+layout(std430, binding = RC_H264_BIND_LEV) buffer Lev { int lev[]; };
+layout(std430, binding = RC_H264_BIND_BITS) buffer Bits { uint bits[]; };
+layout(std430, binding = RC_H264_BIND_OUT) buffer Outw { uint outw[]; };   // the slices' RBSPs, byte-aligned
+layout(std430, binding = RC_H264_BIND_CTL) buffer Ctl { uint ctl[]; };
+layout(std430, binding = RC_H264_BIND_HOST) buffer Host { uint host[]; };
 
 // The wavefront of IDR pictures and of the deblocking filter (h264_gpu.c's wave_width): step pc.pass holds the
 // macroblocks with x + 2y = pc.pass, each after its neighbours on the left, above and above on the right (the steps

@@ -7,5 +7,5 @@ layout(local_size_x = 64) in;
 
 void main() {
     uint i = gl_GlobalInvocationID.x;
-    if (i < (ctl[0] + 3u) / 4u) host[i] = outw[i];
+    if (i < (ctl[CTL_BYTES] + 3u) / 4u) host[i] = outw[i];
 }

@@ -14,12 +14,11 @@
 // memory, one global read and one write a sample: the wave's critical path is every macroblock's latency in turn.
 // So nothing on it waits for more than that one read: the edges' boundary strengths, which need the neighbours'
 // types, coefficients and vectors (chains of dependent reads that made each macroblock take about 20 µs on an
-// H100 when every edge found its own), are found for every macroblock at once beforehand (pc.pass = STRENGTHS, a
+// H100 when every edge found its own), are found for every macroblock at once beforehand (pc.pass = DEBLOCK_STRENGTHS, a
 // workgroup a macroblock), 32 of 4 bits in mbi[MBI_BS..+3]; the step reads its 4 words beside its samples.
-// Two ways to run the wave (after pc.pass = STRENGTHS): pc.pass a step number, one dispatch a step, each after the
-// last (any device); or pc.pass
-// = PERSISTENT, one dispatch, a workgroup a macroblock row walking it left to right, each macroblock after its row
-// above has passed it by two (a counter a row in bits[2n + row], set with release semantics after the macroblock's
+// Two ways to run the wave (after DEBLOCK_STRENGTHS): pc.pass a step number, one dispatch a step, each after the
+// last (any device); or pc.pass = DEBLOCK_ROWS, one dispatch, a workgroup a macroblock row walking it left to right, each macroblock after its row
+// above has passed it by two (a counter a row in bits[BITS_ROWS(n) + row], set with release semantics after the macroblock's
 // samples, spun on by the row below): 254 steps at 1080p as one dispatch instead of 254. That one relies on the
 // rows running concurrently as the lower rows start first, as a decoupled look-back scan does (Merrill and
 // Garland, 2016), which Vulkan does not promise: h264_gpu.c takes it on NVIDIA's own driver (decoder-exact on an H100,
@@ -67,15 +66,13 @@ bool is_intra(uint mb) { return (mbi[mb * MBI_STRIDE] & (1u << 16)) != 0u; }
 uint strength(uint mp, uint px, uint py, uint mq, uint qx, uint qy, bool mb_edge) {
     if (is_intra(mp) || is_intra(mq)) return mb_edge ? 4u : 3u;
     // TotalCoeff as the macroblock stage left it: 0 where the block's 8×8 is not coded, so nonzero levels only
-    if (mbi[mp * MBI_STRIDE + 8u + IDX4[py * 4u + px]] != 0u || mbi[mq * MBI_STRIDE + 8u + IDX4[qy * 4u + qx]] != 0u)
+    if (mbi[mp * MBI_STRIDE + MBI_TC + IDX4[py * 4u + px]] != 0u || mbi[mq * MBI_STRIDE + MBI_TC + IDX4[qy * 4u + qx]] != 0u)
         return 2u;
     ivec2 a = q_mv(mp, (py >> 1) * 2u + (px >> 1)), b = q_mv(mq, (qy >> 1) * 2u + (qx >> 1));
     return abs(a.x - b.x) >= 4 || abs(a.y - b.y) >= 4 ? 1u : 0u;
 }
 
 
-#define PERSISTENT 0xFFFFFFFFu
-#define STRENGTHS 0xFFFFFFFEu
 // the region in shared memory: luma 20×20 from (−4, −4), Cb and Cr 12×12 from (−4, −4)
 #define LS 20u
 #define CS 12u
@@ -261,17 +258,15 @@ void deblock_row(uint mby, uint t, uint qp, uint qpc, uint ctr) {
 
 void main() {
     uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
-    if (pc.pass == STRENGTHS) {   // a workgroup a macroblock, all at once
+    if (pc.pass == DEBLOCK_STRENGTHS) {   // a workgroup a macroblock, all at once
         strengths(gl_WorkGroupID.x, gl_WorkGroupID.y, t);
         return;
     }
-    // the picture's QPs, written into the buffer by the picture's command buffer (the wave's steps are recorded
-    // once: h264_gpu.c)
-    uint qp = bits[2u * n + pc.mbh], qpc = bits[2u * n + pc.mbh + 1u];
-    if (pc.pass != PERSISTENT) {   // one step of the wave (wave_mb)
+    uint qp = pic.qp, qpc = pic.qpc;
+    if (pc.pass != DEBLOCK_ROWS) {   // one step of the wave (wave_mb)
         uint mbx, mby;
         if (wave_mb(mbx, mby)) deblock_mb(mbx, mby, t, qp, qpc);   // false for the whole workgroup
         return;
     }
-    deblock_row(gl_WorkGroupID.x, t, qp, qpc, 2u * n + gl_WorkGroupID.x);
+    deblock_row(gl_WorkGroupID.x, t, qp, qpc, BITS_ROWS(n) + gl_WorkGroupID.x);
 }

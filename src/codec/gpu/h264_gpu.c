@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the ten pipelines, one
- * command buffer per picture, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c).
+ * h264_gpu.c — host side of the Vulkan compute H.264 encoder (see h264_gpu.h): buffers, the ten pipelines, the
+ * passes' command buffers, the parameter sets, NAL framing (the rate control: h264_gpu_rate.c; the memory shared
+ * with the shaders: h264_io.h).
  *
  * The choices, and why:
  *  - IDR pictures: one slice, coded in a wavefront (the "2D-wave" of Meenderinck et al., "Parallel
@@ -35,6 +36,7 @@
 #include "codec/gpu/gpu_device.h"
 #include "codec/gpu/h264_gpu_gate.h"
 #include "codec/gpu/h264_gpu_rate.h"
+#include "codec/gpu/h264_io.h"
 #include "codec/nal.h"
 
 #include <math.h>
@@ -73,21 +75,28 @@ static const uint32_t k_deblock[] =
 #include "h264_deblock.comp.inc"
     ;
 
-enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_DBG, B_STAGE, NBUF };
-#define NBIND 12
+enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_PIC, B_DBG, B_STAGE, NBUF };
+#define NBIND ((int)RC_H264_NBIND)
 enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, P_ME_POST, NPIPE };
 #define NTS 8    /* the stage boundaries */
 #define TS_COARSE NTS /* one more query: after the coarse motion search */
 #define TS_DEBLOCK (NTS + 1) /* and one before the deblocking filter */
-#define MBI_STRIDE 48u /* h264_common.glsl's */
-#define LEV_STRIDE 408u
-#define INTRA_STEPS 16u /* h264_common.glsl's: the steps of a P picture's intra wave */
 #define ADOPT_ROUNDS 3u /* rounds of h264_me's adopt (4 dispatches each) */
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
-typedef struct pc_t { /* h264_common.glsl's push constants */
-    uint32_t mbw, mbh, w, h, qp, qpc, intra, frame_num, idr_pic_id, in_pitch, bgra, lambda, pass, me_flags, deblock;
-} pc_t;
+#define RC_H264_FIELD(name) uint32_t name;
+typedef struct pc_t { RC_H264_PC(RC_H264_FIELD) } pc_t;     /* the push constants (h264_io.h) */
+typedef struct pic_t { RC_H264_PIC(RC_H264_FIELD) } pic_t;  /* the picture's parameters, in B_PIC (h264_io.h) */
+_Static_assert(sizeof(pc_t) <= 128, "push constants past the 128 bytes every Vulkan device has");
+_Static_assert(sizeof(pic_t) % 4 == 0 && sizeof(pic_t) <= 65536, "vkCmdUpdateBuffer's limit");
+
+/* The variants of a pass's recorded commands (body[parity][variant]): what the picture's kind and the tools it
+ * runs change in the commands themselves; everything else a picture changes is in B_PIC. */
+#define V_KEY 1u      /* an IDR picture */
+#define V_DEBLOCK 2u  /* the deblocking filter runs */
+#define V_NO_INTRA ME_NO_INTRA /* P pictures: no intra choice nor intra steps (4) */
+#define V_NO_ADOPT ME_NO_ADOPT /* P pictures: no adopt rounds (8) */
+#define NVARIANT 16
 
 typedef rc_gpu_buf buf;
 
@@ -108,11 +117,12 @@ struct rc_gpu_h264 {
     VkDescriptorPool dpool;
     VkDescriptorSet set[2]; /* by the parity of the picture: which RECx/Qx is this picture's and which the reference */
     VkCommandPool cpool;
-    VkCommandBuffer cmd;
-    /* the deblocking wave's steps by parity, recorded once per size and descriptor update (a dispatch and a
-     * barrier a step: 254 at 1080p cost 0.6 ms of CPU a picture to record on the H100's driver) */
-    VkCommandBuffer wave[2];
-    uint32_t wave_mbw[2], wave_mbh[2]; /* the size each was recorded for; 0: none yet, or stale */
+    VkCommandBuffer cmd; /* a pass's head, recorded each pass: the input's copy, the picture's parameters */
+    /* and its body, recorded once per parity and variant (V_*) at a size and kept until the size or the
+     * descriptor sets change: about 60 commands for a P picture and 520 for an IDR one (the wavefronts' steps),
+     * whose recording took 0.2 and 0.6 ms of CPU a picture on the H100's driver */
+    VkCommandBuffer body[2][NVARIANT];
+    uint32_t body_ok[2]; /* bit v: body[p][v] holds this size's commands */
     VkFence fence;
     VkQueryPool queries;
     int have_ts;
@@ -183,16 +193,16 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     e->phys = phys, e->dev = dev, e->family = family, e->queue = queue, e->qlock = queue_lock;
     rc_h264_rate_reset(&e->rate);
     const char *me = getenv("RCANVAS_GPU_H264_ME");
-    if (me && !strcmp(me, "int")) e->me_flags |= 1;
-    if (me && !strcmp(me, "16x16")) e->me_flags |= 2;
-    if (me && !strcmp(me, "nointra")) e->me_flags |= 4;
-    if (me && !strcmp(me, "noadopt")) e->me_flags |= 8;
+    if (me && !strcmp(me, "int")) e->me_flags |= ME_INT_ONLY;
+    if (me && !strcmp(me, "16x16")) e->me_flags |= ME_NO_P8X8;
+    if (me && !strcmp(me, "nointra")) e->me_flags |= ME_NO_INTRA;
+    if (me && !strcmp(me, "noadopt")) e->me_flags |= ME_NO_ADOPT;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
     const char *steps = getenv("RCANVAS_GPU_H264_INTRA_STEPS");
     long ns = steps ? strtol(steps, NULL, 10) : 0;
     e->intra_steps = ns >= 1 && ns <= (long)INTRA_STEPS ? (uint32_t)ns : INTRA_STEPS;
-    e->me_flags |= e->intra_steps << 8;
+    e->me_flags |= e->intra_steps << ME_STEPS_SHIFT;
     const char *gate = getenv("RCANVAS_GPU_H264_GATE");
     e->gate_env = gate && !strcmp(gate, "closed") ? 0 : gate && !strcmp(gate, "open") ? 1 : -1;
     /* the deblocking wave as rows that wait on each other needs the rows above started first, which Vulkan does
@@ -226,6 +236,7 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
         {k_yuv, sizeof k_yuv}, {k_me, sizeof k_me}, {k_mb, sizeof k_mb},
         {k_cavlc, sizeof k_cavlc}, {k_scan, sizeof k_scan}, {k_copy, sizeof k_copy}, {k_mb_intra, sizeof k_mb_intra},
         {k_me_coarse, sizeof k_me_coarse}, {k_deblock, sizeof k_deblock}, {k_me_post, sizeof k_me_post}};
+    _Static_assert(sizeof k / sizeof k[0] == NPIPE, "a shader for every pipeline");
     for (int i = 0; i < NPIPE && r == VK_SUCCESS; i++) r = rc_gpu_make_pipeline(dev, e->layout, k[i].code, k[i].size, &e->pipe[i]);
     VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 2 * NBIND};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 2,
@@ -241,9 +252,9 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
     if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &cai, &e->cmd);
-    VkCommandBufferAllocateInfo sai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
-                                       .level = VK_COMMAND_BUFFER_LEVEL_SECONDARY, .commandBufferCount = 2};
-    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &sai, e->wave);
+    VkCommandBufferAllocateInfo bai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 2 * NVARIANT};
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &bai, &e->body[0][0]);
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
     e->ts_ns = props.limits.timestampPeriod;
@@ -287,6 +298,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
     if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
         e->have_ref = 0, e->p_avg = 0, e->p_avg_idr = 0, rc_h264_rate_reset(&e->rate);
+    if ((w + 15) / 16 != e->mbw || (h + 15) / 16 != e->mbh) e->body_ok[0] = e->body_ok[1] = 0; /* its dispatches */
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -300,11 +312,11 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if (!r) r = buf_reserve(e, B_QB, q);
     if (!r) r = buf_reserve(e, B_MBI, n * MBI_STRIDE * 4);
     if (!r) r = buf_reserve(e, B_LEV, n * LEV_STRIDE * 4);
-    /* + the deblocking's row counters, QPs (and room for the intra wave's step starts and flag from n) */
-    if (!r) r = buf_reserve(e, B_BITS, (n * 2 + e->mbh + 2 + INTRA_STEPS + 2) * 4ull);
+    if (!r) r = buf_reserve(e, B_BITS, BITS_WORDS(n, e->mbh) * 4ull);
     if (!r) r = buf_reserve(e, B_OUT, outb);
-    if (!r) r = buf_reserve(e, B_CTL, (9 + e->mbh + 3 * INTRA_STEPS) * 4ull); /* h264_common.glsl's Ctl */
+    if (!r) r = buf_reserve(e, B_CTL, CTL_WORDS(e->mbh) * 4ull);
     if (!r) r = buf_reserve(e, B_HOST, outb);
+    if (!r) r = buf_reserve(e, B_PIC, sizeof(pic_t));
     if (r) {
         e->w = e->h = 0;
         e->have_ref = 0;
@@ -312,8 +324,11 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     }
     if (e->dirty) {
         for (int p = 0; p < 2; p++) {
-            static const int map_even[NBIND] = {B_IN, B_SRC, B_RECB, B_RECA, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST};
-            static const int map_odd[NBIND] = {B_IN, B_SRC, B_RECA, B_RECB, B_QB, B_QA, B_MBI, B_LEV, B_BITS, B_OUT, B_CTL, B_HOST};
+            /* by binding (h264_io.h's RC_H264_BIND_*) */
+            static const int map_even[NBIND] = {B_IN,  B_SRC, B_RECB, B_RECA, B_QA,   B_QB, B_MBI,
+                                                B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_PIC};
+            static const int map_odd[NBIND] = {B_IN,  B_SRC, B_RECA, B_RECB, B_QB,   B_QA, B_MBI,
+                                               B_LEV, B_BITS, B_OUT, B_CTL, B_HOST, B_PIC};
             const int *map = p ? map_odd : map_even;
             VkDescriptorBufferInfo bi[NBIND];
             VkWriteDescriptorSet wr[NBIND];
@@ -326,7 +341,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
             vkUpdateDescriptorSets(e->dev, NBIND, wr, 0, NULL);
         }
         e->dirty = 0;
-        e->wave_mbw[0] = e->wave_mbw[1] = 0; /* an update invalidates the command buffers that bound the sets */
+        e->body_ok[0] = e->body_ok[1] = 0; /* an update invalidates the command buffers that bound the sets */
     }
     return RCANVAS_OK;
 }
@@ -509,33 +524,9 @@ static uint32_t wave_width(const rc_gpu_h264 *e, uint32_t s) {
     return yhi - ylo + 1;
 }
 
-/* Records the deblocking wave's steps for pictures of parity p at the current size into e->wave[p]: one dispatch and
- * one barrier a step. The QPs come from B_BITS (written by the primary each picture), so the steps' push constants
- * hold only the size and the step, and the recording serves every picture until the size or the sets change. */
-static VkResult record_wave(rc_gpu_h264 *e, int p) {
-    VkCommandBuffer cb = e->wave[p];
-    e->wave_mbw[p] = e->wave_mbh[p] = 0; /* none valid until the recording ends well */
-    VkCommandBufferInheritanceInfo ii = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .pInheritanceInfo = &ii};
-    VkResult vr = vkResetCommandBuffer(cb, 0);
-    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
-    if (vr != VK_SUCCESS) return vr;
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
-    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
-    for (uint32_t s = 0; s < wave_steps(e); s++) {
-        pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .pass = s, .deblock = 1};
-        vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
-        vkCmdDispatch(cb, wave_width(e, s), 1, 1);
-        if (s + 1 < wave_steps(e)) cbarrier(cb);
-    }
-    vr = vkEndCommandBuffer(cb);
-    if (vr != VK_SUCCESS) return vr;
-    e->wave_mbw[p] = e->mbw, e->wave_mbh[p] = e->mbh;
-    return VK_SUCCESS;
-}
-
-static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input *in) {
-    uint32_t n = e->mbw * e->mbh;
+/* The head of a pass, recorded each pass into e->cmd: the timestamps' reset, the input into B_IN, the clear of
+ * B_OUT and the picture's parameters into B_PIC. The body (record_body) follows it in the same submission. */
+static void record_head(rc_gpu_h264 *e, VkCommandBuffer cb, const pic_t *pic, const input *in) {
     if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 2);
     ts(e, cb, 0);
     if (in->image) { /* after every earlier command's writes to it (the app rendered it) */
@@ -578,14 +569,34 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
     VkDeviceSize clear = (e->out_dirty + 3) & ~(VkDeviceSize)3;
     if (clear > e->bufs[B_OUT].cap) clear = e->bufs[B_OUT].cap;
     if (clear) vkCmdFillBuffer(cb, e->bufs[B_OUT].b, 0, clear, 0);
+    /* after the last pass's reads of B_PIC (a transfer waits for nothing by itself) */
+    VkMemoryBarrier war = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &war, 0, NULL, 0,
+                         NULL);
+    vkCmdUpdateBuffer(cb, e->bufs[B_PIC].b, 0, sizeof *pic, pic);
+}
+
+/* The body of a pass (the stages, each after the last), for pictures of parity p and variant v (V_*) at the
+ * current size, recorded into e->body[p][v]: everything in it is fixed by the size, the parity and the variant
+ * (per-dispatch values in push constants, the picture's in B_PIC), so one recording serves every such picture. */
+static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
+    VkCommandBuffer cb = e->body[p][v];
+    e->body_ok[p] &= ~(1u << v); /* none valid until the recording ends well */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VkResult vr = vkResetCommandBuffer(cb, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
+    if (vr != VK_SUCCESS) return vr;
+    uint32_t n = e->mbw * e->mbh;
+    int key = (v & V_KEY) != 0, deblock = (v & V_DEBLOCK) != 0;
+    pc_t pc_ = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .in_pitch = e->w}, *pc = &pc_;
     barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
     ts(e, cb, 1);
     stage(e, cb, P_YUV, pc, (e->mbw * 4 + 7) / 8, (e->mbh * 4 + 7) / 8);
     cbarrier(cb);
     ts(e, cb, 2);
-    if (pc->intra) ts(e, cb, TS_COARSE); /* no coarse search: written, so that every query of the pool is */
-    if (!pc->intra) {
+    if (key) ts(e, cb, TS_COARSE); /* no coarse search: written, so that every query of the pool is */
+    if (!key) {
         /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
         stage(e, cb, P_ME_COARSE, pc, e->mbw, e->mbh);
         cbarrier(cb);
@@ -593,29 +604,29 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         pc->pass = 0;
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
-        if (!(pc->me_flags & 4)) { /* which macroblocks are better intra (h264_me's intra_choice) */
-            pc->pass = 8; /* h264_me's INTRA_CHOICE */
+        if (!(v & V_NO_INTRA)) { /* which macroblocks are better intra (h264_me's intra_choice) */
+            pc->pass = ME_INTRA_CHOICE;
             stage(e, cb, P_ME_POST, pc, e->mbw, e->mbh);
             cbarrier(cb);
         }
         /* the intra macroblocks' steps, and their indirect dispatches (h264_scan.comp's intra_wave): before the
          * adopt rounds, which then see the candidates it coded inter as inter */
-        pc->pass = 3;
+        pc->pass = SCAN_INTRA_WAVE;
         stage(e, cb, P_SCAN, pc, 1, 1);
         barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
          * 1.29× after one, two and three rounds) */
-        uint32_t rounds = (pc->me_flags & 8) ? 0 : ADOPT_ROUNDS;
+        uint32_t rounds = (v & V_NO_ADOPT) ? 0 : ADOPT_ROUNDS;
         for (uint32_t c = 0; c < 4 * rounds; c++) {
-            pc->pass = 16 + (c & 3);
+            pc->pass = ME_ADOPT + (c & 3);
             stage(e, cb, P_ME_POST, pc, (e->mbw + 3) / 4, e->mbh);
             cbarrier(cb);
         }
     }
     ts(e, cb, 3);
-    if (pc->intra) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
+    if (key) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
         for (uint32_t s = 0; s < wave_steps(e); s++) {
             pc->pass = s;
@@ -628,47 +639,44 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
         cbarrier(cb);
         /* then the intra macroblocks, step by step (an empty step is a dispatch of no workgroups) */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
-        uint32_t steps = (pc->me_flags & 4) ? 0 : e->intra_steps;
+        uint32_t steps = (v & V_NO_INTRA) ? 0 : e->intra_steps;
         for (uint32_t k = 0; k < steps; k++) {
             pc->pass = k;
             vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-            vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, (8 + e->mbh + 3 * (VkDeviceSize)k) * 4);
+            vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, CTL_STEP(e->mbh, (VkDeviceSize)k) * 4);
             if (k + 1 < steps) cbarrier(cb);
         }
     }
     cbarrier(cb);
-    if (!pc->intra) { /* the mb_skip_run of each macroblock */
-        pc->pass = 2;
+    if (!key) { /* the mb_skip_run of each macroblock */
+        pc->pass = SCAN_SKIP_RUNS;
         stage(e, cb, P_SCAN, pc, 1, 1);
         cbarrier(cb);
     }
     ts(e, cb, TS_DEBLOCK);
-    if (pc->deblock) { /* the picture's QPs where h264_deblock.comp reads them (not push constants: record_wave) */
-        uint32_t nmb = e->mbw * e->mbh, qps[2] = {pc->qp, pc->qpc};
-        barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
-        vkCmdUpdateBuffer(cb, e->bufs[B_BITS].b, ((VkDeviceSize)nmb * 2 + e->mbh) * 4, sizeof qps, qps);
-        if (e->wave_rows) /* the rows' progress counters */
-            vkCmdFillBuffer(cb, e->bufs[B_BITS].b, (VkDeviceSize)nmb * 8, (VkDeviceSize)e->mbh * 4, 0);
-        cbarrier(cb);
+    if (deblock) {
+        if (e->wave_rows) { /* the rows' progress counters */
+            barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
+            vkCmdFillBuffer(cb, e->bufs[B_BITS].b, BITS_ROWS((VkDeviceSize)n) * 4, (VkDeviceSize)e->mbh * 4, 0);
+            cbarrier(cb);
+        }
         /* every edge's boundary strength at once, off the wave's critical path (h264_deblock.comp) */
-        pc->pass = 0xFFFFFFFEu;
+        pc->pass = DEBLOCK_STRENGTHS;
         stage(e, cb, P_DEBLOCK, pc, e->mbw, e->mbh);
         cbarrier(cb);
-    }
-    if (pc->deblock && e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
-        pc->pass = 0xFFFFFFFFu;
-        stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
-        cbarrier(cb);
-    } else if (pc->deblock) { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why), recorded once */
-        int p = e->parity;
-        if (e->wave_mbw[p] != e->mbw || e->wave_mbh[p] != e->mbh) {
-            VkResult vr = record_wave(e, p);
-            if (vr != VK_SUCCESS) return vr;
+        if (e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
+            pc->pass = DEBLOCK_ROWS;
+            stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
+        } else { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
+            for (uint32_t s = 0; s < wave_steps(e); s++) {
+                pc->pass = s;
+                vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+                vkCmdDispatch(cb, wave_width(e, s), 1, 1);
+                if (s + 1 < wave_steps(e)) cbarrier(cb);
+            }
         }
-        vkCmdExecuteCommands(cb, 1, &e->wave[p]);
         cbarrier(cb);
-        /* the secondary's state does not carry over: the primary's sets again (each stage binds its pipeline) */
-        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[e->parity], 0, NULL);
     }
     ts(e, cb, 4);
     pc->pass = 0;
@@ -684,10 +692,12 @@ static VkResult record(rc_gpu_h264 *e, VkCommandBuffer cb, pc_t *pc, const input
     ts(e, cb, 6);
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_COPY]);
     vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
+    vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, CTL_COPY_DISPATCH * 4);
     barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     ts(e, cb, 7);
-    return VK_SUCCESS;
+    vr = vkEndCommandBuffer(cb);
+    if (vr == VK_SUCCESS) e->body_ok[p] |= 1u << v;
+    return vr;
 }
 
 /* Waits for the submission in flight: in 10 s steps with a warning each (a slow or busy device is not a lost one;
@@ -703,10 +713,12 @@ static VkResult wait_fence(rc_gpu_h264 *e) {
     }
 }
 
-static VkResult submit_wait(rc_gpu_h264 *e) {
+/* Submits e->cmd (being recorded) and then `body` where there is one, and waits. */
+static VkResult submit_wait(rc_gpu_h264 *e, VkCommandBuffer body) {
     VkResult vr = vkEndCommandBuffer(e->cmd);
     if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &e->cmd};
+    VkCommandBuffer two[2] = {e->cmd, body};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = body ? 2 : 1, .pCommandBuffers = two};
     if (vr == VK_SUCCESS) {
         if (e->qlock) pthread_mutex_lock(e->qlock);
         vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
@@ -725,26 +737,25 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     /* the costly tools (the filter, intra macroblocks in P pictures, the adopt rounds) unless the device is
      * contended (h264_gpu_gate.h) */
     int full = e->gate_env == -1 ? rc_h264_gate_on(&e->gate, rc_now_us()) : e->gate_env;
-    pc_t pc = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .qp = (uint32_t)qp, .qpc = chroma_qp(qp),
-               .intra = (uint32_t)key, .frame_num = key ? 0 : e->frame_num, .idr_pic_id = e->idr_pic_id,
-               .in_pitch = e->w, .bgra = (uint32_t)bgra,
-               .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))),
-               .me_flags = e->me_flags | (full ? 0u : 4u | 8u),
-               /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
-               .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || full)};
+    pic_t pic = {.qp = (uint32_t)qp, .qpc = chroma_qp(qp), .intra = (uint32_t)key,
+                 .frame_num = key ? 0 : e->frame_num, .idr_pic_id = e->idr_pic_id, .bgra = (uint32_t)bgra,
+                 .lambda = (uint32_t)lround(fmax(1.0, 0.85 * pow(2.0, (qp - 12) / 6.0))),
+                 .me_flags = e->me_flags | (full ? 0u : ME_NO_INTRA | ME_NO_ADOPT),
+                 /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
+                 .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || full)};
+    uint32_t v = (key ? V_KEY : pic.me_flags & (V_NO_INTRA | V_NO_ADOPT)) | (pic.deblock ? V_DEBLOCK : 0);
+    VkResult vr = VK_SUCCESS;
+    if (!(e->body_ok[e->parity] & (1u << v)) && (vr = record_body(e, e->parity, v)) != VK_SUCCESS)
+        return vkfail(e, vr, "recording a pass");
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VkResult vr = vkResetCommandBuffer(e->cmd, 0);
+    vr = vkResetCommandBuffer(e->cmd, 0);
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
-    vr = record(e, e->cmd, &pc, in);
-    if (vr != VK_SUCCESS) {
-        vkEndCommandBuffer(e->cmd);
-        return vkfail(e, vr, "recording the deblocking wave");
-    }
+    record_head(e, e->cmd, &pic, in);
     e->out_dirty = e->bufs[B_OUT].cap; /* until the pass is known to have finished */
     int64_t submitted = rc_now_us();
-    vr = submit_wait(e);
+    vr = submit_wait(e, e->body[e->parity][v]);
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
@@ -756,9 +767,9 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     if (full && e->gate_env == -1 && e->have_t) /* how long it waited behind other work */
         rc_h264_gate_learn(&e->gate, done, (double)(e->t[NTS - 1] - e->t[0]) * e->ts_ns / 1e6,
                            (double)(done - submitted) / 1e3);
-    e->deblocked = pc.deblock;
+    e->deblocked = (int)pic.deblock;
     e->contended = !full;
-    e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[0];
+    e->out_dirty = ((const uint32_t *)e->bufs[B_CTL].map)[CTL_BYTES];
     return RCANVAS_OK;
 }
 
@@ -802,7 +813,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     const uint32_t *ctl = e->bufs[B_CTL].map;
     const uint8_t *bytes = e->bufs[B_HOST].map;
     if (key) { /* the stream's first IDR picture, far off the rate control's aim: coded again (h264_gpu_rate.h) */
-        int rqp = rc_h264_rate_retry_idr(&e->rate, p, qp_override, qp, ctl[0]);
+        int rqp = rc_h264_rate_retry_idr(&e->rate, p, qp_override, qp, ctl[CTL_BYTES]);
         if (rqp) {
             r = gpu_pass(e, in, bgra, 1, rqp);
             if (r) return r;
@@ -817,22 +828,22 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
      * sharper: its QP is 4 lower); else the P picture is coded again (the IDR pass overwrote its reconstruction).
      * On suspected cuts only: one or two more GPU passes. The P pictures after a cut start no finer than its IDR picture's QP
      * allows (rc_h264_rate_cut). */
-    double pnorm = ctl[0] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
+    double pnorm = ctl[CTL_BYTES] * pow(2.0, (qp - 26) / 6.0); /* bytes at QP 26 by the QP step model */
     int paint = p && p->paint;
     /* the first IDR picture seeds the mean until the first P picture replaces it: a dense picture after a blank or
      * light first one is then a cut, coded as an IDR picture at the rate control's floor for those, not as a P
      * picture at the fine QP the light one allowed */
     if (key && !paint && e->p_avg <= 0) e->p_avg = pnorm, e->p_avg_idr = 1;
-    int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[0] > 2u * e->mbw * e->mbh;
+    int cut = !key && !paint && e->p_avg > 0 && pnorm > 3 * e->p_avg && ctl[CTL_BYTES] > 2u * e->mbw * e->mbh;
     if (!key && !paint) { /* also at a cut: it adapts; the first P picture replaces the IDR picture's seed */
         e->p_avg = e->p_avg > 0 && !e->p_avg_idr ? 0.8 * e->p_avg + 0.2 * pnorm : pnorm;
         e->p_avg_idr = 0;
     }
     if (cut) {
-        size_t pbytes = ctl[0];
+        size_t pbytes = ctl[CTL_BYTES];
         int kqp = rc_h264_rate_qp(&e->rate, p, qp_override, 1);
         r = gpu_pass(e, in, bgra, 1, kqp);
-        if (!r && ctl[0] < pbytes * 3 / 2) key = 1, qp = kqp, rc_h264_rate_cut(&e->rate, p, qp_override, kqp);
+        if (!r && ctl[CTL_BYTES] < pbytes * 3 / 2) key = 1, qp = kqp, rc_h264_rate_cut(&e->rate, p, qp_override, kqp);
         else if (!r) r = gpu_pass(e, in, bgra, 0, qp);
         if (r) return r;
     }
@@ -840,7 +851,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
     size_t start = out->len;
     r = key ? put_parameter_sets(e, out) : RCANVAS_OK;
     uint8_t nal = key ? 0x65 : 0x41; /* nal_ref_idc 3; IDR slice or non-IDR slice */
-    if (!r) r = put_nal(out, nal, bytes + ctl[4], ctl[5] - ctl[4]); /* the picture's one slice */
+    /* the picture's one slice */
+    if (!r) r = put_nal(out, nal, bytes + ctl[CTL_SLICE], ctl[CTL_SLICE + 1] - ctl[CTL_SLICE]);
     if (r) {
         out->len = start;
         e->have_ref = 0;
@@ -857,10 +869,10 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         memset(info, 0, sizeof *info);
         info->keyframe = key;
         info->qp = qp;
-        info->mb_i4x4 = (int)ctl[5 + e->mbh];
-        info->mb_p8x8 = (int)ctl[6 + e->mbh];
-        info->mb_intra = key ? 0 : (int)ctl[7 + e->mbh];
-        info->mb_intra_deferred = key ? 0 : (int)ctl[8 + e->mbh + 3 * INTRA_STEPS];
+        info->mb_i4x4 = (int)ctl[CTL_I4X4(e->mbh)];
+        info->mb_p8x8 = (int)ctl[CTL_P8X8(e->mbh)];
+        info->mb_intra = key ? 0 : (int)ctl[CTL_INTRA_P(e->mbh)];
+        info->mb_intra_deferred = key ? 0 : (int)ctl[CTL_DEFERRED(e->mbh)];
         const uint64_t *t = e->t;
         if (e->have_t) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
@@ -944,7 +956,7 @@ int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, 
     VkBufferCopy c = {.size = n * 4};
     vkCmdCopyBuffer(e->cmd, e->bufs[e->parity ? B_RECA : B_RECB].b, e->bufs[B_DBG].b, 1, &c);
     barrier(e->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    vr = submit_wait(e);
+    vr = submit_wait(e, VK_NULL_HANDLE);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "reconstruction copy");
     uint8_t *o = malloc(n);
     if (!o) return RCANVAS_ENOMEM;

@@ -3,15 +3,15 @@
 // decoder makes from the levels (ITU-T H.264 clause 8.5: 8.5.10 Intra16x16 DC, 8.5.11 chroma DC, 8.5.12 scaling
 // and the inverse transform, with flat scaling matrices), so that the next picture predicts from exactly what the
 // decoder has (no drift).
-//  - P pictures (pc.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 or P_8x8 (four 8×8
+//  - P pictures (pic.intra 0, one slice): one workgroup per macroblock. P_L0_16x16 or P_8x8 (four 8×8
 //    partitions, sub_mb_type P_L0_8x8) with the quarter-sample motion vectors of h264_me (luma by 8.4.2.2.1's 6-tap filter, chroma by 8.4.2.2.2's bilinear rule), or P_Skip when
 //    that vector is the P_Skip vector (8.4.1.1, from the neighbours' vectors) and every level is 0. The macroblocks
 //    the motion search made intra (MB_INTRA) are left to the RC_INTRA build.
-//  - IDR pictures (pc.intra 1, built with RC_INTRA), one slice: Intra16x16 (intra_pred: vertical, horizontal, DC
+//  - IDR pictures (pic.intra 1, built with RC_INTRA), one slice: Intra16x16 (intra_pred: vertical, horizontal, DC
 //    or plane, whichever has the smallest SAD) or Intra4x4 (intra4x4 below), whichever costs less; chroma the same
 //    four. A macroblock predicts from its neighbours' reconstruction, so the picture is coded in a wavefront: one
 //    dispatch a step (pc.pass = s: the macroblocks with x + 2y = s), one workgroup a macroblock.
-//  - The intra macroblocks of P pictures (pc.intra 0, RC_INTRA), the same way, after the inter ones, from which
+//  - The intra macroblocks of P pictures (pic.intra 0, RC_INTRA), the same way, after the inter ones, from which
 //    they may predict (constrained_intra_pred_flag 0): step pc.pass codes those h264_scan's intra_wave listed for it.
 // Forward quantization as in the JM reference encoder: (|c| × MF + f) >> (15 + qp/6), f = 2^qbits/3 intra,
 // /6 inter; levels limited to ±2047 so that CAVLC codes them with level_prefix ≤ 15 (Baseline).
@@ -66,7 +66,7 @@ uint cplane(uint c) { return c == 0u ? plane_u() : plane_v(); }
 void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, bool i4) {
     uint mb = mby * pc.mbw + mbx;
     uint L = lw(), CW = cwid();
-    int qp = int(pc.qp), qpc = int(pc.qpc);
+    int qp = int(pic.qp), qpc = int(pic.qpc);
     int qbits = 15 + qp / 6, qbitsc = 15 + qpc / 6;
     int f = intra ? (1 << qbits) / 3 : (1 << qbits) / 6;
     int fc = intra ? (1 << qbitsc) / 3 : (1 << qbitsc) / 6;
@@ -137,7 +137,7 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
             for (uint k = 1u; k < 16u; k++) lev[lbase + LEV_CAC + t * 16u + k] = 0;
             cac = 0u;
         }
-        mbi[mb * MBI_STRIDE + 8u + 16u + t] = cac;
+        mbi[mb * MBI_STRIDE + MBI_TC + 16u + t] = cac;
         if (cac != 0u) atomicOr(nzflag[2], 1u);
     }
     // DC transforms: invocation 0 the luma DC (Intra16x16), 1 and 2 the chroma DC of Cb and Cr
@@ -185,8 +185,8 @@ void code_mb(uint mbx, uint mby, uint t, bool intra, uint lmode, uint cmode, boo
         skip = (mbi[mb * MBI_STRIDE + MBI_PART] & MB_P8X8) == 0u && mb_mv(mb) == skip_mv(mbx, mby) && cbpl == 0u && cbpc == 0u;
     }
     // TotalCoeff of block t as a neighbour sees it (0 where its 8×8 is not coded)
-    mbi[mb * MBI_STRIDE + 8u + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
-    if (cbpc != 2u && t < 8u) mbi[mb * MBI_STRIDE + 8u + 16u + t] = 0u;
+    mbi[mb * MBI_STRIDE + MBI_TC + t] = (cbpl & (1u << (t >> 2))) != 0u ? tc : 0u;
+    if (cbpc != 2u && t < 8u) mbi[mb * MBI_STRIDE + MBI_TC + 16u + t] = 0u;
     if (t == 0u && intra) {   // no vector: the next picture's temporal candidate starts from (0,0)
         mbi[mb * MBI_STRIDE + 1u] = 0u;
         mbi[mb * MBI_STRIDE + 2u] = 0u;
@@ -449,7 +449,7 @@ shared int s16[256];    // the macroblock's source luma, raster 16×16: read man
 // split at the barriers) run for minutes.)
 bool intra4x4(uint mbx, uint mby, uint t) {
     uint L = lw();
-    int qp = int(pc.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
+    int qp = int(pic.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
     if (t == 0u) satd16 = 0u;
     for (uint x = 0u; x < 16u; x++) s16[t * 16u + x] = int(src[(mby * 16u + t) * L + mbx * 16u + x]);
     barrier();
@@ -461,7 +461,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         }
         atomicAdd(satd16, satd4(d));
     }
-    uint acc = pc.lambda;   // mb_type I_NxN: 1 bit
+    uint acc = pic.lambda;   // mb_type I_NxN: 1 bit
     [[dont_unroll]] for (uint blk = 0u; blk < 16u; blk++) {   // unrolled, lavapipe's compiler takes minutes
         int bx = int(BX[blk]), by = int(BY[blk]);
         // the blocks above on the right that are decoded before this one (6.4.11.4): inside the macroblock, or in
@@ -496,7 +496,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
             int d[16];
             for (uint r = 0u; r < 16u; r++)
                 d[r] = s16[(uint(by) * 4u + (r >> 2)) * 16u + uint(bx) * 4u + (r & 3u)] - p9[t * 16u + r];
-            c9[t] = ok ? satd4(d) + pc.lambda * (t == pm ? 1u : 4u) : 0xFFFFFFFFu;
+            c9[t] = ok ? satd4(d) + pic.lambda * (t == pm ? 1u : 4u) : 0xFFFFFFFFu;
         }
         barrier();
         uint best = 0u;
@@ -536,7 +536,7 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         }
         barrier();
     }
-    return acc < satd16 + 5u * pc.lambda;
+    return acc < satd16 + 5u * pic.lambda;
 }
 
 #endif
@@ -551,7 +551,7 @@ void main() {
     code_mb(mbx, mby, t, false, 0u, 0u, false);
 #else
     uint mbx, mby;
-    if (pc.intra != 0u) {   // IDR: one wavefront step (wave_mb)
+    if (pic.intra != 0u) {   // IDR: one wavefront step (wave_mb)
         if (!wave_mb(mbx, mby)) return;   // the whole workgroup
     } else {   // a P picture's intra macroblocks of step pc.pass (h264_scan's intra_wave lists them)
         uint n = pc.mbw * pc.mbh, i = bits[n + pc.pass] + gl_WorkGroupID.x;

@@ -10,8 +10,8 @@
 // macroblock whose residual vanishes becomes P_Skip); then the 8 half-sample and the 8 quarter-sample positions
 // around the best (8.4.2.2.1's interpolation, as the decoder makes it). The cost is SAD + lambda × the bits of
 // the vector's difference to that median (se(v) lengths). One workgroup of 64 per macroblock.
-// After it (built with RC_ME_POST): whether the macroblock is better intra (pc.pass INTRA_CHOICE: intra_cost,
-// inter_coded), and the adopt rounds (pc.pass ADOPT + c), which settle the 16×16 vectors on the exact predictors
+// After it (built with RC_ME_POST): whether the macroblock is better intra (pc.pass ME_INTRA_CHOICE: intra_cost,
+// inter_coded), and the adopt rounds (pc.pass ME_ADOPT + c), which settle the 16×16 vectors on the exact predictors
 // once all are known. The three are pipelines of their own so that each reserves only its own shared memory and
 // registers (the coarse and fine searches 6 and 11 kB rather than 17): more workgroups fit on a multiprocessor.
 #version 450
@@ -77,7 +77,7 @@ void coarse(uint mbx, uint mby, uint t) {
             for (int x = 0; x < 6; x++)
                 sad += uint(abs(int(qcs[y * 6 + x]) - int(qrs[(y + dy + ME_RANGE) * QSIDE + x + dx + ME_RANGE])));
         // a hint for the fine search: the vector's bits weigh a quarter of the fine search's
-    uint cost = sad * 16u + pc.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
+    uint cost = sad * 16u + pic.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
@@ -230,7 +230,7 @@ void fine(uint mbx, uint mby, uint t) {
         barrier();
         for (uint j = 0u; j < 25u; j++) {   // every invocation the same choice, in the same order
             ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-            uint cost = csad[j] + pc.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
+            uint cost = csad[j] + pic.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
             if (q == centre[2]) pmsad = csad[j];
             if (cost < bcost) { bcost = cost; bq = q; bsad = csad[j]; }
         }
@@ -241,8 +241,8 @@ void fine(uint mbx, uint mby, uint t) {
     load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
     rx0 = tox + 3, ry0 = toy + 3;
     ivec2 bw = bq;   // the best whole-pixel vector: the planes reach ±1 whole sample around it
-    if ((pc.me_flags & 1u) == 0u && bsad > 0u) make_planes(t);
-    for (int step = 2; step >= 1 && (pc.me_flags & 1u) == 0u && bsad > 0u; step >>= 1) {
+    if ((pic.me_flags & ME_INT_ONLY) == 0u && bsad > 0u) make_planes(t);
+    for (int step = 2; step >= 1 && (pic.me_flags & ME_INT_ONLY) == 0u && bsad > 0u; step >>= 1) {
         if (t < 8u) ssad[t] = 0u;
         barrier();
         uint c = t >> 3, part = t & 7u;
@@ -255,7 +255,7 @@ void fine(uint mbx, uint mby, uint t) {
         for (uint i = 0u; i < 8u; i++) {
             uint ii = i < 4u ? i : i + 1u;
             ivec2 qq = bq + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
-            uint cost = ssad[i] + pc.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
+            uint cost = ssad[i] + pic.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
             if (cost < nc) { nc = cost; nb = qq; }
         }
         bq = nb;
@@ -271,23 +271,23 @@ void fine(uint mbx, uint mby, uint t) {
     // nearly free, where one at another vector costs its mb_skip_run, mb_type, coded_block_pattern and vector
     // difference (about 3 bits more than its vector's): a still or steadily panned area is not coded again at a
     // vector that only fits the reference's coding noise (x264 probes P_Skip first for the same reason).
-    bool at_pm = pmsad != 0xFFFFFFFFu && pmsad + 2u * pc.lambda <= bcost + 3u * pc.lambda;
+    bool at_pm = pmsad != 0xFFFFFFFFu && pmsad + 2u * pic.lambda <= bcost + 3u * pic.lambda;
     bool moved = at_pm && bq != centre[2];   // then the planes may not reach the quadrants' candidates
     if (at_pm) bq = centre[2];
     ivec2 qv[4] = ivec2[](bq, bq, bq, bq);
     bool p8 = false;
     // P_8x8 costs at least its header bits more than its four SADs, so where the 16×16 SAD is no more than those bits
     // it cannot win: not searched (the same choice, without the search; most macroblocks of a well-predicted picture)
-    uint sad16 = at_pm ? pmsad : bcost - pc.lambda * (se_bits(bq.x - pm.x) + se_bits(bq.y - pm.y));
-    uint inter = at_pm ? pmsad + 2u * pc.lambda : bcost;   // the chosen inter prediction's cost
-    bool p8_may_pay = sad16 > (at_pm ? 11u : 8u) * pc.lambda;
-    if ((pc.me_flags & 3u) == 0u && bsad > 0u && !moved && p8_may_pay) {
+    uint sad16 = at_pm ? pmsad : bcost - pic.lambda * (se_bits(bq.x - pm.x) + se_bits(bq.y - pm.y));
+    uint inter = at_pm ? pmsad + 2u * pic.lambda : bcost;   // the chosen inter prediction's cost
+    bool p8_may_pay = sad16 > (at_pm ? 11u : 8u) * pic.lambda;
+    if ((pic.me_flags & (ME_INT_ONLY | ME_NO_P8X8)) == 0u && bsad > 0u && !moved && p8_may_pay) {
         if (t < 4u) qsad[t] = 0u;
         barrier();
         atomicAdd(qsad[t >> 4], sad_q8(mbx, mby, bq, t >> 4, (t & 15u) >> 1, (t & 1u) * 4u));
         barrier();
         uint qc[4], q16 = 0u;
-        for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * pc.lambda; q16 += qsad[q]; }
+        for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * pic.lambda; q16 += qsad[q]; }
         for (int step = 2; step >= 1; step >>= 1) {
             if (t < 32u) qs32[t] = 0u;
             barrier();
@@ -305,13 +305,13 @@ void fine(uint mbx, uint mby, uint t) {
                     uint ii = i < 4u ? i : i + 1u;
                     ivec2 cq = qv[q] + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
                     if (!all(lessThanEqual(abs(cq - bw), ivec2(4)))) continue;
-                    uint cost = qs32[q * 8u + i] + pc.lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
+                    uint cost = qs32[q * 8u + i] + pic.lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
                     if (cost < qc[q]) { qc[q] = cost; nv[q] = cq; }
                 }
             qv = nv;
             barrier();
         }
-        uint c8 = (at_pm ? 11u : 8u) * pc.lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
+        uint c8 = (at_pm ? 11u : 8u) * pic.lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
         for (uint q = 0u; q < 4u; q++) c8 += qc[q];
         p8 = c8 < q16 && (qv[0] != qv[1] || qv[0] != qv[2] || qv[0] != qv[3]);
         if (!p8) qv = ivec2[](bq, bq, bq, bq);
@@ -392,7 +392,7 @@ uint intra_cost(uint mbx, uint mby, uint t) {
         i4 += c;
     }
     barrier();
-    return min(i16 + 8u * pc.lambda, i4 + 48u * pc.lambda);
+    return min(i16 + 8u * pic.lambda, i4 + 48u * pic.lambda);
 }
 
 // Whether h264_mb would code any luma level of the inter prediction with vectors qv (per 8×8 quadrant): the 4×4
@@ -409,7 +409,7 @@ bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
     }
     barrier();
     if (t < 16u) {
-        int qp = int(pc.qp), qbits = 15 + qp / 6, m = qp % 6;
+        int qp = int(pic.qp), qbits = 15 + qp / 6, m = qp % 6;
         int b[16];
         uint bx = (t & 3u) * 4u, by = (t >> 2) * 4u;
         for (uint r = 0u; r < 16u; r++) b[r] = ires[(by + (r >> 2)) * 16u + bx + (r & 3u)];
@@ -431,7 +431,7 @@ bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
     return any8 && smb >= 6u;
 }
 
-// Whether macroblock (mbx, mby) is better intra, after the fine search (pc.pass INTRA_CHOICE; not dispatched where
+// Whether macroblock (mbx, mby) is better intra, after the fine search (pc.pass ME_INTRA_CHOICE; not dispatched where
 // intra macroblocks in P pictures are off): sets MB_INTRA in its MBI_PART and the picture's INTRA_ANY.
 // An intra macroblock where no vector predicts well (an area the motion uncovered, a change of content), as
 // x264 weighs intra against inter in P pictures (x264_mb_analyse_intra after the inter analysis). The intra
@@ -443,15 +443,14 @@ bool inter_coded(uint mbx, uint mby, uint t, ivec2 qv[4]) {
 // see.
 // A pass of its own, not the end of fine(): its code and shared memory would weigh on every workgroup of the
 // search (registers and shared memory are reserved for the longest path), and a contended device skips it.
-#define INTRA_CHOICE 8u
 void intra_choice(uint mbx, uint mby, uint t) {
     uint mb = mby * pc.mbw + mbx, inter = mbi[mb * MBI_STRIDE + MBI_INTER];
-    if (inter <= 8u * pc.lambda) return;   // the whole workgroup
+    if (inter <= 8u * pic.lambda) return;   // the whole workgroup
     uint W = lw();
     for (uint k = 0u; k < 4u; k++)
         srcs[t + 64u * k] = src[(mby * 16u + (t + 64u * k) / 16u) * W + mbx * 16u + (t & 15u)];
     barrier();
-    bool intra = intra_cost(mbx, mby, t) + 64u * pc.lambda < inter;
+    bool intra = intra_cost(mbx, mby, t) + 64u * pic.lambda < inter;
     if (intra) {
         ivec2 qv[4];
         for (uint q = 0u; q < 4u; q++)
@@ -464,7 +463,7 @@ void intra_choice(uint mbx, uint mby, uint t) {
     }
 }
 
-// After the fine search (pc.pass ADOPT + c, c = 0..3): a P_L0_16x16 macroblock takes its P_Skip vector, or else
+// After the fine search (pc.pass ME_ADOPT + c, c = 0..3): a P_L0_16x16 macroblock takes its P_Skip vector, or else
 // its vector predictor, where that costs no more than its own vector (SAD + λ × the vector difference's bits,
 // the P_Skip vector 4 λ less: no mb_type, coded_block_pattern or vector difference when its residual vanishes).
 // The fine search could only guess the predictor from the neighbours' coarse vectors; here it is exact for
@@ -472,7 +471,6 @@ void intra_choice(uint mbx, uint mby, uint t) {
 // a quarter sample here and there, each difference costs bits, and at a high QP those bits were most of a
 // picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
 // so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
-#define ADOPT 16u
 void adopt(uint c, uint t) {
     uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + ((c + 4u - (2u * mby) % 4u) % 4u);
     if (mbx >= pc.mbw) return;   // the whole workgroup
@@ -497,7 +495,7 @@ void adopt(uint c, uint t) {
         atomicAdd(csad[j], s);
     }
     barrier();
-    uint l = pc.lambda;
+    uint l = pic.lambda;
     uint cown = mbi[mb * MBI_STRIDE + MBI_SAD] + l * (se_bits(own.x - pmv.x) + se_bits(own.y - pmv.y));
     uint csv = csad[0] + l * (se_bits(sv.x - pmv.x) + se_bits(sv.y - pmv.y));
     uint cpm = csad[1] + 2u * l;
@@ -523,8 +521,8 @@ void main() {
 #if defined(RC_ME_COARSE)
     coarse(mbx, mby, t);
 #elif defined(RC_ME_POST)
-    if (pc.pass >= ADOPT) adopt(pc.pass - ADOPT, t);
-    else if (pc.pass == INTRA_CHOICE) intra_choice(mbx, mby, t);
+    if (pc.pass >= ME_ADOPT) adopt(pc.pass - ME_ADOPT, t);
+    else if (pc.pass == ME_INTRA_CHOICE) intra_choice(mbx, mby, t);
 #else
     fine(mbx, mby, t);
 #endif

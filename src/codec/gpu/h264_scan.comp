@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // h264_scan.comp — GPU H.264 stage 5, one workgroup of 256.
-// pc.pass 3 (P pictures, before the macroblocks): the steps of the intra macroblocks (intra_wave).
-// pc.pass 2 (P pictures, before the CAVLC count): each macroblock's mb_skip_run, the P_Skip macroblocks just before
+// pc.pass SCAN_INTRA_WAVE (P pictures, before the macroblocks): the steps of the intra macroblocks (intra_wave).
+// pc.pass SCAN_SKIP_RUNS (P pictures, before the CAVLC count): each macroblock's mb_skip_run, the P_Skip macroblocks just before
 // it in raster order (into mbi[3]): each invocation takes a contiguous chunk, the chunks' runs are carried across.
 // Otherwise: where every macroblock's bits go. Every picture is one slice (chunks, a shared-memory scan of the chunk
 // sums). Writes the slices' byte offsets, the total and the copy stage's indirect dispatch to ctl.
@@ -28,7 +28,7 @@ bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 // Then the candidates are listed by step in bits[0, n), step k's from bits[n + k], and ctl gets each step's
 // indirect dispatch (h264_mb.comp's RC_INTRA build codes them).
 void intra_wave(uint t, uint n) {
-    uint steps = clamp((pc.me_flags >> 8) & 255u, 1u, INTRA_STEPS);   // h264_gpu.c's intra_steps
+    uint steps = clamp((pic.me_flags >> ME_STEPS_SHIFT) & 255u, 1u, INTRA_STEPS);   // h264_gpu.c's intra_steps
     if (t == 0u) { any = bits[n + INTRA_ANY]; demoted = 0u; }
     if (t < INTRA_STEPS) cnt[t] = 0u;
     barrier();
@@ -72,13 +72,13 @@ void intra_wave(uint t, uint n) {
         for (uint k = 0u; k < INTRA_STEPS; k++) {
             at[k] = o;
             bits[n + k] = o;
-            ctl[8u + pc.mbh + 3u * k] = cnt[k];
-            ctl[9u + pc.mbh + 3u * k] = 1u;
-            ctl[10u + pc.mbh + 3u * k] = 1u;
+            ctl[CTL_STEP(pc.mbh, k)] = cnt[k];
+            ctl[CTL_STEP(pc.mbh, k) + 1u] = 1u;
+            ctl[CTL_STEP(pc.mbh, k) + 2u] = 1u;
             o += cnt[k];
         }
         bits[n + INTRA_STEPS] = o;
-        ctl[8u + pc.mbh + 3u * INTRA_STEPS] = demoted;
+        ctl[CTL_DEFERRED(pc.mbh)] = demoted;
     }
     barrier();
     if (any == 0u) return;
@@ -91,12 +91,12 @@ void intra_wave(uint t, uint n) {
 
 void main() {
     uint t = gl_LocalInvocationID.x, n = pc.mbw * pc.mbh;
-    if (pc.pass == 3u) {
+    if (pc.pass == SCAN_INTRA_WAVE) {
         intra_wave(t, n);
         return;
     }
     uint chunk = (n + 255u) / 256u, i0 = min(t * chunk, n), i1 = min(i0 + chunk, n);
-    if (pc.pass == 2u) {
+    if (pc.pass == SCAN_SKIP_RUNS) {
         uint run = 0u;   // within the chunk, from its start
         for (uint i = i0; i < i1; i++) {
             mbi[i * MBI_STRIDE + 3u] = run;
@@ -133,14 +133,14 @@ void main() {
     }
     if (t == 255u) {
         uint bytes = (part[255] + 7u) >> 3;
-        ctl[4u] = 0u;
-        ctl[5u] = bytes;
-        ctl[5u + pc.mbh] = 0u;
-        ctl[6u + pc.mbh] = 0u;
-        ctl[7u + pc.mbh] = 0u;
-        ctl[0] = bytes;
-        ctl[1] = (bytes + 255u) / 256u;
-        ctl[2] = 1u;
-        ctl[3] = 1u;
+        ctl[CTL_SLICE] = 0u;
+        ctl[CTL_SLICE + 1u] = bytes;
+        ctl[CTL_I4X4(pc.mbh)] = 0u;
+        ctl[CTL_P8X8(pc.mbh)] = 0u;
+        ctl[CTL_INTRA_P(pc.mbh)] = 0u;
+        ctl[CTL_BYTES] = bytes;
+        ctl[CTL_COPY_DISPATCH] = (bytes + 255u) / 256u;
+        ctl[CTL_COPY_DISPATCH + 1u] = 1u;
+        ctl[CTL_COPY_DISPATCH + 2u] = 1u;
     }
 }

@@ -10,7 +10,7 @@ layout(local_size_x = 8, local_size_y = 8) in;
 ivec3 rgb(uint x, uint y) {
     uint v = inpx[min(y, pc.h - 1u) * pc.in_pitch + min(x, pc.w - 1u)];
     ivec3 c = ivec3(int(v & 255u), int((v >> 8) & 255u), int((v >> 16) & 255u));
-    return pc.bgra != 0u ? c.bgr : c;
+    return pic.bgra != 0u ? c.bgr : c;
 }
 
 uint luma(ivec3 c) { return uint(((66 * c.r + 129 * c.g + 25 * c.b + 128) >> 8) + 16); }
