@@ -275,21 +275,43 @@ typedef enum rcanvas_update_mode {
     RCANVAS_UPDATE_FASTEST = 3,    /* due whenever flow control allows; max_fps ignored */
 } rcanvas_update_mode;
 
+/* Every codec: X(NAME, value, "name", wire), the one list of codec names (rcanvas_codec_name and _from_name read
+ * it, and the demo's --codec; the Python package's and the browser client's tables are checked against it by
+ * tests). wire 1: the value is also a codec id of the frame header (docs/protocol.md), the name one a viewer may
+ * list among the codecs it decodes; 0: a choice of encoder only (AUTO; H264_GPU is H264 on the wire).
+ *   AUTO      per viewer, the first it decodes of H.264, VP9, VP8 (those built in), else JPEG
+ *   JPEG      libturbojpeg; lossy; quality and subsampling apply
+ *   PNG       libspng; lossless; RGB8, filter none, zlib level 1
+ *   H264      openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs
+ *   VP8       libvpx, real-time
+ *   VP9       libvpx, real-time, row-mt
+ *   AV1       libaom real-time; opt-in (not in AUTO): 3.5–5× H.264's CPU at 1080p
+ *   WEBP      libwebp, lossy image; quality applies
+ *   H264_GPU  H.264 (constrained baseline, as RCANVAS_CODEC_H264 on the wire) coded in Vulkan compute shaders on the
+ *             first GPU (rcanvas's own device), for GPUs without a video engine; falls back to openh264 where no
+ *             Vulkan 1.1 GPU runs it (a CPU device such as lavapipe only with RCANVAS_GPU_CODEC_DEVICE=any). Not in
+ *             AUTO. Needs a build with Vulkan (RCANVAS_EINVAL otherwise) */
+#define RCANVAS_CODECS(X)                                                                                        \
+    X(AUTO, 0, "auto", 0)                                                                                        \
+    X(JPEG, 1, "jpeg", 1)                                                                                        \
+    X(PNG, 2, "png", 1)                                                                                          \
+    X(H264, 3, "h264", 1)                                                                                        \
+    X(VP8, 4, "vp8", 1)                                                                                          \
+    X(VP9, 5, "vp9", 1)                                                                                          \
+    X(AV1, 6, "av1", 1)                                                                                          \
+    X(WEBP, 7, "webp", 1)                                                                                        \
+    X(H264_GPU, 8, "h264-gpu", 0)
+
 typedef enum rcanvas_codec {
-    RCANVAS_CODEC_AUTO = 0, /* per viewer, the first it decodes of H.264, VP9, VP8 (those built in), else JPEG */
-    RCANVAS_CODEC_JPEG = 1, /* libturbojpeg; lossy; quality and subsampling apply */
-    RCANVAS_CODEC_PNG = 2,  /* libspng; lossless; RGB8, filter none, zlib level 1 */
-    RCANVAS_CODEC_H264 = 3, /* openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs */
-    RCANVAS_CODEC_VP8 = 4,  /* libvpx, real-time */
-    RCANVAS_CODEC_VP9 = 5,  /* libvpx, real-time, row-mt */
-    RCANVAS_CODEC_AV1 = 6,  /* libaom real-time; opt-in (not in AUTO): 3.5–5× H.264's CPU at 1080p */
-    RCANVAS_CODEC_WEBP = 7, /* libwebp, lossy image; quality applies */
-    RCANVAS_CODEC_H264_GPU = 8, /* H.264 (constrained baseline, as RCANVAS_CODEC_H264 on the wire) coded in Vulkan compute
-                                 * shaders on the first GPU (rcanvas's own device), for GPUs without a video engine;
-                                 * falls back to openh264 where no Vulkan 1.1 GPU runs it (a CPU device such as
-                                 * lavapipe only with RCANVAS_GPU_CODEC_DEVICE=any). Not in AUTO. Needs a
-                                 * build with Vulkan (RCANVAS_EINVAL otherwise) */
+#define RCANVAS_CODEC_ENUM_(name, value, text, wire) RCANVAS_CODEC_##name = value,
+    RCANVAS_CODECS(RCANVAS_CODEC_ENUM_)
+#undef RCANVAS_CODEC_ENUM_
 } rcanvas_codec;
+
+/* A codec's name ("jpeg", "h264-gpu"), or NULL for a value not in RCANVAS_CODECS. Any thread. */
+RCANVAS_API const char *rcanvas_codec_name(int codec);
+/* The codec of that name (as rcanvas_codec_name gives it), or RCANVAS_EINVAL (NULL, unknown name). Any thread. */
+RCANVAS_API int rcanvas_codec_from_name(const char *name);
 
 typedef enum rcanvas_subsampling {
     RCANVAS_SUBSAMP_420 = 0,  /* chroma halved both ways (smallest) */
@@ -345,30 +367,53 @@ RCANVAS_API int rcanvas_canvas_set_codec(rcanvas_canvas *canvas, rcanvas_codec c
 
 /* Codec and stream options, set one at a time (in the style of tj3Set / spng_set_option), so new codecs add
  * options without changing signatures. Values are ints in the units named. */
+/* Every option: X(NAME, value, "name"), the one list of option names (rcanvas_option_name and _from_name read it;
+ * the Python package's table is checked against it by a test).
+ *   CODEC              rcanvas_codec of live frames
+ *   QUALITY            JPEG quality 1–100
+ *   SUBSAMPLING        rcanvas_subsampling
+ *   REFINE_MS          ms still before the lossless refinement, ≥ 0 (0 = never)
+ *   MAX_IN_FLIGHT      1–16 frames
+ *   UPDATE_MODE        rcanvas_update_mode
+ *   MAX_FPS            frames/s, 0–1000 (0 = no cap); get rounds a fractional config value
+ *   BITRATE_KBPS       the video bitrate's top, kbit/s, 100–200000 (default 50000): each tier's encoder aims at its
+ *                      viewers' link up to it
+ *   KEYFRAME_INTERVAL  video: a keyframe every N frames, 0 (default) = only when a viewer needs one
+ *   ENCODER_THREADS    video encoder threads, 0 (default) = the server's encode_threads (VP8: 1)
+ *   REFINE_CODEC       the lossless refinement: RCANVAS_CODEC_PNG (default; libspng, fast) or RCANVAS_CODEC_WEBP
+ *                      (WebP lossless: about half the bytes, 5× the CPU)
+ *   RATE_ADAPT         1 (default): each viewer's frames follow the link it is on (quality or video bitrate, then
+ *                      frame rate, then size: docs/protocol.md, "Rate adaptation"); 0: the configured quality,
+ *                      bitrate and size whatever the link (flow control still keeps a few frames in flight)
+ *   LIVE_QUALITY       read only: the JPEG quality (1–100) the next live frame is coded at for the viewers of the
+ *                      canvas's codec (the rate adaptation's, ≤ RCANVAS_OPT_QUALITY), or 0 while the adaptation
+ *                      shrinks or caps their frames or their codec is not JPEG: what an app that encodes its own
+ *                      frames (rcanvas_present_encoded) codes at. Setting it is RCANVAS_EINVAL */
+#define RCANVAS_OPTIONS(X)                                                                                       \
+    X(CODEC, 1, "codec")                                                                                         \
+    X(QUALITY, 2, "quality")                                                                                     \
+    X(SUBSAMPLING, 3, "subsampling")                                                                             \
+    X(REFINE_MS, 4, "refine_ms")                                                                                 \
+    X(MAX_IN_FLIGHT, 5, "max_in_flight")                                                                         \
+    X(UPDATE_MODE, 6, "update_mode")                                                                             \
+    X(MAX_FPS, 7, "max_fps")                                                                                     \
+    X(BITRATE_KBPS, 8, "bitrate_kbps")                                                                           \
+    X(KEYFRAME_INTERVAL, 9, "keyframe_interval")                                                                 \
+    X(ENCODER_THREADS, 10, "encoder_threads")                                                                    \
+    X(REFINE_CODEC, 11, "refine_codec")                                                                          \
+    X(RATE_ADAPT, 12, "rate_adapt")                                                                              \
+    X(LIVE_QUALITY, 13, "live_quality")
+
 typedef enum rcanvas_option {
-    RCANVAS_OPT_CODEC = 1,         /* rcanvas_codec of live frames */
-    RCANVAS_OPT_QUALITY = 2,       /* JPEG quality 1–100 */
-    RCANVAS_OPT_SUBSAMPLING = 3,   /* rcanvas_subsampling */
-    RCANVAS_OPT_REFINE_MS = 4,     /* ms still before the lossless refinement, ≥ 0 (0 = never) */
-    RCANVAS_OPT_MAX_IN_FLIGHT = 5, /* 1–16 frames */
-    RCANVAS_OPT_UPDATE_MODE = 6,   /* rcanvas_update_mode */
-    RCANVAS_OPT_MAX_FPS = 7,       /* frames/s, 0–1000 (0 = no cap); get rounds a fractional config value */
-    RCANVAS_OPT_BITRATE_KBPS = 8,  /* the video bitrate's top, kbit/s, 100–200000 (default 50000): each tier's
-                                      encoder aims at its viewers' link up to it */
-    RCANVAS_OPT_KEYFRAME_INTERVAL = 9, /* video: a keyframe every N frames, 0 (default) = only when a viewer needs one */
-    RCANVAS_OPT_ENCODER_THREADS = 10,  /* video encoder threads, 0 (default) = the server's encode_threads (VP8: 1) */
-    RCANVAS_OPT_REFINE_CODEC = 11, /* the lossless refinement: RCANVAS_CODEC_PNG (default; libspng, fast) or
-                                      RCANVAS_CODEC_WEBP (WebP lossless: about half the bytes, 5× the CPU) */
-    RCANVAS_OPT_RATE_ADAPT = 12,   /* 1 (default): each viewer's frames follow the link it is on (quality or video
-                                      bitrate, then frame rate, then size: docs/protocol.md, "Rate adaptation");
-                                      0: the configured quality, bitrate and size whatever the link (flow control
-                                      still keeps a few frames in flight) */
-    RCANVAS_OPT_LIVE_QUALITY = 13, /* read only: the JPEG quality (1–100) the next live frame is coded at for the
-                                      viewers of the canvas's codec (the rate adaptation's, ≤ RCANVAS_OPT_QUALITY),
-                                      or 0 while the adaptation shrinks or caps their frames or their codec is not
-                                      JPEG: what an app that encodes its own frames (rcanvas_present_encoded)
-                                      codes at. Setting it is RCANVAS_EINVAL */
+#define RCANVAS_OPTION_ENUM_(name, value, text) RCANVAS_OPT_##name = value,
+    RCANVAS_OPTIONS(RCANVAS_OPTION_ENUM_)
+#undef RCANVAS_OPTION_ENUM_
 } rcanvas_option;
+
+/* An option's name ("max_in_flight"), or NULL for a value not in RCANVAS_OPTIONS. Any thread. */
+RCANVAS_API const char *rcanvas_option_name(int option);
+/* The option of that name, or RCANVAS_EINVAL (NULL, unknown name). Any thread. */
+RCANVAS_API int rcanvas_option_from_name(const char *name);
 
 /* Sets an option for the following frames. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, unknown option, value out
  * of range: nothing changes). Any thread. */
@@ -480,19 +525,27 @@ RCANVAS_API void rcanvas_request_draw(rcanvas_canvas *canvas);
 
 /* ---- Events (renderview spec, as in rendercanvas / jupyter_rfb) ------------------------------------------- */
 
+/* Every event type: X(NAME, value, "name"), the one list of event names: the spec's event_type strings, which the
+ * client sends and rcanvas_event_type_name gives back (the Python package's and the browser client's tables are
+ * checked against it by tests). */
+#define RCANVAS_EVENTS(X)                                                                                        \
+    X(POINTER_DOWN, 1, "pointer_down")                                                                           \
+    X(POINTER_UP, 2, "pointer_up")                                                                               \
+    X(POINTER_MOVE, 3, "pointer_move")                                                                           \
+    X(POINTER_ENTER, 4, "pointer_enter")                                                                         \
+    X(POINTER_LEAVE, 5, "pointer_leave")                                                                         \
+    X(DOUBLE_CLICK, 6, "double_click")                                                                           \
+    X(WHEEL, 7, "wheel")                                                                                         \
+    X(KEY_DOWN, 8, "key_down")                                                                                   \
+    X(KEY_UP, 9, "key_up")                                                                                       \
+    X(CHAR, 10, "char")                                                                                          \
+    X(RESIZE, 11, "resize")                                                                                      \
+    X(CLOSE, 12, "close")
+
 typedef enum rcanvas_event_type {
-    RCANVAS_EVENT_POINTER_DOWN = 1,
-    RCANVAS_EVENT_POINTER_UP,
-    RCANVAS_EVENT_POINTER_MOVE,
-    RCANVAS_EVENT_POINTER_ENTER,
-    RCANVAS_EVENT_POINTER_LEAVE,
-    RCANVAS_EVENT_DOUBLE_CLICK,
-    RCANVAS_EVENT_WHEEL,
-    RCANVAS_EVENT_KEY_DOWN,
-    RCANVAS_EVENT_KEY_UP,
-    RCANVAS_EVENT_CHAR,
-    RCANVAS_EVENT_RESIZE,
-    RCANVAS_EVENT_CLOSE,
+#define RCANVAS_EVENT_ENUM_(name, value, text) RCANVAS_EVENT_##name = value,
+    RCANVAS_EVENTS(RCANVAS_EVENT_ENUM_)
+#undef RCANVAS_EVENT_ENUM_
 } rcanvas_event_type;
 
 /* Modifier bits (spec: modifiers is a list of "Shift", "Control", "Alt", "Meta"). */

@@ -58,8 +58,8 @@ static const char USAGE[] =
     "                       Bound to loopback, localhost, 127.0.0.1 and [::1] are accepted without it\n"
     "  --allow-origin ORIGIN  accept WebSocket upgrades from this Origin too (e.g. https://proxy.example); repeatable\n"
     "  --base-path /PREFIX  the prefix a reverse proxy serves the server under (e.g. /viz; docs/security.md)\n"
-    "  --codec C            codec of live frames: auto (per viewer: h264, vp9, vp8, jpeg), jpeg, png, h264,\n"
-    "                       vp8, vp9, webp, av1 (opt-in, not in auto: see docs/benchmarks.md) or h264-gpu\n"
+    "  --codec C            codec of live frames, one of rcanvas.h's (below); auto picks per viewer (h264, vp9,\n"
+    "                       vp8, jpeg); av1 and h264-gpu are opt-in (docs/benchmarks.md)\n"
     "                       (H.264 in Vulkan compute shaders, openh264 where no device runs it); video goes\n"
     "                       to viewers whose browser decodes it, JPEG to the others (default auto)\n"
     "  --bitrate KBPS       top video bitrate in kbit/s, 100-200000: each viewer's follows its link up to it\n"
@@ -272,13 +272,20 @@ static const char *opt_named(const char *arg, char *buf, size_t cap) {
     return buf;
 }
 
+/* Every codec name of rcanvas.h's table (RCANVAS_CODECS), in its order, into words[0..cap-1), NULL after the last:
+ * --codec takes any codec the library names, and a new one needs nothing here. */
+static void codec_names(const char **words, int cap) {
+    int n = 0;
+    for (int c = 0; c < 256 && n < cap - 1; c++)
+        if (rcanvas_codec_name(c)) words[n++] = rcanvas_codec_name(c);
+    words[n] = NULL;
+}
+
 static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanvas_canvas_config *ccfg,
                       const char **frames_dir, int *test_scene, int *print_events, int *gpu, video_opts *vo) {
     int idle_given = 0; /* --idle-timeout-ms was given (else --ping-ms 0 turns it off too) */
-    static const char *const codecs[] = {"jpeg", "png", "auto", "h264", "vp8", "vp9", "webp", "av1", "h264-gpu", NULL};
-    static const rcanvas_codec codec_ids[] = {RCANVAS_CODEC_JPEG, RCANVAS_CODEC_PNG, RCANVAS_CODEC_AUTO,
-                                              RCANVAS_CODEC_H264, RCANVAS_CODEC_VP8,  RCANVAS_CODEC_VP9,
-                                              RCANVAS_CODEC_WEBP, RCANVAS_CODEC_AV1,  RCANVAS_CODEC_H264_GPU};
+    const char *codecs[33];
+    codec_names(codecs, 33);
     static const char *const subs[] = {"420", "444", "auto", NULL},
                              *const scenes[] = {"mandelbrot", "test", NULL};
     int k;
@@ -299,6 +306,9 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
         if (v && v == argv[optind - 1] && !strncmp(v, "--", 2)) val = NULL, optind--;
         if (!strcmp(a, "--help")) {
             fputs(USAGE, stdout);
+            printf("\ncodecs (--codec):");
+            for (int i = 0; codecs[i]; i++) printf(" %s", codecs[i]);
+            printf("\n");
             return 0;
         } else if (!strcmp(a, "--print-events")) {
             *print_events = 1;
@@ -371,7 +381,7 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             *test_scene = k == 1;
         } else if (!strcmp(a, "--codec")) {
             if ((k = cli_choice(PROG, a, val, codecs)) < 0) return CLI_USAGE;
-            ccfg->codec = codec_ids[k];
+            ccfg->codec = (rcanvas_codec)rcanvas_codec_from_name(codecs[k]);
         } else if (!strcmp(a, "--bitrate")) {
             if (cli_int(PROG, a, val, 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
         } else if (!strcmp(a, "--video-threads")) {

@@ -86,9 +86,11 @@ ENOTUSED, ESTALE = -19, -21
 WAIT_SLICE_S = 0.1  # the longest a wait() stays in C: Python's signal handlers run, a close() elsewhere is seen
 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
+# The names of include/rcanvas.h's tables (RCANVAS_CODECS, RCANVAS_OPTIONS, RCANVAS_EVENTS), here so that the
+# package imports without its library; tests/python/test_binding.py fails when one drifts from the library's.
 CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7, "h264-gpu": 8}
 SUBSAMPLING = {"420": 0, "444": 1, "auto": 2}
-# rcanvas_option (include/rcanvas.h): names for Canvas.set_option/get_option.
+# rcanvas_option: names for Canvas.set_option/get_option.
 OPTIONS = {"codec": 1, "quality": 2, "subsampling": 3, "refine_ms": 4, "max_in_flight": 5, "update_mode": 6,
            "max_fps": 7, "bitrate_kbps": 8, "keyframe_interval": 9, "encoder_threads": 10, "refine_codec": 11,
            "rate_adapt": 12, "live_quality": 13}

@@ -138,6 +138,11 @@ def _declare(lib):
     sigs = {
         "rcanvas_strerror": (c_char_p, [c_int]),
         "rcanvas_err_name": (c_char_p, [c_int]),
+        "rcanvas_codec_name": (c_char_p, [c_int]),
+        "rcanvas_codec_from_name": (c_int, [c_char_p]),
+        "rcanvas_option_name": (c_char_p, [c_int]),
+        "rcanvas_option_from_name": (c_int, [c_char_p]),
+        "rcanvas_event_type_name": (c_char_p, [c_int]),
         "rcanvas_server_config_init": (None, [P(ServerConfig)]),
         "rcanvas_server_new": (c_int, [P(ServerConfig), P(c_void_p)]),
         "rcanvas_server_free": (None, [c_void_p]),

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +87,32 @@ const char *rcanvas_strerror(int err) {
     }
     return "unknown error";
 }
+
+/* The name tables of rcanvas.h (RCANVAS_CODECS, RCANVAS_OPTIONS): value → name, and back. */
+typedef struct rc_name { int value; const char *name; } rc_name;
+#define RC_NAME_ROW_(name, value, text) {value, text},
+#define RC_CODEC_ROW_(name, value, text, wire) {value, text},
+static const rc_name k_codec_names[] = {RCANVAS_CODECS(RC_CODEC_ROW_)};
+static const rc_name k_option_names[] = {RCANVAS_OPTIONS(RC_NAME_ROW_)};
+#undef RC_CODEC_ROW_
+#undef RC_NAME_ROW_
+
+static const char *name_of(const rc_name *t, size_t n, int value) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].value == value) return t[i].name;
+    return NULL;
+}
+static int value_of(const rc_name *t, size_t n, const char *name) {
+    for (size_t i = 0; name && i < n; i++)
+        if (!strcmp(t[i].name, name)) return t[i].value;
+    return RCANVAS_EINVAL;
+}
+#define NAMES_(t) t, sizeof t / sizeof t[0]
+const char *rcanvas_codec_name(int codec) { return name_of(NAMES_(k_codec_names), codec); }
+int rcanvas_codec_from_name(const char *name) { return value_of(NAMES_(k_codec_names), name); }
+const char *rcanvas_option_name(int option) { return name_of(NAMES_(k_option_names), option); }
+int rcanvas_option_from_name(const char *name) { return value_of(NAMES_(k_option_names), name); }
+#undef NAMES_
 
 const char *rcanvas_err_name(int err) {
     switch (err) {

@@ -67,16 +67,17 @@ void rc_wire_tile_header(const rc_packet *pk, int tile, uint32_t rtt_us, int ver
 }
 
 unsigned rc_wire_codec_list(const char *list) {
-    static const struct { const char *name; rcanvas_codec id; } k[] = {
-        {"jpeg", RCANVAS_CODEC_JPEG}, {"png", RCANVAS_CODEC_PNG}, {"h264", RCANVAS_CODEC_H264},
-        {"vp8", RCANVAS_CODEC_VP8},   {"vp9", RCANVAS_CODEC_VP9}, {"av1", RCANVAS_CODEC_AV1},
-        {"webp", RCANVAS_CODEC_WEBP}};
+    static const struct { const char *name; unsigned id; } k[] = { /* rcanvas.h's codecs that are wire ids */
+#define RC_WIRE_ROW_(name, value, text, wire) {wire ? text : NULL, value},
+        RCANVAS_CODECS(RC_WIRE_ROW_)
+#undef RC_WIRE_ROW_
+    };
     unsigned mask = 0;
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-            if (strlen(k[i].name) == n && !memcmp(k[i].name, p, n)) mask |= 1u << k[i].id;
+            if (k[i].name && strlen(k[i].name) == n && !memcmp(k[i].name, p, n) && k[i].id < 32) mask |= 1u << k[i].id;
         p = e ? e + 1 : p + n;
     }
     return mask;
@@ -114,12 +115,10 @@ int rc_frame_header_read(const uint8_t *msg, size_t len, rc_frame_header *h) {
 #define COORD_MAX 1e6
 
 typedef struct { const char *name; rcanvas_event_type type; } type_name;
-static const type_name k_types[] = {
-    {"pointer_down", RCANVAS_EVENT_POINTER_DOWN}, {"pointer_up", RCANVAS_EVENT_POINTER_UP},
-    {"pointer_move", RCANVAS_EVENT_POINTER_MOVE}, {"pointer_enter", RCANVAS_EVENT_POINTER_ENTER},
-    {"pointer_leave", RCANVAS_EVENT_POINTER_LEAVE}, {"double_click", RCANVAS_EVENT_DOUBLE_CLICK},
-    {"wheel", RCANVAS_EVENT_WHEEL}, {"key_down", RCANVAS_EVENT_KEY_DOWN}, {"key_up", RCANVAS_EVENT_KEY_UP},
-    {"char", RCANVAS_EVENT_CHAR}, {"resize", RCANVAS_EVENT_RESIZE}, {"close", RCANVAS_EVENT_CLOSE},
+static const type_name k_types[] = { /* rcanvas.h's table */
+#define RC_EVENT_ROW_(name, value, text) {text, RCANVAS_EVENT_##name},
+    RCANVAS_EVENTS(RC_EVENT_ROW_)
+#undef RC_EVENT_ROW_
 };
 
 const char *rcanvas_event_type_name(rcanvas_event_type type) {

@@ -51,6 +51,26 @@ def test_struct_layout_matches_header(tmp_path):
             assert getattr(cls, fname).offset == got[(cname, fname)], f"{cname}.{fname}"
 
 
+def _table(name_of, first=0, last=255):
+    return {v: name_of(v).decode() for v in range(first, last + 1) if name_of(v)}
+
+
+def test_name_tables_match_the_library():
+    """The package's copies of rcanvas.h's name tables (codecs, options, events) equal the library's, both ways."""
+    lib = rcanvas.lib()
+    codecs = _table(lib.rcanvas_codec_name)
+    assert codecs == {v: k for k, v in rcanvas.CODECS.items()}
+    assert _table(lib.rcanvas_option_name) == {v: k for k, v in rcanvas.OPTIONS.items()}
+    events = {v: lib.rcanvas_event_type_name(v).decode() for v in range(1, 256)}
+    assert {v: n for v, n in events.items() if n != "unknown"} == rcanvas.EVENT_TYPES
+    for v, n in codecs.items():  # and the lookups by name agree
+        assert lib.rcanvas_codec_from_name(n.encode()) == v
+    for n, v in rcanvas.OPTIONS.items():
+        assert lib.rcanvas_option_from_name(n.encode()) == v
+    assert lib.rcanvas_codec_from_name(b"gif") == lib.rcanvas_option_from_name(b"nope") == -1  # RCANVAS_EINVAL
+    assert lib.rcanvas_codec_name(200) is None and lib.rcanvas_option_name(-5) is None
+
+
 # ---- helpers --------------------------------------------------------------------------------------------------
 
 @pytest.fixture
