@@ -278,19 +278,17 @@ typedef enum rcanvas_update_mode {
 /* Every codec: X(NAME, value, "name", wire), the one list of codec names (rcanvas_codec_name and _from_name read
  * it, and the demo's --codec; the Python package's and the browser client's tables are checked against it by
  * tests). wire 1: the value is also a codec id of the frame header (docs/protocol.md), the name one a viewer may
- * list among the codecs it decodes; 0: a choice of encoder only (AUTO; H264_GPU is H264 on the wire).
+ * list among the codecs it decodes; 0: not (AUTO). A codec is what the viewer decodes; which encoder makes it is a
+ * choice of its own, by name (rcanvas_canvas_set_encoder: "h264-gpu" codes H264 on the GPU).
  *   AUTO      per viewer, the first it decodes of H.264, VP9, VP8 (those built in), else JPEG
  *   JPEG      libturbojpeg; lossy; quality and subsampling apply
  *   PNG       libspng; lossless; RGB8, filter none, zlib level 1
- *   H264      openh264; constrained baseline, no B-frames: decoded by the browser's WebCodecs
+ *   H264      openh264 (or the encoder "h264-gpu"); constrained baseline, no B-frames: decoded by the browser's
+ *             WebCodecs
  *   VP8       libvpx, real-time
  *   VP9       libvpx, real-time, row-mt
  *   AV1       libaom real-time; opt-in (not in AUTO): 3.5–5× H.264's CPU at 1080p
- *   WEBP      libwebp, lossy image; quality applies
- *   H264_GPU  H.264 (constrained baseline, as RCANVAS_CODEC_H264 on the wire) coded in Vulkan compute shaders on the
- *             first GPU (rcanvas's own device), for GPUs without a video engine; falls back to openh264 where no
- *             Vulkan 1.1 GPU runs it (a CPU device such as lavapipe only with RCANVAS_GPU_CODEC_DEVICE=any). Not in
- *             AUTO. Needs a build with Vulkan (RCANVAS_EINVAL otherwise) */
+ *   WEBP      libwebp, lossy image; quality applies */
 #define RCANVAS_CODECS(X)                                                                                        \
     X(AUTO, 0, "auto", 0)                                                                                        \
     X(JPEG, 1, "jpeg", 1)                                                                                        \
@@ -299,8 +297,7 @@ typedef enum rcanvas_update_mode {
     X(VP8, 4, "vp8", 1)                                                                                          \
     X(VP9, 5, "vp9", 1)                                                                                          \
     X(AV1, 6, "av1", 1)                                                                                          \
-    X(WEBP, 7, "webp", 1)                                                                                        \
-    X(H264_GPU, 8, "h264-gpu", 0)
+    X(WEBP, 7, "webp", 1)
 
 typedef enum rcanvas_codec {
 #define RCANVAS_CODEC_ENUM_(name, value, text, wire) RCANVAS_CODEC_##name = value,
@@ -358,6 +355,21 @@ RCANVAS_API int rcanvas_canvas_set_title(rcanvas_canvas *canvas, const char *tit
  * viewer that connects later with its hello. RCANVAS_OK, or RCANVAS_EINVAL (NULL canvas, NULL or empty cursor,
  * another character or length: nothing changes). Any thread. */
 RCANVAS_API int rcanvas_canvas_set_cursor(rcanvas_canvas *canvas, const char *cursor);
+
+/* Chooses the encoder of the following frames by its name (rcanvas_encoder_name lists this build's): the canvas's
+ * codec becomes the one it produces, as with RCANVAS_OPT_CODEC, and quality and subsampling stay. "h264-gpu" is
+ * H.264 coded in Vulkan compute shaders on the first GPU (rcanvas's own device), for GPUs without a video engine;
+ * the canvas falls back to its codec's default encoder (openh264) where none runs it (a CPU device such as lavapipe
+ * only with RCANVAS_GPU_CODEC_DEVICE=any) or a frame fails. A codec's name ("h264", "jpeg", "auto") chooses that
+ * codec with its default encoder. RCANVAS_OK, or RCANVAS_EINVAL (NULL, a name this build has no encoder of: nothing
+ * changes). Any thread. */
+RCANVAS_API int rcanvas_canvas_set_encoder(rcanvas_canvas *canvas, const char *name);
+/* The name of this build's encoder i that rcanvas_canvas_set_encoder takes (i = 0, 1, …: "jpeg", "png", "h264",
+ * "h264-gpu", …), or NULL past the last. Any thread. */
+RCANVAS_API const char *rcanvas_encoder_name(int i);
+/* The encoder a canvas's live frames come from for viewers of its codec (a name of rcanvas_encoder_name's; its
+ * codec's default where the one chosen cannot run), or NULL (NULL canvas, codec AUTO). Any thread. */
+RCANVAS_API const char *rcanvas_canvas_encoder(rcanvas_canvas *canvas);
 
 /* Changes the codec and its parameters for the following frames (quality 1–100): the same as setting
  * RCANVAS_OPT_CODEC, _QUALITY and _SUBSAMPLING (rcanvas_canvas_set_option), at once. RCANVAS_OK, or RCANVAS_EINVAL

@@ -179,6 +179,7 @@ typedef struct video_opts {
     char rtp_host[256];                  /* --rtp-out HOST:PORT; "" = no RTP output */
     rcanvas_rtp_config rtp;              /* its settings (--rtp-*) */
     int rtp_given;                       /* some --rtp-* other than --rtp-out was given */
+    const char *encoder;                 /* --codec named an encoder, not a codec ("h264-gpu"); NULL: none */
 } video_opts;
 
 /* --rtp-out HOST:PORT: HOST an IPv4 address, a name, or [IPv6]; PORT 1-65534 (RTCP goes to PORT+1). 0, or
@@ -272,12 +273,15 @@ static const char *opt_named(const char *arg, char *buf, size_t cap) {
     return buf;
 }
 
-/* Every codec name of rcanvas.h's table (RCANVAS_CODECS), in its order, into words[0..cap-1), NULL after the last:
- * --codec takes any codec the library names, and a new one needs nothing here. */
+/* What --codec takes, into words[0..cap-1), NULL after the last: every codec name of rcanvas.h's table
+ * (RCANVAS_CODECS) in its order, then the names of this build's other encoders (rcanvas_encoder_name: "h264-gpu"),
+ * so that a codec or encoder the library adds needs nothing here. */
 static void codec_names(const char **words, int cap) {
     int n = 0;
     for (int c = 0; c < 256 && n < cap - 1; c++)
         if (rcanvas_codec_name(c)) words[n++] = rcanvas_codec_name(c);
+    for (int i = 0; rcanvas_encoder_name(i) && n < cap - 1; i++)
+        if (rcanvas_codec_from_name(rcanvas_encoder_name(i)) < 0) words[n++] = rcanvas_encoder_name(i);
     words[n] = NULL;
 }
 
@@ -381,7 +385,9 @@ static int parse_args(int argc, char **argv, rcanvas_server_config *scfg, rcanva
             *test_scene = k == 1;
         } else if (!strcmp(a, "--codec")) {
             if ((k = cli_choice(PROG, a, val, codecs)) < 0) return CLI_USAGE;
-            ccfg->codec = (rcanvas_codec)rcanvas_codec_from_name(codecs[k]);
+            int id = rcanvas_codec_from_name(codecs[k]);
+            ccfg->codec = id >= 0 ? (rcanvas_codec)id : RCANVAS_CODEC_AUTO;
+            vo->encoder = id >= 0 ? NULL : codecs[k]; /* an encoder's name: set once the canvas exists */
         } else if (!strcmp(a, "--bitrate")) {
             if (cli_int(PROG, a, val, 100, 200000, &vo->bitrate_kbps)) return CLI_USAGE;
         } else if (!strcmp(a, "--video-threads")) {
@@ -603,6 +609,7 @@ int main(int argc, char **argv) {
         frame_set_free(fs);
         return 1;
     }
+    if (!r && vo.encoder) r = rcanvas_canvas_set_encoder(cv, vo.encoder);
     if (!r && vo.bitrate_kbps) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_BITRATE_KBPS, vo.bitrate_kbps);
     if (!r && vo.refine_codec) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_REFINE_CODEC, vo.refine_codec);
     if (!r && vo.video_threads) r = rcanvas_canvas_set_option(cv, RCANVAS_OPT_ENCODER_THREADS, vo.video_threads);

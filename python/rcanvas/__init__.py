@@ -88,13 +88,34 @@ WAIT_SLICE_S = 0.1  # the longest a wait() stays in C: Python's signal handlers 
 UPDATE_MODES = {"manual": 0, "ondemand": 1, "continuous": 2, "fastest": 3}
 # The names of include/rcanvas.h's tables (RCANVAS_CODECS, RCANVAS_OPTIONS, RCANVAS_EVENTS), here so that the
 # package imports without its library; tests/python/test_binding.py fails when one drifts from the library's.
-CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7, "h264-gpu": 8}
+CODECS = {"auto": 0, "jpeg": 1, "png": 2, "h264": 3, "vp8": 4, "vp9": 5, "av1": 6, "webp": 7}
 SUBSAMPLING = {"420": 0, "444": 1, "auto": 2}
 # rcanvas_option: names for Canvas.set_option/get_option.
 OPTIONS = {"codec": 1, "quality": 2, "subsampling": 3, "refine_ms": 4, "max_in_flight": 5, "update_mode": 6,
            "max_fps": 7, "bitrate_kbps": 8, "keyframe_interval": 9, "encoder_threads": 10, "refine_codec": 11,
            "rate_adapt": 12, "live_quality": 13}
 FORMATS = {"rgba": 1, "bgra": 2, "rgbx": 3}
+
+
+def encoders():
+    """The names of this build's encoders a canvas can be given (codec= or set_codec): the codecs' own ("jpeg",
+    "h264", …) and others such as "h264-gpu" (rcanvas_encoder_name)."""
+    out, i = [], 0
+    while (name := lib().rcanvas_encoder_name(i)) is not None:
+        out.append(name.decode())
+        i += 1
+    return out
+
+
+def _encoder_of(codec):
+    """False for a codec name (CODECS), True for another encoder's name; else ValueError naming both lists."""
+    if codec in CODECS:
+        return False
+    if isinstance(codec, str) and codec in encoders():
+        return True
+    raise ValueError(f"codec must be one of {sorted(CODECS)} or an encoder of encoders(), not {codec!r}")
+
+
 EVENT_TYPES = {1: "pointer_down", 2: "pointer_up", 3: "pointer_move", 4: "pointer_enter", 5: "pointer_leave",
                6: "double_click", 7: "wheel", 8: "key_down", 9: "key_up", 10: "char", 11: "resize", 12: "close"}
 _MODIFIERS = ((1, "Shift"), (2, "Control"), (4, "Alt"), (8, "Meta"))
@@ -340,8 +361,9 @@ class Canvas:
 
     title; width/height: the initial logical size (CSS pixels) until a viewer reports its own; pixel_ratio;
     update_mode: "manual", "ondemand" (default), "continuous" or "fastest"; max_fps (0 = no cap);
-    max_in_flight; codec: "jpeg" (default), "png", "webp", "h264", "vp8", "vp9", "av1", "auto", "h264-gpu" (H.264 in Vulkan
-    compute shaders, openh264 where no Vulkan device runs it); quality 1-100;
+    max_in_flight; codec: "jpeg" (default), "png", "webp", "h264", "vp8", "vp9", "av1", "auto", or the name of
+    another encoder of this build (encoders(): "h264-gpu", H.264 in Vulkan compute shaders, openh264 where no Vulkan
+    device runs it); quality 1-100;
     subsampling "auto" (default: 4:4:4 where 4:2:0 would blur thin coloured detail), "420" or "444"; refine_ms. Raises RcanvasError (RCANVAS_EEXIST, RCANVAS_ENAME, RCANVAS_EINVAL).
     """
 
@@ -350,8 +372,7 @@ class Canvas:
                  subsampling="auto", refine_ms=300):
         if update_mode not in UPDATE_MODES:
             raise ValueError(f"update_mode must be one of {sorted(UPDATE_MODES)}, not {update_mode!r}")
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
+        encoder = _encoder_of(codec)
         if str(subsampling) not in SUBSAMPLING:
             raise ValueError(f"subsampling must be one of {sorted(SUBSAMPLING)}, not {subsampling!r}")
         cfg = L.CanvasConfig()
@@ -361,7 +382,7 @@ class Canvas:
         cfg.pixel_ratio = float(pixel_ratio)
         cfg.update_mode, cfg.max_fps = UPDATE_MODES[update_mode], float(max_fps)
         cfg.max_in_flight = _int(max_in_flight, "max_in_flight", L.INT_MIN, L.INT_MAX)
-        cfg.codec, cfg.quality = CODECS[codec], _int(quality, "quality", L.INT_MIN, L.INT_MAX)
+        cfg.codec, cfg.quality = CODECS.get(codec, 0), _int(quality, "quality", L.INT_MIN, L.INT_MAX)
         cfg.subsampling = SUBSAMPLING[str(subsampling)]
         cfg.refine_ms = _int(refine_ms, "refine_ms", L.INT_MIN, L.INT_MAX)
         h = ctypes.c_void_p()
@@ -375,6 +396,11 @@ class Canvas:
                 raise RcanvasError(r, f"a canvas named {name or ''!r} exists on this server (close it, or make the "
                                       f"new one with server.canvas({name or ''!r}, replace=True))")
             _check(r, "rcanvas_canvas_new")
+            if encoder:
+                r = lib().rcanvas_canvas_set_encoder(h, _b(codec, "codec"))
+                if r:
+                    lib().rcanvas_canvas_free(h)
+                    _check(r, f"rcanvas_canvas_set_encoder({codec!r})")
             server._canvases.add(self)
             server._by_name[name or ""] = self
         self._h, self._server, self.name = h, server, name or ""
@@ -447,14 +473,27 @@ class Canvas:
             _check(lib().rcanvas_canvas_set_cursor(h, c), f"set_cursor({cursor!r})")
 
     def set_codec(self, codec, quality=85, subsampling="auto"):
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {sorted(CODECS)}, not {codec!r}")
+        """codec: a name of CODECS, or of another encoder of this build (encoders())."""
+        encoder = _encoder_of(codec)
         if str(subsampling) not in SUBSAMPLING:
             raise ValueError(f"subsampling must be one of {sorted(SUBSAMPLING)}, not {subsampling!r}")
         q = _int(quality, "quality", L.INT_MIN, L.INT_MAX)
         with self._use() as h:
-            _check(lib().rcanvas_canvas_set_codec(h, CODECS[codec], q, SUBSAMPLING[str(subsampling)]),
-                   "rcanvas_canvas_set_codec")
+            if not encoder:
+                _check(lib().rcanvas_canvas_set_codec(h, CODECS[codec], q, SUBSAMPLING[str(subsampling)]),
+                       "rcanvas_canvas_set_codec")
+                return
+            for opt, v in ((OPTIONS["quality"], q), (OPTIONS["subsampling"], SUBSAMPLING[str(subsampling)])):
+                _check(lib().rcanvas_canvas_set_option(h, opt, v), "rcanvas_canvas_set_option")
+            _check(lib().rcanvas_canvas_set_encoder(h, _b(codec, "codec")), f"rcanvas_canvas_set_encoder({codec!r})")
+
+    @property
+    def encoder(self):
+        """The encoder this canvas's live frames come from ("jpeg", "h264", "h264-gpu", …; its codec's default
+        where the one chosen cannot run), or None for codec "auto"."""
+        with self._use() as h:
+            name = lib().rcanvas_canvas_encoder(h)
+        return name.decode() if name else None
 
     def set_option(self, option, value):
         """rcanvas_canvas_set_option: option is a name of OPTIONS ("rate_adapt", "max_in_flight", …) or the

@@ -27,7 +27,8 @@ def parse_args(argv):
                    "0.0.0.0 for every interface, with --allow-host for the name viewers use)")
     p.add_argument("--port", type=int, default=8080, help="TCP port, 0-65535 (default 8080; 0 = any free port)")
     p.add_argument("--fps", type=float, default=30.0, help="frame rate cap, 1-240 (default 30)")
-    p.add_argument("--codec", default="jpeg", choices=sorted(rcanvas.CODECS), help="codec of the frames (default jpeg)")
+    p.add_argument("--codec", default="jpeg", help="codec of the frames (default jpeg): one of "
+                   + ", ".join(sorted(rcanvas.CODECS)) + ", or another encoder's name (rcanvas.encoders())")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="accept this Host name too (the machine's name or address when bound to 0.0.0.0); repeatable")
     a = p.parse_args(argv)
@@ -134,7 +135,11 @@ def main(argv=None):
     for record in held.records:
         log.handle(record)
     try:
-        canvas = server.canvas(title="rcanvas demo", update_mode="continuous", max_fps=a.fps, codec=a.codec)
+        try:
+            canvas = server.canvas(title="rcanvas demo", update_mode="continuous", max_fps=a.fps, codec=a.codec)
+        except ValueError as err:  # an unknown --codec: the names it takes
+            print(f"rcanvas: --codec: {err}", file=sys.stderr)
+            return 2
         print(f"rcanvas demo: open {canvas.url}   (press and drag to paint, key c clears; Ctrl-C stops)", flush=True)
         scene = Scene()
         t0 = last = time.monotonic()

@@ -31,20 +31,47 @@ static const rc_codec_type *const k_codecs[] = {
     &rc_codec_av1,
 #endif
 };
-#define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
+#define NBUILTIN (sizeof k_codecs / sizeof k_codecs[0])
+_Static_assert(NBUILTIN <= RC_CODEC_MAX, "a canvas keeps a bit per codec");
+/* those rc_codec_register added (tests) */
+static const rc_codec_type *g_extra[RC_CODEC_MAX - NBUILTIN > 0 ? RC_CODEC_MAX - NBUILTIN : 1];
+static size_t g_nextra;
+
+static const rc_codec_type *codec_at(size_t i) {
+    return i < NBUILTIN ? k_codecs[i] : i < NBUILTIN + g_nextra ? g_extra[i - NBUILTIN] : NULL;
+}
 
 const rc_codec_type *rc_codec_for(rcanvas_codec codec) {
-    for (size_t i = 0; i < NCODECS; i++) /* GPU codecs only where an option value of their own names them */
-        if (k_codecs[i]->option ? k_codecs[i]->option == (uint8_t)codec
-                                : k_codecs[i]->wire_id == (uint8_t)codec && !(k_codecs[i]->flags & RC_CODEC_GPU))
-            return k_codecs[i];
+    const rc_codec_type *t;
+    for (size_t i = 0; (t = codec_at(i)); i++) /* a CPU codec, not another encoder of the same wire codec */
+        if (t->wire_id == (uint8_t)codec && !(t->flags & (RC_CODEC_GPU | RC_CODEC_ALT))) return t;
     return NULL;
 }
 
 const rc_codec_type *rc_codec_by_name(const char *name) {
-    for (size_t i = 0; name && i < NCODECS; i++)
-        if (!strcmp(k_codecs[i]->name, name)) return k_codecs[i];
+    const rc_codec_type *t;
+    for (size_t i = 0; name && (t = codec_at(i)); i++)
+        if (!strcmp(t->name, name)) return t;
     return NULL;
+}
+
+const rc_codec_type *rc_codec_live(int i) {
+    const rc_codec_type *t;
+    for (size_t k = 0; i >= 0 && (t = codec_at(k)); k++)
+        if (((t->flags & RC_CODEC_ALT) || rc_codec_for((rcanvas_codec)t->wire_id) == t) && i-- == 0) return t;
+    return NULL;
+}
+
+int rc_codec_index(const rc_codec_type *t) {
+    for (size_t i = 0; t && codec_at(i); i++)
+        if (codec_at(i) == t) return (int)i;
+    return -1;
+}
+
+int rc_codec_register(const rc_codec_type *t) {
+    if (!t || !t->name || rc_codec_by_name(t->name) || NBUILTIN + g_nextra >= RC_CODEC_MAX) return RCANVAS_EINVAL;
+    g_extra[g_nextra++] = t;
+    return RCANVAS_OK;
 }
 
 int rc_codec_new(const rc_codec_type *type, rc_codec **out) {
@@ -82,19 +109,18 @@ const char *rc_codec_create_error(const rc_codec_type *type) {
 /* ---- per-worker instances ---- */
 
 typedef struct worker_codecs {
-    rc_codec *inst[NCODECS];
+    rc_codec *inst[RC_CODEC_MAX]; /* by rc_codec_index */
 } worker_codecs;
 
 static void worker_codecs_free(void *p) {
     worker_codecs *wc = p;
-    for (size_t i = 0; wc && i < NCODECS; i++) rc_codec_free(wc->inst[i]);
+    for (size_t i = 0; wc && i < RC_CODEC_MAX; i++) rc_codec_free(wc->inst[i]);
     free(wc);
 }
 
 rc_codec *rc_worker_codec(rc_worker *w, const rc_codec_type *type) {
-    size_t i = 0;
-    while (i < NCODECS && k_codecs[i] != type) i++;
-    if (i == NCODECS || (type->flags & (RC_CODEC_GPU | RC_CODEC_STATEFUL))) return NULL;
+    int i = rc_codec_index(type);
+    if (i < 0 || (type->flags & (RC_CODEC_GPU | RC_CODEC_STATEFUL))) return NULL;
     if (!w->local) {
         w->local = calloc(1, sizeof(worker_codecs));
         if (!w->local) return NULL;

@@ -3,7 +3,9 @@
  * codec.h — the codec interface: every encoder rcanvas has (JPEG through libturbojpeg, PNG through libspng, the
  * JPEG encoder in Vulkan compute shaders) is one rc_codec_type, a table of functions in the style of Redis'
  * ConnectionType or libuv's backends, listed once in codec.c. Adding a codec means its own file plus one line in
- * that table (and, for a new wire id, the client's decoder).
+ * that table (and, for a new wire id, a row of rcanvas.h's RCANVAS_CODECS and the client's decoder). Encoders are
+ * named apart from the wire codec they produce (FFmpeg's AVCodec .name and .id): "h264" (openh264) and "h264-gpu"
+ * are two encoders of wire codec H264, and an app chooses the second by its name (rcanvas_canvas_set_encoder).
  *
  * In: an image view (pixels, width, height, row pitch, pixel format) and the canvas's codec options.
  * Out: compressed bytes appended to an rc_buf, and what the stream needs to know about them (keyframe or not).
@@ -68,6 +70,9 @@ int rc_jpeg_auto_subsampling(const rc_image *img);
 #define RC_CODEC_ONE_THREAD 0x20u /* by default one encoder thread (RCANVAS_OPT_ENCODER_THREADS may ask for more) */
 #define RC_CODEC_PAINT 0x40u   /* stateful: knows rc_encode_params.paint (a still frame re-coded sharper as a P-frame) */
 #define RC_CODEC_SCREEN 0x80u  /* video: knows rc_encode_params.screen (a mode for text and thin lines) */
+#define RC_CODEC_ALT 0x100u    /* another encoder of its wire codec than the default (rc_codec_for), chosen by its name
+                                * (rcanvas_canvas_set_encoder); where it cannot run, the canvas falls back to the
+                                * default */
 
 typedef struct rc_codec rc_codec;
 typedef struct rc_codec_type rc_codec_type;
@@ -82,8 +87,6 @@ struct rc_codec_type {
     uint8_t wire_id;       /* the codec byte of the frame header: which decoder the client uses (rcanvas_codec) */
     const char *webcodecs; /* video: the WebCodecs codec string the client configures its decoder with; else NULL */
     unsigned flags;        /* RC_CODEC_* */
-    uint8_t option;        /* the rcanvas_codec that selects it where that is not wire_id (h264-gpu: RCANVAS_CODEC_H264_GPU), else 0 */
-    uint8_t fallback;      /* the rcanvas_codec a canvas tries next where this one cannot run (h264-gpu: H264), else 0 */
     /* Creates an instance. RCANVAS_OK, RCANVAS_ENOMEM, RCANVAS_ECODEC (library refused; message in *out's error
      * when *out is set), RCANVAS_EINVAL (this codec is not made this way, e.g. GPU codecs). */
     int (*create)(const rc_codec_type *type, rc_codec **out);
@@ -116,13 +119,19 @@ int rc_jpeg_check_baseline(const uint8_t *d, size_t n, uint32_t w, uint32_t h);
 /* H.264 in Vulkan compute shaders (codec/gpu/h264_gpu.h): instances come from rc_gpu_h264_new, not create(). */
 extern const rc_codec_type rc_codec_h264_gpu;
 
-/* The rcanvas_codec value that selects codec t (its bit in a canvas's codecs_disabled). */
-static inline unsigned rc_codec_option(const rc_codec_type *t) { return t->option ? t->option : t->wire_id; }
-
-/* The CPU codec that encodes a public rcanvas_codec (JPEG → libturbojpeg, PNG → libspng), or NULL. */
+/* The default encoder of a public rcanvas_codec, a CPU one (JPEG → libturbojpeg, PNG → libspng), or NULL. */
 const rc_codec_type *rc_codec_for(rcanvas_codec codec);
 /* A codec by name ("jpeg", "png", "jpeg-gpu"), or NULL. */
 const rc_codec_type *rc_codec_by_name(const char *name);
+/* The encoders a canvas can be given by name: the wire codecs' defaults and the RC_CODEC_ALT ones, i = 0, 1, …
+ * (NULL past the last), in the table's order. */
+const rc_codec_type *rc_codec_live(int i);
+/* t's place in the table (0 to RC_CODEC_MAX − 1: its bit in a canvas's set of failed encoders), or −1. */
+int rc_codec_index(const rc_codec_type *t);
+#define RC_CODEC_MAX 32
+/* Adds t to the table (after the built-in ones), for a test's own codec: RCANVAS_OK, or RCANVAS_EINVAL (NULL, a
+ * name taken, the table full). Before any canvas exists; not thread-safe. */
+int rc_codec_register(const rc_codec_type *t);
 
 /* Generic entry points (argument checks, then the type's function). Errors as in rc_codec_type. */
 int rc_codec_new(const rc_codec_type *type, rc_codec **out);

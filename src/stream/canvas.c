@@ -65,8 +65,7 @@ int rc_canvas_codec_fits_locked(const rcanvas_canvas *c, uint32_t w, uint32_t h)
     switch (c->params.codec) {
     case RCANVAS_CODEC_WEBP:
     case RCANVAS_CODEC_VP8: return w <= 16383 && h <= 16383;
-    case RCANVAS_CODEC_H264_GPU: /* kept to openh264's limit, which it falls back to */
-    case RCANVAS_CODEC_H264: return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
+    case RCANVAS_CODEC_H264: /* h264-gpu too: kept to openh264's limit, which it falls back to */ return (uint64_t)((w + 15) / 16) * ((h + 15) / 16) <= 36864;
     case RCANVAS_CODEC_PNG:
     case RCANVAS_CODEC_VP9:
     case RCANVAS_CODEC_AV1: return 1; /* max_frame_dim (≤ 65535) is within their limits */

@@ -273,7 +273,7 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
              * codec, JPEG at worst, until the frame size changes */
             rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': %s fails at %ux%u; its viewers fall back", c->name,
                    t->codec->name, pk->width, pk->height);
-            c->codecs_disabled |= 1u << rc_codec_option(t->codec);
+            if (rc_codec_index(t->codec) >= 0) c->codecs_disabled |= 1u << rc_codec_index(t->codec);
             rc_canvas_codec_changed_locked(c);
         }
     }

@@ -199,7 +199,8 @@ struct rcanvas_canvas {
     const rc_codec_type *source_codec; /* the frame source's own encoder (GPU JPEG), or NULL */
     const rc_codec_type *prefs[RC_MAX_PREFS]; /* codecs in the canvas's order of preference (JPEG last) */
     int nprefs;
-    unsigned codecs_disabled;  /* bit (1 << wire id): codecs that failed at this frame size (RC_TIER_FAILURES) */
+    const rc_codec_type *encoder; /* the encoder chosen by name for params.codec (RC_CODEC_ALT), or NULL: its default */
+    unsigned codecs_disabled;  /* bit (1 << rc_codec_index): encoders that failed at this frame size (RC_TIER_FAILURES) */
     int codec_change_pending;  /* preferences changed while a tier was busy: applied when none is */
     uint32_t present_w, present_h; /* size of the newest frame presented */
 

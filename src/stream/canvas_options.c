@@ -5,16 +5,51 @@
  */
 #include "stream/canvas_internal.h"
 
+#include <string.h>
+
 int rcanvas_canvas_set_codec(rcanvas_canvas *c, rcanvas_codec codec, int quality, rcanvas_subsampling ss) {
     if (!c || rc_canvas_check_params(codec, quality, ss)) return RCANVAS_EINVAL;
     pthread_mutex_lock(&c->mu);
     c->params.codec = codec;
+    c->encoder = NULL; /* the codec's default encoder */
     c->params.quality = quality;
     c->params.subsampling = ss;
     rc_canvas_codec_changed_locked(c);
     rc_canvas_resize_again_locked(c); /* the new codec's size limits */
     pthread_mutex_unlock(&c->mu);
     return RCANVAS_OK;
+}
+
+const char *rcanvas_encoder_name(int i) {
+    const rc_codec_type *t = rc_codec_live(i);
+    return t ? t->name : NULL;
+}
+
+int rcanvas_canvas_set_encoder(rcanvas_canvas *c, const char *name) {
+    if (!c || !name) return RCANVAS_EINVAL;
+    int codec = rcanvas_codec_from_name(name);
+    if (codec >= 0) return rcanvas_canvas_set_option(c, RCANVAS_OPT_CODEC, codec);
+    const rc_codec_type *t = NULL;
+    for (int i = 0; !t && rc_codec_live(i); i++)
+        if (!strcmp(rc_codec_live(i)->name, name)) t = rc_codec_live(i);
+    if (!t) return RCANVAS_EINVAL;
+    pthread_mutex_lock(&c->mu);
+    c->params.codec = (rcanvas_codec)t->wire_id;
+    c->encoder = t == rc_codec_for(c->params.codec) ? NULL : t;
+    rc_canvas_codec_changed_locked(c);
+    rc_canvas_resize_again_locked(c);
+    pthread_cond_broadcast(&c->cv);
+    rc_canvas_notify_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    return RCANVAS_OK;
+}
+
+const char *rcanvas_canvas_encoder(rcanvas_canvas *c) {
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->mu);
+    const char *name = c->params.codec != RCANVAS_CODEC_AUTO && c->nprefs ? c->prefs[0]->name : NULL;
+    pthread_mutex_unlock(&c->mu);
+    return name;
 }
 
 int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) {
@@ -27,6 +62,7 @@ int rcanvas_canvas_set_option(rcanvas_canvas *c, rcanvas_option opt, int value) 
             r = RCANVAS_EINVAL;
         else {
             c->params.codec = (rcanvas_codec)value;
+            c->encoder = NULL;
             rc_canvas_codec_changed_locked(c);
             rc_canvas_resize_again_locked(c);
         }

@@ -13,21 +13,23 @@
 
 static void set_tier0_locked(rcanvas_canvas *c);
 
+static int usable(const rcanvas_canvas *c, const rc_codec_type *t) {
+    return t && !(c->codecs_disabled & (1u << rc_codec_index(t)));
+}
+
 /* The canvas's codec preference: one codec (then JPEG, which every viewer decodes), or RCANVAS_CODEC_AUTO:
- * H.264, VP9, VP8 (those built in), then JPEG. mu held. */
+ * H.264, VP9, VP8 (those built in), then JPEG. The codec's encoder is the one chosen by name (c->encoder), then its
+ * default where that one cannot run (h264-gpu: openh264, for a host without a GPU or a frame it cannot code). mu
+ * held. */
 void rc_canvas_set_prefs_locked(rcanvas_canvas *c) {
     c->nprefs = 0;
     if (c->params.codec == RCANVAS_CODEC_AUTO) {
         static const rcanvas_codec order[] = {RCANVAS_CODEC_H264, RCANVAS_CODEC_VP9, RCANVAS_CODEC_VP8};
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-            if (rc_codec_for(order[i]) && !(c->codecs_disabled & (1u << order[i])))
-                c->prefs[c->nprefs++] = rc_codec_for(order[i]);
+            if (usable(c, rc_codec_for(order[i]))) c->prefs[c->nprefs++] = rc_codec_for(order[i]);
     } else {
-        const rc_codec_type *t = rc_codec_for(c->params.codec);
-        if (!(c->codecs_disabled & (1u << c->params.codec))) c->prefs[c->nprefs++] = t;
-        /* its fallback where it has one (h264-gpu: openh264, for a host without a GPU or a frame it cannot code) */
-        if (t && t->fallback && rc_codec_for((rcanvas_codec)t->fallback) && !(c->codecs_disabled & (1u << t->fallback)))
-            c->prefs[c->nprefs++] = rc_codec_for((rcanvas_codec)t->fallback);
+        if (usable(c, c->encoder)) c->prefs[c->nprefs++] = c->encoder;
+        if (usable(c, rc_codec_for(c->params.codec))) c->prefs[c->nprefs++] = rc_codec_for(c->params.codec);
     }
     if (c->nprefs == 0 || c->prefs[c->nprefs - 1] != &rc_codec_jpeg) c->prefs[c->nprefs++] = &rc_codec_jpeg;
 }

@@ -87,7 +87,8 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
         }
     /* a consumer of exactly one codec (an RTP output) gets its codec even where the canvas prefers another one */
     for (int w = 0; !want && s->caps.exact_codecs && w < 32; w++)
-        if ((s->caps.codecs & (1u << w)) && rc_codec_for((rcanvas_codec)w) && !(c->codecs_disabled & (1u << w)))
+        if ((s->caps.codecs & (1u << w)) && rc_codec_for((rcanvas_codec)w) &&
+            !(c->codecs_disabled & (1u << rc_codec_index(rc_codec_for((rcanvas_codec)w)))))
             want = rc_codec_for((rcanvas_codec)w);
     if (!want) want = &rc_codec_jpeg;
     int t = rc_canvas_tier_for_locked(c, want, s->rung);

@@ -71,6 +71,31 @@ def test_name_tables_match_the_library():
     assert lib.rcanvas_codec_name(200) is None and lib.rcanvas_option_name(-5) is None
 
 
+def test_encoders_are_chosen_by_name(server):
+    """An encoder is a name apart from its wire codec: "h264-gpu" makes an H.264 canvas whose encoder is it (the
+    codec option reads H264), a codec name goes back to the codec's default encoder, and a name of neither is a
+    ValueError that names both lists."""
+    names = rcanvas.encoders()
+    assert {"jpeg", "png"} <= set(names) and len(names) == len(set(names))
+    c = server.canvas("enc", codec="png")
+    try:
+        assert c.encoder == "png"
+        if "h264-gpu" in names:
+            c.set_codec("h264-gpu", quality=70)
+            assert c.encoder == "h264-gpu"
+            assert c.get_option("codec") == rcanvas.CODECS["h264"] and c.get_option("quality") == 70
+            c.set_codec("jpeg")
+            assert c.encoder == "jpeg"
+        c.set_codec("auto")
+        assert c.encoder is None
+        with pytest.raises(ValueError, match="encoders"):
+            c.set_codec("h265-gpu")
+    finally:
+        c.close()
+    with pytest.raises(ValueError):
+        server.canvas("enc2", codec="gif")
+
+
 # ---- helpers --------------------------------------------------------------------------------------------------
 
 @pytest.fixture

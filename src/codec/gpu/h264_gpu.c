@@ -970,7 +970,7 @@ int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, 
 
 /* ---- the codec interface ---- */
 
-/* The codec table's instance (a canvas's H.264 tier with RCANVAS_CODEC_H264_GPU): on the process-wide device.
+/* The codec table's instance (a canvas's H.264 tier with the encoder "h264-gpu"): on the process-wide device.
  * RCANVAS_EVULKAN where there is none; the canvas then falls back to openh264. */
 static int gpu_create(const rc_codec_type *type, rc_codec **out) {
     (void)type;
@@ -1016,8 +1016,7 @@ static void gpu_request_keyframe(rc_codec *c) { rc_gpu_h264_request_keyframe((rc
 static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }
 
 const rc_codec_type rc_codec_h264_gpu = {
-    .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028", .option = RCANVAS_CODEC_H264_GPU,
-    .fallback = RCANVAS_CODEC_H264,
-    .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT,
+    .name = "h264-gpu", .wire_id = RCANVAS_CODEC_H264, .webcodecs = "avc1.42E028",
+    .flags = RC_CODEC_STATEFUL | RC_CODEC_GPU | RC_CODEC_PAINT | RC_CODEC_ALT,
     .create = gpu_create, .create_error = gpu_create_error, .encode = gpu_encode,
     .request_keyframe = gpu_request_keyframe, .destroy = gpu_destroy};
