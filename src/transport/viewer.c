@@ -2,8 +2,8 @@
 /*
  * viewer.c — the transport's WebSocket viewers: a connection becomes a viewer with a session of its canvas;
  * client messages (acks, events, visibility) are validated (wire.c) and handed to the session; what changed in
- * the session (role, title, encoder, closing) goes out as text notices; bad input closes that one connection
- * with a code and reason after a short grace period. Network thread only.
+ * the session (role, title, encoder, closing) goes out as text notices, written with cJSON; bad input closes that
+ * one connection with a code and reason after a short grace period. Network thread only.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +12,8 @@
 
 #include "transport/transport_internal.h"
 #include "stream/rate.h"
+
+#include <cjson/cJSON.h>
 
 void rc_viewer_queue_text(rc_viewer *v, const char *json) {
     if (v->ntext == RC_MAX_TEXT_QUEUE) {
@@ -30,58 +32,77 @@ void rc_viewer_queue_text(rc_viewer *v, const char *json) {
     v->ntext++;
 }
 
-/* JSON string body (without quotes) of s, escaped, into out. */
-static void json_escape(char *out, size_t cap, const char *s) {
-    size_t o = 0;
-    for (; *s && o + 7 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)ch;
-        } else if (ch < 0x20) {
-            o += (size_t)snprintf(out + o, cap - o, "\\u%04x", ch);
-        } else {
-            out[o++] = (char)ch;
-        }
-    }
-    out[o] = '\0';
+/* Queues o as one text message (cJSON's unformatted print) and frees it. */
+static void queue_json(rc_viewer *v, cJSON *o) {
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (s) rc_viewer_queue_text(v, s);
+    else rc_log(v->t->log, RCANVAS_LOG_ERROR, "viewer %u: out of memory for a text message", v->id);
+    cJSON_free(s);
+    cJSON_Delete(o);
+}
+
+/* A notice {"type": type} to add fields to (NULL: out of memory, which queue_json reports). */
+static cJSON *notice(const char *type) {
+    cJSON *o = cJSON_CreateObject();
+    if (o) cJSON_AddStringToObject(o, "type", type);
+    return o;
 }
 
 /* The live codec's fields of hello and encoder notices: "codec", and for video "codec_string" and "color" (what
  * the client configures its VideoDecoder with; docs/protocol.md, version 2). */
-static void codec_fields(const rc_codec_type *encoder, char *out, size_t cap) {
+static void add_codec_fields(cJSON *o, const rc_codec_type *encoder) {
     const rc_codec_type *live = encoder && encoder->wire_id == RCANVAS_CODEC_JPEG ? &rc_codec_jpeg : encoder;
-    int n = snprintf(out, cap, "\"codec\":\"%s\"", live ? live->name : "jpeg");
-    if (live && live->webcodecs && n > 0 && (size_t)n < cap)
-        snprintf(out + n, cap - (size_t)n,
-                 ",\"codec_string\":\"%s\",\"color\":{\"primaries\":\"smpte170m\",\"transfer\":\"smpte170m\","
-                 "\"matrix\":\"smpte170m\",\"full_range\":false}",
-                 live->webcodecs);
+    cJSON_AddStringToObject(o, "codec", live ? live->name : "jpeg");
+    if (!live || !live->webcodecs) return;
+    cJSON_AddStringToObject(o, "codec_string", live->webcodecs);
+    cJSON *c = cJSON_AddObjectToObject(o, "color");
+    cJSON_AddStringToObject(c, "primaries", "smpte170m");
+    cJSON_AddStringToObject(c, "transfer", "smpte170m");
+    cJSON_AddStringToObject(c, "matrix", "smpte170m");
+    cJSON_AddBoolToObject(c, "full_range", 0);
 }
 
-/* The viewer's link and its encoder's settings as JSON fields (docs/protocol.md, "link"). Rates are rounded to
- * 2 significant digits so that a message goes out when something changed, not on every ack. */
-static void link_fields(const rc_session_state *st, char *out, size_t cap) {
-    double r = st->rate_kbps, t = st->target_kbps, b = st->bitrate_kbps;
-#define ROUND2(x) ((x) <= 0 ? 0 : (double)(long long)((x) / pow(10, floor(log10(x)) - 1) + 0.5) * pow(10, floor(log10(x)) - 1))
-    snprintf(out, cap,
-             "\"rate_kbps\":%.0f,\"target_kbps\":%.0f,\"rtt_ms\":%u,\"min_rtt_ms\":%u,\"window\":%d,\"rung\":%d,"
-             "\"quality\":%d,\"scale\":%d,\"fps_cap\":%.0f,\"bitrate_kbps\":%.0f,\"limit\":\"%s\",\"fill_fps\":%.0f,"
-             "\"screen\":%d",
-             ROUND2(r), ROUND2(t), (st->srtt_us + 500) / 1000, (st->min_rtt_us + 500) / 1000, st->window, st->rung,
-             st->quality, st->scale_div ? st->scale_div : 1, st->fps_cap, ROUND2(b), rc_limit_name(st->limit),
-             st->fill_fps, st->screen);
-#undef ROUND2
+/* x to 2 significant digits, a whole number: link notices go out when something changed, not on every ack */
+static double round2(double x) {
+    if (x <= 0) return 0;
+    double step = pow(10, floor(log10(x)) - 1);
+    return round(round(x / step) * step);
+}
+
+/* The viewer's link and its encoder's settings as fields of o (docs/protocol.md, "link"). */
+static void add_link_fields(cJSON *o, const rc_session_state *st) {
+    cJSON_AddNumberToObject(o, "rate_kbps", round2(st->rate_kbps));
+    cJSON_AddNumberToObject(o, "target_kbps", round2(st->target_kbps));
+    cJSON_AddNumberToObject(o, "rtt_ms", (st->srtt_us + 500) / 1000);
+    cJSON_AddNumberToObject(o, "min_rtt_ms", (st->min_rtt_us + 500) / 1000);
+    cJSON_AddNumberToObject(o, "window", st->window);
+    cJSON_AddNumberToObject(o, "rung", st->rung);
+    cJSON_AddNumberToObject(o, "quality", st->quality);
+    cJSON_AddNumberToObject(o, "scale", st->scale_div ? st->scale_div : 1);
+    cJSON_AddNumberToObject(o, "fps_cap", round(st->fps_cap));
+    cJSON_AddNumberToObject(o, "bitrate_kbps", round2(st->bitrate_kbps));
+    cJSON_AddStringToObject(o, "limit", rc_limit_name(st->limit));
+    cJSON_AddNumberToObject(o, "fill_fps", round(st->fill_fps));
+    cJSON_AddNumberToObject(o, "screen", st->screen);
+}
+
+/* The link fields as the text they print to (told_link: what was last sent); "" where they do not fit. */
+static void link_text(const rc_session_state *st, char *out, int cap) {
+    cJSON *o = cJSON_CreateObject();
+    out[0] = '\0';
+    if (o) add_link_fields(o, st);
+    if (!o || !cJSON_PrintPreallocated(o, out, cap, 0)) out[0] = '\0';
+    cJSON_Delete(o);
 }
 
 /* Queues {"type":"cursor","cursor":"pointer"} once the canvas has set one (after the hello of a new viewer, and on
- * every change). The keyword is [a-z-] only (rcanvas_canvas_set_cursor): no escaping needed. */
+ * every change). */
 static void queue_cursor(rc_viewer *v) {
     rc_session_hello h;
     rc_session_get_hello(v->session, &h);
-    char msg[80];
-    snprintf(msg, sizeof msg, "{\"type\":\"cursor\",\"cursor\":\"%s\"}", h.cursor);
-    rc_viewer_queue_text(v, msg);
+    cJSON *o = notice("cursor");
+    if (o) cJSON_AddStringToObject(o, "cursor", h.cursor);
+    queue_json(v, o);
     v->told_cursor_version = h.cursor_version;
 }
 
@@ -90,28 +111,35 @@ static void queue_hello(rc_viewer *v) {
     rc_session_state st;
     rc_session_get_hello(v->session, &h);
     rc_session_get_state(v->session, &st);
-    char title[256 * 6 + 1], msg[2900], codec[400], link[RC_LINK_FIELDS_MAX];
-    json_escape(title, sizeof title, h.title);
     v->told_title_version = h.title_version;
     v->told_active = st.active;
     v->told_encoder = st.encoder;
-    codec_fields(st.encoder, codec, sizeof codec);
-    link_fields(&st, link, sizeof link);
-    memcpy(v->told_link, link, sizeof link);
+    link_text(&st, v->told_link, sizeof v->told_link);
     v->told_link_us = rc_now_us();
     v->told_width = h.size.width;
     v->told_height = h.size.height;
     v->told_ratio = h.size.pixel_ratio;
-    snprintf(msg, sizeof msg,
-             "{\"type\":\"hello\",\"protocol\":%d,\"canvas\":\"%s\",\"title\":\"%s\",\"width\":%.17g,"
-             "\"height\":%.17g,\"pixel_ratio\":%.17g,\"codecs\":[\"jpeg\",\"png\"],%s,"
-             "\"encoder\":\"%s\",\"viewer_id\":%u,\"active\":%s,\"view_only\":%s,\"max_in_flight\":%d,"
-             "\"max_message_bytes\":%zu,\"heartbeat_ms\":%d,\"link\":{%s}}",
-             st.protocol, h.canvas, title, h.size.width, h.size.height, h.size.pixel_ratio, codec,
-             st.encoder ? st.encoder->name : "jpeg", v->id, st.active ? "true" : "false",
-             v->view_only ? "true" : "false", h.max_in_flight,
-             v->t->max_message_bytes, RC_HEARTBEAT_US / 1000, link);
-    rc_viewer_queue_text(v, msg);
+    cJSON *o = notice("hello");
+    if (o) {
+        cJSON_AddNumberToObject(o, "protocol", st.protocol);
+        cJSON_AddStringToObject(o, "canvas", h.canvas);
+        cJSON_AddStringToObject(o, "title", h.title);
+        cJSON_AddNumberToObject(o, "width", h.size.width);
+        cJSON_AddNumberToObject(o, "height", h.size.height);
+        cJSON_AddNumberToObject(o, "pixel_ratio", h.size.pixel_ratio);
+        static const char *const image_codecs[] = {"jpeg", "png"};
+        cJSON_AddItemToObject(o, "codecs", cJSON_CreateStringArray(image_codecs, 2));
+        add_codec_fields(o, st.encoder);
+        cJSON_AddStringToObject(o, "encoder", st.encoder ? st.encoder->name : "jpeg");
+        cJSON_AddNumberToObject(o, "viewer_id", v->id);
+        cJSON_AddBoolToObject(o, "active", st.active);
+        cJSON_AddBoolToObject(o, "view_only", v->view_only);
+        cJSON_AddNumberToObject(o, "max_in_flight", h.max_in_flight);
+        cJSON_AddNumberToObject(o, "max_message_bytes", (double)v->t->max_message_bytes);
+        cJSON_AddNumberToObject(o, "heartbeat_ms", RC_HEARTBEAT_US / 1000);
+        add_link_fields(cJSON_AddObjectToObject(o, "link"), &st);
+    }
+    queue_json(v, o);
 }
 
 /* Closes the viewer with code and reason after a grace period of RC_CLOSE_GRACE_US in which its input is read
@@ -136,49 +164,54 @@ void rc_viewer_service(rc_viewer *v) {
     char link[RC_LINK_FIELDS_MAX];
     int64_t now = rc_now_us();
     int role_changed = st.active != v->told_active;
-    /* formatted only when it could go out (a role change, or RC_LINK_NOTICE_US since the last): not on every ack */
+    /* printed only when it could go out (a role change, or RC_LINK_NOTICE_US since the last): not on every ack */
     int due = role_changed || (now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0);
-    if (due) link_fields(&st, link, sizeof link);
-    if (role_changed) {
-        char msg[RC_LINK_FIELDS_MAX + 64];
-        snprintf(msg, sizeof msg, "{\"type\":\"role\",\"active\":%s,\"link\":{%s}}", st.active ? "true" : "false", link);
-        rc_viewer_queue_text(v, msg);
+    if (due) link_text(&st, link, sizeof link);
+    if (role_changed || (due && strcmp(link, v->told_link))) {
+        /* a role notice carries the link; else a link notice, at most every RC_LINK_NOTICE_US and never ahead of
+         * other notices */
+        cJSON *o = notice(role_changed ? "role" : "link");
+        if (o && role_changed) {
+            cJSON_AddBoolToObject(o, "active", st.active);
+            add_link_fields(cJSON_AddObjectToObject(o, "link"), &st);
+        } else if (o) {
+            add_link_fields(o, &st);
+        }
+        queue_json(v, o);
         v->told_active = st.active;
-        memcpy(v->told_link, link, sizeof link);
-        v->told_link_us = now;
-    } else if (due && strcmp(link, v->told_link)) {
-        char msg[RC_LINK_FIELDS_MAX + 64]; /* at most every RC_LINK_NOTICE_US, and never ahead of other notices */
-        snprintf(msg, sizeof msg, "{\"type\":\"link\",%s}", link);
-        rc_viewer_queue_text(v, msg);
         memcpy(v->told_link, link, sizeof link);
         v->told_link_us = now;
     }
     if (st.title_version != v->told_title_version) {
         rc_session_hello h;
         rc_session_get_hello(v->session, &h);
-        char esc[256 * 6 + 1], msg[256 * 6 + 40];
-        json_escape(esc, sizeof esc, h.title);
-        snprintf(msg, sizeof msg, "{\"type\":\"title\",\"title\":\"%s\"}", esc);
-        rc_viewer_queue_text(v, msg);
+        cJSON *o = notice("title");
+        if (o) cJSON_AddStringToObject(o, "title", h.title);
+        queue_json(v, o);
         v->told_title_version = h.title_version;
     }
     if (st.cursor_version != v->told_cursor_version) queue_cursor(v);
     if (st.size.width != v->told_width || st.size.height != v->told_height || st.size.pixel_ratio != v->told_ratio) {
         /* the canvas's logical size changed (the active viewer resized): every viewer maps its pointer coordinates into
          * it, and a viewer of another size letterboxes the frames */
-        char msg[160];
-        snprintf(msg, sizeof msg, "{\"type\":\"size\",\"width\":%.17g,\"height\":%.17g,\"pixel_ratio\":%.17g}",
-                 st.size.width, st.size.height, st.size.pixel_ratio);
-        rc_viewer_queue_text(v, msg);
+        cJSON *o = notice("size");
+        if (o) {
+            cJSON_AddNumberToObject(o, "width", st.size.width);
+            cJSON_AddNumberToObject(o, "height", st.size.height);
+            cJSON_AddNumberToObject(o, "pixel_ratio", st.size.pixel_ratio);
+        }
+        queue_json(v, o);
         v->told_width = st.size.width;
         v->told_height = st.size.height;
         v->told_ratio = st.size.pixel_ratio;
     }
     if (st.encoder != v->told_encoder && st.encoder) { /* codec changed, or a GPU encoder came or went */
-        char msg[600], codec[400];
-        codec_fields(st.encoder, codec, sizeof codec);
-        snprintf(msg, sizeof msg, "{\"type\":\"encoder\",\"encoder\":\"%s\",%s}", st.encoder->name, codec);
-        rc_viewer_queue_text(v, msg);
+        cJSON *o = notice("encoder");
+        if (o) {
+            cJSON_AddStringToObject(o, "encoder", st.encoder->name);
+            add_codec_fields(o, st.encoder);
+        }
+        queue_json(v, o);
         v->told_encoder = st.encoder;
     }
     if (v->ntext || (!v->sending && st.ready)) lws_callback_on_writable(v->wsi);
