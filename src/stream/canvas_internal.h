@@ -19,7 +19,7 @@
 
 #include "codec/frame_encode.h"
 #include "stream/canvas.h"
-#include "stream/damage.h"
+#include "stream/canvas_damage.h"
 #include "stream/rate.h"
 
 #define RC_EVENT_QUEUE 1024

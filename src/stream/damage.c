@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * damage.c — damage tracking (see damage.h): tile diffs, the history of encoded frames, the rectangles of a
- * partial packet, and the canvas's hooks that choose a packet's base and keep each viewer's lossless state.
+ * damage.c — damage tracking's data (see damage.h): dirty-tile bitmaps, tile diffs, the rectangles of a partial
+ * packet, the history of encoded frames and its anchors. A leaf: it knows no canvas (the canvas's hooks that use
+ * it are canvas_damage.c).
  */
 #include "stream/damage.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/canvas_internal.h"
 
 /* ---- bitmaps ---- */
 
@@ -56,7 +56,7 @@ void rc_damage_map_free(rc_damage_map *m) {
     memset(m, 0, sizeof(*m));
 }
 
-static int copy_map(rc_damage_map *dst, const rc_damage_map *src) {
+int rc_damage_map_copy(rc_damage_map *dst, const rc_damage_map *src) {
     if (src->all) { /* the grid too: what is ORed into it later must match */
         dst->all = 1;
         dst->tiles_x = src->tiles_x;
@@ -166,10 +166,13 @@ int rc_damage_rects(const rc_damage_map *m, uint32_t width, uint32_t height, rc_
 static rc_damage_entry *hist_at(rc_damage_state *d, int i) { /* i-th oldest */
     return &d->hist[(d->head + i) % RC_DAMAGE_HISTORY];
 }
+static const rc_damage_entry *hist_at_c(const rc_damage_state *d, int i) {
+    return &d->hist[(d->head + i) % RC_DAMAGE_HISTORY];
+}
 
 /* out = the damage of frame `upto` (a `last` frame) against frame `since`: the union of the history in
  * (since, upto]. `all` when the history does not reach back that far (or since is no frame encoded before). */
-static void hist_union(rc_damage_state *d, uint32_t since, uint32_t upto, rc_damage_map *out) {
+void rc_damage_hist_union(rc_damage_state *d, uint32_t since, uint32_t upto, rc_damage_map *out) {
     if (since == upto) return; /* out stays as it is */
     if (since > upto || since == 0) {
         out->all = 1;
@@ -195,7 +198,7 @@ static void hist_union(rc_damage_state *d, uint32_t since, uint32_t upto, rc_dam
 }
 
 /* The oldest base hist_union can serve up to `upto` (a packet for a viewer at an older frame is whole). */
-static uint32_t hist_oldest_base(rc_damage_state *d, uint32_t upto) {
+uint32_t rc_damage_hist_oldest_base(rc_damage_state *d, uint32_t upto) {
     uint32_t want = upto, base = upto;
     for (int i = d->n - 1; i >= 0; i--) {
         rc_damage_entry *e = hist_at(d, i);
@@ -207,22 +210,18 @@ static uint32_t hist_oldest_base(rc_damage_state *d, uint32_t upto) {
 }
 
 /* The newest frame in the history (0: none). */
-static uint32_t hist_newest(rc_damage_state *d) { return d->n ? hist_at(d, d->n - 1)->seq : 0; }
+uint32_t rc_damage_hist_newest(const rc_damage_state *d) { return d->n ? hist_at_c(d, d->n - 1)->seq : 0; }
 
-/* An anchor at frame `since` (a frame a viewer now holds lossless), if the history can seed it. Replaces one no
- * viewer holds lossless any more, else the oldest. */
-static void anchor_make(rcanvas_canvas *c, uint32_t since) {
-    rc_damage_state *d = &c->damage;
-    uint32_t upto = hist_newest(d);
+
+void rc_damage_anchor_make(rc_damage_state *d, uint32_t since, int (*held)(void *ctx, uint32_t since), void *ctx) {
+    uint32_t upto = rc_damage_hist_newest(d);
     if (!since || !upto || since > upto) return;
     rc_damage_anchor *a = NULL;
     for (int i = 0; i < RC_DAMAGE_ANCHORS; i++)
         if (d->anchors[i].since == since) return; /* there is one */
     for (int i = 0; i < RC_DAMAGE_ANCHORS && !a; i++) {
         rc_damage_anchor *x = &d->anchors[i];
-        int held = 0;
-        for (rc_session *s = c->sessions; s && x->since && !held; s = s->next) held = s->lossless_seq == x->since;
-        if (!held) a = x;
+        if (!x->since || !held(ctx, x->since)) a = x;
     }
     for (int i = 0; i < RC_DAMAGE_ANCHORS && !a; i++)
         if (!a || d->anchors[i].since < a->since) a = &d->anchors[i];
@@ -230,7 +229,7 @@ static void anchor_make(rcanvas_canvas *c, uint32_t since) {
     rc_damage_entry *e = hist_at(d, d->n - 1);
     a->since = 0;
     if (rc_damage_map_reset(&a->map, e->map.tiles_x * RC_DAMAGE_TILE, e->map.tiles_y * RC_DAMAGE_TILE)) return;
-    hist_union(d, since, upto, &a->map);
+    rc_damage_hist_union(d, since, upto, &a->map);
     if (a->map.all) return; /* beyond the history */
     a->since = since;
     a->upto = upto;
@@ -248,6 +247,26 @@ static void anchors_add(rc_damage_state *d, const rc_damage_entry *e) {
     }
 }
 
+void rc_damage_hist_push(rc_damage_state *d, uint32_t seq, uint32_t prev_seq, int whole, const rc_damage_map *dmg,
+                         uint32_t width, uint32_t height) {
+    rc_damage_entry *e;
+    if (d->n < RC_DAMAGE_HISTORY) e = hist_at(d, d->n++);
+    else {
+        e = hist_at(d, 0);
+        d->head = (d->head + 1) % RC_DAMAGE_HISTORY;
+    }
+    e->seq = seq;
+    e->prev_seq = prev_seq;
+    if (whole || !e->prev_seq) {
+        e->map.all = 1;
+        e->map.tiles_x = rc_damage_tiles(width); /* the grid, for what follows (anchors) */
+        e->map.tiles_y = rc_damage_tiles(height);
+    } else {
+        rc_damage_map_copy(&e->map, dmg);
+    }
+    anchors_add(d, e);
+}
+
 void rc_damage_state_free(rc_damage_state *d) {
     for (int i = 0; i < RC_DAMAGE_HISTORY; i++) rc_damage_map_free(&d->hist[i].map);
     for (int i = 0; i < RC_DAMAGE_ANCHORS; i++) rc_damage_map_free(&d->anchors[i].map);
@@ -255,221 +274,3 @@ void rc_damage_state_free(rc_damage_state *d) {
     rc_damage_map_free(&d->carry);
 }
 
-/* ---- frames in ---- */
-
-rc_frame_buf *rc_damage_present_begin(rcanvas_canvas *c) {
-    rc_frame_buf *p = c->pending ? c->pending : c->encoding ? c->encoding : c->last;
-    if (p) p->refs++;
-    return p;
-}
-
-void rc_damage_compute(rc_frame_buf *fb, const rc_frame_buf *prev, const uint8_t *dirty, uint32_t tiles_x,
-                       uint32_t tiles_y) {
-    fb->dmg_from_source = 0;
-    fb->dmg_base = prev ? prev->seq : 0;
-    if (rc_damage_map_reset(&fb->dmg, fb->img.width, fb->img.height)) return; /* out of memory: all */
-    if (dirty && tiles_x == fb->dmg.tiles_x && tiles_y == fb->dmg.tiles_y) {
-        memcpy(fb->dmg.bits, dirty, (size_t)tiles_x * tiles_y);
-        fb->dmg_from_source = 1; /* against the source's previous frame: dmg_base is set when published */
-        return;
-    }
-    /* a frame that came encoded without its pixels (rcanvas_present_encoded) has nothing to compare with */
-    if (!prev || !prev->img.pixels || rc_damage_diff(&fb->img, &prev->img, fb->dmg.bits) < 0) fb->dmg.all = 1;
-}
-
-void rc_damage_carry_locked(rcanvas_canvas *c, const rc_image *img, const uint8_t *dirty, uint32_t tiles_x,
-                            uint32_t tiles_y) {
-    rc_damage_state *d = &c->damage;
-    rc_damage_map m = {0};
-    int ok = dirty && tiles_x == rc_damage_tiles(img->width) && tiles_y == rc_damage_tiles(img->height);
-    if (!d->have_carry) {
-        if (rc_damage_map_reset(&d->carry, img->width, img->height) == RCANVAS_OK && ok)
-            memcpy(d->carry.bits, dirty, (size_t)tiles_x * tiles_y);
-        else d->carry.all = 1;
-        d->have_carry = 1;
-        return;
-    }
-    if (!ok) {
-        d->carry.all = 1;
-        return;
-    }
-    m.bits = (uint8_t *)dirty; /* read only */
-    m.tiles_x = tiles_x;
-    m.tiles_y = tiles_y;
-    rc_damage_map_or(&d->carry, &m);
-}
-
-void rc_damage_publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
-    rc_damage_state *d = &c->damage;
-    if (fb->dmg_from_source) {
-        fb->dmg_base = c->presented_seq; /* the source's previous frame */
-        if (d->have_carry) rc_damage_map_or(&fb->dmg, &d->carry);
-    }
-    d->have_carry = 0;
-    rc_frame_buf *p = c->pending; /* replaced, never encoded: its damage becomes part of fb's */
-    if (p) {
-        if (fb->dmg_base == p->seq) {
-            rc_damage_map_or(&fb->dmg, &p->dmg);
-            fb->dmg_base = p->dmg_base;
-        } else {
-            fb->dmg.all = 1;
-        }
-    }
-}
-
-int rc_damage_resolve_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
-    rc_damage_state *d = &c->damage;
-    rc_frame_buf *l = c->last;
-    if (!l || l->img.width != fb->img.width || l->img.height != fb->img.height || l->img.format != fb->img.format ||
-        d->resized) {
-        fb->dmg.all = 1;
-    } else if (fb->dmg_base != l->seq && !(fb->dmg_base == d->skip_seq && d->skip_base == l->seq)) {
-        fb->dmg.all = 1; /* against a frame that is gone (a failed encode): unknown */
-    }
-    d->resized = 0;
-    fb->dmg_base = l ? l->seq : 0;
-    return !fb->dmg.all && rc_damage_map_count(&fb->dmg) == 0;
-}
-
-void rc_damage_skip_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
-    rc_damage_state *d = &c->damage;
-    d->skip_seq = fb->seq;
-    d->skip_base = c->last->seq;
-    d->skipped++;
-    c->last_present_us = c->last->present_us; /* still since then: the refinement is not put off */
-    for (int i = 0; i < RC_MAX_TIERS; i++) {
-        rc_tier *t = &c->tiers[i];
-        if (t->codec && t->nsessions && !t->busy && (!t->latest || t->latest->seq < c->last->seq))
-            rc_canvas_request_keyframe_locked(c, t); /* its encode of last failed: encode it again */
-    }
-}
-
-uint32_t rc_damage_done_locked(const rcanvas_canvas *c, uint32_t done) {
-    const rc_damage_state *d = &c->damage;
-    return d->skip_seq > done && done >= d->skip_base ? d->skip_seq : done;
-}
-
-void rc_damage_commit_locked(rcanvas_canvas *c, rc_frame_buf *fb, int whole) {
-    rc_damage_state *d = &c->damage;
-    rc_damage_entry *e;
-    if (d->n < RC_DAMAGE_HISTORY) e = hist_at(d, d->n++);
-    else {
-        e = hist_at(d, 0);
-        d->head = (d->head + 1) % RC_DAMAGE_HISTORY;
-    }
-    e->seq = fb->seq;
-    e->prev_seq = c->last ? c->last->seq : 0;
-    if (whole || fb->dmg_base != e->prev_seq || !e->prev_seq) {
-        e->map.all = 1;
-        e->map.tiles_x = rc_damage_tiles(fb->img.width); /* the grid, for what follows (anchors) */
-        e->map.tiles_y = rc_damage_tiles(fb->img.height);
-    } else {
-        copy_map(&e->map, &fb->dmg);
-    }
-    anchors_add(d, e);
-}
-
-/* ---- packets ---- */
-
-static int tier_index(const rcanvas_canvas *c, const rc_tier *t) { return (int)(t - c->tiers); }
-
-void rc_damage_plan_live_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int whole, rc_packet *pk,
-                                rc_encode_task *task) {
-    rc_damage_state *d = &c->damage;
-    task->nrects = 0;
-    pk->base_seq = 0;
-    rc_frame_buf *l = c->last;
-    if (whole || !l) return;
-    if (fb != l && (fb->dmg.all || fb->dmg_base != l->seq)) return; /* its damage against last is unknown */
-    /* the base: the oldest picture among the tier's visible viewers, as far back as the history reaches; a
-     * viewer further behind (or new: 0) makes it whole; hidden ones get a whole frame when they are back */
-    uint32_t oldest = hist_oldest_base(d, l->seq), base = UINT32_MAX;
-    int ti = tier_index(c, t);
-    for (rc_session *s = c->sessions; s; s = s->next) {
-        if (s->tier != ti || !s->visible) continue;
-        if (s->given_seq == 0 || s->need_keyframe) return; /* new: a whole frame for it (for all) */
-        if (s->given_seq < oldest) continue;               /* beyond the history: it asks for a whole one */
-        if (s->given_seq < base) base = s->given_seq;
-    }
-    if (base == UINT32_MAX || base > l->seq) return;
-    rc_damage_map *u = &d->scratch;
-    /* fb against last (none when fb is last: a tier catching up on it), then the history back to base */
-    if (fb == l ? rc_damage_map_reset(u, fb->img.width, fb->img.height) : copy_map(u, &fb->dmg)) return;
-    hist_union(d, base, l->seq, u);
-    int n = rc_damage_rects(u, fb->img.width, fb->img.height, task->rects, RC_MAX_TILES);
-    if (n <= 0) return;
-    task->nrects = n;
-    pk->base_seq = base;
-}
-
-long rc_damage_refine_base_locked(rcanvas_canvas *c, const rc_codec_type *codec) {
-    rc_frame_buf *l = c->last;
-    if (!l) return -1;
-    uint32_t L = l->seq, base = UINT32_MAX;
-    int need = 0;
-    for (rc_session *s = c->sessions; s; s = s->next) {
-        if (s->tier < 0 || !rc_session_decodes(s, codec)) continue;
-        uint32_t k = s->lossless_seq, cand;
-        const rc_packet *tl = c->tiers[s->tier].latest;
-        if (s->given_seq == L) {
-            if (k == L) continue; /* lossless already */
-            cand = k;
-        } else if (tl && tl->seq == L && s->given_seq < L) { /* it will get L: as what? */
-            if (tl->flags & RC_PACKET_LOSSLESS) {
-                if (!tl->base_seq || (k && k >= tl->base_seq)) continue;
-                cand = k;
-            } else {
-                uint32_t b = tl->base_seq; /* it fits: min(k, b), as rc_damage_given_locked; else a whole frame */
-                cand = b && s->given_seq && s->given_seq >= b ? (k < b ? k : b) : 0;
-            }
-        } else {
-            continue; /* its tier has no packet of L: nothing to draw a refinement of L over */
-        }
-        need = 1;
-        if (cand < base) base = cand;
-    }
-    if (!need) return -1;
-    const rc_packet *r = c->refined;
-    if (r && r->seq == L && (!r->base_seq || r->base_seq <= base)) return -1; /* the one made serves them */
-    return base;
-}
-
-void rc_damage_plan_refine_locked(rcanvas_canvas *c, uint32_t base, rc_packet *pk, rc_encode_task *task) {
-    rc_damage_state *d = &c->damage;
-    task->nrects = 0;
-    pk->base_seq = 0;
-    rc_frame_buf *l = c->last;
-    if (!base || !l || base >= l->seq) return;
-    rc_damage_map *u = &d->scratch;
-    if (rc_damage_map_reset(u, l->img.width, l->img.height)) return;
-    hist_union(d, base, l->seq, u);
-    int n = rc_damage_rects(u, l->img.width, l->img.height, task->rects, RC_MAX_TILES);
-    if (n <= 0) return;
-    task->nrects = n;
-    pk->base_seq = base;
-}
-
-/* ---- viewers ---- */
-
-int rc_damage_fits(const rc_session *s, const rc_packet *pk) {
-    if (!pk->base_seq) return 1;
-    if (pk->flags & RC_PACKET_REFINE) return s->lossless_seq && s->lossless_seq >= pk->base_seq;
-    return s->given_seq && s->given_seq >= pk->base_seq && s->given_seq < pk->seq;
-}
-
-void rc_damage_given_locked(rcanvas_canvas *c, rc_session *s, const rc_packet *pk) {
-    /* its picture is lossless except the tiles dirty in (lossless_seq, given_seq] */
-    if (pk->flags & RC_PACKET_LOSSLESS) {
-        if (!pk->base_seq || (s->lossless_seq && s->lossless_seq >= pk->base_seq)) {
-            s->lossless_seq = pk->seq;
-            anchor_make(c, pk->seq); /* its next refinement: the tiles changed since, however many frames */
-        }
-    } else if (pk->base_seq < s->lossless_seq) {
-        s->lossless_seq = pk->base_seq; /* lossy tiles over tiles it had lossless */
-    }
-    /* it has the newest frame lossy and the refinement made does not fit it: the canvas's tick makes one that
-     * does (the network thread runs it on this wake-up) */
-    const rc_packet *r = c->refined;
-    if (!(pk->flags & RC_PACKET_LOSSLESS) && r && r->seq == pk->seq && !rc_damage_fits(s, r))
-        rc_canvas_notify_locked(c);
-}
