@@ -87,7 +87,6 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     rc_packet *pk = rc_packet_get(c->packets);
     if (!pk) return 0;
     int64_t now = rc_now_us();
-    t->busy = 1;
     t->busy_seq = fb->seq;
     t->metrics_start_us = now;
     rc_encode_params params = c->params;
@@ -96,7 +95,7 @@ int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb)
     if (!(params.fps > 0)) params.fps = c->max_fps > 0 ? c->max_fps : 60;
     int paint = t->paint_next && (t->codec->flags & RC_CODEC_PAINT) && t->ref_id;
     t->paint_next = 0;
-    t->painting = paint;
+    t->state = paint ? RC_TIER_PAINT : RC_TIER_LIVE;
     rc_image img;
     const rc_codec_type *codec = t->codec; /* what this packet is coded with: a small frame's is PNG */
     if (paint) { /* a paint-over: the live frame's settings, the tier's size (the steering is not run for it) */
@@ -204,88 +203,37 @@ void rc_canvas_start_encode_locked(rcanvas_canvas *c) {
     }
 }
 
-/* A tier finished its packet. When every tier is done with the frame, it becomes `last` and the next pending
- * frame starts. mu held. */
-static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error) {
-    rc_packet *drop = pk;
-    t->busy = 0;
-    t->painting = 0;
-    if (status == RCANVAS_OK && t->enc_div > 0 && t->metrics_start_us &&
-        !((pk->flags & RC_PACKET_KEYFRAME) && (t->codec->flags & RC_CODEC_STATEFUL))) {
-        /* what a live frame costs the encoder (rc_steer_cpu): only a whole frame (a partial one codes a part), and
-         * of video only P-frames (a keyframe, rare, costs several: the first one makes the encoder too) */
-        uint64_t coded = 0;
-        for (int i = 0; i < pk->ntiles; i++) coded += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
-        if (coded * 10 >= (uint64_t)pk->width * pk->height * 9) {
-            double us = (double)(rc_now_us() - t->metrics_start_us);
-            t->enc_us = t->enc_us > 0 ? t->enc_us + (us - t->enc_us) / 4 : us;
-            rc_cost_sample(&t->enc_cost, t->enc_div, us);
-        }
+/* Tier t's encode failed: logged (once in 100), its encoder's state forgotten, and after RC_TIER_FAILURES in a row
+ * (at once for a stateful codec whose encoder could not be made) its encoder is given up at this frame size: its
+ * viewers fall back to their next codec, JPEG at worst. mu held. */
+static void tier_fail_locked(rcanvas_canvas *c, rc_tier *t, const rc_packet *pk, int status, const char *error) {
+    if (t->failures++ % 100 == 0)
+        rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of a %ux%u frame failed: %s (%s)%s", c->name,
+               t->codec->name, pk->width, pk->height, rcanvas_strerror(status), error,
+               t->failures >= RC_TIER_FAILURES ? "" : "; retrying");
+    t->ref_id = 0; /* its state is unknown: the next packet is a keyframe */
+    /* a stateful codec whose encoder could not be made (h264-gpu on a host without a GPU) will not be made on the
+     * next frame either: its viewers fall back now, not after RC_TIER_FAILURES frames (a still scene may not draw
+     * them for long) */
+    if ((t->codec->flags & RC_CODEC_STATEFUL) && !t->inst && t->failures < RC_TIER_FAILURES)
+        t->failures = RC_TIER_FAILURES;
+    if (t->failures == RC_TIER_FAILURES && t->codec != &rc_codec_jpeg) {
+        /* it cannot code this (a frame above H.264's size limit, say): its viewers move to their next codec, JPEG
+         * at worst, until the frame size changes */
+        rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': %s fails at %ux%u; its viewers fall back", c->name,
+               t->codec->name, pk->width, pk->height);
+        if (rc_codec_index(t->codec) >= 0) c->codecs_disabled |= 1u << rc_codec_index(t->codec);
+        rc_canvas_codec_changed_locked(c);
     }
-    count_encode_locked(c, t);
-    if (status == RCANVAS_OK) {
-        if (pk->id) t->ref_id = pk->id;
-        if (pk->flags & RC_PACKET_KEYFRAME) t->keyframe_requested = 0; /* every viewer waiting for one takes it */
-        if (!t->latest || pk->seq >= t->latest->seq) {
-            drop = t->latest;
-            t->latest = pk;
-        }
-        t->failures = 0;
-        if ((t->codec->flags & RC_CODEC_STATEFUL) && ((pk->flags & RC_PACKET_PAINT) || t->painted)) {
-            /* a paint-over (its size is the fixed QP's, not the rate control's), or the first live frame after
-             * one (the rate control coming back): neither teaches the steering */
-            t->painted = (pk->flags & RC_PACKET_PAINT) != 0;
-            if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
-        } else if (t->codec->flags & RC_CODEC_STATEFUL) { /* what frames cost the encoder */
-            if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
-            else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
-                /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no
-                 * frame QP to tell its ceiling by) */
-                if (t->video_since_cut > RC_VIDEO_SETTLE_FRAMES)
-                    rc_steer_video_frame(&t->steer, pk->total_bytes, t->video_target_bytes);
-        }
-        if (!(t->codec->flags & RC_CODEC_STATEFUL)) { /* the next frame's quality, rate, size */
-            uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
-            for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;
-            /* a small frame sent lossless instead of the tier's codec: what its PNG costs a pixel, at most
-             * RC_SMALL_MAX_BPP (a PNG's ~70 bytes of headers would make a 1x1 frame cost 69 a pixel) */
-            if (px && pk->codec != t->codec) {
-                double bpp = (double)pk->total_bytes / (double)px;
-                t->small_bpp = bpp < RC_SMALL_MAX_BPP ? bpp : RC_SMALL_MAX_BPP;
-            }
-            if (px)
-                rc_steer_image(&t->steer, (pk->codec->flags & RC_CODEC_LOSSLESS) ? 0 : c->params.quality,
-                               t->budget_bps, rc_canvas_fps_goal_locked(c), px, pk->total_bytes);
-        }
-    } else {
-        if (t->failures++ % 100 == 0)
-            rc_log(c->env.log, RCANVAS_LOG_ERROR, "canvas '%s': %s encoding of a %ux%u frame failed: %s (%s)%s",
-                   c->name, t->codec->name, pk->width, pk->height, rcanvas_strerror(status), error,
-                   t->failures >= RC_TIER_FAILURES ? "" : "; retrying");
-        t->ref_id = 0; /* its state is unknown: the next packet is a keyframe */
-        /* a stateful codec whose encoder could not be made (h264-gpu on a host without a GPU) will not be made on
-         * the next frame either: its viewers fall back now, not after RC_TIER_FAILURES frames (a still scene may
-         * not draw them for long) */
-        if ((t->codec->flags & RC_CODEC_STATEFUL) && !t->inst && t->failures < RC_TIER_FAILURES)
-            t->failures = RC_TIER_FAILURES;
-        if (t->failures == RC_TIER_FAILURES && t->codec != &rc_codec_jpeg) {
-            /* it cannot code this (a frame above H.264's size limit, say): its viewers move to their next
-             * codec, JPEG at worst, until the frame size changes */
-            rc_log(c->env.log, RCANVAS_LOG_WARN, "canvas '%s': %s fails at %ux%u; its viewers fall back", c->name,
-                   t->codec->name, pk->width, pk->height);
-            if (rc_codec_index(t->codec) >= 0) c->codecs_disabled |= 1u << rc_codec_index(t->codec);
-            rc_canvas_codec_changed_locked(c);
-        }
-    }
-    if (t != &c->tiers[0] && t->nsessions == 0) { /* nobody watches it: keep no stale packet */
-        if (drop != t->latest) rc_packet_unref(t->latest);
-        t->latest = NULL;
-        t->ref_id = 0;
-    }
-    rc_packet_unref(drop);
+}
+
+/* Tier t is done with its encode (ok: pk is its newest packet): the frame moves on. A side encode (`last` on this
+ * tier alone) only releases its frame; a frame's encode, once every tier is done with it, makes it `last` (if any
+ * tier coded it) and starts the next pending frame. mu held. */
+static void tier_advance_locked(rcanvas_canvas *c, rc_tier *t, uint32_t seq, int ok) {
     rc_frame_buf *fb = c->encoding;
     if (t->side_frame) { /* `last` on this tier alone (side_check_locked), not part of a frame's encode */
-        if (status == RCANVAS_OK && t->side_frame->seq > c->latest_seq) c->latest_seq = t->side_frame->seq;
+        if (ok && t->side_frame->seq > c->latest_seq) c->latest_seq = t->side_frame->seq;
         rc_frame_release_locked(t->side_frame);
         t->side_frame = NULL;
         if (c->codec_change_pending && !rc_canvas_tiers_busy_locked(c)) rc_canvas_apply_codec_change_locked(c);
@@ -293,11 +241,11 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
             rc_canvas_start_encode_locked(c);
         return;
     }
-    if (status == RCANVAS_OK) c->encoding_ok++;
+    if (ok) c->encoding_ok++;
     if (--c->encoding_tiers > 0) return;
     c->encoding = NULL;
     /* no tier could encode it: it counts as delivered for flow control (else the app would wait forever) */
-    if (c->encoding_ok == 0 && pk->seq > c->failed_seq) c->failed_seq = pk->seq;
+    if (c->encoding_ok == 0 && seq > c->failed_seq) c->failed_seq = seq;
     if (c->encoding_ok > 0) c->counters.encoded++;
     else c->counters.dropped++;
     if (c->codec_change_pending && !rc_canvas_tiers_busy_locked(c)) rc_canvas_apply_codec_change_locked(c);
@@ -313,6 +261,35 @@ static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int s
         rc_frame_release_locked(fb);
     }
     if (c->pending && !c->closing && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
+}
+
+/* A tier finished its packet: the tier is idle again; a good packet teaches the steering (rc_tier_learn) and
+ * becomes its newest, a failure is handled (tier_fail_locked); then the frame moves on (tier_advance_locked). mu
+ * held. */
+static void tier_done_locked(rcanvas_canvas *c, rc_tier *t, rc_packet *pk, int status, const char *error) {
+    rc_packet *drop = pk;
+    uint32_t seq = pk->seq;
+    t->state = RC_TIER_IDLE;
+    if (status == RCANVAS_OK) rc_tier_learn(t, pk, c->params.quality, rc_canvas_fps_goal_locked(c));
+    count_encode_locked(c, t);
+    if (status == RCANVAS_OK) {
+        if (pk->id) t->ref_id = pk->id;
+        if (pk->flags & RC_PACKET_KEYFRAME) t->keyframe_requested = 0; /* every viewer waiting for one takes it */
+        if (!t->latest || pk->seq >= t->latest->seq) {
+            drop = t->latest;
+            t->latest = pk;
+        }
+        t->failures = 0;
+    } else {
+        tier_fail_locked(c, t, pk, status, error);
+    }
+    if (t != &c->tiers[0] && t->nsessions == 0) { /* nobody watches it: keep no stale packet */
+        if (drop != t->latest) rc_packet_unref(t->latest);
+        t->latest = NULL;
+        t->ref_id = 0;
+    }
+    rc_packet_unref(drop);
+    tier_advance_locked(c, t, seq, status == RCANVAS_OK);
 }
 
 static void live_done(rc_encode_task *task, int status) {

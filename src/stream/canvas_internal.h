@@ -3,17 +3,15 @@
  * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by the canvas's files
  * (canvas.c: lifecycle and core; canvas_tiers.c: tiers and steering; canvas_encode.c: the encode pipeline;
  * canvas_refine.c: refinement and catch-up; canvas_present.c: frames in; canvas_schedule.c: when the app draws;
- * canvas_events.c: the event queue; canvas_options.c: options), session.c (viewers: flow control, roles,
- * keyframes), damage.c and registry.c. Everything in them is guarded by the canvas's mutex `mu`.
+ * canvas_events.c: the event queue; canvas_options.c: options; canvas_damage.c: damage), session.c (viewers:
+ * flow control, roles, keyframes) and registry.c; the tier's struct is tier.h's. Everything in them is guarded by
+ * the canvas's mutex `mu`.
  */
 #ifndef RC_CANVAS_INTERNAL_H
 #define RC_CANVAS_INTERNAL_H
 
 /* The largest video bitrate the encoder is given, kbit/s (RCANVAS_OPT_BITRATE_KBPS's range). */
 #define RC_MAX_BITRATE_KBPS 200000
-/* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
- * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
-#define RC_VIDEO_SETTLE_FRAMES 4
 
 #include <pthread.h>
 
@@ -21,6 +19,7 @@
 #include "stream/canvas.h"
 #include "stream/canvas_damage.h"
 #include "stream/rate.h"
+#include "stream/tier.h"
 
 #define RC_EVENT_QUEUE 1024
 #define RC_MAX_TIERS 8         /* encoders one canvas runs at once: a codec × a rate rung each (RC_RUNGS) */
@@ -70,72 +69,6 @@ typedef struct rc_frame_buf {
     uint32_t dmg_base;
     int dmg_from_source;      /* dmg came from the frame source (GPU hash), not from the CPU diff */
 } rc_frame_buf;
-
-/* One stateful-codec encode (a video frame): one job on the pool, the whole frame, the tier's own encoder. */
-typedef struct rc_tier rc_tier;
-typedef struct rc_stream_job {
-    rc_job job;               /* first: the pool's intrusive node */
-    rcanvas_canvas *canvas;
-    rc_tier *tier;
-    rc_image img;
-    rc_encode_params params;
-    rc_packet *packet;
-    int force_keyframe;
-} rc_stream_job;
-
-/* The viewers that decode one codec share one encoder and its packets: a tier. Tier 0 is the canvas's first
- * codec preference and is encoded even without viewers (a viewer joining gets the newest frame at once). */
-struct rc_tier {
-    const rc_codec_type *codec;   /* NULL: unused slot */
-    int nsessions;
-    rc_codec *inst;               /* stateful codec: the stream's encoder (made on its first frame), else NULL */
-    rc_packet *latest;            /* newest packet */
-    uint32_t next_id;             /* packet ids of this tier, from 1 */
-    uint32_t ref_id;              /* id of the newest packet encoded: what the next one depends on; 0 = none */
-    int keyframe_requested;       /* a session lacks a reference (coalesced) */
-    int64_t last_forced_us;       /* when a requested keyframe was last encoded */
-    int busy;                     /* encoding a frame */
-    int failures;                 /* encodes failed in a row */
-    /* `last` encoded on this tier alone (holds a ref), else NULL: a keyframe for a joiner of a still scene, or the
-     * newest frame for a tier that skipped it (its viewers' windows were full, or its frame-rate cap) */
-    struct rc_frame_buf *side_frame;
-    int rung;                     /* the rate rung of its viewers (index into RC_RUNG_FLOORS) */
-    rc_steer steer;               /* quality, frame rate and scale it encodes at, for budget_bps */
-    double budget_bps;            /* the lowest target of its visible viewers; RC_LINK_MAX_BPS without viewers */
-    int64_t last_encode_us;       /* when it last started a frame (frame-rate cap) */
-    double enc_fps;               /* frames it encodes a second (smoothed) */
-    /* what one live frame costs its encoder (wall time, start to done): per size (rc_steer_cpu) and the last ones
-     * smoothed whatever their size (cpu_bound); enc_div: the divisor the encode running was started at, 0 for one
-     * that does not count (a paint-over, a small frame as PNG; a partial frame is left out when done) */
-    rc_cost enc_cost;
-    double enc_us;
-    int enc_div;
-    int fine_detail, detail_age;  /* its frames have fine detail (rc_image_fine_detail; steer.keep_size); frames
-                                   * until it is looked at again */
-    rc_screen_mode screen;        /* stateful: its encoder's mode for text and lines (rc_screen_mode_step) */
-    int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
-    double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
-    double fill_fps;              /* stateful: > 0 while frames are sized for the rate the encoder keeps, not the
-                                   * app's (it cannot encode the app's rate: rc_canvas_steer_tier_locked) */
-    int video_since_cut;          /* stateful: frames since that size was last lowered */
-    int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
-    /* paint-over (side_check_locked, canvas_refine.c): the frame painted and the paint frames made of it
-     * (RC_PAINT_FRAMES at most); paint_next: the encode being started is one; painting: the one running is */
-    uint32_t paint_seq;
-    int paint_count;
-    int paint_next, painting;
-    int painted;                  /* its last packet was a paint-over: the next live one does not teach the steering */
-    rc_encode_params live_params; /* stateful: the settings of its last live frame (a paint frame keeps them) */
-    double small_bpp;             /* image codecs: bytes a pixel of its last small frame sent lossless (PNG)
-                                   * (rc_canvas_small_lossless_locked); 0 = none yet */
-    uint8_t *scaled;              /* the frame shrunk by steer.scale_div, when > 1 */
-    int coded_scaled;             /* its last packet was shrunk: the next one is whole */
-    size_t scaled_cap;
-    uint32_t busy_seq;
-    int64_t metrics_start_us;     /* when its current encode started (the encode-time histogram) */
-    rc_encode_task task;          /* intra, stripe-parallel codecs */
-    rc_stream_job sjob;           /* stateful codecs */
-};
 
 struct rc_session {
     rcanvas_canvas *canvas;
@@ -296,7 +229,6 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
  * refinement of a still frame is exact). rc_canvas_small_frame_locked is the size part alone (t = NULL). mu held. */
 #define RC_SMALL_MAX_PX 65536
 #define RC_SMALL_AREA_DIV 4
-#define RC_SMALL_MAX_BPP 4.0 /* the bytes a pixel small_bpp counts at most (raw RGBA) */
 int rc_canvas_small_frame_locked(const rcanvas_canvas *c, const rc_image *img);
 int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img);
 /* canvas_encode.c: a frame's stripes onto the pool; tier t started on frame fb (1 if it was); `pending` into the

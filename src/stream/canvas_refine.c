@@ -64,7 +64,7 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
     if (c->closing || c->pending || c->encoding || !c->last) return -1;
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
-        if (!t->codec || t->busy || !t->nsessions) continue;
+        if (!t->codec || rc_tier_busy(t) || !t->nsessions) continue;
         int64_t wait;
         if (t->keyframe_requested) {
             wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;

@@ -57,17 +57,6 @@ void rc_canvas_codec_changed_locked(rcanvas_canvas *c) {
     else rc_canvas_apply_codec_change_locked(c);
 }
 
-/* Clears tier t for reuse, keeping its scaled-frame buffer. mu held; t not busy. */
-static void tier_reset(rc_tier *t) {
-    uint8_t *scaled = t->scaled;
-    size_t cap = t->scaled_cap;
-    rc_packet_unref(t->latest);
-    rc_codec_free(t->inst);
-    memset(t, 0, sizeof(*t));
-    t->scaled = scaled;
-    t->scaled_cap = cap;
-}
-
 int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung) {
     int free_slot = -1;
     for (int i = 0; i < RC_MAX_TIERS; i++) /* first the tier of that codec and rung, if one is watched */
@@ -82,9 +71,9 @@ int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int
     }
     if (free_slot < 0) { /* reuse a tier nobody watches (not 0) */
         for (int i = 1; i < RC_MAX_TIERS && free_slot < 0; i++)
-            if (!c->tiers[i].nsessions && !c->tiers[i].busy) free_slot = i;
+            if (!c->tiers[i].nsessions && !rc_tier_busy(&c->tiers[i])) free_slot = i;
         if (free_slot < 0) return -1;
-        tier_reset(&c->tiers[free_slot]);
+        rc_tier_reset(&c->tiers[free_slot]);
     }
     c->tiers[free_slot].codec = codec;
     c->tiers[free_slot].rung = rung;
@@ -96,7 +85,7 @@ static void set_tier0_locked(rcanvas_canvas *c) {
     rc_tier *t = &c->tiers[0];
     if (t->codec == c->prefs[0]) return;
     int n = t->nsessions;
-    tier_reset(t);
+    rc_tier_reset(t);
     t->codec = c->prefs[0];
     t->nsessions = n;
 }
@@ -110,7 +99,7 @@ void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
 /* 1 while some tier encodes (a frame, or a keyframe of `last`). mu held. */
 int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c) {
     for (int i = 0; i < RC_MAX_TIERS; i++)
-        if (c->tiers[i].busy) return 1;
+        if (rc_tier_busy(&c->tiers[i])) return 1;
     return 0;
 }
 

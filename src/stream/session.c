@@ -97,7 +97,7 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg, r);
     if (t < 0) t = 0;
     if (s->tier >= 0 && s->tier == t) return;
-    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !c->tiers[s->tier].busy) {
+    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !rc_tier_busy(&c->tiers[s->tier])) {
         rc_tier *old = &c->tiers[s->tier]; /* nobody watches it now: no stale packet for its next viewer */
         rc_packet_unref(old->latest);
         old->latest = NULL;
@@ -111,7 +111,7 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
     s->given_seq = 0; /* it gets the newest packet of its tier (no new draw: a still scene's keyframe is the last
                        * frame encoded again, see side_check_locked in canvas_refine.c) */
     rc_tier *tt = &c->tiers[t]; /* a tier without the newest frame: make it (keyframe_check_locked) */
-    if (!tt->busy && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
+    if (!rc_tier_busy(tt) && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
         rc_canvas_request_keyframe_locked(c, tt);
 }
 
@@ -227,7 +227,7 @@ void rc_session_close(rc_session *s) {
     while (*pp && *pp != s) pp = &(*pp)->next;
     if (*pp) *pp = s->next;
     c->nsessions--;
-    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !c->tiers[s->tier].busy) {
+    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !rc_tier_busy(&c->tiers[s->tier])) {
         rc_tier *t = &c->tiers[s->tier]; /* nobody watches it: its packets go stale, a new viewer starts afresh */
         rc_packet_unref(t->latest);
         t->latest = NULL;
@@ -294,7 +294,7 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
     }
     /* a video viewer gets the refinement only over the tier's newest packet, and not while a paint-over of it is
      * being coded: it takes no paint frame after the refinement, so one made meanwhile would break its chain */
-    if (l && l->id && (l->id != s->last_id || t->painting)) return NULL;
+    if (l && l->id && (l->id != s->last_id || t->state == RC_TIER_PAINT)) return NULL;
     if (c->refined && c->refined->seq == s->given_seq && s->lossless_seq < c->refined->seq &&
         decodes(s, c->refined->codec) && rc_damage_fits(s, c->refined))
         return c->refined;

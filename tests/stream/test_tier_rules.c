@@ -44,7 +44,7 @@ static void wait_idle(rcanvas_canvas *c) {
     for (int i = 0; i < 5000; i++) {
         pthread_mutex_lock(&c->mu);
         int busy = c->encoding || c->pending;
-        for (int k = 0; k < RC_MAX_TIERS; k++) busy |= c->tiers[k].busy;
+        for (int k = 0; k < RC_MAX_TIERS; k++) busy |= rc_tier_busy(&c->tiers[k]);
         pthread_mutex_unlock(&c->mu);
         if (!busy) return;
         usleep(1000);
@@ -52,7 +52,7 @@ static void wait_idle(rcanvas_canvas *c) {
 }
 static int tier_busy(rcanvas_canvas *c, int i) {
     pthread_mutex_lock(&c->mu);
-    int b = c->tiers[i].busy;
+    int b = rc_tier_busy(&c->tiers[i]);
     pthread_mutex_unlock(&c->mu);
     return b;
 }
