@@ -210,8 +210,7 @@ rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf
         params->fps = fps;
         params->bitrate_kbps = kbps < 100 ? 100 : kbps > RC_MAX_BITRATE_KBPS ? RC_MAX_BITRATE_KBPS : (int)kbps;
         double target = params->bitrate_kbps * 1000.0 / 8 / fps; /* bytes a frame */
-        t->video_since_cut = target < 0.95 * t->video_target_bytes ? 0 : t->video_since_cut + 1;
-        t->video_target_bytes = target;
+        rc_steer_video_target(&t->steer, target);
     } else if (!(t->codec->flags & RC_CODEC_LOSSLESS)) {
         if (t->steer.quality > c->params.quality) t->steer.quality = c->params.quality;
         params->quality = t->steer.quality;

@@ -294,6 +294,22 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+void rc_steer_video_target(rc_steer *s, double target_bytes) {
+    s->video_since_cut = target_bytes < 0.95 * s->video_target_bytes ? 0 : s->video_since_cut + 1;
+    s->video_target_bytes = target_bytes;
+}
+
+void rc_steer_video_done(rc_steer *s, int keyframe, int paint, uint64_t bytes) {
+    if (paint || s->video_painted) { /* a paint-over's size is its fixed quantizer's, not the rate control's */
+        s->video_painted = paint;
+        if (keyframe) s->video_since_key = 0;
+        return;
+    }
+    if (keyframe) s->video_since_key = 0;
+    else if (++s->video_since_key > RC_VIDEO_SETTLE_FRAMES && s->video_since_cut > RC_VIDEO_SETTLE_FRAMES)
+        rc_steer_video_frame(s, bytes, s->video_target_bytes);
+}
+
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes) {
     int d = s->scale_div > 0 ? s->scale_div : 1;
     if (!bytes || !(target_bytes > 0)) return;

@@ -141,6 +141,10 @@ typedef struct rc_steer {
     int video_samples;         /* video: P-frames seen so far (up to RC_STEER_VIDEO_SAMPLES) */
     double video_first[2][12]; /* video: the first RC_STEER_VIDEO_SAMPLES P-frames' bits and targets (full size):
                                 * their medians start the averages */
+    double video_target_bytes; /* video: the frame size its encoder was last asked for (bitrate / fps) */
+    int video_since_cut;       /* video: frames since that size was last lowered */
+    int video_since_key;       /* video: P-frames since its last keyframe (the encoder's rate control settles first) */
+    int video_painted;         /* video: its last frame was a paint-over, so the next live one teaches nothing */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -178,6 +182,18 @@ void rc_steer_video(rc_steer *s, double top_bps, double budget_bps, double fps, 
  * restart are 5-10x the rest, and two of them would triple a 1/8 average).
  * Bad input (no bytes, no target) changes nothing. */
 void rc_steer_video_frame(rc_steer *s, uint64_t bytes, double target_bytes);
+/* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
+ * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
+#define RC_VIDEO_SETTLE_FRAMES 4
+/* The video encoder is asked for frames of target_bytes (bitrate / fps) from now on: a cut of the target (below 95 %
+ * of the last one) restarts the count of frames since one. */
+void rc_steer_video_target(rc_steer *s, double target_bytes);
+/* A video frame of `bytes` came back (keyframe: it is one; paint: a paint-over at a fixed quantizer). Whether it
+ * teaches rc_steer_video_frame is decided here, as the encoder only reports sizes (FFmpeg's split between its
+ * encoders and ratecontrol.c): not a keyframe, not a paint-over nor the first live frame after one (the rate
+ * control coming back), not the first RC_VIDEO_SETTLE_FRAMES P-frames after a keyframe, nor those right after a cut
+ * of the target (openh264 takes a few frames to follow one, and reports no frame QP to tell its ceiling by). */
+void rc_steer_video_done(rc_steer *s, int keyframe, int paint, uint64_t bytes);
 #define RC_STEER_VIDEO_OVER 1.15
 /* P-frames before the averages teach a floor; their medians start them. The first P-frames of a stream (the
  * startup budget, the rate control settling after the keyframe: 265, 200 kB, … then 24 kB) taught 116 kB a frame

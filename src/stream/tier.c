@@ -33,18 +33,9 @@ void rc_tier_learn(rc_tier *t, const rc_packet *pk, int quality, double fps_goal
             rc_cost_sample(&t->enc_cost, t->enc_div, us);
         }
     }
-    if (stateful && ((pk->flags & RC_PACKET_PAINT) || t->painted)) {
-        /* a paint-over (its size is the fixed QP's, not the rate control's), or the first live frame after one (the
-         * rate control coming back): neither teaches the steering */
-        t->painted = (pk->flags & RC_PACKET_PAINT) != 0;
-        if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
-    } else if (stateful) { /* what frames cost the encoder */
-        if (pk->flags & RC_PACKET_KEYFRAME) t->video_since_key = 0;
-        else if (++t->video_since_key > RC_VIDEO_SETTLE_FRAMES)
-            /* not right after a cut of its target (openh264 takes a few frames to follow one; and it reports no
-             * frame QP to tell its ceiling by) */
-            if (t->video_since_cut > RC_VIDEO_SETTLE_FRAMES)
-                rc_steer_video_frame(&t->steer, pk->total_bytes, t->video_target_bytes);
+    if (stateful) { /* what frames cost the encoder: rate.c decides which teach it */
+        rc_steer_video_done(&t->steer, (pk->flags & RC_PACKET_KEYFRAME) != 0, (pk->flags & RC_PACKET_PAINT) != 0,
+                            pk->total_bytes);
     } else { /* the next frame's quality, rate, size */
         uint64_t px = 0; /* the pixels coded: the changed tiles of a partial packet (damage), else all */
         for (int i = 0; i < pk->ntiles; i++) px += (uint64_t)pk->tiles[i].w * pk->tiles[i].h;

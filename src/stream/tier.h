@@ -18,9 +18,6 @@
 
 struct rc_frame_buf;
 
-/* P-frames after a keyframe before their sizes teach the steering (rc_steer_video_frame): openh264's rate control
- * settles over the first few (measured on the pan loop at 2.7 Mbit/s: 265, 200 kB, … then 24 kB). */
-#define RC_VIDEO_SETTLE_FRAMES 4
 #define RC_SMALL_MAX_BPP 4.0 /* the bytes a pixel small_bpp counts at most (raw RGBA) */
 
 /* What a tier is doing. It starts (rc_canvas_start_tier_locked) from IDLE only and is IDLE again when its packet is
@@ -74,17 +71,13 @@ struct rc_tier {
                                    * until it is looked at again */
     rc_screen_mode screen;        /* stateful: its encoder's mode for text and lines (rc_screen_mode_step) */
     int64_t cap_next_us;          /* its frame-rate cap's schedule (rc_steer_rate_allows) */
-    double video_target_bytes;    /* stateful: the frame size its encoder was last asked for (bitrate / fps) */
     double fill_fps;              /* stateful: > 0 while frames are sized for the rate the encoder keeps, not the
                                    * app's (it cannot encode the app's rate: rc_canvas_steer_tier_locked) */
-    int video_since_cut;          /* stateful: frames since that size was last lowered */
-    int video_since_key;          /* stateful: P-frames since its last keyframe (the rate control settles first) */
     /* paint-over (side_check_locked, canvas_refine.c): the frame painted and the paint frames made of it
      * (RC_PAINT_FRAMES at most); paint_next: the encode being started is to be one (RC_TIER_PAINT) */
     uint32_t paint_seq;
     int paint_count;
     int paint_next;
-    int painted;                  /* its last packet was a paint-over: the next live one does not teach the steering */
     rc_encode_params live_params; /* stateful: the settings of its last live frame (a paint frame keeps them) */
     double small_bpp;             /* image codecs: bytes a pixel of its last small frame sent lossless (PNG)
                                    * (rc_canvas_small_lossless_locked); 0 = none yet */
