@@ -3,14 +3,16 @@
  * h264_gpu.h — an H.264 encoder in Vulkan compute shaders, for GPUs without a video engine (A100, H100, H200 have
  * no NVENC). Constrained Baseline (profile 66, constraint_set0/1): IDR pictures of Intra4x4 and Intra16x16
  * macroblocks (coded in a wavefront) and P pictures of P_L0_16x16, P_8x8 and P_Skip macroblocks with quarter-sample
- * motion vectors; CAVLC; one slice per picture; the deblocking filter from QP 16. In: an RGBA/BGRA bitmap (uploaded)
+ * motion vectors, and intra macroblocks where no vector predicts well; CAVLC; one slice per picture; the deblocking
+ * filter from QP 16; the rate control in h264_gpu_rate.h. In: an RGBA/BGRA bitmap (uploaded)
  * or a VkImage on the encoder's device. Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
  * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
  * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → the deblocking filter
  * (h264_deblock.comp) → CAVLC bit counts
  * (h264_cavlc.comp) → bit offsets (h264_scan.comp) → CAVLC bits → the used bytes into host memory
- * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes. h264_gpu.c says what
- * each choice costs and why.
+ * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes (codec/nal.h). The stages'
+ * commands are recorded once per size and kind of picture; what the host and the shaders share is h264_io.h.
+ * h264_gpu.c says what each choice costs and why.
  *
  * Threading: an encoder is used by one thread at a time; it submits to the queue it was given (the caller keeps
  * the queue's external synchronization rule: rc_gpu_h264_new's `queue_lock`, when not NULL, is held around each
