@@ -7,14 +7,17 @@
 // once per output word (its next bytes follow in that U word or the next); the masks of its 0xFF bytes and
 // interval ends are in c[w] >> 8.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 4) readonly buffer U { uint uw[]; };
-layout(std430, binding = 8) readonly buffer Header { uint header[]; };
-layout(std430, binding = 9) writeonly buffer Out { uint outw[]; };
-layout(std430, binding = 11) readonly buffer Sc { uint sc[]; };
+layout(std430, binding = JPEG_BIND_SCRATCH) readonly buffer U { uint uw[]; };
+layout(std430, binding = JPEG_BIND_HDR) readonly buffer Header { uint header[]; };
+layout(std430, binding = JPEG_BIND_OUT) writeonly buffer Out { uint outw[]; };
+layout(std430, binding = JPEG_BIND_SC) readonly buffer Sc { uint sc[]; };
 
-layout(push_constant) uniform P { uint n_iv, ioff, misc, coff, cbase, header_bytes, out_words; } p;
+layout(push_constant) uniform P { JPEG_PC_BPACK(JPEG_FIELD) } p;   // jpeg_io.h
 
 uint word_start(uint lo) { return 4u * lo + sc[p.coff + lo]; }   // first stream byte of U word lo
 

@@ -15,11 +15,14 @@
 #ifdef RC_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 11) buffer Sc { uint sc[]; };
+layout(std430, binding = JPEG_BIND_SC) buffer Sc { uint sc[]; };
 
-layout(push_constant) uniform P { uint mode, in_base, out_base, aux_base, n, dyn, misc, mask; } p;  // in & mask
+layout(push_constant) uniform P { JPEG_PC_BSCAN(JPEG_FIELD) } p;   // jpeg_io.h
 
 shared uint part[256];
 

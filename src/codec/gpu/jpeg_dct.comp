@@ -13,23 +13,20 @@
 #ifdef RC_IMAGE_INPUT
 #extension GL_EXT_samplerless_texture_functions : require
 #endif
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 0) readonly buffer Pixels { uint px[]; };         // RGBA8, row pitch = pitch_px
+layout(std430, binding = JPEG_BIND_PX) readonly buffer Pixels { uint px[]; };         // RGBA8, row pitch = pitch_px
 #ifdef RC_IMAGE_INPUT
-layout(binding = 13) uniform texture2D img;   // the app's image through a view of its own format
+layout(binding = JPEG_BIND_IMAGE) uniform texture2D img;   // the app's image through a view of its own format
 #endif
-layout(std430, binding = 1) writeonly buffer Coefs { int coef[]; };       // [block][64] zigzag order
-layout(std430, binding = 2) readonly buffer Divisors { float div[]; };    // [2][64] natural order: 1/(q·s_u·s_v·8)
-layout(std430, binding = 12) writeonly buffer Masks { uvec2 nzmask[]; };  // per block: bit k = coef k (zigzag) ≠ 0
+layout(std430, binding = JPEG_BIND_COEF) writeonly buffer Coefs { int coef[]; };       // [block][64] zigzag order
+layout(std430, binding = JPEG_BIND_DIV) readonly buffer Divisors { float div[]; };    // [2][64] natural order: 1/(q·s_u·s_v·8)
+layout(std430, binding = JPEG_BIND_MASK) writeonly buffer Masks { uvec2 nzmask[]; };  // per block: bit k = coef k (zigzag) ≠ 0
 
-layout(push_constant) uniform P {
-    uint width, height, pitch_px;
-    uint mcus_x, mcus_y;
-    uint subsamp420;      // 1: MCU 16×16 with Y0..Y3 Cb Cr; 0: MCU 8×8 with Y Cb Cr
-    uint bgra;            // 1: bytes B,G,R,A (buffer input); image input: 1 = the view is _SRGB (decoded on fetch)
-    uint total_blocks;
-} p;
+layout(push_constant) uniform P { JPEG_PC_DCT(JPEG_FIELD) } p;   // jpeg_io.h
 
 shared float rows[6][8][9]; // [block][row][col], padded
 

@@ -12,6 +12,7 @@
 #include "codec/gpu/jpeg_gpu.h"
 
 #include "codec/gpu/gpu_device.h"
+#include "codec/gpu/jpeg_io.h"
 
 #include <stdatomic.h>
 
@@ -125,9 +126,27 @@ void rc_jpeg_huff_codes(int t, int ac, uint16_t code[256], uint8_t length[256]) 
  * prefix-summed arrays (see sc_layout); B_SCRATCH holds the unstuffed bit stream there. */
 /* B_MASK: per block, the 64-bit mask of its nonzero coefficients (zigzag order), written by the DCT pass, read by
  * the block coder so that it visits only those. */
+/* the buffers up to B_MASK are bound at their index (jpeg_io.h's JPEG_BIND_*); B_STAGE is the host's upload */
 enum { B_PX, B_COEF, B_DIV, B_TAB, B_SCRATCH, B_LEN, B_OFF, B_CTL, B_HDR, B_OUT, B_SLOT, B_SC, B_MASK, B_STAGE, NBUF };
-#define NBIND 13 /* bindings 0..12: the buffers above up to B_MASK, in order */
-#define BIND_IMAGE 13 /* binding 13: the app's image (sampled image), read by P_DCT_IMG only */
+#define NBIND ((int)JPEG_NBIND)
+#define BIND_IMAGE JPEG_BIND_IMAGE /* the app's image (sampled image), read by P_DCT_IMG only */
+_Static_assert(B_PX == JPEG_BIND_PX && B_TAB == JPEG_BIND_TAB && B_CTL == JPEG_BIND_CTL && B_SC == JPEG_BIND_SC &&
+                   B_MASK == JPEG_BIND_MASK && B_MASK + 1 == JPEG_NBIND,
+               "the buffers' order is the bindings' (jpeg_io.h)");
+/* each pass's push constants (jpeg_io.h) */
+#define JPEG_FIELD(name) uint32_t name;
+typedef struct { JPEG_PC_DCT(JPEG_FIELD) } pc_dct_t;
+typedef struct { JPEG_PC_HUFF(JPEG_FIELD) } pc_huff_t;
+typedef struct { JPEG_PC_SCAN(JPEG_FIELD) } pc_scan_t;
+typedef struct { JPEG_PC_PACK(JPEG_FIELD) } pc_pack_t;
+typedef struct { JPEG_PC_BLK(JPEG_FIELD) } pc_blk_t;
+typedef struct { JPEG_PC_BSCAN(JPEG_FIELD) } pc_bscan_t;
+typedef struct { JPEG_PC_PLACE(JPEG_FIELD) } pc_place_t;
+typedef struct { JPEG_PC_BPACK(JPEG_FIELD) } pc_bpack_t;
+#undef JPEG_FIELD
+#define PC_RANGE 64 /* the layout's push-constant range: every pass's fits */
+_Static_assert(sizeof(pc_place_t) <= PC_RANGE && sizeof(pc_dct_t) <= PC_RANGE && sizeof(pc_bscan_t) <= PC_RANGE,
+               "push constants past the layout's range");
 enum { P_DCT, P_HUFF, P_SCAN, P_PACK, P_BLK, P_BSCAN, P_PLACE, P_BPACK, P_DCT_IMG, NPIPE };
 
 typedef rc_gpu_buf buf;
@@ -279,7 +298,7 @@ int rc_gpu_jpeg_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo dli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                            .bindingCount = NBIND + 1, .pBindings = b};
-    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 64};
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = PC_RANGE};
     VkResult r = vkCreateDescriptorSetLayout(dev, &dli, NULL, &e->dsl);
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
                                       .pSetLayouts = &e->dsl, .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
@@ -589,16 +608,17 @@ static void compute_barrier(VkCommandBuffer cb, VkAccessFlags dst) {
 
 /* ---- the block-parallel path's recording ---- */
 
-static void push(rc_gpu_jpeg *e, VkCommandBuffer cb, int pipe, const uint32_t *pc, uint32_t n) {
+static void push(rc_gpu_jpeg *e, VkCommandBuffer cb, int pipe, const void *pc, uint32_t bytes) {
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[pipe]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, n * 4, pc);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, pc);
 }
 
 /* One jpeg_bscan.comp pass: mode 0 local / 1 add; groups > 0 direct, else indirect at ctl byte `at`. */
 static void bscan_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t in, uint32_t out, uint32_t aux,
                        uint32_t n, uint32_t dyn, uint32_t groups, VkDeviceSize at) {
-    uint32_t pc[8] = {mode, in, out, aux, n, dyn, e->sc_misc, dyn == 1 ? 0xFFu : 0xFFFFFFFFu}; /* c: low byte */
-    push(e, cb, P_BSCAN, pc, 8);
+    pc_bscan_t pc = {.mode = mode, .in_base = in, .out_base = out, .aux_base = aux, .n = n, .dyn = dyn,
+                     .misc = e->sc_misc, .mask = dyn == 1 ? 0xFFu : 0xFFFFFFFFu}; /* c: low byte */
+    push(e, cb, P_BSCAN, &pc, sizeof pc);
     if (groups) vkCmdDispatch(cb, groups, 1, 1);
     else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -628,9 +648,11 @@ static void scan_dynamic(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t in, uint32
 
 static void place_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32_t groups, VkDeviceSize at) {
     uint32_t nb = e->mcus_x * e->mcus_y * e->bpm;
-    uint32_t pc[11] = {mode, nb, e->n_intervals, e->mpi ? e->mpi * e->bpm : nb, e->sc_boff, e->sc_ioff,
-                       e->sc_misc, e->sc_c, e->sc_coff, e->cap_words, e->header_bytes};
-    push(e, cb, P_PLACE, pc, 11);
+    pc_place_t pc = {.mode = mode, .n_blocks = nb, .n_iv = e->n_intervals,
+                     .blocks_per_iv = e->mpi ? e->mpi * e->bpm : nb, .boff = e->sc_boff, .ioff = e->sc_ioff,
+                     .misc = e->sc_misc, .cbase = e->sc_c, .coff = e->sc_coff, .cap_words = e->cap_words,
+                     .header_bytes = e->header_bytes};
+    push(e, cb, P_PLACE, &pc, sizeof pc);
     if (groups) vkCmdDispatch(cb, groups, 1, 1);
     else vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, at);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
@@ -640,8 +662,8 @@ static void place_pass(rc_gpu_jpeg *e, VkCommandBuffer cb, uint32_t mode, uint32
  * unstuffed stream U word by word (stuffing and marker counts), scan the counts, pack. Timestamps 3..6. */
 static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
     uint32_t nb = e->mcus_x * e->mcus_y * e->bpm;
-    uint32_t pc_blk[4] = {nb, e->bpm, e->mpi, e->sc_boff};
-    push(e, cb, P_BLK, pc_blk, 4);
+    pc_blk_t pc_blk = {.n_blocks = nb, .blocks_per_mcu = e->bpm, .mcus_per_interval = e->mpi, .boff = e->sc_boff};
+    push(e, cb, P_BLK, &pc_blk, sizeof pc_blk);
     vkCmdDispatch(cb, (nb + 63) / 64, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
@@ -659,9 +681,10 @@ static void record_blocks(rc_gpu_jpeg *e, VkCommandBuffer cb, int ts) {
     place_pass(e, cb, 3, 1, 0);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 5);
 
-    uint32_t pc_pack[7] = {e->n_intervals, e->sc_ioff, e->sc_misc, e->sc_coff, e->sc_c, e->header_bytes,
-                           (uint32_t)(e->bufs[B_OUT].cap / 4)};
-    push(e, cb, P_BPACK, pc_pack, 7);
+    pc_bpack_t pc_pack = {.n_iv = e->n_intervals, .ioff = e->sc_ioff, .misc = e->sc_misc, .coff = e->sc_coff,
+                          .cbase = e->sc_c, .header_bytes = e->header_bytes,
+                          .out_words = (uint32_t)(e->bufs[B_OUT].cap / 4)};
+    push(e, cb, P_BPACK, &pc_pack, sizeof pc_pack);
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
     compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 6);
@@ -788,11 +811,12 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, i
         compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 1);
     uint32_t total = e->mcus_x * e->mcus_y, blocks = total * e->bpm;
-    uint32_t pc_dct[8] = {e->w, e->h, e->w, e->mcus_x, e->mcus_y, e->ss == RCANVAS_SUBSAMP_420,
-                          (uint32_t)(in->direct ? in->srgb : in->bgra), blocks};
+    pc_dct_t pc_dct = {.width = e->w, .height = e->h, .pitch_px = e->w, .mcus_x = e->mcus_x, .mcus_y = e->mcus_y,
+                       .subsamp420 = e->ss == RCANVAS_SUBSAMP_420,
+                       .bgra = (uint32_t)(in->direct ? in->srgb : in->bgra), .total_blocks = blocks};
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set, 0, NULL);
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[in->direct ? P_DCT_IMG : P_DCT]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, pc_dct);
+    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_dct, &pc_dct);
     uint32_t groups = (blocks + 5) / 6; /* 6 blocks a group; 2-D past 32768 groups */
     vkCmdDispatch(cb, groups < 32768 ? groups : 32768, (groups + 32767) / 32768, 1);
     if (move) /* back to the app's layout once the DCT pass has read it */
@@ -809,24 +833,22 @@ static void record_stages(rc_gpu_jpeg *e, VkCommandBuffer cb, const input *in, i
         return;
     }
 
-    uint32_t pc_huff[5] = {total, e->mpi, e->bpm, e->slot_words, e->n_intervals};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[1]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_huff, pc_huff);
+    pc_huff_t pc_huff = {.total_mcus = total, .mcus_per_interval = e->mpi, .blocks_per_mcu = e->bpm,
+                         .slot_words = e->slot_words, .n_intervals = e->n_intervals};
+    push(e, cb, P_HUFF, &pc_huff, sizeof pc_huff);
     vkCmdDispatch(cb, (e->n_intervals + 63) / 64, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 3);
 
-    uint32_t pc_scan[2] = {e->n_intervals, e->header_bytes};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[2]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_scan, pc_scan);
+    pc_scan_t pc_scan = {.n_intervals = e->n_intervals, .header_bytes = e->header_bytes};
+    push(e, cb, P_SCAN, &pc_scan, sizeof pc_scan);
     vkCmdDispatch(cb, 1, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 4);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, 5); /* no place stage */
 
-    uint32_t pc_pack[3] = {e->n_intervals, e->header_bytes, e->slot_words};
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[3]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc_pack, pc_pack);
+    pc_pack_t pc_pack = {.n_intervals = e->n_intervals, .header_bytes = e->header_bytes, .slot_words = e->slot_words};
+    push(e, cb, P_PACK, &pc_pack, sizeof pc_pack);
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, 4);
     compute_barrier(cb, VK_ACCESS_HOST_READ_BIT);
     if (ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, e->queries, 6);

@@ -4,16 +4,17 @@
 // independent. Bytes go to the interval's own slot of a scratch buffer (worst-case sized) with 0xFF byte
 // stuffing; the last byte is padded with 1-bits; the byte count goes to len[interval].
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 64) in;
 
-layout(std430, binding = 1) readonly buffer Coefs { int coef[]; };
-layout(std430, binding = 3) readonly buffer Tables { uint dc_code[2][12]; uint ac_code[2][256]; }; // code | len << 24
-layout(std430, binding = 4) writeonly buffer Scratch { uint scratch[]; };
-layout(std430, binding = 5) buffer Lens { uint len[]; };
+layout(std430, binding = JPEG_BIND_COEF) readonly buffer Coefs { int coef[]; };
+layout(std430, binding = JPEG_BIND_TAB) readonly buffer Tables { uint dc_code[2][12]; uint ac_code[2][256]; }; // code | len << 24
+layout(std430, binding = JPEG_BIND_SCRATCH) writeonly buffer Scratch { uint scratch[]; };
+layout(std430, binding = JPEG_BIND_LEN) buffer Lens { uint len[]; };
 
-layout(push_constant) uniform P {
-    uint total_mcus, mcus_per_interval, blocks_per_mcu, slot_words, n_intervals;
-} p;
+layout(push_constant) uniform P { JPEG_PC_HUFF(JPEG_FIELD) } p;   // jpeg_io.h
 
 uint acc;      // bit accumulator (up to 32 bits, left-aligned in `nbits`)
 uint nbits;

@@ -5,16 +5,19 @@
 // interval by binary search over the offsets, so writes are whole aligned words and only the used bytes cross
 // PCIe (the dispatch size comes from the scan stage, indirectly).
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 4) readonly buffer Scratch { uint scratch[]; };
-layout(std430, binding = 5) readonly buffer Lens { uint len[]; };
-layout(std430, binding = 6) readonly buffer Offs { uint off[]; };
-layout(std430, binding = 7) readonly buffer Ctl { uint total_bytes; uint dispatch_x, dispatch_y, dispatch_z; };
-layout(std430, binding = 8) readonly buffer Header { uint header[]; };
-layout(std430, binding = 9) writeonly buffer Out { uint outw[]; };
+layout(std430, binding = JPEG_BIND_SCRATCH) readonly buffer Scratch { uint scratch[]; };
+layout(std430, binding = JPEG_BIND_LEN) readonly buffer Lens { uint len[]; };
+layout(std430, binding = JPEG_BIND_OFF) readonly buffer Offs { uint off[]; };
+layout(std430, binding = JPEG_BIND_CTL) readonly buffer Ctl { uint total_bytes; uint dispatch_x, dispatch_y, dispatch_z; };
+layout(std430, binding = JPEG_BIND_HDR) readonly buffer Header { uint header[]; };
+layout(std430, binding = JPEG_BIND_OUT) writeonly buffer Out { uint outw[]; };
 
-layout(push_constant) uniform P { uint n_intervals, header_bytes, slot_words; } p;
+layout(push_constant) uniform P { JPEG_PC_PACK(JPEG_FIELD) } p;   // jpeg_io.h
 
 uint scratch_byte(uint iv, uint k) { return (scratch[iv * p.slot_words + (k >> 2)] >> (8u * (k & 3u))) & 255u; }
 

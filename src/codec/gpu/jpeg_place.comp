@@ -18,16 +18,17 @@
 // Indirect arguments live in ctl (host-visible): [0] file size, [1..3] pack, [4..6] mode 2, [8..10] and
 // [12..14] the stuffing scan's first two levels. Workgroups may come as x·y (2-D indirect dispatches).
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 256) in;
 
-layout(std430, binding = 4) writeonly buffer U { uint uw[]; };
-layout(std430, binding = 7) buffer Ctl { uint ctl[]; };
-layout(std430, binding = 10) readonly buffer Slots { uint slot[]; };
-layout(std430, binding = 11) buffer Sc { uint sc[]; };
+layout(std430, binding = JPEG_BIND_SCRATCH) writeonly buffer U { uint uw[]; };
+layout(std430, binding = JPEG_BIND_CTL) buffer Ctl { uint ctl[]; };
+layout(std430, binding = JPEG_BIND_SLOT) readonly buffer Slots { uint slot[]; };
+layout(std430, binding = JPEG_BIND_SC) buffer Sc { uint sc[]; };
 
-layout(push_constant) uniform P {
-    uint mode, n_blocks, n_iv, blocks_per_iv, boff, ioff, misc, cbase, coff, cap_words, header_bytes;
-} p;
+layout(push_constant) uniform P { JPEG_PC_PLACE(JPEG_FIELD) } p;   // jpeg_io.h
 
 void dispatch_at(uint at, uint groups) {   // 2-D past 32768 groups
     groups = max(groups, 1u);

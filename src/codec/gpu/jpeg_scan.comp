@@ -4,13 +4,16 @@
 // scanned in shared memory, then each writes its chunk's offsets. Also writes the output size and the indirect
 // dispatch size of the pack stage.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "jpeg_io.h"   // the bindings and push constants, shared with jpeg_gpu.c
+#define JPEG_FIELD(name) uint name;
 layout(local_size_x = 1024) in;
 
-layout(std430, binding = 5) buffer Lens { uint len[]; };
-layout(std430, binding = 6) writeonly buffer Offs { uint off[]; };
-layout(std430, binding = 7) buffer Ctl { uint total_bytes; uint dispatch_x, dispatch_y, dispatch_z; };
+layout(std430, binding = JPEG_BIND_LEN) buffer Lens { uint len[]; };
+layout(std430, binding = JPEG_BIND_OFF) writeonly buffer Offs { uint off[]; };
+layout(std430, binding = JPEG_BIND_CTL) buffer Ctl { uint total_bytes; uint dispatch_x, dispatch_y, dispatch_z; };
 
-layout(push_constant) uniform P { uint n_intervals, header_bytes; } p;
+layout(push_constant) uniform P { JPEG_PC_SCAN(JPEG_FIELD) } p;   // jpeg_io.h
 
 shared uint sums[1024];
 shared uint bad;
