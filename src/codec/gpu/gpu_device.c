@@ -134,6 +134,21 @@ VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint3
     return r;
 }
 
+void rc_gpu_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = dst_access};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, &mb,
+                         0, NULL, 0, NULL);
+}
+
+void rc_gpu_dispatch(VkCommandBuffer cb, VkPipelineLayout layout, VkPipeline pipe, const void *pc, uint32_t bytes,
+                     uint32_t gx, uint32_t gy) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    if (bytes) vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, pc);
+    vkCmdDispatch(cb, gx, gy, 1);
+}
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static rc_gpu_device *g_dev;
 static int g_refs;

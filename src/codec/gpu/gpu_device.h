@@ -51,6 +51,14 @@ void rc_gpu_buf_free(VkDevice dev, rc_gpu_buf *b);
 /* A compute pipeline of SPIR-V `code` (size bytes), entry point main, with `layout`. VkResult. */
 VkResult rc_gpu_make_pipeline(VkDevice dev, VkPipelineLayout layout, const uint32_t *code, size_t size, VkPipeline *out);
 
+/* The encoders' one barrier between passes: every earlier compute and transfer write made available to the later
+ * commands of dst_stage, for dst_access (a global memory barrier: the passes share whole buffers). */
+void rc_gpu_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access);
+/* One pass: binds `pipe`, pushes `bytes` of push constants at offset 0 (layout's compute range), dispatches
+ * gx × gy × 1 workgroups. */
+void rc_gpu_dispatch(VkCommandBuffer cb, VkPipelineLayout layout, VkPipeline pipe, const void *pc, uint32_t bytes,
+                     uint32_t gx, uint32_t gy);
+
 /* The process-wide device: made at the first acquire (a Vulkan 1.1 instance without layers, rc_gpu_pick_device;
  * not a CPU device such as lavapipe unless RCANVAS_GPU_CODEC_DEVICE=any), with one queue of its compute family for
  * the codecs, or RCANVAS_GPU_QUEUES=N (up to RC_GPU_DEVICE_QUEUES − RC_GPU_DEVICE_RING_QUEUES and what the family

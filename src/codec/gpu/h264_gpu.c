@@ -488,21 +488,12 @@ static uint32_t chroma_qp(int qp) {
 
 /* ---- one picture ---- */
 
-static void barrier(VkCommandBuffer cb, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = dst};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1,
-                         &mb, 0, NULL, 0, NULL);
-}
 static void cbarrier(VkCommandBuffer cb) {
-    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 static void stage(rc_gpu_h264 *e, VkCommandBuffer cb, int pipe, const pc_t *pc, uint32_t gx, uint32_t gy) {
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[pipe]);
-    vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-    vkCmdDispatch(cb, gx, gy, 1);
+    rc_gpu_dispatch(cb, e->layout, e->pipe[pipe], pc, sizeof *pc, gx, gy);
 }
 static void ts(rc_gpu_h264 *e, VkCommandBuffer cb, uint32_t i) {
     if (e->have_ts) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, e->queries, i);
@@ -589,7 +580,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     uint32_t n = e->mbw * e->mbh;
     int key = (v & V_KEY) != 0, deblock = (v & V_DEBLOCK) != 0;
     pc_t pc_ = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .in_pitch = e->w}, *pc = &pc_;
-    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
     ts(e, cb, 1);
     stage(e, cb, P_YUV, pc, (e->mbw * 4 + 7) / 8, (e->mbh * 4 + 7) / 8);
@@ -613,7 +604,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
          * adopt rounds, which then see the candidates it coded inter as inter */
         pc->pass = SCAN_INTRA_WAVE;
         stage(e, cb, P_SCAN, pc, 1, 1);
-        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+        rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
@@ -656,7 +647,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     ts(e, cb, TS_DEBLOCK);
     if (deblock) {
         if (e->wave_rows) { /* the rows' progress counters */
-            barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
+            rc_gpu_barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
             vkCmdFillBuffer(cb, e->bufs[B_BITS].b, BITS_ROWS((VkDeviceSize)n) * 4, (VkDeviceSize)e->mbh * 4, 0);
             cbarrier(cb);
         }
@@ -687,13 +678,13 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     cbarrier(cb);
     pc->pass = 1;
     stage(e, cb, P_CAVLC, pc, (n + 63) / 64, 1);
-    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+    rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
     ts(e, cb, 6);
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_COPY]);
     vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
     vkCmdDispatchIndirect(cb, e->bufs[B_CTL].b, CTL_COPY_DISPATCH * 4);
-    barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    rc_gpu_barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     ts(e, cb, 7);
     vr = vkEndCommandBuffer(cb);
     if (vr == VK_SUCCESS) e->body_ok[p] |= 1u << v;
@@ -955,7 +946,7 @@ int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, 
     /* the last picture wrote the REC of the parity before the flip */
     VkBufferCopy c = {.size = n * 4};
     vkCmdCopyBuffer(e->cmd, e->bufs[e->parity ? B_RECA : B_RECB].b, e->bufs[B_DBG].b, 1, &c);
-    barrier(e->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    rc_gpu_barrier(e->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     vr = submit_wait(e, VK_NULL_HANDLE);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "reconstruction copy");
     uint8_t *o = malloc(n);
