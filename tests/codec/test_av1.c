@@ -22,6 +22,7 @@
 
 #include "codec/codec.h"
 #include "codec/yuv.h"
+#include "codec_stream.h"
 #include "gen_frames.h"
 #include "test.h"
 
@@ -129,43 +130,25 @@ static void patch_error(const Dav1dPicture *d, double *mean_err, int *pixel_err)
 
 /* ---- the stream under test ---- */
 
-typedef struct stream {
-    rc_codec *c;
-    rc_encode_params p;
-    uint8_t *rgba;
-    uint32_t w, h;
-    rc_i420 ref; /* the source frame in I420, as the encoder saw it */
-    rc_buf pkt;
-    rc_encode_info info;
+typedef struct stream { /* codec_stream.h's, and the OBUs of its last packet */
+    union {
+        codec_stream cs;
+        struct {
+            CODEC_STREAM_FIELDS
+        };
+    };
     obus obu;
 } stream;
 
 static int stream_init(stream *s, uint32_t w, uint32_t h, int kbps, int threads) {
-    memset(s, 0, sizeof *s);
-    s->p = (rc_encode_params){.codec = RCANVAS_CODEC_AV1, .bitrate_kbps = kbps, .keyframe_interval = 0,
-                              .threads = threads, .fps = 30};
-    s->w = w, s->h = h;
-    s->rgba = malloc((size_t)w * h * 4);
-    int r = rc_codec_new(&rc_codec_av1, &s->c);
-    CHECK_EQ_INT(r, RCANVAS_OK);
-    return s->rgba && !r ? 0 : -1;
+    memset(&s->obu, 0, sizeof s->obu);
+    return codec_stream_init(&s->cs, &rc_codec_av1, RCANVAS_CODEC_AV1, w, h, kbps, threads);
 }
-
-static void stream_resize(stream *s, uint32_t w, uint32_t h) {
-    free(s->rgba);
-    s->w = w, s->h = h;
-    s->rgba = malloc((size_t)w * h * 4);
-}
+static void stream_resize(stream *s, uint32_t w, uint32_t h) { codec_stream_resize(&s->cs, w, h); }
 
 /* Draws frame t and encodes it into s->pkt (cleared first); checks the packet's OBU structure. */
 static int stream_encode(stream *s, int t) {
-    gen_frame(s->rgba, s->w, s->h, (size_t)s->w * 4, t, 1.0);
-    rc_image img = {s->rgba, s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
-    rc_i420_from_image(&s->ref, &img);
-    rc_buf_clear(&s->pkt);
-    int r = rc_codec_encode(s->c, &img, &s->p, &s->pkt, &s->info);
-    CHECK_MSG(r == RCANVAS_OK, "encode %ux%u frame %d: %s (%s)", s->w, s->h, t, rcanvas_strerror(r),
-              rc_codec_error(s->c));
+    int r = codec_stream_encode(&s->cs, t);
     if (r) return r;
     int ok = read_obus(rc_buf_data(&s->pkt), s->pkt.len, &s->obu) == 0;
     CHECK_MSG(ok && s->obu.sized, "%ux%u frame %d: packet of %zu bytes is not a sequence of sized OBUs", s->w, s->h, t,
@@ -178,12 +161,7 @@ static int stream_encode(stream *s, int t) {
     return 0;
 }
 
-static void stream_free(stream *s) {
-    rc_codec_free(s->c);
-    free(s->rgba);
-    rc_i420_free(&s->ref);
-    rc_buf_free(&s->pkt);
-}
+static void stream_free(stream *s) { codec_stream_free(&s->cs); }
 
 /* The packet decodes on d at the frame's size, its frame type agrees with info.keyframe, and the frame's
  * part has Y PSNR ≥ min. Returns the PSNR (0 on failure); the picture stays in *out if out (unref it after). */

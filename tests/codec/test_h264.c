@@ -27,6 +27,7 @@
 #include "codec/codec.h"
 #include "codec/nal.h"
 #include "codec/yuv.h"
+#include "codec_stream.h"
 #include "gen_frames.h"
 #include "testframes.h"
 #include "test.h"
@@ -158,55 +159,32 @@ static void patch_error(const yuv_view *d, double *mean_err, int *pixel_err) {
 
 /* ---- the stream under test ---- */
 
-typedef struct stream {
-    rc_codec *c;
-    rc_encode_params p;
-    uint8_t *rgba;
-    uint32_t w, h;
-    rc_i420 ref; /* the source frame in I420, as the encoder saw it */
-    rc_buf pkt;
-    rc_encode_info info;
+typedef struct stream { /* codec_stream.h's, and the NAL units of its last packet */
+    union {
+        codec_stream cs;
+        struct {
+            CODEC_STREAM_FIELDS
+        };
+    };
     nal_seen nals;
 } stream;
 
 static int stream_init(stream *s, uint32_t w, uint32_t h, int kbps, int threads) {
-    memset(s, 0, sizeof *s);
-    s->p = (rc_encode_params){.codec = RCANVAS_CODEC_H264, .bitrate_kbps = kbps, .keyframe_interval = 0,
-                              .threads = threads, .fps = 30};
-    s->w = w, s->h = h;
-    s->rgba = malloc((size_t)w * h * 4);
-    int r = rc_codec_new(&rc_codec_h264, &s->c);
-    CHECK_EQ_INT(r, RCANVAS_OK);
-    return s->rgba && !r ? 0 : -1;
+    memset(&s->nals, 0, sizeof s->nals);
+    return codec_stream_init(&s->cs, &rc_codec_h264, RCANVAS_CODEC_H264, w, h, kbps, threads);
 }
+static void stream_resize(stream *s, uint32_t w, uint32_t h) { codec_stream_resize(&s->cs, w, h); }
 
-static void stream_resize(stream *s, uint32_t w, uint32_t h) {
-    free(s->rgba);
-    s->w = w, s->h = h;
-    s->rgba = malloc((size_t)w * h * 4);
-}
-
-/* Draws frame t and encodes it into s->pkt (cleared first). */
+/* Draws frame t and encodes it into s->pkt (cleared first); its NAL units into s->nals. */
 static int stream_encode(stream *s, int t) {
-    gen_frame(s->rgba, s->w, s->h, (size_t)s->w * 4, t, 1.0);
-    rc_image img = {s->rgba, s->w, s->h, (size_t)s->w * 4, RCANVAS_FORMAT_RGBA8, NULL};
-    rc_i420_from_image(&s->ref, &img);
-    rc_buf_clear(&s->pkt);
-    int r = rc_codec_encode(s->c, &img, &s->p, &s->pkt, &s->info);
-    CHECK_MSG(r == RCANVAS_OK, "encode %ux%u frame %d: %s (%s)", s->w, s->h, t, rcanvas_strerror(r),
-              rc_codec_error(s->c));
+    int r = codec_stream_encode(&s->cs, t);
     memset(&s->nals, 0, sizeof s->nals);
     int n = r ? 0 : for_each_nal(rc_buf_data(&s->pkt), s->pkt.len, note_nal, &s->nals);
     CHECK_MSG(r || n > 0, "frame %d: packet of %zu bytes is not Annex B", t, s->pkt.len);
     return r;
 }
 
-static void stream_free(stream *s) {
-    rc_codec_free(s->c);
-    free(s->rgba);
-    rc_i420_free(&s->ref);
-    rc_buf_free(&s->pkt);
-}
+static void stream_free(stream *s) { codec_stream_free(&s->cs); }
 
 static int coded(uint32_t n) { return n < 16 ? 16 : (int)((n + 1) & ~1u); }
 
