@@ -71,4 +71,38 @@ static inline void codec_stream_free(codec_stream *s) {
     rc_buf_free(&s->pkt);
 }
 
+/* The video codecs' contract on bad parameters: a 64 × 64 frame with no bitrate, no threads, no frame rate or a
+ * negative keyframe interval is RCANVAS_EINVAL and writes nothing; then `big` (settings past the library's own
+ * ranges that must be accepted) codes a keyframe. The codec's table entries: its name, rc_codec_for its wire id,
+ * STATEFUL only. Returns the encoder, for the caller's own checks after those (it frees it), or NULL. */
+static inline rc_codec *codec_stream_check_params(const rc_codec_type *type, rcanvas_codec codec,
+                                                  rc_encode_params big) {
+    rc_codec *c = NULL;
+    CHECK_EQ_INT(rc_codec_new(type, &c), RCANVAS_OK);
+    if (!c) return NULL;
+    uint8_t px[64 * 64 * 4] = {0};
+    rc_image img = {px, 64, 64, 256, RCANVAS_FORMAT_RGBA8, NULL};
+    rc_buf out = {0};
+    rc_encode_params ok = {.codec = codec, .bitrate_kbps = 500, .threads = 1, .fps = 30};
+    rc_encode_params p = ok;
+    p.bitrate_kbps = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.threads = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.fps = 0;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    p = ok, p.keyframe_interval = -1;
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &p, &out, NULL), RCANVAS_EINVAL);
+    CHECK_EQ_INT(out.len, 0);
+    big.codec = codec;
+    rc_encode_info info = {0};
+    CHECK_EQ_INT(rc_codec_encode(c, &img, &big, &out, &info), RCANVAS_OK);
+    CHECK(out.len > 0 && info.keyframe);
+    CHECK(rc_codec_by_name(type->name) == type);
+    CHECK(rc_codec_for(codec) == type);
+    CHECK((type->flags & (RC_CODEC_STATEFUL | RC_CODEC_INTRA | RC_CODEC_STRIPES)) == RC_CODEC_STATEFUL);
+    rc_buf_free(&out);
+    return c;
+}
+
 #endif
