@@ -305,7 +305,7 @@ typedef enum rcanvas_codec {
 #undef RCANVAS_CODEC_ENUM_
 } rcanvas_codec;
 
-/* A codec's name ("jpeg", "h264-gpu"), or NULL for a value not in RCANVAS_CODECS. Any thread. */
+/* A codec's name ("jpeg", "h264"), or NULL for a value not in RCANVAS_CODECS. Any thread. */
 RCANVAS_API const char *rcanvas_codec_name(int codec);
 /* The codec of that name (as rcanvas_codec_name gives it), or RCANVAS_EINVAL (NULL, unknown name). Any thread. */
 RCANVAS_API int rcanvas_codec_from_name(const char *name);
@@ -368,7 +368,8 @@ RCANVAS_API int rcanvas_canvas_set_encoder(rcanvas_canvas *canvas, const char *n
  * "h264-gpu", …), or NULL past the last. Any thread. */
 RCANVAS_API const char *rcanvas_encoder_name(int i);
 /* The encoder a canvas's live frames come from for viewers of its codec (a name of rcanvas_encoder_name's; its
- * codec's default where the one chosen cannot run), or NULL (NULL canvas, codec AUTO). Any thread. */
+ * codec's default where the one chosen cannot run), or NULL (NULL canvas, codec AUTO). A change of encoder takes
+ * effect when no encode is running: until then this names the one before. Any thread. */
 RCANVAS_API const char *rcanvas_canvas_encoder(rcanvas_canvas *canvas);
 
 /* Changes the codec and its parameters for the following frames (quality 1–100): the same as setting

@@ -18,7 +18,7 @@ function table(macro) {
   const start = header.indexOf(`#define ${macro}(X)`);
   assert.ok(start >= 0, `${macro} is in include/rcanvas.h`);
   let end = start;
-  while (header[end] !== '\n' || header[end - 1] === '\\') end++; // the macro's continued lines
+  while (end < header.length && (header[end] !== '\n' || header[end - 1] === '\\')) end++; // its continued lines
   const rows = [...header.slice(start, end).matchAll(/X\((\w+),\s*(-?\d+),\s*"([^"]*)"(?:,\s*(\d))?\)/g)];
   return rows.map((m) => ({ id: m[1], value: Number(m[2]), name: m[3], wire: m[4] === '1' }));
 }

@@ -204,7 +204,7 @@ int main(void) {
     if (srv) CHECK_EQ_INT(rcanvas_canvas_new(srv, &cc, &a.cv), RCANVAS_OK);
     if (a.cv) {
         CHECK_EQ_INT(rcanvas_canvas_set_option(a.cv, RCANVAS_OPT_RATE_ADAPT, 0), RCANVAS_OK);
-        CHECK_EQ_INT(rcanvas_canvas_set_encoder(a.cv, "jpeg-marked"), RCANVAS_OK);
+        CHECK_EQ_INT(rcanvas_canvas_set_encoder(a.cv, "jpeg-marked"), RCANVAS_OK); /* no encode runs yet */
         CHECK_EQ_INT(rcanvas_canvas_set_encoder(a.cv, "jpeg-nonesuch"), RCANVAS_EINVAL);
         CHECK_EQ_INT(rcanvas_canvas_set_encoder(a.cv, NULL), RCANVAS_EINVAL);
         CHECK(rcanvas_canvas_encoder(a.cv) && !strcmp(rcanvas_canvas_encoder(a.cv), "jpeg-marked"));
@@ -225,10 +225,11 @@ int main(void) {
         CHECK(atomic_load(&g_marked_encodes) > 0);
         /* a codec's name goes back to its default encoder: frames unmarked, no more calls */
         CHECK_EQ_INT(rcanvas_canvas_set_encoder(a.cv, "jpeg"), RCANVAS_OK);
-        CHECK(rcanvas_canvas_encoder(a.cv) && !strcmp(rcanvas_canvas_encoder(a.cv), "jpeg"));
         int unmarked = 0;
-        for (int k = 0; k < 20 && !unmarked; k++) /* frames already coded may still be on their way */
+        /* the change waits for the encode running, and frames already coded may still be on their way */
+        for (int k = 0; k < 20 && !unmarked; k++)
             if (next_frame(w, seq, 10000, &seq, &nm) && nm == 0) unmarked = 1;
+        CHECK(rcanvas_canvas_encoder(a.cv) && !strcmp(rcanvas_canvas_encoder(a.cv), "jpeg"));
         CHECK_MSG(unmarked, "after \"jpeg\" a frame comes from libturbojpeg (no marker)");
         int calls = atomic_load(&g_marked_encodes);
         CHECK(next_frame(w, seq, 10000, &seq, &nm) && nm == 0);

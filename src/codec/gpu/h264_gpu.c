@@ -298,7 +298,9 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
     if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
         e->have_ref = 0, e->p_avg = 0, e->p_avg_idr = 0, rc_h264_rate_reset(&e->rate);
-    if ((w + 15) / 16 != e->mbw || (h + 15) / 16 != e->mbh) e->body_ok[0] = e->body_ok[1] = 0; /* its dispatches */
+    /* the recorded passes hold the size in their push constants (the dispatches, and w, h and the input's pitch): a
+     * width of 1915 after 1920 is the same macroblocks but another pitch */
+    if (w != e->w || h != e->h) e->body_ok[0] = e->body_ok[1] = 0;
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
