@@ -913,10 +913,7 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *presets = "superfast,veryfast", *seqs = NULL, *encoders = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--part")) {
+        if (!strcmp(a, "--part")) {
             static const char *const parts[] = {"a", "b", "ab", NULL};
             int c = cli_choice(PROG, a, cli_value(argc, argv, &i), parts);
             if (c < 0) return CLI_USAGE;
@@ -945,12 +942,9 @@ int main(int argc, char **argv) {
             if (!(encoders = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a list of encoder names");
         } else if (!strcmp(a, "--vp9-check")) {
             vp9_check = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else if (dir) {
-            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
         } else {
-            dir = a;
+            int r = cli_rest(PROG, USAGE, a, &dir, "DIR");
+            if (r >= 0) return r;
         }
     }
     struct stat st;

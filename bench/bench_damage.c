@@ -197,10 +197,7 @@ int main(int argc, char **argv) {
     const char *background = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--frames")) {
+        if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 10000, &frames)) return CLI_USAGE;
         } else if (!strcmp(a, "--quality")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 100, &quality)) return CLI_USAGE;
@@ -215,7 +212,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--background")) {
             if (!(background = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "a PNG file");
         } else {
-            return cli_error(PROG, "%s: unknown option", a);
+            int r = cli_rest(PROG, USAGE, a, NULL, NULL);
+            if (r >= 0) return r;
         }
     }
     uint8_t *plot = NULL;

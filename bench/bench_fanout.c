@@ -348,10 +348,7 @@ int main(int argc, char **argv) {
     int nextra = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--")) {
+        if (!strcmp(a, "--")) {
             extra = argv + i + 1;
             nextra = argc - i - 1;
             break;
@@ -382,7 +379,8 @@ int main(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i))) return cli_missing(PROG, a, "the path of rcanvas-demo");
             exe = v;
         } else {
-            return cli_error(PROG, "%s: unknown option", a);
+            int r = cli_rest(PROG, USAGE, a, NULL, NULL);
+            if (r >= 0) return r;
         }
     }
     if (!ncounts) counts[0] = 1, counts[1] = 16, counts[2] = 100, ncounts = 3;

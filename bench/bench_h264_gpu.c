@@ -261,10 +261,7 @@ int main(int argc, char **argv) {
     int ns = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--frames")) {
+        if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 8, 4096, &frames)) return CLI_USAGE;
         } else if (!strcmp(a, "--qp")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 12, 51, &qp)) return CLI_USAGE;
@@ -289,7 +286,8 @@ int main(int argc, char **argv) {
                 else return cli_error(PROG, "%s %s: %s", a, v, is_size ? "each WxH, 16-8192 a side" : "each 1-256");
             }
         } else {
-            return cli_error(PROG, "%s: unknown option", a);
+            int r = cli_rest(PROG, USAGE, a, NULL, NULL);
+            if (r >= 0) return r;
         }
     }
     rcanvas_vk_config vc;

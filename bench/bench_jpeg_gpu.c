@@ -224,10 +224,7 @@ int main(int argc, char **argv) {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--frames")) {
+        if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 5, 1000000, &frames)) return CLI_USAGE;
         } else if (!strcmp(a, "--tj")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 101, &tj_runs)) return CLI_USAGE;
@@ -235,12 +232,9 @@ int main(int argc, char **argv) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 2, 16, &pipeline)) return CLI_USAGE;
         } else if (!strcmp(a, "--seconds")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 1, 600, &seconds)) return CLI_USAGE;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else if (dir) {
-            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
         } else {
-            dir = a;
+            int r = cli_rest(PROG, USAGE, a, &dir, "DIR");
+            if (r >= 0) return r;
         }
     }
     if (!dir) return cli_error(PROG, "missing DIR: the directory of *-1920x1080.png and *-3840x2160.png frames");

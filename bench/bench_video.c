@@ -227,10 +227,7 @@ int main(int argc, char **argv) {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--frames")) {
+        if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 2, 100000, &nframes)) return CLI_USAGE;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &threads)) return CLI_USAGE;
@@ -255,12 +252,9 @@ int main(int argc, char **argv) {
             screen = 1;
         } else if (!strcmp(a, "--no-jpeg")) {
             jpeg_on = 0;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else if (dir) {
-            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
         } else {
-            dir = a;
+            int r = cli_rest(PROG, USAGE, a, &dir, "DIR");
+            if (r >= 0) return r;
         }
     }
     struct stat st;

@@ -358,10 +358,7 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *json = NULL, *depths_s = "1,2,3,4";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--frames")) {
+        if (!strcmp(a, "--frames")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 10, 1000000, &frames)) return CLI_USAGE;
         } else if (!strcmp(a, "--threads")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 256, &threads)) return CLI_USAGE;
@@ -371,12 +368,9 @@ int main(int argc, char **argv) {
             damage = 1;
         } else if (!strcmp(a, "--json")) {
             if (!(json = cli_value(argc, argv, &i)) || !*json) return cli_missing(PROG, a, "a file to write");
-        } else if (a[0] == '-' && a[1]) {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else if (dir) {
-            return cli_error(PROG, "%s: unexpected argument (DIR is %s already)", a, dir);
         } else {
-            dir = a;
+            int r = cli_rest(PROG, USAGE, a, &dir, "DIR");
+            if (r >= 0) return r;
         }
     }
     int depths[16], nd = 0;

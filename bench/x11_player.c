@@ -72,19 +72,13 @@ int main(int argc, char **argv) {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (!strcmp(a, "--fps")) {
+        if (!strcmp(a, "--fps")) {
             if (cli_number(PROG, a, cli_value(argc, argv, &i), 1, 240, &fps)) return CLI_USAGE;
         } else if (!strcmp(a, "--no-shm")) {
             use_shm = 0;
-        } else if (a[0] == '-') {
-            return cli_error(PROG, "%s: unknown option", a);
-        } else if (dir) {
-            return cli_error(PROG, "%s: one directory only", a);
         } else {
-            dir = a;
+            int r = cli_rest(PROG, USAGE, a, &dir, "DIR");
+            if (r >= 0) return r;
         }
     }
     if (!dir) return cli_error(PROG, "a directory of PNG files is needed");

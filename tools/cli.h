@@ -108,4 +108,20 @@ static inline int cli_choice(const char *prog, const char *opt, const char *v, c
     return -1;
 }
 
+/* What a hand-written option loop does with an argument none of its options took: "-h" or "--help" prints usage and
+ * ends the program with 0; another "-x" is an unknown option; anything else is the one positional argument, into
+ * *pos (NULL: the program takes none; `what` names it in the message about a second one). -1 to go on, else the
+ * exit status (0 after the help, CLI_USAGE after an error). */
+static inline int cli_rest(const char *prog, const char *usage, const char *a, const char **pos, const char *what) {
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (a[0] == '-' && a[1]) return cli_error(prog, "%s: unknown option", a);
+    if (!pos) return cli_error(prog, "%s: unexpected argument", a);
+    if (*pos) return cli_error(prog, "%s: unexpected argument (%s is %s already)", a, what, *pos);
+    *pos = a;
+    return -1;
+}
+
 #endif
