@@ -277,8 +277,8 @@ static rc_packet *encoded_packet(rcanvas_canvas *c, const rc_codec_type *codec, 
 
 /* fb (refs = 1, img set: its pixels, or NULL for a frame that came without them) becomes `last` with pk as the
  * first tier's newest packet, as if the CPU pipeline had encoded it: counted, the pending frame it overtakes
- * dropped, the steering taught by its size at the quality it was coded at (as tier_done_locked does,
- * canvas_encode.c), viewers woken. mu held. */
+ * dropped, the steering taught by its size at the quality it was coded at (as rc_tier_learn does, tier.c,
+ * for the CPU pipeline), viewers woken. mu held. */
 static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packet *pk, int quality) {
     int64_t now = rc_now_us();
     rc_tier *t = &c->tiers[0];
@@ -300,7 +300,7 @@ static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packe
         rc_frame_release_locked(c->pending);
         c->pending = NULL;
     }
-    /* the steering learns from its size as from a frame of its own (canvas_tiers.c's budget, then tier_done's) */
+    /* the steering learns from its size as from a frame of its own (canvas_tiers.c's budget, then rc_tier_learn's) */
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, 0) : RC_LINK_MAX_BPS;
     if (!(pk->codec->flags & RC_CODEC_LOSSLESS) && quality > 0) {

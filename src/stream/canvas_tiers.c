@@ -136,7 +136,7 @@ int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, c
 }
 
 /* A tier's encode settings for its viewers' link (rate.h): video gets its bitrate, frame-rate cap and scale here;
- * image codecs their quality from the previous frame (tier_done_locked, canvas_encode.c). Returns the image to
+ * image codecs their quality from the previous frame (rc_tier_learn, tier.c). Returns the image to
  * encode (fb's, or fb's shrunk into the tier's buffer) and in *codec the codec to encode it with (the tier's, or PNG
  * for a small frame: rc_canvas_small_lossless_locked); sets the tier's frame-rate bookkeeping. mu held (the shrink
  * runs under it too: ~1 ms at 1080p with libyuv, and only on links too slow for the full size). */
