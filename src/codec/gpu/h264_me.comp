@@ -54,6 +54,7 @@ shared uint qrs[QSIDE * QSIDE];   // the reference's 1/4-size luma around the ma
 shared uint qcs[36];              // the macroblock's 6 × 6
 
 void coarse(uint mbx, uint mby, uint t) {
+    uint lambda = pic.lambda;   // read before the tile's loads, so that its latency hides behind theirs
     uint mb = mby * pc.mbw + mbx;
     int qw = int(pc.mbw * 4u), qh = int(pc.mbh * 4u);
     int x0 = int(mbx) * 4 - 1, y0 = int(mby) * 4 - 1;
@@ -77,7 +78,7 @@ void coarse(uint mbx, uint mby, uint t) {
             for (int x = 0; x < 6; x++)
                 sad += uint(abs(int(qcs[y * 6 + x]) - int(qrs[(y + dy + ME_RANGE) * QSIDE + x + dx + ME_RANGE])));
         // a hint for the fine search: the vector's bits weigh a quarter of the fine search's
-    uint cost = sad * 16u + pic.lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
+        uint cost = sad * 16u + lambda * (se_bits(dx * 16) + se_bits(dy * 16)) / 4u;
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
@@ -196,6 +197,7 @@ uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
 }
 
 void fine(uint mbx, uint mby, uint t) {
+    uint lambda = pic.lambda, flags = pic.me_flags;   // read first: their latency hides behind the loads below
     uint mb = mby * pc.mbw + mbx;
     int W = int(lw());
     uint sv[4];
@@ -230,7 +232,7 @@ void fine(uint mbx, uint mby, uint t) {
         barrier();
         for (uint j = 0u; j < 25u; j++) {   // every invocation the same choice, in the same order
             ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-            uint cost = csad[j] + pic.lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
+            uint cost = csad[j] + lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
             if (q == centre[2]) pmsad = csad[j];
             if (cost < bcost) { bcost = cost; bq = q; bsad = csad[j]; }
         }
@@ -241,8 +243,8 @@ void fine(uint mbx, uint mby, uint t) {
     load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
     rx0 = tox + 3, ry0 = toy + 3;
     ivec2 bw = bq;   // the best whole-pixel vector: the planes reach ±1 whole sample around it
-    if ((pic.me_flags & ME_INT_ONLY) == 0u && bsad > 0u) make_planes(t);
-    for (int step = 2; step >= 1 && (pic.me_flags & ME_INT_ONLY) == 0u && bsad > 0u; step >>= 1) {
+    if ((flags & ME_INT_ONLY) == 0u && bsad > 0u) make_planes(t);
+    for (int step = 2; step >= 1 && (flags & ME_INT_ONLY) == 0u && bsad > 0u; step >>= 1) {
         if (t < 8u) ssad[t] = 0u;
         barrier();
         uint c = t >> 3, part = t & 7u;
@@ -255,7 +257,7 @@ void fine(uint mbx, uint mby, uint t) {
         for (uint i = 0u; i < 8u; i++) {
             uint ii = i < 4u ? i : i + 1u;
             ivec2 qq = bq + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
-            uint cost = ssad[i] + pic.lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
+            uint cost = ssad[i] + lambda * (se_bits(qq.x - pm.x) + se_bits(qq.y - pm.y));
             if (cost < nc) { nc = cost; nb = qq; }
         }
         bq = nb;
@@ -271,23 +273,23 @@ void fine(uint mbx, uint mby, uint t) {
     // nearly free, where one at another vector costs its mb_skip_run, mb_type, coded_block_pattern and vector
     // difference (about 3 bits more than its vector's): a still or steadily panned area is not coded again at a
     // vector that only fits the reference's coding noise (x264 probes P_Skip first for the same reason).
-    bool at_pm = pmsad != 0xFFFFFFFFu && pmsad + 2u * pic.lambda <= bcost + 3u * pic.lambda;
+    bool at_pm = pmsad != 0xFFFFFFFFu && pmsad + 2u * lambda <= bcost + 3u * lambda;
     bool moved = at_pm && bq != centre[2];   // then the planes may not reach the quadrants' candidates
     if (at_pm) bq = centre[2];
     ivec2 qv[4] = ivec2[](bq, bq, bq, bq);
     bool p8 = false;
     // P_8x8 costs at least its header bits more than its four SADs, so where the 16×16 SAD is no more than those bits
     // it cannot win: not searched (the same choice, without the search; most macroblocks of a well-predicted picture)
-    uint sad16 = at_pm ? pmsad : bcost - pic.lambda * (se_bits(bq.x - pm.x) + se_bits(bq.y - pm.y));
-    uint inter = at_pm ? pmsad + 2u * pic.lambda : bcost;   // the chosen inter prediction's cost
-    bool p8_may_pay = sad16 > (at_pm ? 11u : 8u) * pic.lambda;
-    if ((pic.me_flags & (ME_INT_ONLY | ME_NO_P8X8)) == 0u && bsad > 0u && !moved && p8_may_pay) {
+    uint sad16 = at_pm ? pmsad : bcost - lambda * (se_bits(bq.x - pm.x) + se_bits(bq.y - pm.y));
+    uint inter = at_pm ? pmsad + 2u * lambda : bcost;   // the chosen inter prediction's cost
+    bool p8_may_pay = sad16 > (at_pm ? 11u : 8u) * lambda;
+    if ((flags & (ME_INT_ONLY | ME_NO_P8X8)) == 0u && bsad > 0u && !moved && p8_may_pay) {
         if (t < 4u) qsad[t] = 0u;
         barrier();
         atomicAdd(qsad[t >> 4], sad_q8(mbx, mby, bq, t >> 4, (t & 15u) >> 1, (t & 1u) * 4u));
         barrier();
         uint qc[4], q16 = 0u;
-        for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * pic.lambda; q16 += qsad[q]; }
+        for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * lambda; q16 += qsad[q]; }
         for (int step = 2; step >= 1; step >>= 1) {
             if (t < 32u) qs32[t] = 0u;
             barrier();
@@ -305,13 +307,13 @@ void fine(uint mbx, uint mby, uint t) {
                     uint ii = i < 4u ? i : i + 1u;
                     ivec2 cq = qv[q] + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
                     if (!all(lessThanEqual(abs(cq - bw), ivec2(4)))) continue;
-                    uint cost = qs32[q * 8u + i] + pic.lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
+                    uint cost = qs32[q * 8u + i] + lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
                     if (cost < qc[q]) { qc[q] = cost; nv[q] = cq; }
                 }
             qv = nv;
             barrier();
         }
-        uint c8 = (at_pm ? 11u : 8u) * pic.lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
+        uint c8 = (at_pm ? 11u : 8u) * lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
         for (uint q = 0u; q < 4u; q++) c8 += qc[q];
         p8 = c8 < q16 && (qv[0] != qv[1] || qv[0] != qv[2] || qv[0] != qv[3]);
         if (!p8) qv = ivec2[](bq, bq, bq, bq);
