@@ -517,6 +517,17 @@ static uint32_t wave_width(const rc_gpu_h264 *e, uint32_t s) {
     return yhi - ylo + 1;
 }
 
+/* Records the wavefront with `pipe` bound: a dispatch a step, each after the last, the step in pc->pass. */
+static void record_wavefront(rc_gpu_h264 *e, VkCommandBuffer cb, int pipe, pc_t *pc) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[pipe]);
+    for (uint32_t s = 0; s < wave_steps(e); s++) {
+        pc->pass = s;
+        vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+        vkCmdDispatch(cb, wave_width(e, s), 1, 1);
+        if (s + 1 < wave_steps(e)) cbarrier(cb);
+    }
+}
+
 /* The head of a pass, recorded each pass into e->cmd: the timestamps' reset, the input into B_IN, the clear of
  * B_OUT and the picture's parameters into B_PIC. The body (record_body) follows it in the same submission. */
 static void record_head(rc_gpu_h264 *e, VkCommandBuffer cb, const pic_t *pic, const input *in) {
@@ -620,13 +631,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     }
     ts(e, cb, 3);
     if (key) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
-        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
-        for (uint32_t s = 0; s < wave_steps(e); s++) {
-            pc->pass = s;
-            vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-            vkCmdDispatch(cb, wave_width(e, s), 1, 1);
-            if (s + 1 < wave_steps(e)) cbarrier(cb);
-        }
+        record_wavefront(e, cb, P_MB_INTRA, pc);
     } else {
         stage(e, cb, P_MB, pc, e->mbw, e->mbh);
         cbarrier(cb);
@@ -661,13 +666,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
             pc->pass = DEBLOCK_ROWS;
             stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
         } else { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_DEBLOCK]);
-            for (uint32_t s = 0; s < wave_steps(e); s++) {
-                pc->pass = s;
-                vkCmdPushConstants(cb, e->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
-                vkCmdDispatch(cb, wave_width(e, s), 1, 1);
-                if (s + 1 < wave_steps(e)) cbarrier(cb);
-            }
+            record_wavefront(e, cb, P_DEBLOCK, pc);
         }
         cbarrier(cb);
     }
