@@ -96,7 +96,7 @@ void rc_damage_skip_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
     for (int i = 0; i < RC_MAX_TIERS; i++) {
         rc_tier *t = &c->tiers[i];
         if (t->codec && t->nsessions && !rc_tier_busy(t) && (!t->latest || t->latest->seq < c->last->seq))
-            rc_canvas_request_keyframe_locked(c, t); /* its encode of last failed: encode it again */
+            rc_tier_request_keyframe_locked(c, t); /* its encode of last failed: encode it again */
     }
 }
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * canvas_internal.h — private to src/stream/: the canvas and session structs, shared by the canvas's files
- * (canvas.c: lifecycle and core; canvas_tiers.c: tiers and steering; canvas_encode.c: the encode pipeline;
+ * (canvas.c: lifecycle and core; canvas_tiers.c: codec preferences; canvas_encode.c: the encode pipeline;
  * canvas_refine.c: refinement and catch-up; canvas_present.c: frames in; canvas_schedule.c: when the app draws;
  * canvas_events.c: the event queue; canvas_options.c: options; canvas_damage.c: damage), session.c (viewers:
- * flow control, roles, keyframes) and registry.c; the tier's struct is tier.h's. Everything in them is guarded by
+ * flow control, roles, keyframes), tier.c (the encoder streams) and registry.c; the tier's struct and functions are
+ * tier.h's. Everything in them is guarded by
  * the canvas's mutex `mu`.
  */
 #ifndef RC_CANVAS_INTERNAL_H
@@ -199,10 +200,6 @@ void rc_canvas_set_size_locked(rcanvas_canvas *c, double w, double h, double rat
 /* The active viewer's last resize clamped again (after a codec change: another codec, other limits); where the
  * canvas's size changes, the app gets the RESIZE event and a draw request. mu held. */
 void rc_canvas_resize_again_locked(rcanvas_canvas *c);
-/* canvas_tiers.c, for session.c (mu held): the tier of a codec and rung (made if needed; a tier without viewers
- * takes the rung; -1 if all are taken), and the keyframe a session asked for. */
-int rc_canvas_tier_for_locked(rcanvas_canvas *c, const rc_codec_type *codec, int rung);
-void rc_canvas_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
 
 /* ---- between the canvas's own files (mu held unless said) ---- */
 /* canvas_present.c: 1 if fb has its pixels; else 0, and the app is asked for them (RCANVAS_WAKE_PIXELS). */
@@ -212,42 +209,29 @@ void rc_frame_release_locked(rc_frame_buf *fb);
 /* canvas.c: RCANVAS_OK if a live codec, quality and subsampling are valid (no lock needed). */
 int rc_canvas_check_params(rcanvas_codec codec, int quality, rcanvas_subsampling ss);
 /* canvas_tiers.c: the codec preferences from params.codec; a change of them (now, or when no tier is busy); 1
- * while some tier encodes; the app's frame rate a tier's budget is spread over; a tier's encode settings. */
+ * while some tier encodes; the app's frame rate a tier's budget is spread over. */
 void rc_canvas_set_prefs_locked(rcanvas_canvas *c);
 void rc_canvas_apply_codec_change_locked(rcanvas_canvas *c);
 void rc_canvas_codec_changed_locked(rcanvas_canvas *c);
 int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c);
 double rc_canvas_fps_goal_locked(const rcanvas_canvas *c);
-rc_image rc_canvas_steer_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, int64_t now,
-                                     rc_encode_params *params, const rc_codec_type **codec);
-/* Small bitmaps (rendercanvas' set_bitmap: "applications can provide N times smaller bitmaps to produce
- * a pixelated visualization", which the client upscales nearest-neighbour): a frame of at most RC_SMALL_MAX_PX
- * pixels and at most 1/RC_SMALL_AREA_DIV of the canvas's physical pixels goes out lossless (PNG) on an image-codec
- * tier, at its full size (never shrunk by the steering), where a PNG frame of it at the bytes a pixel the tier last
- * measured (t->small_bpp; none yet: try) fits the tier's budget at RC_STEER_FPS_MIN (or the app's rate if lower);
- * otherwise the tier's own codec. Video tiers keep video (the client still draws it nearest-neighbour; the
- * refinement of a still frame is exact). rc_canvas_small_frame_locked is the size part alone (t = NULL). mu held. */
+/* A frame small enough to go out lossless (rc_tier_small_lossless_locked, tier.h): at most RC_SMALL_MAX_PX
+ * pixels and at most 1/RC_SMALL_AREA_DIV of the canvas's physical pixels. */
 #define RC_SMALL_MAX_PX 65536
 #define RC_SMALL_AREA_DIV 4
 int rc_canvas_small_frame_locked(const rcanvas_canvas *c, const rc_image *img);
-int rc_canvas_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img);
-/* canvas_encode.c: a frame's stripes onto the pool; tier t started on frame fb (1 if it was); `pending` into the
- * encoders. */
+/* canvas_encode.c: a frame's stripes onto the pool; `pending` into the encoders; tier t finished its encode of
+ * frame seq (ok: it has a packet of it): the frame moves on (tier.c calls it after rc_tier's own bookkeeping). */
 void rc_canvas_submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
                               const rc_codec_type *codec, const rc_encode_params *params, rc_encode_done_fn done,
                               rc_packet *pk);
-int rc_canvas_start_tier_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb);
 void rc_canvas_start_encode_locked(rcanvas_canvas *c);
+void rc_canvas_advance_locked(rcanvas_canvas *c, rc_tier *t, uint32_t seq, int ok);
 
 /* session.c, for canvas_refine.c (mu held): hands the active role on from a stalled viewer; µs to the next check. */
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);
-/* 1 if some visible session of tier t has room in its window for a packet, or has been given the tier's newest
- * packet (a tier encodes at most one frame ahead of a viewer whose window is full). */
-int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t);
-/* The lowest link target (bit/s) of the visible sessions of tier t; RC_LINK_MAX_BPS if none. */
-double rc_tier_budget_locked(rcanvas_canvas *c, int t);
 /* The app's frame rate (rc_canvas_fps_goal_locked), unless its draws were held back by the viewers' windows within
  * the last RC_VIDEO_HELD_US: then the measured rate is the viewers', and the cap (max_fps, else 60) is what frames
  * would come at. What video frames are sized for, and what a window covers the round trip at. mu held. */

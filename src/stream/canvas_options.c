@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * canvas_options.c — the canvas's options after creation: rcanvas_canvas_set_codec and rcanvas_canvas_set_option /
- * get_option, validated and applied under the lock (a codec change goes through the tiers, canvas_tiers.c).
+ * get_option, validated and applied under the lock (a codec change goes through the codec preferences, canvas_tiers.c).
  */
 #include "stream/canvas_internal.h"
 

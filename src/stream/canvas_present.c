@@ -239,7 +239,7 @@ void rc_canvas_release_external(rcanvas_canvas *c) {
 /* 1 if a packet of `codec`, coded at `quality`, may serve a frame like img as the canvas's only live packet: the
  * one tier in use is that codec's (a JPEG canvas whose viewers all decode JPEG), nothing is encoding, its steering
  * asks for the full size and rate and at least that quality (the configured quality before it has steered), and
- * the frame is not one that goes out lossless for its size (rc_canvas_small_lossless_locked). Otherwise the frame
+ * the frame is not one that goes out lossless for its size (rc_tier_small_lossless_locked). Otherwise the frame
  * goes through the CPU pipeline, which encodes every tier at its own settings. mu held. */
 static int encoded_fits_locked(const rcanvas_canvas *c, const rc_codec_type *codec, const rc_image *img, int quality) {
     const rc_tier *t = &c->tiers[0];
@@ -300,7 +300,7 @@ static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packe
         rc_frame_release_locked(c->pending);
         c->pending = NULL;
     }
-    /* the steering learns from its size as from a frame of its own (canvas_tiers.c's budget, then rc_tier_learn's) */
+    /* the steering learns from its size as from a frame of its own (rc_tier_budget_locked, then rc_steer_image) */
     if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, 0) : RC_LINK_MAX_BPS;
     if (!(pk->codec->flags & RC_CODEC_LOSSLESS) && quality > 0) {

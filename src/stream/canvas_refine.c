@@ -66,11 +66,12 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
         rc_tier *t = &c->tiers[i];
         if (!t->codec || rc_tier_busy(t) || !t->nsessions) continue;
         int64_t wait;
+        rc_tier_state kind = RC_TIER_LIVE; /* what the encode started here is: a paint-over of `last`, or live */
         if (t->keyframe_requested) {
             wait = t->last_forced_us + RC_KEYFRAME_MIN_US - now_us;
         } else if ((!t->latest || t->latest->seq < c->last->seq) && rc_tier_wants_frame_locked(c, i)) {
             wait = c->last_present_us + RC_CATCHUP_US - now_us;
-            int64_t w2 = (t->steer.fps_cap > 0 ? t->cap_next_us - 2000 : t->last_encode_us + RC_CATCHUP_US) - now_us;
+            int64_t w2 = (t->steer.fps_cap > 0 ? t->steer.cap_next_us - 2000 : t->steer.started_us + RC_CATCHUP_US) - now_us;
             if (w2 > wait) wait = w2; /* the cap, and no retry storm after a failed encode */
         } else if (paint_ready_locked(c, t)) {
             double fps = rc_canvas_fps_goal_locked(c);
@@ -81,7 +82,7 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
                 if (t->paint_seq != t->latest->seq) t->paint_count = 0;
                 t->paint_seq = t->latest->seq;
                 t->paint_count++;
-                t->paint_next = 1;
+                kind = RC_TIER_PAINT;
             }
         } else {
             continue;
@@ -90,18 +91,14 @@ static int64_t side_check_locked(rcanvas_canvas *c, int64_t now_us) {
             if (next < 0 || wait < next) next = wait;
             continue;
         }
-        if (!rc_canvas_want_pixels_locked(c, c->last)) { /* it came encoded: its pixels re-arm the tick */
-            t->paint_next = 0;
-            continue;
-        }
-        if (!t->keyframe_requested && !t->paint_next) /* counts for the cap (a paint frame does not) */
-            rc_steer_rate_allows(&t->steer, &t->cap_next_us, now_us);
-        c->last->refs++; /* held while the tier reads it; tier_done_locked (canvas_encode.c) lets go */
+        if (!rc_canvas_want_pixels_locked(c, c->last)) continue; /* it came encoded: its pixels re-arm the tick */
+        if (!t->keyframe_requested && kind != RC_TIER_PAINT) /* counts for the cap (a paint frame does not) */
+            rc_steer_rate_allows(&t->steer, now_us);
+        c->last->refs++; /* held while the tier reads it; its finish (tier.c) lets go */
         t->side_frame = c->last;
-        if (!rc_canvas_start_tier_locked(c, t, c->last)) {
+        if (!rc_tier_start_locked(c, t, c->last, kind)) {
             rc_frame_release_locked(t->side_frame);
             t->side_frame = NULL;
-            t->paint_next = 0;
         }
     }
     return next;
@@ -124,7 +121,7 @@ static void refine_done(rc_encode_task *t, int status) {
     }
     rc_packet_unref(drop);
     rc_packet_unref(old);
-    rc_canvas_notify_locked(c); /* with mu held, as in live_done (canvas_encode.c) */
+    rc_canvas_notify_locked(c); /* with mu held, as in live_done (tier.c) */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }

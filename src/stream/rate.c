@@ -245,15 +245,35 @@ void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint6
 #undef PRED
 }
 
-int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us) {
+int rc_steer_rate_allows(rc_steer *s, int64_t now_us) {
     if (!(s->fps_cap > 0)) {
-        *next_us = now_us;
+        s->cap_next_us = now_us;
         return 1;
     }
     int64_t iv = (int64_t)(1e6 / s->fps_cap);
-    if (now_us + 2000 < *next_us) return 0; /* 2 ms early is on time */
-    *next_us = (*next_us > now_us - iv ? *next_us : now_us - iv) + iv;
+    if (now_us + 2000 < s->cap_next_us) return 0; /* 2 ms early is on time */
+    s->cap_next_us = (s->cap_next_us > now_us - iv ? s->cap_next_us : now_us - iv) + iv;
     return 1;
+}
+
+void rc_steer_started(rc_steer *s, int64_t now_us) {
+    if (s->started_us && now_us > s->started_us) { /* the rate this encoder actually starts frames at */
+        double f = 1e6 / (double)(now_us - s->started_us);
+        s->enc_fps = s->enc_fps > 0 ? s->enc_fps + (f - s->enc_fps) / 8 : f;
+    }
+    s->started_us = now_us;
+}
+
+void rc_steer_encoded(rc_steer *s, double us, int whole, int video_keyframe) {
+    if (s->enc_div <= 0 || !whole || video_keyframe || !(us >= 0)) return;
+    s->enc_us = s->enc_us > 0 ? s->enc_us + (us - s->enc_us) / 4 : us;
+    rc_cost_sample(&s->enc_cost, s->enc_div, us);
+}
+
+void rc_steer_small_done(rc_steer *s, uint64_t bytes, uint64_t pixels) {
+    if (!pixels) return;
+    double bpp = (double)bytes / (double)pixels;
+    s->small_bpp = bpp < RC_SMALL_MAX_BPP ? bpp : RC_SMALL_MAX_BPP;
 }
 
 /* bits of one frame at 1/d of the size (rc_steer_video) */

@@ -6,7 +6,7 @@
  * for its frames; rc_steer turns a target into encoder settings, preferring, in this order, to lower the quality
  * (JPEG/WebP quality, or the video bitrate), then the frame rate, then the resolution, and to climb back in the
  * opposite order. Pure computation on caller-owned structs, no locks, no clock: the session (session.c) and the
- * tier (canvas_tiers.c) call them under the canvas lock with the time they read.
+ * tier (tier.c) call them under the canvas lock with the time they read.
  *
  * Sources. The delivery-rate sample is BBR's (Cardwell et al., "BBR: Congestion-Based Congestion Control",
  * ACM Queue 14(5), 2016; draft-cheng-iccrg-delivery-rate-estimation): bytes acked between a packet's send and its
@@ -121,6 +121,15 @@ int rc_link_window(const rc_link *l, double fps, int min_frames, int max_frames)
 #define RC_STEER_SCALE_MAX 4     /* encode at 1/4 of the size at worst (the client upscales) */
 #define RC_STEER_VIDEO_BPP 0.03  /* video: bits per pixel a frame needs to look right (H.264 screen content) */
 
+/* What one frame costs a coder at each size divisor (1, 2, 4), µs, smoothed; 0 = never measured there. */
+typedef struct rc_cost {
+    double at[3];
+    int n[3];                  /* frames measured there (up to RC_CPU_SAMPLES) */
+    double seen[3];            /* as at[], but not forgotten while a smaller size is used: what shrinking bought */
+} rc_cost;
+
+#define RC_SMALL_MAX_BPP 4.0 /* the bytes a pixel small_bpp counts at most (raw RGBA) */
+
 typedef struct rc_steer {
     int cpu_div;               /* 1, 2 or 4 (0 = 1): the size divisor the encoder's and the decoders' time allows at
                                 * the frame rate (rc_steer_cpu); the link's steering never encodes larger */
@@ -145,6 +154,18 @@ typedef struct rc_steer {
     int video_since_cut;       /* video: frames since that size was last lowered */
     int video_since_key;       /* video: P-frames since its last keyframe (the encoder's rate control settles first) */
     int video_painted;         /* video: its last frame was a paint-over, so the next live one teaches nothing */
+    /* the encoder's own pace and time, which the CPUs' steering and the frame-rate cap read (rc_steer_started,
+     * rc_steer_encoded, rc_steer_rate_allows) */
+    int64_t started_us;        /* when it last started a live frame */
+    double enc_fps;            /* live frames it starts a second (smoothed) */
+    int64_t cap_next_us;       /* its frame-rate cap's schedule (rc_steer_rate_allows) */
+    rc_cost enc_cost;          /* what a live frame costs its encoder (wall time, start to done), per size */
+    double enc_us;             /* ... the last ones smoothed whatever their size (cpu_bound, rc_video_fill_fps) */
+    int enc_div;               /* the size divisor the running encode counts at (set when it starts); 0: it does
+                                * not count (a paint-over, a small frame sent as PNG) */
+    double fill_fps;           /* video: > 0 while frames are sized for the rate its encoder keeps, not the app's */
+    double small_bpp;          /* image codecs: bytes a pixel of its last small frame sent lossless (PNG), at most
+                                * RC_SMALL_MAX_BPP; 0 = none yet (rc_steer_small_done) */
 } rc_steer;
 
 /* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
@@ -154,10 +175,19 @@ void rc_steer_init(rc_steer *s, int q_top, double top_bps);
  * after a frame of `bytes` at s->quality and s->scale_div of a frame of `pixels` (full size), choose the next
  * settings for a budget of budget_bps at fps frames a second. */
 void rc_steer_image(rc_steer *s, int q_top, double budget_bps, double fps, uint64_t pixels, uint64_t bytes);
-/* 1 if an encoder under s's frame-rate cap may start a frame at now; *next_us (0 at first) is its schedule, advanced
+/* 1 if an encoder under s's frame-rate cap may start a frame at now; s->cap_next_us (0 at first) is its schedule, advanced
  * by one interval per frame started, so the cap holds on average even when frames come on a coarser grid (a 25 fps
  * cap on 60 fps frames takes every 2nd or 3rd, not every 3rd). */
-int rc_steer_rate_allows(const rc_steer *s, int64_t *next_us, int64_t now_us);
+int rc_steer_rate_allows(rc_steer *s, int64_t now_us);
+/* A live frame starts at now_us: the rate its encoder is fed at (s->enc_fps). */
+void rc_steer_started(rc_steer *s, int64_t now_us);
+/* Its encode finished after us µs (start to done). Whether that teaches the encoder's cost is decided here: only an
+ * encode that counts (s->enc_div, set when it started), of a whole frame (`whole`: a partial one codes a part), and
+ * of video only P-frames (`video_keyframe`: a keyframe, rare, costs several; the first one makes the encoder too). */
+void rc_steer_encoded(rc_steer *s, double us, int whole, int video_keyframe);
+/* A small frame of `pixels` went out lossless (PNG) in `bytes`: what that costs a pixel (s->small_bpp), at most
+ * RC_SMALL_MAX_BPP (a PNG's ~70 bytes of headers would make a 1x1 frame cost 69 a pixel). No pixels: nothing. */
+void rc_steer_small_done(rc_steer *s, uint64_t bytes, uint64_t pixels);
 /* Video codecs (bitrate-driven): settings for budget_bps at fps frames a second of `pixels` (full size), the
  * encoder's bitrate at most top_bps (bit/s). A frame at 1/d of the size is taken to need the larger of RC_STEER_VIDEO_BPP
  * bits per coded pixel and s->video_bits / d: the frame rate is capped, then the size divided, until such frames
@@ -252,12 +282,6 @@ enum { RC_LIMIT_NONE = 0, RC_LIMIT_LINK = 1, RC_LIMIT_ENCODER = 2, RC_LIMIT_DECO
  * second: the load may have changed */
 #define RC_CPU_RETRY_FORGET 0.998
 
-/* What one frame costs a coder at each size divisor (1, 2, 4), µs, smoothed; 0 = never measured there. */
-typedef struct rc_cost {
-    double at[3];
-    int n[3];                  /* frames measured there (up to RC_CPU_SAMPLES) */
-    double seen[3];            /* as at[], but not forgotten while a smaller size is used: what shrinking bought */
-} rc_cost;
 /* A frame coded at 1/div of the size took us µs (div 1, 2 or 4; anything else is ignored). */
 void rc_cost_sample(rc_cost *c, int div, double us);
 /* The predicted cost of a frame at 1/div: measured there (RC_CPU_SAMPLES frames), else the lowest of the sizes

@@ -91,18 +91,14 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
             !(c->codecs_disabled & (1u << rc_codec_index(rc_codec_for((rcanvas_codec)w)))))
             want = rc_codec_for((rcanvas_codec)w);
     if (!want) want = &rc_codec_jpeg;
-    int t = rc_canvas_tier_for_locked(c, want, s->rung);
+    int t = rc_tier_acquire_locked(c, want, s->rung);
     /* every tier taken: its codec at any rung, else JPEG (tier 0 or made) */
-    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, want, r);
-    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_canvas_tier_for_locked(c, &rc_codec_jpeg, r);
+    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_tier_acquire_locked(c, want, r);
+    for (int r = 0; t < 0 && r < RC_RUNGS; r++) t = rc_tier_acquire_locked(c, &rc_codec_jpeg, r);
     if (t < 0) t = 0;
     if (s->tier >= 0 && s->tier == t) return;
-    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !rc_tier_busy(&c->tiers[s->tier])) {
-        rc_tier *old = &c->tiers[s->tier]; /* nobody watches it now: no stale packet for its next viewer */
-        rc_packet_unref(old->latest);
-        old->latest = NULL;
-        old->ref_id = 0;
-    }
+    if (s->tier >= 0 && --c->tiers[s->tier].nsessions == 0 && s->tier > 0 && !rc_tier_busy(&c->tiers[s->tier]))
+        rc_tier_unwatched(&c->tiers[s->tier]); /* no stale packet for its next viewer */
     s->tier = t;
     c->tiers[t].nsessions++;
     s->need_keyframe = 1;
@@ -112,7 +108,7 @@ void rc_session_place_locked(rcanvas_canvas *c, rc_session *s) {
                        * frame encoded again, see side_check_locked in canvas_refine.c) */
     rc_tier *tt = &c->tiers[t]; /* a tier without the newest frame: make it (keyframe_check_locked) */
     if (!rc_tier_busy(tt) && c->last && (!tt->latest || tt->latest->seq < c->last->seq))
-        rc_canvas_request_keyframe_locked(c, tt);
+        rc_tier_request_keyframe_locked(c, tt);
 }
 
 int rc_sessions_visible_locked(rcanvas_canvas *c) {
@@ -121,26 +117,7 @@ int rc_sessions_visible_locked(rcanvas_canvas *c) {
     return 0;
 }
 
-int rc_tier_wants_frame_locked(rcanvas_canvas *c, int t) {
-    const rc_packet *l = c->tiers[t].latest;
-    /* Room means what pick_locked gives a packet to: a window not full *and* a link not full (rc_link_full). A
-     * tier that encoded past a viewer held by its link alone made video packets it never received: the
-     * next one it could take depended on one it had not got, so it asked for a keyframe, a big one, that filled its
-     * link again — 15 keyframes in 41 frames at 4 Mbit/s, ~3 a second for a slow viewer beside a fast one. */
-    for (rc_session *s = c->sessions; s; s = s->next)
-        if (s->tier == t && s->visible && !s->closing &&
-            ((s->n_inflight < s->window && !rc_link_full(&s->link, s->n_inflight, s->inflight_bytes)) || !l ||
-             s->given_seq >= l->seq)) /* room, or one frame ahead of it */
-            return 1;
-    return 0;
-}
 
-double rc_tier_budget_locked(rcanvas_canvas *c, int t) {
-    double b = RC_LINK_MAX_BPS;
-    for (rc_session *s = c->sessions; s; s = s->next)
-        if (s->tier == t && s->visible && s->link.target_bps < b) b = s->link.target_bps;
-    return b;
-}
 
 /* ---- rate rungs ---- */
 
@@ -288,7 +265,7 @@ static rc_packet *pick_locked(rcanvas_canvas *c, rc_session *s, int *keyframe_wa
             return l;
         /* it lacks the reference: never send a packet it cannot decode */
         s->need_keyframe = 1;
-        rc_canvas_request_keyframe_locked(c, t);
+        rc_tier_request_keyframe_locked(c, t);
         if (keyframe_wait) *keyframe_wait = 1;
         return NULL;
     }
@@ -374,7 +351,7 @@ int rc_session_ack_decoded(rc_session *s, uint32_t seq, uint32_t hold_us, uint32
              * time between its frames: delay is the CPU's, not the link's (rate.h, cpu_bound) */
             const rc_tier *tt = s->tier >= 0 ? &c->tiers[s->tier] : NULL;
             s->link.cpu_bound = (s->ack_iv_us > 0 && rc_cpu_busy(s->dec_us, 1e6 / s->ack_iv_us)) ||
-                                (tt && rc_cpu_busy(tt->enc_us, tt->enc_fps));
+                                (tt && rc_cpu_busy(tt->steer.enc_us, tt->steer.enc_fps));
         }
         /* an ack covers the packets before it too (the client acks what it drew; a skipped one is delivered); a
          * fixed-rate consumer's acks are its own sends: its link is what it was configured with */
@@ -446,7 +423,7 @@ void rc_session_request_keyframe(rc_session *s) {
     s->last_kf_request_us = now;
     s->need_keyframe = 1;
     if (s->tier >= 0 && (c->tiers[s->tier].codec->flags & RC_CODEC_STATEFUL))
-        rc_canvas_request_keyframe_locked(c, &c->tiers[s->tier]);
+        rc_tier_request_keyframe_locked(c, &c->tiers[s->tier]);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -487,7 +464,7 @@ void rc_session_get_state(rc_session *s, rc_session_state *out) {
         out->fps_cap = t->steer.fps_cap;
         out->bitrate_kbps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->steer.bitrate_bps / 1000 : 0;
         out->limit = t->steer.limit;
-        out->fill_fps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->fill_fps : 0;
+        out->fill_fps = (t->codec->flags & RC_CODEC_STATEFUL) ? t->steer.fill_fps : 0;
         out->screen = (t->codec->flags & RC_CODEC_SCREEN) ? t->screen.on : 0;
     }
     const rc_codec_type *tc = s->tier >= 0 ? c->tiers[s->tier].codec : &rc_codec_jpeg;

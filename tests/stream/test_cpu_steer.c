@@ -251,6 +251,39 @@ static void check_fill(void) {
     CHECK_MSG(4e6 / 30 * 14 < 0.5 * 4e6, "sized for the app's rate: %.2f Mbit/s", 4e6 / 30 * 14 / 1e6);
 }
 
+/* Which finished encodes teach the encoder's cost, and the pace it is fed at: rate.c decides from what the tier
+ * reports (the size divisor it started at, a whole frame or a part, a video keyframe or not). */
+static void check_encoded(void) {
+    rc_steer s;
+    rc_steer_init(&s, 85, 50e6);
+    s.enc_div = 1;
+    rc_steer_encoded(&s, 20000, 1, 0);
+    CHECK(s.enc_us == 20000 && s.enc_cost.n[0] == 1 && s.enc_cost.at[0] == 20000);
+    rc_steer_encoded(&s, 60000, 1, 1); /* a video keyframe: several P-frames' work, rare */
+    rc_steer_encoded(&s, 60000, 0, 0); /* a partial frame codes a part */
+    CHECK_MSG(s.enc_us == 20000 && s.enc_cost.n[0] == 1, "enc_us %g after a keyframe and a part", s.enc_us);
+    s.enc_div = 2;
+    rc_steer_encoded(&s, 8000, 1, 0); /* at half the size: its own entry; the smoothed time follows by 1/4 */
+    CHECK(s.enc_cost.n[1] == 1 && s.enc_cost.at[1] == 8000 && s.enc_cost.n[0] == 1 && s.enc_us == 17000);
+    s.enc_div = 0; /* a paint-over, or a small frame as PNG */
+    rc_steer_encoded(&s, 90000, 1, 0);
+    CHECK(s.enc_us == 17000 && s.enc_cost.n[1] == 1);
+    /* the pace: 25 ms between starts, smoothed by 1/8 towards each new interval */
+    rc_steer_started(&s, 1000000);
+    CHECK(s.enc_fps == 0);
+    rc_steer_started(&s, 1025000);
+    CHECK_MSG(fabs(s.enc_fps - 40) < 1e-9, "enc_fps %g", s.enc_fps);
+    rc_steer_started(&s, 1075000); /* 50 ms: 20 a second */
+    CHECK_MSG(fabs(s.enc_fps - 37.5) < 1e-9, "enc_fps %g", s.enc_fps);
+    /* a small frame's PNG: bytes a pixel, capped; no pixels change nothing */
+    rc_steer_small_done(&s, 1000, 4000);
+    CHECK(s.small_bpp == 0.25);
+    rc_steer_small_done(&s, 70, 1);
+    CHECK(s.small_bpp == RC_SMALL_MAX_BPP);
+    rc_steer_small_done(&s, 10, 0);
+    CHECK(s.small_bpp == RC_SMALL_MAX_BPP);
+}
+
 /* A smaller size must pay (RC_CPU_PAYS): a decoder that costs nearly as much at 1/2 as at full size is held by
  * something other than the pixels (a browser busy with its page), so the full size comes back at once and stays
  * (the frame rate gives, the decoder named as the limit); the 1/2 size is tried again only after its figure faded
@@ -378,6 +411,7 @@ static void check_screen_mode(void) {
 int main(void) {
     check_screen_mode();
     check_fill();
+    check_encoded();
     check_shrink_must_pay();
     check_cost();
     check_limits();

@@ -42,7 +42,6 @@ typedef struct sim {
     /* packets in flight: sent, arrives, acked */
     struct { int64_t present_us, sent_us, ack_us; uint32_t bytes; uint32_t hold_us; rc_link_send rec; } fl[MAX_INFLIGHT];
     int head, n;
-    int64_t cap_next_us;
     /* results over a window */
     int shown;
     double lat[20000];
@@ -103,7 +102,7 @@ static int64_t run(sim *s, int64_t t0, int64_t dur_us, double per_px) {
             s->link.blocked = 1; /* a frame waited for the link */
             continue;
         }
-        if (!rc_steer_rate_allows(&s->steer, &s->cap_next_us, now)) continue;
+        if (!rc_steer_rate_allows(&s->steer, now)) continue;
         double bytes = frame_bytes(s->steer.quality, s->steer.scale_div, per_px);
         int i = (s->head + s->n) % MAX_INFLIGHT;
         rc_link_on_send(&s->link, now, s->n, &s->fl[i].rec);

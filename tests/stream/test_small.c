@@ -175,8 +175,8 @@ static void s2_bounds(void) {
     CHECK_MSG(codec_of(c, s, 161, 120, 1) == &rc_codec_jpeg, "161x120 (over 1/4): JPEG");
     CHECK_MSG(codec_of(c, s, 1, 1, 2) == &rc_codec_png, "1x1: lossless");
     pthread_mutex_lock(&c->mu); /* its ~70 bytes of PNG headers do not make it 70 bytes a pixel for the link rule */
-    CHECK_MSG(c->tiers[0].small_bpp > 0 && c->tiers[0].small_bpp <= RC_SMALL_MAX_BPP, "small_bpp %g",
-              c->tiers[0].small_bpp);
+    CHECK_MSG(c->tiers[0].steer.small_bpp > 0 && c->tiers[0].steer.small_bpp <= RC_SMALL_MAX_BPP, "small_bpp %g",
+              c->tiers[0].steer.small_bpp);
     pthread_mutex_unlock(&c->mu);
     /* physical pixels: 160x120 logical at pixel_ratio 2 is 320x240 */
     resize(s, 160, 120, 2);
@@ -201,20 +201,20 @@ static void s3_link_rule(void) {
     rc_image img = {.width = 40, .height = 30};
     pthread_mutex_lock(&c->mu);
     rc_tier t = {.codec = &rc_codec_jpeg, .budget_bps = 1e6};
-    CHECK_MSG(rc_canvas_small_lossless_locked(c, &t, &img), "not measured yet: lossless is tried");
+    CHECK_MSG(rc_tier_small_lossless_locked(c, &t, &img), "not measured yet: lossless is tried");
     /* 3 bytes a pixel (noise): 40x30 x 3 B x 8 x 12 fps = 346 kbit/s */
-    t.small_bpp = 3.0;
-    CHECK_MSG(rc_canvas_small_lossless_locked(c, &t, &img), "346 kbit/s within 1 Mbit/s: lossless");
+    t.steer.small_bpp = 3.0;
+    CHECK_MSG(rc_tier_small_lossless_locked(c, &t, &img), "346 kbit/s within 1 Mbit/s: lossless");
     t.budget_bps = 300e3;
-    CHECK_MSG(!rc_canvas_small_lossless_locked(c, &t, &img), "346 kbit/s over 300 kbit/s: the tier's codec");
-    t.small_bpp = 0.5; /* pixel art compresses: 58 kbit/s */
-    CHECK_MSG(rc_canvas_small_lossless_locked(c, &t, &img), "58 kbit/s within 300 kbit/s: lossless");
+    CHECK_MSG(!rc_tier_small_lossless_locked(c, &t, &img), "346 kbit/s over 300 kbit/s: the tier's codec");
+    t.steer.small_bpp = 0.5; /* pixel art compresses: 58 kbit/s */
+    CHECK_MSG(rc_tier_small_lossless_locked(c, &t, &img), "58 kbit/s within 300 kbit/s: lossless");
     t.codec = &rc_codec_png; /* a PNG tier is lossless already: nothing to switch */
-    CHECK(!rc_canvas_small_lossless_locked(c, &t, &img));
+    CHECK(!rc_tier_small_lossless_locked(c, &t, &img));
     const rc_codec_type *h264 = rc_codec_for(RCANVAS_CODEC_H264);
     if (h264) {
         t.codec = h264; /* video keeps video (the client draws it nearest-neighbour) */
-        CHECK(!rc_canvas_small_lossless_locked(c, &t, &img));
+        CHECK(!rc_tier_small_lossless_locked(c, &t, &img));
     }
     pthread_mutex_unlock(&c->mu);
     destroy(c, NULL);
