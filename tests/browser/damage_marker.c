@@ -18,22 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rcanvas.h"
+#include "test_app.h"
 #include "testframes.h"
-
-static volatile sig_atomic_t g_stop = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 #define MARK 12
 
@@ -78,24 +66,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    rcanvas_server *srv = NULL;
-    rcanvas_canvas *cv = NULL;
-    int r = rcanvas_server_new(&scfg, &srv);
-    if (!r) r = rcanvas_canvas_new(srv, &ccfg, &cv);
-    if (r) {
-        fprintf(stderr, "rcanvas-test-marker: %s\n", rcanvas_strerror(r));
-        rcanvas_server_free(srv);
-        return 1;
-    }
-    char url[512];
-    rcanvas_server_url(srv, NULL, url, sizeof url);
-    printf("rcanvas-test-marker: open %s\n", url);
-    fflush(stdout);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    rcanvas_server *srv;
+    rcanvas_canvas *cv;
+    if (app_open("rcanvas-test-marker", &scfg, &ccfg, &srv, &cv)) return 1;
 
     uint8_t *plot = NULL, *px = NULL;
     uint32_t w = 0, h = 0;
@@ -117,16 +90,16 @@ int main(int argc, char **argv) {
             plot = tf_new(TF_PLOT, w, h);
             px = malloc((size_t)w * h * 4);
             if (!plot || !px) break;
-            stable_since = now_s();
+            stable_since = app_now_s();
             step = -1;
             still = 0;
         }
         memcpy(px, plot, (size_t)w * h * 4);
-        if (step < 0 && now_s() - stable_since >= start_ms / 1000.0) step = 0;
+        if (step < 0 && app_now_s() - stable_since >= start_ms / 1000.0) step = 0;
         int moved = step >= 0 && step < steps;
         if (step >= 0) draw_marker(px, w, h, step < steps ? step : steps - 1);
         rcanvas_frame f = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, 0};
-        r = rcanvas_present(cv, &f);
+        int r = rcanvas_present(cv, &f);
         if (r) {
             fprintf(stderr, "rcanvas-test-marker: present: %s\n", rcanvas_strerror(r));
             continue;

@@ -13,22 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rcanvas.h"
+#include "test_app.h"
 #include "testframes.h"
-
-static volatile sig_atomic_t g_stop = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
     rcanvas_server_config scfg;
@@ -69,24 +57,9 @@ int main(int argc, char **argv) {
         }
     }
     if (steps < 1) steps = 1;
-    rcanvas_server *srv = NULL;
-    rcanvas_canvas *cv = NULL;
-    int r = rcanvas_server_new(&scfg, &srv);
-    if (!r) r = rcanvas_canvas_new(srv, &ccfg, &cv);
-    if (r) {
-        fprintf(stderr, "rcanvas-test-pan: %s\n", rcanvas_strerror(r));
-        rcanvas_server_free(srv);
-        return 1;
-    }
-    char url[512];
-    rcanvas_server_url(srv, NULL, url, sizeof url);
-    printf("rcanvas-test-pan: open %s\n", url);
-    fflush(stdout);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    rcanvas_server *srv;
+    rcanvas_canvas *cv;
+    if (app_open("rcanvas-test-pan", &scfg, &ccfg, &srv, &cv)) return 1;
 
     uint8_t *px = malloc((size_t)w * h * 4);
     if (!px) return 1;
@@ -99,11 +72,12 @@ int main(int argc, char **argv) {
         rcanvas_event ev;
         while (rcanvas_poll_event(cv, &ev) == 1) {}
         if (!(wk & RCANVAS_WAKE_DRAW)) continue;
-        if (!first) first = now_s();
-        int moving = now_s() - first >= start_ms / 1000.0 && step < steps;
+        if (!first) first = app_now_s();
+        int moving = app_now_s() - first >= start_ms / 1000.0 && step < steps;
         if (moving || !seq) tf_motion_draw(TF_MOTION_PAN, (uint32_t)step % 64, 64, w, h, px, (size_t)w * 4);
         rcanvas_frame f = {px, w, h, (size_t)w * 4, RCANVAS_FORMAT_RGBA8, 0};
-        if ((r = rcanvas_present(cv, &f))) {
+        int r = rcanvas_present(cv, &f);
+        if (r) {
             fprintf(stderr, "rcanvas-test-pan: present: %s\n", rcanvas_strerror(r));
             continue;
         }

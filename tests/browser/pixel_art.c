@@ -15,12 +15,8 @@
 #include <string.h>
 
 #include "rcanvas.h"
+#include "test_app.h"
 
-static volatile sig_atomic_t g_stop = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
 
 static void pattern(uint8_t *px, uint32_t w, uint32_t h) {
     for (uint32_t y = 0; y < h; y++)
@@ -77,11 +73,7 @@ int main(int argc, char **argv) {
         rcanvas_server_free(srv);
         return 1;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    app_catch_signals();
     signal(SIGPIPE, SIG_IGN);
     printf("rcanvas-test-pixels: open http://127.0.0.1:%d/?token=%s\n", rcanvas_server_port(srv),
            rcanvas_server_token(srv));

@@ -15,12 +15,8 @@
 #include <string.h>
 
 #include "rcanvas.h"
+#include "test_app.h"
 
-static volatile sig_atomic_t g_stop = 0;
-static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
 
 static pthread_mutex_t g_out = PTHREAD_MUTEX_INITIALIZER;
 
@@ -113,11 +109,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    app_catch_signals();
     signal(SIGPIPE, SIG_IGN);
 
     const char *host = strcmp(sc.host, "0.0.0.0") ? sc.host : "127.0.0.1";
