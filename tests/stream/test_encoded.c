@@ -27,25 +27,13 @@
 
 static rc_pool *g_pool;
 static const rc_logger g_log = {.fn = NULL, .level = RCANVAS_LOG_ERROR};
-static void no_notify(void *u) { (void)u; }
 
 #define W 320
 #define H 240
 static uint8_t g_px[W * H * 4];
 
 static rcanvas_canvas *make(rcanvas_codec codec, int refine_ms) {
-    static rc_canvas_env env;
-    env = (rc_canvas_env){.pool = g_pool, .log = &g_log, .max_frame_dim = 8192, .notify = no_notify};
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.codec = codec;
-    cc.width = W;
-    cc.height = H;
-    cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    cc.refine_ms = refine_ms;
-    rcanvas_canvas *c = NULL;
-    CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
-    return c;
+    return kit_canvas(g_pool, &g_log, codec, W, H, refine_ms, 0);
 }
 
 static void destroy(rcanvas_canvas *c, rc_session *s) {

@@ -21,22 +21,10 @@
 
 static rc_pool *g_pool;
 static const rc_logger g_log = {.fn = NULL, .level = RCANVAS_LOG_ERROR};
-static void no_notify(void *u) { (void)u; }
 static uint8_t g_px[640 * 480 * 4];
 
 static rcanvas_canvas *make(rcanvas_codec codec, uint32_t w, uint32_t h, int refine_ms) {
-    static rc_canvas_env env;
-    env = (rc_canvas_env){.pool = g_pool, .log = &g_log, .max_frame_dim = 8192, .notify = no_notify};
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.codec = codec;
-    cc.width = w;
-    cc.height = h;
-    cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    cc.refine_ms = refine_ms;
-    rcanvas_canvas *c = NULL;
-    CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
-    return c;
+    return kit_canvas(g_pool, &g_log, codec, w, h, refine_ms, 0);
 }
 
 static void destroy(rcanvas_canvas *c, rc_session *s) {

@@ -31,7 +31,6 @@ static void count_log(void *u, rcanvas_log_level lv, const char *msg) {
     if (lv == RCANVAS_LOG_ERROR) __atomic_add_fetch(&g_errors, 1, __ATOMIC_RELAXED);
 }
 static const rc_logger g_log = {.fn = count_log, .level = RCANVAS_LOG_ERROR};
-static void no_notify(void *u) { (void)u; }
 
 #define BW 1920
 #define BH 1080
@@ -63,17 +62,7 @@ static void drain(rc_session *s) {
     while (next(s, &g)) ack(s, g.seq);
 }
 static rcanvas_canvas *make(rcanvas_codec codec, int refine_ms) {
-    static rc_canvas_env env;
-    env = (rc_canvas_env){.pool = g_pool, .log = &g_log, .max_frame_dim = 8192, .notify = no_notify};
-    rcanvas_canvas_config cc;
-    rcanvas_canvas_config_init(&cc);
-    cc.codec = codec;
-    cc.update_mode = RCANVAS_UPDATE_MANUAL;
-    cc.refine_ms = refine_ms;
-    cc.max_in_flight = 2;
-    rcanvas_canvas *c = NULL;
-    CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
-    return c;
+    return kit_canvas(g_pool, &g_log, codec, 0, 0, refine_ms, 2);
 }
 static void done(rcanvas_canvas *c, rc_session **ss, int n) {
     for (int i = 0; i < n; i++)

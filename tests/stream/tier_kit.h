@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tier_kit.h — what the tier tests (test_tiers, test_tier_rules) share: a moving test frame presented at any size,
- * the canvas's debug state, and viewers driven as the transport drives sessions (next, open with caps, tick until
- * something comes).
+ * tier_kit.h — what the tier tests (test_tiers, test_tier_rules, test_encoded, test_small) share: a canvas made
+ * for them, a moving test frame presented at any size, the canvas's debug state, and viewers driven as the
+ * transport drives sessions (next, open with caps, tick until something comes).
  */
 #ifndef RC_TIER_KIT_H
 #define RC_TIER_KIT_H
@@ -12,6 +12,26 @@
 #include "stream/canvas.h"
 #include "stream/session.h"
 #include "test.h"
+
+static inline void kit_no_notify(void *u) { (void)u; }
+
+/* A canvas on pool, logging to log: codec, updates on the app's request, refine_ms, and w × h and max_in_flight
+ * where nonzero (else the defaults); made, or the test fails. */
+static inline rcanvas_canvas *kit_canvas(rc_pool *pool, const rc_logger *log, rcanvas_codec codec, uint32_t w,
+                                         uint32_t h, int refine_ms, int max_in_flight) {
+    rc_canvas_env env = {.pool = pool, .log = log, .max_frame_dim = 8192, .notify = kit_no_notify};
+    rcanvas_canvas_config cc;
+    rcanvas_canvas_config_init(&cc);
+    cc.codec = codec;
+    if (w) cc.width = w;
+    if (h) cc.height = h;
+    cc.update_mode = RCANVAS_UPDATE_MANUAL;
+    cc.refine_ms = refine_ms;
+    if (max_in_flight) cc.max_in_flight = max_in_flight;
+    rcanvas_canvas *c = NULL;
+    CHECK_EQ_INT(rc_canvas_create(&env, &cc, &c), RCANVAS_OK);
+    return c;
+}
 
 /* Frame t of a moving gradient with a moving bar (every frame differs) into px (w × h RGBA), presented. */
 static inline int kit_present(rcanvas_canvas *c, uint8_t *px, int t, uint32_t w, uint32_t h) {
