@@ -6,10 +6,6 @@
  */
 #include "stream/canvas_internal.h"
 
-#include "codec/scale.h"
-
-#include <stddef.h>
-
 /* Encodes frame fb with an intra, stripe-parallel codec into pk on the pool; done(task) runs when it is finished.
  * mu held; the pool takes its own lock only. */
 void rc_canvas_submit_stripes(rcanvas_canvas *c, rc_encode_task *task, rc_frame_buf *fb, const rc_image *img,
@@ -76,7 +72,6 @@ void rc_canvas_start_encode_locked(rcanvas_canvas *c) {
     }
 }
 
-
 /* Tier t is done with its encode (ok: pk is its newest packet): the frame moves on. A side encode (`last` on this
  * tier alone) only releases its frame; a frame's encode, once every tier is done with it, makes it `last` (if any
  * tier coded it) and starts the next pending frame. mu held. */
@@ -112,5 +107,3 @@ void rc_canvas_advance_locked(rcanvas_canvas *c, rc_tier *t, uint32_t seq, int o
     }
     if (c->pending && !c->closing && !rc_canvas_tiers_busy_locked(c)) rc_canvas_start_encode_locked(c);
 }
-
-

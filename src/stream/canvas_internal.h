@@ -4,9 +4,8 @@
  * (canvas.c: lifecycle and core; canvas_tiers.c: codec preferences; canvas_encode.c: the encode pipeline;
  * canvas_refine.c: refinement and catch-up; canvas_present.c: frames in; canvas_schedule.c: when the app draws;
  * canvas_events.c: the event queue; canvas_options.c: options; canvas_damage.c: damage), session.c (viewers:
- * flow control, roles, keyframes), tier.c (the encoder streams) and registry.c; the tier's struct and functions are
- * tier.h's. Everything in them is guarded by
- * the canvas's mutex `mu`.
+ * flow control, roles, keyframes), tier.c (the encoder streams) and registry.c; the tier's struct and functions
+ * are tier.h's. Everything in them is guarded by the canvas's mutex `mu`.
  */
 #ifndef RC_CANVAS_INTERNAL_H
 #define RC_CANVAS_INTERNAL_H
@@ -215,6 +214,11 @@ void rc_canvas_apply_codec_change_locked(rcanvas_canvas *c);
 void rc_canvas_codec_changed_locked(rcanvas_canvas *c);
 int rc_canvas_tiers_busy_locked(const rcanvas_canvas *c);
 double rc_canvas_fps_goal_locked(const rcanvas_canvas *c);
+/* canvas_tiers.c: the app's frame rate (rc_canvas_fps_goal_locked), unless its draws were held back by the viewers'
+ * windows within the last RC_VIDEO_HELD_US: then the measured rate is the viewers', and the cap (max_fps, else 60)
+ * is what frames would come at. What video frames are sized for, and what a window covers the round trip at. */
+#define RC_VIDEO_HELD_US 1000000
+double rc_canvas_unheld_fps_locked(const rcanvas_canvas *c, int64_t now);
 /* A frame small enough to go out lossless (rc_tier_small_lossless_locked, tier.h): at most RC_SMALL_MAX_PX
  * pixels and at most 1/RC_SMALL_AREA_DIV of the canvas's physical pixels. */
 #define RC_SMALL_MAX_PX 65536
@@ -232,11 +236,6 @@ void rc_canvas_advance_locked(rcanvas_canvas *c, rc_tier *t, uint32_t seq, int o
 int64_t rc_session_check_stall_locked(rcanvas_canvas *c, int64_t now_us);
 /* 1 if some session is visible */
 int rc_sessions_visible_locked(rcanvas_canvas *c);
-/* The app's frame rate (rc_canvas_fps_goal_locked), unless its draws were held back by the viewers' windows within
- * the last RC_VIDEO_HELD_US: then the measured rate is the viewers', and the cap (max_fps, else 60) is what frames
- * would come at. What video frames are sized for, and what a window covers the round trip at. mu held. */
-#define RC_VIDEO_HELD_US 1000000
-double rc_canvas_unheld_fps_locked(const rcanvas_canvas *c, int64_t now);
 /* 1 if s decodes codec (JPEG and PNG: every client). */
 int rc_session_decodes(const rc_session *s, const rc_codec_type *codec);
 /* Puts s on the tier of the first codec of the canvas's preference that it decodes (JPEG else). */

@@ -301,7 +301,7 @@ static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packe
         c->pending = NULL;
     }
     /* the steering learns from its size as from a frame of its own (rc_tier_budget_locked, then rc_steer_image) */
-    if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
+    rc_tier_steer_init_locked(c, t);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, 0) : RC_LINK_MAX_BPS;
     if (!(pk->codec->flags & RC_CODEC_LOSSLESS) && quality > 0) {
         t->steer.quality = quality; /* rc_steer_image reads the bytes as coded at s->quality */

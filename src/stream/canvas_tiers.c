@@ -6,11 +6,6 @@
  */
 #include "stream/canvas_internal.h"
 
-#include "codec/scale.h"
-
-#include <math.h>
-#include <string.h>
-
 static void set_tier0_locked(rcanvas_canvas *c);
 
 static int usable(const rcanvas_canvas *c, const rc_codec_type *t) {
@@ -56,7 +51,6 @@ void rc_canvas_codec_changed_locked(rcanvas_canvas *c) {
     else rc_canvas_apply_codec_change_locked(c);
 }
 
-
 /* Tier 0 follows the first preference. mu held; only while tier 0 is not encoding. */
 static void set_tier0_locked(rcanvas_canvas *c) {
     rc_tier *t = &c->tiers[0];
@@ -97,5 +91,3 @@ int rc_canvas_small_frame_locked(const rcanvas_canvas *c, const rc_image *img) {
     uint64_t canvas_px = (uint64_t)c->size.physical_width * c->size.physical_height;
     return px <= RC_SMALL_MAX_PX && px * RC_SMALL_AREA_DIV <= canvas_px;
 }
-
-

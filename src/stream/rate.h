@@ -168,7 +168,8 @@ typedef struct rc_steer {
                                 * RC_SMALL_MAX_BPP; 0 = none yet (rc_steer_small_done) */
 } rc_steer;
 
-/* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps. */
+/* Settings for a new encoder at the top: quality q_top, full size, no frame-rate cap, bitrate top_bps; everything
+ * else zero, the encoder's measured pace and cost included (s may be uninitialized). */
 void rc_steer_init(rc_steer *s, int q_top, double top_bps);
 /* Image codecs (quality-driven; lossless ones pass q_top = 0, which leaves only the frame rate to steer: a
  * lossless codec is chosen for exact pixels, so its size never changes):

@@ -117,8 +117,6 @@ int rc_sessions_visible_locked(rcanvas_canvas *c) {
     return 0;
 }
 
-
-
 /* ---- rate rungs ---- */
 
 static int rung_of(double bps) {

@@ -5,8 +5,8 @@
  * acquisition for a viewer's codec and rung, keyframe requests, its encode settings for its viewers' link, the
  * start of an encode and its finish (learn, fail, then the canvas's frame moves on: rc_canvas_advance_locked in
  * canvas_encode.c), and what its viewers ask of it. Every function runs under the canvas's mutex, as every tier
- * field is guarded by it; the encode itself runs outside it (the tier is busy meanwhile, so nothing else touches
- * its encoder).
+ * field is guarded by it, but the pool's callbacks (stream_job_run, live_done), which take it once the encode,
+ * run outside it, is done (the tier is busy meanwhile, so nothing else touches its encoder).
  */
 #include "stream/canvas_internal.h"
 
@@ -86,6 +86,13 @@ void rc_tier_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t) {
 
 /* ---- settings ---- */
 
+void rc_tier_steer_init_locked(const rcanvas_canvas *c, rc_tier *t) {
+    if (t->steer.scale_div) return;
+    int64_t cap_next_us = t->steer.cap_next_us; /* the cap's schedule is kept from the first frame's start */
+    rc_steer_init(&t->steer, c->params.quality, (double)c->params.bitrate_kbps * 1000);
+    t->steer.cap_next_us = cap_next_us;
+}
+
 int rc_tier_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img) {
     if ((t->codec->flags & (RC_CODEC_STATEFUL | RC_CODEC_LOSSLESS)) || !rc_canvas_small_frame_locked(c, img)) return 0;
     if (!(t->steer.small_bpp > 0)) return 1; /* not measured yet: try it */
@@ -98,7 +105,7 @@ rc_image rc_tier_steer_locked(rcanvas_canvas *c, rc_tier *t, rc_frame_buf *fb, i
                               rc_encode_params *params, const rc_codec_type **codec) {
     int stateful = (t->codec->flags & RC_CODEC_STATEFUL) != 0;
     double top_bps = (double)c->params.bitrate_kbps * 1000;
-    if (!t->steer.scale_div) rc_steer_init(&t->steer, c->params.quality, top_bps);
+    rc_tier_steer_init_locked(c, t);
     t->budget_bps = t->nsessions && c->rate_adapt ? rc_tier_budget_locked(c, (int)(t - c->tiers)) : RC_LINK_MAX_BPS;
     double goal = rc_canvas_fps_goal_locked(c);
     rc_steer_started(&t->steer, now);

@@ -108,6 +108,9 @@ void rc_tier_request_keyframe_locked(rcanvas_canvas *c, rc_tier *t);
  * otherwise the tier's own codec. Video tiers keep video (the client still draws it nearest-neighbour; the
  * refinement of a still frame is exact). rc_canvas_small_frame_locked (canvas_internal.h) is the size part alone. */
 int rc_tier_small_lossless_locked(const rcanvas_canvas *c, const rc_tier *t, const rc_image *img);
+/* t's steering at its first frame: the top settings (rc_steer_init, from the canvas's quality and bitrate), the
+ * frame-rate cap's schedule kept (rc_steer_rate_allows ran before it). Nothing once it has them. */
+void rc_tier_steer_init_locked(const rcanvas_canvas *c, rc_tier *t);
 /* t's encode settings for its viewers' link (rc_steer, rate.h), before a live frame fb at now: video gets its
  * bitrate, frame-rate cap and scale here, image codecs their quality from the previous frame (rc_tier_learn).
  * Returns the image to encode (fb's, or fb's shrunk into the tier's buffer) and in *codec the codec to encode it

@@ -17,7 +17,6 @@
 #include "rcanvas.h"
 #include "test_app.h"
 
-
 static void pattern(uint8_t *px, uint32_t w, uint32_t h) {
     for (uint32_t y = 0; y < h; y++)
         for (uint32_t x = 0; x < w; x++) {

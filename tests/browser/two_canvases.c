@@ -17,7 +17,6 @@
 #include "rcanvas.h"
 #include "test_app.h"
 
-
 static pthread_mutex_t g_out = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct side {
