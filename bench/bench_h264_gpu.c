@@ -5,7 +5,8 @@
  *     and the turning 3D scatter, 16 frames each uploaded once as VkImages) coded from the VkImages for --frames
  *     frames (an IDR, then P pictures) at a fixed QP (--qp, default 28) and then under the rate control at --kbps:
  *     per stage GPU ms (timestamp queries: input copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
- *     write, copy out), GPU ms and wall ms per picture (medians over the P pictures coded: IDR pictures apart, and
+ *     write, copy out; the deblocking filter, which runs after the bitstream is read back, apart), GPU ms to the
+ *     bitstream and with the filter (the reference ready), and wall ms per picture (medians over the P pictures coded: IDR pictures apart, and
  *     the pictures the rate control skipped, which have no GPU pass), the process's CPU ms per picture (getrusage
  *     over the timed loop: recording, submitting, the fence wait, NAL framing), bytes per P picture and the P
  *     pictures' kbit/s at 60 fps (skipped ones included: the stream's bitrate), the P pictures skipped; and the
@@ -17,7 +18,11 @@
  *     (rc_codec_h264, one thread each, from CPU bitmaps, at --kbps): pictures/s per canvas (mean, the slowest),
  *     the process's CPU (cores busy) and CPU ms per picture.
  * Prints markdown tables; asserts nothing.
- *   bench-h264-gpu [--size WxH[,WxH...]] [--frames N] [--qp Q] [--kbps K] [--density K,...] [--fps F] [--seconds S]
+ *     --pace MS: a pause of MS between the single runs' pictures, as frames that come at a frame rate: each encode
+ *     then starts with the GPU idle (the last picture's deblocking filter done), and wall ms/P is the time from the
+ *     call to its bitstream, what a viewer waits for.
+ *   bench-h264-gpu [--size WxH[,WxH...]] [--frames N] [--qp Q] [--kbps K] [--pace MS] [--density K,...] [--fps F]
+ *     [--seconds S]
  */
 #include <vulkan/vulkan.h>
 
@@ -73,8 +78,10 @@ static void seq_free(rcanvas_vk *vk, seqimg *s) {
 
 /* One run: n pictures of s (cycling its frames back and forth so that motion continues), from the images or the
  * CPU. */
+static int g_pace_ms; /* --pace */
+
 static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int n, int qp, int kbps, int from_cpu) {
-    double st[9][4096], gpu[4096], wall[4096], kgpu = 0;
+    double st[9][4096], gpu[4096], ref[4096], wall[4096], kgpu = 0;
     int np = 0, nk = 0, nc = 0, nskip = 0; /* P pictures, IDR pictures, P pictures coded, P pictures skipped */
     size_t pbytes = 0, kbytes = 0;
     rc_buf out = {0};
@@ -101,6 +108,7 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
             break;
         }
         lastqp = info.qp;
+        if (g_pace_ms) usleep((useconds_t)g_pace_ms * 1000);
         if (info.keyframe) {
             nk++, kbytes += out.len, kgpu += info.gpu_ms;
             continue;
@@ -115,18 +123,19 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
         st[7][nc] = info.me_coarse_ms;
         st[8][nc] = info.deblock_ms;
         gpu[nc] = info.gpu_ms, wall[nc] = info.wall_ms;
+        ref[nc] = info.gpu_ms + info.deblock_ms; /* the last filter's time: the previous picture's, alike */
         nc++;
     }
     double cpu_ms = (double)(bench_cpu_us() - c0) / 1000.0 / (n ? n : 1);
     char qps[32];
     if (qp) snprintf(qps, sizeof qps, "fixed");
     else snprintf(qps, sizeof qps, "rate ctl (last %d)", lastqp);
-    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f) | %.3f (%.3f) | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.1f | %.0f | "
+    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f) | %.3f | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.3f | %.1f | %.0f | "
            "%d of %d | %.1f (%.2f ms) |\n",
            seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, bench_median(st[0], nc),
            bench_median(st[1], nc), bench_median(st[2], nc), bench_median(st[7], nc), bench_median(st[3], nc),
            bench_median(st[8], nc), bench_median(st[4], nc), bench_median(st[5], nc), bench_median(st[6], nc),
-           bench_median(gpu, nc), bench_median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
+           bench_median(gpu, nc), bench_median(ref, nc), bench_median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
            np ? (double)pbytes * 8 * p.fps / np / 1000.0 : 0, nskip, np, nk ? (double)kbytes / nk / 1000.0 : 0,
            nk ? kgpu / nk : 0);
     fflush(stdout);
@@ -188,7 +197,7 @@ static void *dens_thread(void *arg) {
             rc_gpu_h264_info info;
             r = rc_gpu_h264_encode_image(ge, j->s->img[k], VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_LAYOUT_GENERAL, j->s->w,
                                          j->s->h, &p, 0, &out, &info);
-            j->gpu_ms += info.gpu_ms;
+            j->gpu_ms += info.gpu_ms + info.deblock_ms; /* the filter: the last picture's, as alike */
             j->coded += !r && !info.skipped;
             j->contended += !r && !info.skipped && info.contended;
         } else {
@@ -249,6 +258,7 @@ static const char USAGE[] =
     "  --frames N            pictures per single run, 8-4096 (default 300)\n"
     "  --qp Q                the fixed QP of the single runs, 12-51 (default 28)\n"
     "  --kbps K              the rate-controlled runs' and openh264's bitrate, kbit/s (default 8000)\n"
+    "  --pace MS             a pause between the single runs' pictures, 0-100 ms (default 0: back to back)\n"
     "  --density K[,K...]    canvases at once (instead of the single runs), each at the first --size\n"
     "  --fps F               density: pictures per second per canvas, 1-240 (default 60)\n"
     "  --seconds S           density: seconds per run, 1-120 (default 5)\n"
@@ -265,6 +275,8 @@ int main(int argc, char **argv) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 8, 4096, &frames)) return CLI_USAGE;
         } else if (!strcmp(a, "--qp")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 12, 51, &qp)) return CLI_USAGE;
+        } else if (!strcmp(a, "--pace")) {
+            if (cli_int(PROG, a, cli_value(argc, argv, &i), 0, 100, &g_pace_ms)) return CLI_USAGE;
         } else if (!strcmp(a, "--kbps")) {
             if (cli_int(PROG, a, cli_value(argc, argv, &i), 100, 200000, &kbps)) return CLI_USAGE;
         } else if (!strcmp(a, "--fps")) {
@@ -327,9 +339,9 @@ int main(int argc, char **argv) {
     if (rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                         rcanvas_vk_queue(vk), NULL, NULL, &e))
         return 1;
-    printf("| sequence | input | QP | copy in | colour | motion (coarse) | MBs (deblock) | CAVLC count | scan+write | copy out | GPU "
-           "ms/P | wall ms/P | CPU ms/picture | kB/P | P kbit/s | P skipped | kB/IDR (GPU ms) |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| sequence | input | QP | copy in | colour | motion (coarse) | MBs | deblock | CAVLC count | scan+write | copy out | "
+           "GPU ms/P (bitstream) | + deblock | wall ms/P | CPU ms/picture | kB/P | P kbit/s | P skipped | kB/IDR (GPU ms) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < ns; si++)
         for (int m = 0; m < TF_MOTIONS; m++) {
             seqimg s;

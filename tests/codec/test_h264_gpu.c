@@ -566,9 +566,14 @@ static void test_deblocking_is_on(rcanvas_vk *vk) {
             CHECK_EQ_INT(rc_gpu_h264_encode_cpu(off, &img, &p, qp, &b, &ib), RCANVAS_OK);
             CHECK_EQ_INT(ia.deblocked, qp >= 16);
             CHECK_EQ_INT(ib.deblocked, 0);
+            /* the filter runs after the bitstream: the encode returned without waiting for it, and the
+             * reconstruction read back below (the next picture's reference) waits */
+            CHECK_EQ_INT(rc_gpu_h264_filter_waited(on), qp < 16);
+            CHECK(rc_gpu_h264_filter_waited(off));
             uint8_t *ra = NULL, *rb = NULL;
             uint32_t lw = 0, lh = 0;
             CHECK_EQ_INT(rc_gpu_h264_reconstruction(on, &ra, &lw, &lh), RCANVAS_OK);
+            CHECK(rc_gpu_h264_filter_waited(on));
             CHECK_EQ_INT(rc_gpu_h264_reconstruction(off, &rb, &lw, &lh), RCANVAS_OK);
             size_t differ = 0;
             for (size_t i = 0; ra && rb && i < (size_t)lw * lh * 3 / 2; i++) differ += ra[i] != rb[i];

@@ -28,7 +28,10 @@
  *    is predicted into the next, and at low bitrates a pan lost quality picture after picture while x264's gained
  *    it. It runs in macroblock order, each edge reading the edges before, so it is mirrored exactly in the same
  *    wavefront as the IDR pictures (h264_deblock.comp), after the macroblocks: the intra prediction of the IDR
- *    pictures reads the samples before the filter.
+ *    pictures reads the samples before the filter. Only the next picture needs its result (the reference), and
+ *    it is the longest stage of a P picture (a chain of 254 macroblock steps at 1080p), so it is a submission of
+ *    its own after the bitstream's: the encode returns its picture when the bitstream is read back, while the
+ *    filter still runs, and the next pass waits for it (settle) before anything reuses what it touches.
  *  - Planes one sample per uint: simple indexing in every stage; 4K costs 50 MB per plane set on the device.
  */
 #include "codec/gpu/h264_gpu.h"
@@ -80,7 +83,9 @@ enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_C
 enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, P_ME_POST, NPIPE };
 #define NTS 8    /* the stage boundaries */
 #define TS_COARSE NTS /* one more query: after the coarse motion search */
-#define TS_DEBLOCK (NTS + 1) /* and one before the deblocking filter */
+#define TS_DEBLOCK (NTS + 1) /* and the deblocking filter's submission: before it, */
+#define TS_DEBLOCK_END (NTS + 2) /* and after it */
+#define NQUERY (NTS + 3)
 #define ADOPT_ROUNDS 3u /* rounds of h264_me's adopt (4 dispatches each) */
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
@@ -93,7 +98,6 @@ _Static_assert(sizeof(pic_t) % 4 == 0 && sizeof(pic_t) <= 65536, "vkCmdUpdateBuf
 /* The variants of a pass's recorded commands (body[parity][variant]): what the picture's kind and the tools it
  * runs change in the commands themselves; everything else a picture changes is in B_PIC. */
 #define V_KEY 1u      /* an IDR picture */
-#define V_DEBLOCK 2u  /* the deblocking filter runs */
 #define V_NO_INTRA ME_NO_INTRA /* P pictures: no intra choice nor intra steps (4) */
 #define V_NO_ADOPT ME_NO_ADOPT /* P pictures: no adopt rounds (8) */
 #define NVARIANT 16
@@ -111,6 +115,7 @@ struct rc_gpu_h264 {
     rc_gpu_device *shared; /* made by the codec table's create(): the process-wide device, released at free */
     uint64_t from_buffer;  /* pictures the codec table's encode took from an image's device buffer (tests) */
     int pending;           /* a submission went in and its fence has not been seen signalled */
+    int filter_pending;    /* ... the deblocking filter's (filter_fence) */
     VkDescriptorSetLayout dsl;
     VkPipelineLayout layout;
     VkPipeline pipe[NPIPE];
@@ -123,7 +128,10 @@ struct rc_gpu_h264 {
      * whose recording took 0.2 and 0.6 ms of CPU a picture on the H100's driver */
     VkCommandBuffer body[2][NVARIANT];
     uint32_t body_ok[2]; /* bit v: body[p][v] holds this size's commands */
-    VkFence fence;
+    VkCommandBuffer filter[2]; /* the deblocking filter of a picture of parity p, submitted after its body */
+    uint32_t filter_ok;  /* bit p: filter[p] holds this size's commands */
+    VkFence fence;       /* the head and body: the bitstream */
+    VkFence filter_fence; /* the filter: the reference */
     VkQueryPool queries;
     int have_ts;
     double ts_ns;
@@ -149,7 +157,9 @@ struct rc_gpu_h264 {
     rc_h264_gate gate;
     int deblocked;     /* the last pass ran the filter */
     int contended;     /* the last pass ran without the costly tools (the gate was closed) */
-    uint64_t t[NTS + 2]; /* the last pass's timestamps (have_t: read) */
+    uint64_t t[NTS + 1]; /* the last pass's timestamps up to the bitstream (have_t: read) */
+    double filter_ms;  /* the last pass's filter's GPU time once settled (0: it ran none, or no timestamps) */
+    double prev_filter_ms; /* ... the pass before the last one's (info->deblock_ms) */
     int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
@@ -255,11 +265,14 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     VkCommandBufferAllocateInfo bai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = e->cpool,
                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 2 * NVARIANT};
     if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &bai, &e->body[0][0]);
+    bai.commandBufferCount = 2;
+    if (r == VK_SUCCESS) r = vkAllocateCommandBuffers(dev, &bai, e->filter);
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->fence);
+    if (r == VK_SUCCESS) r = vkCreateFence(dev, &fci, NULL, &e->filter_fence);
     e->ts_ns = props.limits.timestampPeriod;
     VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                 .queryCount = NTS + 2};
+                                 .queryCount = NQUERY};
     if (r == VK_SUCCESS) e->have_ts = vkCreateQueryPool(dev, &qpi, NULL, &e->queries) == VK_SUCCESS;
     if (r != VK_SUCCESS) {
         int rr = vkfail(e, r, "encoder setup");
@@ -271,15 +284,18 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
 }
 
 static VkResult wait_fence(rc_gpu_h264 *e);
+static VkResult settle(rc_gpu_h264 *e);
 
 void rc_gpu_h264_free(rc_gpu_h264 *e) {
     if (!e) return;
+    if (e->filter_fence) settle(e);
     if (e->fence && e->pending) wait_fence(e); /* only a submission that went in signals the fence */
     for (int i = 0; i < NBUF; i++) rc_gpu_buf_free(e->dev, &e->bufs[i]);
     for (int i = 0; i < NPIPE; i++)
         if (e->pipe[i]) vkDestroyPipeline(e->dev, e->pipe[i], NULL);
     if (e->queries) vkDestroyQueryPool(e->dev, e->queries, NULL);
     if (e->fence) vkDestroyFence(e->dev, e->fence, NULL);
+    if (e->filter_fence) vkDestroyFence(e->dev, e->filter_fence, NULL);
     if (e->cpool) vkDestroyCommandPool(e->dev, e->cpool, NULL);
     if (e->dpool) vkDestroyDescriptorPool(e->dev, e->dpool, NULL);
     if (e->layout) vkDestroyPipelineLayout(e->dev, e->layout, NULL);
@@ -294,13 +310,21 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e) {
 
 /* ---- buffers for a picture size ---- */
 
+static int vkfail(rc_gpu_h264 *e, VkResult r, const char *what);
+
 static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
     if ((uint64_t)((w + 15) / 16) * ((h + 15) / 16) > RC_GPU_H264_MAX_MBS) return RCANVAS_EFRAME_SIZE;
+    /* the last picture's filter may still run: it reads and writes the buffers this may replace */
+    VkResult sr = settle(e);
+    if (sr != VK_SUCCESS) {
+        e->have_ref = 0;
+        return vkfail(e, sr, "the deblocking filter's wait");
+    }
     if (w != e->w || h != e->h) /* a new size starts with an IDR, and the rate control anew */
         e->have_ref = 0, e->p_avg = 0, e->p_avg_idr = 0, rc_h264_rate_reset(&e->rate);
     /* the recorded passes hold the size in their push constants (the dispatches, and w, h and the input's pitch): a
      * width of 1915 after 1920 is the same macroblocks but another pitch */
-    if (w != e->w || h != e->h) e->body_ok[0] = e->body_ok[1] = 0;
+    if (w != e->w || h != e->h) e->body_ok[0] = e->body_ok[1] = 0, e->filter_ok = 0;
     e->w = w, e->h = h;
     e->mbw = (w + 15) / 16, e->mbh = (h + 15) / 16;
     VkDeviceSize n = (VkDeviceSize)e->mbw * e->mbh, lw = e->mbw * 16ull, lh = e->mbh * 16ull;
@@ -344,6 +368,7 @@ static int prepare(rc_gpu_h264 *e, uint32_t w, uint32_t h) {
         }
         e->dirty = 0;
         e->body_ok[0] = e->body_ok[1] = 0; /* an update invalidates the command buffers that bound the sets */
+        e->filter_ok = 0;
     }
     return RCANVAS_OK;
 }
@@ -531,7 +556,7 @@ static void record_wavefront(rc_gpu_h264 *e, VkCommandBuffer cb, int pipe, pc_t 
 /* The head of a pass, recorded each pass into e->cmd: the timestamps' reset, the input into B_IN, the clear of
  * B_OUT and the picture's parameters into B_PIC. The body (record_body) follows it in the same submission. */
 static void record_head(rc_gpu_h264 *e, VkCommandBuffer cb, const pic_t *pic, const input *in) {
-    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NTS + 2);
+    if (e->have_ts) vkCmdResetQueryPool(cb, e->queries, 0, NQUERY); /* the last filter's were read (settle) */
     ts(e, cb, 0);
     if (in->image) { /* after every earlier command's writes to it (the app rendered it) */
         VkImageMemoryBarrier ib = {.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
@@ -591,7 +616,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
     if (vr != VK_SUCCESS) return vr;
     uint32_t n = e->mbw * e->mbh;
-    int key = (v & V_KEY) != 0, deblock = (v & V_DEBLOCK) != 0;
+    int key = (v & V_KEY) != 0;
     pc_t pc_ = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .in_pitch = e->w}, *pc = &pc_;
     rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
@@ -651,25 +676,6 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
         stage(e, cb, P_SCAN, pc, 1, 1);
         cbarrier(cb);
     }
-    ts(e, cb, TS_DEBLOCK);
-    if (deblock) {
-        if (e->wave_rows) { /* the rows' progress counters */
-            rc_gpu_barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT); /* after the stages' writes */
-            vkCmdFillBuffer(cb, e->bufs[B_BITS].b, BITS_ROWS((VkDeviceSize)n) * 4, (VkDeviceSize)e->mbh * 4, 0);
-            cbarrier(cb);
-        }
-        /* every edge's boundary strength at once, off the wave's critical path (h264_deblock.comp) */
-        pc->pass = DEBLOCK_STRENGTHS;
-        stage(e, cb, P_DEBLOCK, pc, e->mbw, e->mbh);
-        cbarrier(cb);
-        if (e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
-            pc->pass = DEBLOCK_ROWS;
-            stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
-        } else { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
-            record_wavefront(e, cb, P_DEBLOCK, pc);
-        }
-        cbarrier(cb);
-    }
     ts(e, cb, 4);
     pc->pass = 0;
     stage(e, cb, P_CAVLC, pc, (n + 63) / 64, 1);
@@ -692,30 +698,87 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     return vr;
 }
 
-/* Waits for the submission in flight: in 10 s steps with a warning each (a slow or busy device is not a lost one;
- * a hung device ends the wait with VK_ERROR_DEVICE_LOST). */
-static VkResult wait_fence(rc_gpu_h264 *e) {
+/* The deblocking filter of a picture of parity p (after its body, in a submission of its own), recorded into
+ * e->filter[p]: the rows' progress counters cleared (the row wave), every edge's boundary strength, then the wave. */
+static VkResult record_filter(rc_gpu_h264 *e, int p) {
+    VkCommandBuffer cb = e->filter[p];
+    e->filter_ok &= ~(1u << p);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VkResult vr = vkResetCommandBuffer(cb, 0);
+    if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(cb, &bi);
+    if (vr != VK_SUCCESS) return vr;
+    pc_t pc_ = {.mbw = e->mbw, .mbh = e->mbh, .w = e->w, .h = e->h, .in_pitch = e->w}, *pc = &pc_;
+    /* after the body's stages (the macroblocks' reconstruction, their types, levels and vectors) */
+    rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->layout, 0, 1, &e->set[p], 0, NULL);
+    ts(e, cb, TS_DEBLOCK);
+    if (e->wave_rows) { /* the rows' progress counters */
+        vkCmdFillBuffer(cb, e->bufs[B_BITS].b, BITS_ROWS((VkDeviceSize)e->mbw * e->mbh) * 4, (VkDeviceSize)e->mbh * 4, 0);
+        cbarrier(cb);
+    }
+    /* every edge's boundary strength at once, off the wave's critical path (h264_deblock.comp) */
+    pc->pass = DEBLOCK_STRENGTHS;
+    stage(e, cb, P_DEBLOCK, pc, e->mbw, e->mbh);
+    cbarrier(cb);
+    if (e->wave_rows) { /* one dispatch, a workgroup a row (h264_deblock.comp) */
+        pc->pass = DEBLOCK_ROWS;
+        stage(e, cb, P_DEBLOCK, pc, e->mbh, 1);
+    } else { /* the same wavefront as the IDR pictures' (h264_deblock.comp says why) */
+        record_wavefront(e, cb, P_DEBLOCK, pc);
+    }
+    ts(e, cb, TS_DEBLOCK_END);
+    vr = vkEndCommandBuffer(cb);
+    if (vr == VK_SUCCESS) e->filter_ok |= 1u << p;
+    return vr;
+}
+
+/* Waits for `fence` (its submission went in: *pending), in 10 s steps with a warning each (a slow or busy device is
+ * not a lost one; a hung device ends the wait with VK_ERROR_DEVICE_LOST). */
+static VkResult wait_on(rc_gpu_h264 *e, VkFence fence, int *pending, const char *what) {
     for (int waited_s = 10;; waited_s += 10) {
-        VkResult r = vkWaitForFences(e->dev, 1, &e->fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+        VkResult r = vkWaitForFences(e->dev, 1, &fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
         if (r != VK_TIMEOUT) {
-            if (r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST) e->pending = 0;
+            if (r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST) *pending = 0;
             return r;
         }
-        rc_log(e->log, RCANVAS_LOG_WARN, "gpu h264: a picture still codes after %d s (a slow or busy device)", waited_s);
+        rc_log(e->log, RCANVAS_LOG_WARN, "gpu h264: %s still runs after %d s (a slow or busy device)", what, waited_s);
     }
+}
+
+static VkResult wait_fence(rc_gpu_h264 *e) { return wait_on(e, e->fence, &e->pending, "a picture"); }
+
+/* Waits for the last picture's deblocking filter, if one is in flight, and reads its time. Before anything that
+ * touches what it reads or writes: the next pass (its head resets the filter's queries; a body or filter recorded
+ * again, a fence reused), new buffers, the reconstruction read back. */
+static VkResult settle(rc_gpu_h264 *e) {
+    if (!e->filter_pending) return VK_SUCCESS;
+    VkResult r = wait_on(e, e->filter_fence, &e->filter_pending, "a picture's deblocking filter");
+    uint64_t t[2];
+    if (r == VK_SUCCESS && e->have_ts &&
+        vkGetQueryPoolResults(e->dev, e->queries, TS_DEBLOCK, 2, sizeof t, t, sizeof t[0], VK_QUERY_RESULT_64_BIT) ==
+            VK_SUCCESS)
+        e->filter_ms = (double)(t[1] - t[0]) * e->ts_ns / 1e6;
+    return r;
+}
+
+/* Submits `n` command buffers (e->cmd, being recorded, first) with `fence`, under the queue's lock. */
+static VkResult submit(rc_gpu_h264 *e, const VkCommandBuffer *cbs, uint32_t n, VkFence fence) {
+    VkResult vr = vkResetFences(e->dev, 1, &fence);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = n, .pCommandBuffers = cbs};
+    if (vr == VK_SUCCESS) {
+        if (e->qlock) pthread_mutex_lock(e->qlock);
+        vr = vkQueueSubmit(e->queue, 1, &si, fence);
+        if (e->qlock) pthread_mutex_unlock(e->qlock);
+    }
+    return vr;
 }
 
 /* Submits e->cmd (being recorded) and then `body` where there is one, and waits. */
 static VkResult submit_wait(rc_gpu_h264 *e, VkCommandBuffer body) {
     VkResult vr = vkEndCommandBuffer(e->cmd);
-    if (vr == VK_SUCCESS) vr = vkResetFences(e->dev, 1, &e->fence);
     VkCommandBuffer two[2] = {e->cmd, body};
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = body ? 2 : 1, .pCommandBuffers = two};
-    if (vr == VK_SUCCESS) {
-        if (e->qlock) pthread_mutex_lock(e->qlock);
-        vr = vkQueueSubmit(e->queue, 1, &si, e->fence);
-        if (e->qlock) pthread_mutex_unlock(e->qlock);
-    }
+    if (vr == VK_SUCCESS) vr = submit(e, two, body ? 2 : 1, e->fence);
     if (vr == VK_SUCCESS) {
         e->pending = 1;
         vr = wait_fence(e);
@@ -735,10 +798,18 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
                  .me_flags = e->me_flags | (full ? 0u : ME_NO_INTRA | ME_NO_ADOPT),
                  /* below QP 16 alpha (Table 8-16) is 0 for luma and chroma: no edge would be filtered */
                  .deblock = e->deblock_env != 0 && qp >= 16 && (e->deblock_env == 1 || full)};
-    uint32_t v = (key ? V_KEY : pic.me_flags & (V_NO_INTRA | V_NO_ADOPT)) | (pic.deblock ? V_DEBLOCK : 0);
-    VkResult vr = VK_SUCCESS;
+    uint32_t v = key ? V_KEY : pic.me_flags & (V_NO_INTRA | V_NO_ADOPT);
+    VkResult vr = settle(e); /* a pass before this one (a retried or re-coded picture) */
+    if (vr != VK_SUCCESS) {
+        e->have_ref = 0;
+        return vkfail(e, vr, "the deblocking filter's wait");
+    }
     if (!(e->body_ok[e->parity] & (1u << v)) && (vr = record_body(e, e->parity, v)) != VK_SUCCESS)
         return vkfail(e, vr, "recording a pass");
+    if (pic.deblock && !(e->filter_ok & (1u << e->parity)) && (vr = record_filter(e, e->parity)) != VK_SUCCESS)
+        return vkfail(e, vr, "recording the deblocking filter");
+    e->prev_filter_ms = e->filter_ms; /* settled above */
+    e->filter_ms = 0;                 /* until this pass's filter, if it runs one, is settled */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vr = vkResetCommandBuffer(e->cmd, 0);
@@ -747,14 +818,21 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     record_head(e, e->cmd, &pic, in);
     e->out_dirty = e->bufs[B_OUT].cap; /* until the pass is known to have finished */
     int64_t submitted = rc_now_us();
-    vr = submit_wait(e, e->body[e->parity][v]);
+    VkCommandBuffer two[2] = {e->cmd, e->body[e->parity][v]};
+    vr = vkEndCommandBuffer(e->cmd);
+    if (vr == VK_SUCCESS) vr = submit(e, two, 2, e->fence);
+    if (vr == VK_SUCCESS) e->pending = 1;
+    /* the filter behind it, without waiting for it: the bitstream is ready first */
+    if (vr == VK_SUCCESS && pic.deblock && (vr = submit(e, &e->filter[e->parity], 1, e->filter_fence)) == VK_SUCCESS)
+        e->filter_pending = 1;
+    if (vr == VK_SUCCESS) vr = wait_fence(e);
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
     }
     int64_t done = rc_now_us();
-    /* the pass's timestamps, read once: the gate's evidence and encode()'s figures */
-    e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 2, sizeof e->t, e->t, sizeof e->t[0],
+    /* the pass's timestamps up to the bitstream, read once: the gate's evidence and encode()'s figures */
+    e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 1, sizeof e->t, e->t, sizeof e->t[0],
                                                     VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
     if (full && e->gate_env == -1 && e->have_t) /* how long it waited behind other work */
         rc_h264_gate_learn(&e->gate, done, (double)(e->t[NTS - 1] - e->t[0]) * e->ts_ns / 1e6,
@@ -870,8 +948,8 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
             if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
-            info->deblock_ms = (double)(t[4] - t[TS_DEBLOCK]) * e->ts_ns / 1e6;
         }
+        info->deblock_ms = e->prev_filter_ms;
         info->deblocked = e->deblocked;
         info->contended = e->contended;
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;
@@ -935,6 +1013,8 @@ int rc_gpu_h264_encode_buffer(rc_gpu_h264 *e, VkBuffer src, VkDeviceSize offset,
 
 int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, uint32_t *height) {
     if (!e || !i420 || !e->have_ref) return RCANVAS_EINVAL;
+    VkResult sr = settle(e); /* the filter writes what is read here */
+    if (sr != VK_SUCCESS) return vkfail(e, sr, "the deblocking filter's wait");
     uint32_t lw = e->mbw * 16, lh = e->mbh * 16;
     size_t n = (size_t)lw * lh * 3 / 2;
     int r = buf_reserve(e, B_DBG, n * 4);
@@ -1003,6 +1083,7 @@ static int gpu_encode(rc_codec *c, const rc_image *img, const rc_encode_params *
 }
 
 uint64_t rc_gpu_h264_from_buffer(const rc_gpu_h264 *e) { return e ? e->from_buffer : 0; }
+int rc_gpu_h264_filter_waited(const rc_gpu_h264 *e) { return e && !e->filter_pending; }
 
 static void gpu_request_keyframe(rc_codec *c) { rc_gpu_h264_request_keyframe((rc_gpu_h264 *)c); }
 static void gpu_destroy(rc_codec *c) { rc_gpu_h264_free((rc_gpu_h264 *)c); }

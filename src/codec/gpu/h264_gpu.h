@@ -7,11 +7,13 @@
  * filter from QP 16; the rate control in h264_gpu_rate.h. In: an RGBA/BGRA bitmap (uploaded)
  * or a VkImage on the encoder's device. Out: an Annex B access unit (SPS and PPS before each IDR picture) in host memory.
  * Stages, one submission per picture: colour conversion (h264_yuv.comp) → motion search (h264_me.comp) →
- * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → the deblocking filter
- * (h264_deblock.comp) → CAVLC bit counts
+ * transform, quantization and the reconstruction a decoder makes (h264_mb.comp) → CAVLC bit counts
  * (h264_cavlc.comp) → bit offsets (h264_scan.comp) → CAVLC bits → the used bytes into host memory
- * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes (codec/nal.h). The stages'
- * commands are recorded once per size and kind of picture; what the host and the shaders share is h264_io.h.
+ * (h264_copy.comp); the CPU adds start codes, NAL headers and emulation prevention bytes (codec/nal.h). Then the
+ * deblocking filter (h264_deblock.comp) over the reconstruction, in a submission of its own: an encode returns
+ * once its bitstream is back, while the filter still makes the next picture's reference; the next call (an
+ * encode, rc_gpu_h264_reconstruction, rc_gpu_h264_free) waits for it first. The stages' commands are recorded once
+ * per size and kind of picture; what the host and the shaders share is h264_io.h.
  * h264_gpu.c says what each choice costs and why.
  *
  * Threading: an encoder is used by one thread at a time; it submits to the queue it was given (the caller keeps
@@ -45,9 +47,12 @@ typedef struct rc_gpu_h264_info {
                          * control was over its budget at QP 51); no GPU pass, the times 0 but wall_ms */
     double stage_ms[7]; /* GPU time: upload copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
                          * write, copy out (timestamp queries; 0 where the device has none) */
-    double gpu_ms;      /* first to last timestamp */
+    double gpu_ms;      /* first to last timestamp: until the bitstream is ready (the deblocking filter runs after it) */
     double me_coarse_ms; /* of stage_ms[2], the coarse motion search (P pictures) */
-    double deblock_ms;  /* of stage_ms[3], the deblocking filter (0 where it is off) */
+    double deblock_ms;  /* the deblocking filter's GPU time of the pass before this picture's (the previous
+                         * picture's: a picture's filter, which makes the next one's reference, runs after its
+                         * bitstream is read back, and is timed when the next encode waits for it); 0 where that
+                         * pass ran none */
     int deblocked;      /* 1: the picture ran the deblocking filter (from QP 16, unless the device is contended:
                          * h264_gpu_gate.h; RCANVAS_GPU_H264_DEBLOCK=0 or 1 sets it off or on in every picture) */
     int contended;      /* 1: coded without the costly tools (the filter, intra macroblocks in P pictures, h264_me's
@@ -94,6 +99,9 @@ void rc_gpu_h264_request_keyframe(rc_gpu_h264 *e);
 #define RC_GPU_H264_PAINT_QP RC_H264_RATE_PAINT_QP
 /* Test hook: how many pictures the codec table's encode took from an image's device buffer (rc_image.gpu). */
 uint64_t rc_gpu_h264_from_buffer(const rc_gpu_h264 *e);
+/* Test hook: 0 while the last picture's deblocking filter was submitted and not yet waited for (an encode returns
+ * without waiting for it); 1 otherwise. */
+int rc_gpu_h264_filter_waited(const rc_gpu_h264 *e);
 #define RC_GPU_H264_MAX_MBS 139264 /* the largest MaxFS of Table A-1 (level 6.2): 8192 × 4352 pixels */
 
 /* Test hook: the last picture's reconstruction (what a decoder shows before cropping), I420 at the padded size
