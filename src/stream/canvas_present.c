@@ -38,19 +38,24 @@ static void note_size_locked(rcanvas_canvas *c, uint32_t w, uint32_t h) {
     }
 }
 
-static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
-    note_size_locked(c, fb->img.width, fb->img.height);
-    int64_t now = rc_now_us();
-    rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
+/* Frame fb is presented at now: its sequence number and time, and the app's own frame rate (smoothed over the
+ * intervals in which no viewer held it back). mu held. */
+static void stamp_locked(rcanvas_canvas *c, rc_frame_buf *fb, int64_t now) {
     fb->seq = ++c->presented_seq;
     fb->present_us = now;
-    /* the app's own frame rate: intervals in which no viewer held it back */
     if (c->last_present_us && now > c->last_present_us && c->draw_held_us < c->last_present_us) {
         double f = 1e6 / (double)(now - c->last_present_us);
         c->present_fps = c->present_fps > 0 ? c->present_fps + (f - c->present_fps) / 8 : f;
     }
     c->prev_present_us = c->last_present_us;
     c->last_present_us = now;
+}
+
+static void publish_locked(rcanvas_canvas *c, rc_frame_buf *fb) {
+    note_size_locked(c, fb->img.width, fb->img.height);
+    int64_t now = rc_now_us();
+    rc_damage_publish_locked(c, fb); /* before the pending frame it replaces goes */
+    stamp_locked(c, fb, now);
     c->counters.presented++;
     if (c->pending) {
         c->counters.dropped++; /* replaced before it was encoded */
@@ -282,14 +287,7 @@ static rc_packet *encoded_packet(rcanvas_canvas *c, const rc_codec_type *codec, 
 static void publish_encoded_locked(rcanvas_canvas *c, rc_frame_buf *fb, rc_packet *pk, int quality) {
     int64_t now = rc_now_us();
     rc_tier *t = &c->tiers[0];
-    fb->seq = ++c->presented_seq;
-    fb->present_us = now;
-    if (c->last_present_us && now > c->last_present_us && c->draw_held_us < c->last_present_us) {
-        double f = 1e6 / (double)(now - c->last_present_us);
-        c->present_fps = c->present_fps > 0 ? c->present_fps + (f - c->present_fps) / 8 : f;
-    }
-    c->prev_present_us = c->last_present_us;
-    c->last_present_us = now;
+    stamp_locked(c, fb, now);
     note_size_locked(c, fb->img.width, fb->img.height);
     pk->seq = fb->seq;
     pk->present_us = now;
