@@ -823,9 +823,14 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     if (vr == VK_SUCCESS) vr = submit(e, two, 2, e->fence);
     if (vr == VK_SUCCESS) e->pending = 1;
     /* the filter behind it, without waiting for it: the bitstream is ready first */
-    if (vr == VK_SUCCESS && pic.deblock && (vr = submit(e, &e->filter[e->parity], 1, e->filter_fence)) == VK_SUCCESS)
+    VkResult fr = VK_SUCCESS;
+    if (vr == VK_SUCCESS && pic.deblock && (fr = submit(e, &e->filter[e->parity], 1, e->filter_fence)) == VK_SUCCESS)
         e->filter_pending = 1;
-    if (vr == VK_SUCCESS) vr = wait_fence(e);
+    if (e->pending) { /* waited for even when the filter's submit failed: its fence is reused next */
+        VkResult wr = wait_fence(e);
+        if (vr == VK_SUCCESS) vr = wr;
+    }
+    if (vr == VK_SUCCESS) vr = fr; /* no filter: the reference is not the decoder's, so no picture */
     if (vr != VK_SUCCESS) {
         e->have_ref = 0;
         return vkfail(e, vr, "encode submit/wait");
@@ -1024,7 +1029,8 @@ int rc_gpu_h264_reconstruction(rc_gpu_h264 *e, uint8_t **i420, uint32_t *width, 
     VkResult vr = vkResetCommandBuffer(e->cmd, 0);
     if (vr == VK_SUCCESS) vr = vkBeginCommandBuffer(e->cmd, &bi);
     if (vr != VK_SUCCESS) return vkfail(e, vr, "vkBeginCommandBuffer");
-    /* the last picture wrote the REC of the parity before the flip */
+    /* the last picture wrote the REC of the parity before the flip (its filter too: settled, and ordered here) */
+    rc_gpu_barrier(e->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy c = {.size = n * 4};
     vkCmdCopyBuffer(e->cmd, e->bufs[e->parity ? B_RECA : B_RECB].b, e->bufs[B_DBG].b, 1, &c);
     rc_gpu_barrier(e->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
