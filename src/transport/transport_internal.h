@@ -55,7 +55,7 @@ struct rc_viewer {
     int told_cursor_version;  /* 0 until the canvas sets a cursor, then the version told */
     const rc_codec_type *told_encoder;
     char told_link[RC_LINK_FIELDS_MAX]; /* the link fields last sent (link_fields) */
-    int64_t told_link_us;     /* when */
+    int64_t told_link_us;     /* when they were last looked at (printed, sent or not) */
     int64_t last_out_us;      /* when a message last went out to it (the heartbeat) */
     double told_width, told_height, told_ratio; /* the canvas size last told (hello or {"type":"size"}) */
     /* input */

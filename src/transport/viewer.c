@@ -164,9 +164,15 @@ void rc_viewer_service(rc_viewer *v) {
     char link[RC_LINK_FIELDS_MAX];
     int64_t now = rc_now_us();
     int role_changed = st.active != v->told_active;
-    /* printed only when it could go out (a role change, or RC_LINK_NOTICE_US since the last): not on every ack */
+    /* printed only when it could go out (a role change, or RC_LINK_NOTICE_US since the last look): not on every
+     * ack. The look counts whether or not the text changed: a steady link's text was printed again on every call
+     * (several a frame) once its last notice was RC_LINK_NOTICE_US old, cJSON's numbers each a printf and a scanf
+     * of the net thread's time. */
     int due = role_changed || (now - v->told_link_us >= RC_LINK_NOTICE_US && v->ntext == 0);
-    if (due) link_text(&st, link, sizeof link);
+    if (due) {
+        link_text(&st, link, sizeof link);
+        v->told_link_us = now;
+    }
     if (role_changed || (due && strcmp(link, v->told_link))) {
         /* a role notice carries the link; else a link notice, at most every RC_LINK_NOTICE_US and never ahead of
          * other notices */
@@ -180,7 +186,6 @@ void rc_viewer_service(rc_viewer *v) {
         queue_json(v, o);
         v->told_active = st.active;
         memcpy(v->told_link, link, sizeof link);
-        v->told_link_us = now;
     }
     if (st.title_version != v->told_title_version) {
         rc_session_hello h;
