@@ -159,7 +159,6 @@ struct rc_gpu_h264 {
     int contended;     /* the last pass ran without the costly tools (the gate was closed) */
     uint64_t t[NTS + 1]; /* the last pass's timestamps up to the bitstream (have_t: read) */
     double filter_ms;  /* the last pass's filter's GPU time once settled (0: it ran none, or no timestamps) */
-    double prev_filter_ms; /* ... the pass before the last one's (info->deblock_ms) */
     int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
     double p_avg;      /* recent P pictures' RBSP bytes scaled to QP 26 (moving average): the scene-cut test */
@@ -808,8 +807,7 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
         return vkfail(e, vr, "recording a pass");
     if (pic.deblock && !(e->filter_ok & (1u << e->parity)) && (vr = record_filter(e, e->parity)) != VK_SUCCESS)
         return vkfail(e, vr, "recording the deblocking filter");
-    e->prev_filter_ms = e->filter_ms; /* settled above */
-    e->filter_ms = 0;                 /* until this pass's filter, if it runs one, is settled */
+    e->filter_ms = 0; /* until this pass's filter, if it runs one, is settled (the last one's was read above) */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vr = vkResetCommandBuffer(e->cmd, 0);
@@ -821,12 +819,13 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     VkCommandBuffer two[2] = {e->cmd, e->body[e->parity][v]};
     vr = vkEndCommandBuffer(e->cmd);
     if (vr == VK_SUCCESS) vr = submit(e, two, 2, e->fence);
-    if (vr == VK_SUCCESS) e->pending = 1;
+    int body_in = vr == VK_SUCCESS; /* only a submission that went in signals its fence */
+    if (body_in) e->pending = 1;
     /* the filter behind it, without waiting for it: the bitstream is ready first */
     VkResult fr = VK_SUCCESS;
-    if (vr == VK_SUCCESS && pic.deblock && (fr = submit(e, &e->filter[e->parity], 1, e->filter_fence)) == VK_SUCCESS)
+    if (body_in && pic.deblock && (fr = submit(e, &e->filter[e->parity], 1, e->filter_fence)) == VK_SUCCESS)
         e->filter_pending = 1;
-    if (e->pending) { /* waited for even when the filter's submit failed: its fence is reused next */
+    if (body_in) { /* waited for even when the filter's submit failed: its fence is reused next */
         VkResult wr = wait_fence(e);
         if (vr == VK_SUCCESS) vr = wr;
     }
@@ -881,6 +880,8 @@ static int encode_skip(rc_gpu_h264 *e, const rc_encode_params *p, int qp_overrid
 
 static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_params *p, int qp_override, rc_buf *out,
                   rc_gpu_h264_info *info, int64_t t0) {
+    /* the last coded picture's filter, settled by prepare() (a retried or re-coded pass below settles its own) */
+    double prev_filter_ms = e->filter_ms;
     int key = key_due(e, p);
     int qp = rc_h264_rate_qp(&e->rate, p, qp_override, key);
     int r = gpu_pass(e, in, bgra, key, qp);
@@ -954,7 +955,7 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
             if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
         }
-        info->deblock_ms = e->prev_filter_ms;
+        info->deblock_ms = prev_filter_ms;
         info->deblocked = e->deblocked;
         info->contended = e->contended;
         info->wall_ms = (double)(rc_now_us() - t0) / 1000.0;

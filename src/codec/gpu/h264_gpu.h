@@ -49,10 +49,9 @@ typedef struct rc_gpu_h264_info {
                          * write, copy out (timestamp queries; 0 where the device has none) */
     double gpu_ms;      /* first to last timestamp: until the bitstream is ready (the deblocking filter runs after it) */
     double me_coarse_ms; /* of stage_ms[2], the coarse motion search (P pictures) */
-    double deblock_ms;  /* the deblocking filter's GPU time of the pass before this picture's (the previous
-                         * picture's: a picture's filter, which makes the next one's reference, runs after its
-                         * bitstream is read back, and is timed when the next encode waits for it); 0 where that
-                         * pass ran none */
+    double deblock_ms;  /* the deblocking filter's GPU time of the last coded picture before this one (a picture's
+                         * filter, which makes the next one's reference, runs after its bitstream is read back, and
+                         * is timed when the next encode waits for it); 0 where it ran none */
     int deblocked;      /* 1: the picture ran the deblocking filter (from QP 16, unless the device is contended:
                          * h264_gpu_gate.h; RCANVAS_GPU_H264_DEBLOCK=0 or 1 sets it off or on in every picture) */
     int contended;      /* 1: coded without the costly tools (the filter, intra macroblocks in P pictures, h264_me's
