@@ -82,10 +82,17 @@ enum { B_IN, B_SRC, B_RECA, B_RECB, B_QA, B_QB, B_MBI, B_LEV, B_BITS, B_OUT, B_C
 #define NBIND ((int)RC_H264_NBIND)
 enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DEBLOCK, P_ME_POST, NPIPE };
 #define NTS 8    /* the stage boundaries */
-#define TS_COARSE NTS /* one more query: after the coarse motion search */
-#define TS_DEBLOCK (NTS + 1) /* and the deblocking filter's submission: before it, */
-#define TS_DEBLOCK_END (NTS + 2) /* and after it */
-#define NQUERY (NTS + 3)
+/* more queries within the stages (written at the stage's boundary where a picture skips the step: every query of
+ * the pool is written): after the coarse motion search, the fine one, the intra choice and the intra wave's layout
+ * (the adopt rounds follow), and the inter macroblocks (the intra steps follow) */
+#define TS_COARSE NTS
+#define TS_FINE (NTS + 1)
+#define TS_CHOICE (NTS + 2)
+#define TS_INTER (NTS + 3)
+#define NTS_BODY (NTS + 4) /* the queries the head and body write */
+#define TS_DEBLOCK NTS_BODY /* and the deblocking filter's submission: before it, */
+#define TS_DEBLOCK_END (NTS_BODY + 1) /* and after it */
+#define NQUERY (NTS_BODY + 2)
 #define ADOPT_ROUNDS 3u /* rounds of h264_me's adopt (4 dispatches each) */
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
@@ -157,7 +164,7 @@ struct rc_gpu_h264 {
     rc_h264_gate gate;
     int deblocked;     /* the last pass ran the filter */
     int contended;     /* the last pass ran without the costly tools (the gate was closed) */
-    uint64_t t[NTS + 1]; /* the last pass's timestamps up to the bitstream (have_t: read) */
+    uint64_t t[NTS_BODY]; /* the last pass's timestamps up to the bitstream (have_t: read) */
     double filter_ms;  /* the last pass's filter's GPU time once settled (0: it ran none, or no timestamps) */
     int have_t;
     int wave_rows;     /* the deblocking wave as one dispatch of rows (h264_deblock.comp), not a dispatch a step */
@@ -623,8 +630,11 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     stage(e, cb, P_YUV, pc, (e->mbw * 4 + 7) / 8, (e->mbh * 4 + 7) / 8);
     cbarrier(cb);
     ts(e, cb, 2);
-    if (key) ts(e, cb, TS_COARSE); /* no coarse search: written, so that every query of the pool is */
-    if (!key) {
+    if (key) { /* no motion search */
+        ts(e, cb, TS_COARSE);
+        ts(e, cb, TS_FINE);
+        ts(e, cb, TS_CHOICE);
+    } else {
         /* the coarse search, then the fine one (which reads the neighbours' coarse vectors) */
         stage(e, cb, P_ME_COARSE, pc, e->mbw, e->mbh);
         cbarrier(cb);
@@ -632,6 +642,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
         pc->pass = 0;
         stage(e, cb, P_ME, pc, e->mbw, e->mbh);
         cbarrier(cb);
+        ts(e, cb, TS_FINE);
         if (!(v & V_NO_INTRA)) { /* which macroblocks are better intra (h264_me's intra_choice) */
             pc->pass = ME_INTRA_CHOICE;
             stage(e, cb, P_ME_POST, pc, e->mbw, e->mbh);
@@ -643,6 +654,7 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
         stage(e, cb, P_SCAN, pc, 1, 1);
         rc_gpu_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT);
+        ts(e, cb, TS_CHOICE);
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
          * 1.29× after one, two and three rounds) */
@@ -656,9 +668,11 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
     ts(e, cb, 3);
     if (key) { /* the wavefront: step s codes the macroblocks with x + 2y = s */
         record_wavefront(e, cb, P_MB_INTRA, pc);
+        ts(e, cb, TS_INTER);
     } else {
         stage(e, cb, P_MB, pc, e->mbw, e->mbh);
         cbarrier(cb);
+        ts(e, cb, TS_INTER);
         /* then the intra macroblocks, step by step (an empty step is a dispatch of no workgroups) */
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipe[P_MB_INTRA]);
         uint32_t steps = (v & V_NO_INTRA) ? 0 : e->intra_steps;
@@ -836,7 +850,7 @@ static int gpu_pass(rc_gpu_h264 *e, const input *in, int bgra, int key, int qp) 
     }
     int64_t done = rc_now_us();
     /* the pass's timestamps up to the bitstream, read once: the gate's evidence and encode()'s figures */
-    e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS + 1, sizeof e->t, e->t, sizeof e->t[0],
+    e->have_t = e->have_ts && vkGetQueryPoolResults(e->dev, e->queries, 0, NTS_BODY, sizeof e->t, e->t, sizeof e->t[0],
                                                     VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
     if (full && e->gate_env == -1 && e->have_t) /* how long it waited behind other work */
         rc_h264_gate_learn(&e->gate, done, (double)(e->t[NTS - 1] - e->t[0]) * e->ts_ns / 1e6,
@@ -953,7 +967,14 @@ static int encode(rc_gpu_h264 *e, const input *in, int bgra, const rc_encode_par
         if (e->have_t) {
             for (int i = 0; i < NTS - 1; i++) info->stage_ms[i] = (double)(t[i + 1] - t[i]) * e->ts_ns / 1e6;
             info->gpu_ms = (double)(t[NTS - 1] - t[0]) * e->ts_ns / 1e6;
-            if (!key) info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * e->ts_ns / 1e6;
+            if (!key) {
+                double ms = e->ts_ns / 1e6;
+                info->me_coarse_ms = (double)(t[TS_COARSE] - t[2]) * ms;
+                info->me_fine_ms = (double)(t[TS_FINE] - t[TS_COARSE]) * ms;
+                info->me_choice_ms = (double)(t[TS_CHOICE] - t[TS_FINE]) * ms;
+                info->me_adopt_ms = (double)(t[3] - t[TS_CHOICE]) * ms;
+                info->mb_intra_steps_ms = (double)(t[4] - t[TS_INTER]) * ms;
+            }
         }
         info->deblock_ms = prev_filter_ms;
         info->deblocked = e->deblocked;

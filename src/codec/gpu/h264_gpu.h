@@ -48,7 +48,12 @@ typedef struct rc_gpu_h264_info {
     double stage_ms[7]; /* GPU time: upload copy, colour, motion search, macroblocks, CAVLC count, scan + CAVLC
                          * write, copy out (timestamp queries; 0 where the device has none) */
     double gpu_ms;      /* first to last timestamp: until the bitstream is ready (the deblocking filter runs after it) */
-    double me_coarse_ms; /* of stage_ms[2], the coarse motion search (P pictures) */
+    double me_coarse_ms; /* of stage_ms[2] (P pictures): the coarse motion search, */
+    double me_fine_ms;   /* the fine one, */
+    double me_choice_ms; /* the intra choice and the intra wave's layout, */
+    double me_adopt_ms;  /* and the adopt rounds (the vectors settled on their predictors) */
+    double mb_intra_steps_ms; /* of stage_ms[3] (P pictures): the intra macroblocks' steps after the inter ones,
+                               * and the skip runs' scan */
     double deblock_ms;  /* the deblocking filter's GPU time of the last coded picture before this one (a picture's
                          * filter, which makes the next one's reference, runs after its bitstream is read back, and
                          * is timed when the next encode waits for it); 0 where it ran none */
