@@ -81,7 +81,7 @@ static void seq_free(rcanvas_vk *vk, seqimg *s) {
 static int g_pace_ms; /* --pace */
 
 static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int n, int qp, int kbps, int from_cpu) {
-    double st[13][4096], gpu[4096], ref[4096], wall[4096], kgpu = 0;
+    double st[14][4096], gpu[4096], ref[4096], wall[4096], kgpu = 0;
     int np = 0, nk = 0, nc = 0, nskip = 0; /* P pictures, IDR pictures, P pictures coded, P pictures skipped */
     size_t pbytes = 0, kbytes = 0;
     rc_buf out = {0};
@@ -123,7 +123,7 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
         st[7][nc] = info.me_coarse_ms;
         st[8][nc] = info.deblock_ms;
         st[9][nc] = info.me_fine_ms, st[10][nc] = info.me_choice_ms, st[11][nc] = info.me_adopt_ms;
-        st[12][nc] = info.mb_intra_steps_ms;
+        st[12][nc] = info.mb_intra_steps_ms, st[13][nc] = info.me_wave_ms;
         gpu[nc] = info.gpu_ms, wall[nc] = info.wall_ms;
         ref[nc] = info.gpu_ms + info.deblock_ms; /* the last filter's time: the previous picture's, alike */
         nc++;
@@ -132,11 +132,12 @@ static void run_single(rc_gpu_h264 *e, const seqimg *s, const char *seqname, int
     char qps[32];
     if (qp) snprintf(qps, sizeof qps, "fixed");
     else snprintf(qps, sizeof qps, "rate ctl (last %d)", lastqp);
-    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f / %.3f / %.3f / %.3f) | %.3f (%.3f) | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.3f | %.1f | %.0f | "
+    printf("| %s %ux%u | %s | %s | %.3f | %.3f | %.3f (%.3f / %.3f / %.3f / %.3f / %.3f) | %.3f (%.3f) | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f | %.3f | %.3f | %.1f | %.0f | "
            "%d of %d | %.1f (%.2f ms) |\n",
            seqname, s->w, s->h, from_cpu ? "CPU bitmap" : "VkImage", qps, bench_median(st[0], nc),
            bench_median(st[1], nc), bench_median(st[2], nc), bench_median(st[7], nc), bench_median(st[9], nc),
-           bench_median(st[10], nc), bench_median(st[11], nc), bench_median(st[3], nc), bench_median(st[12], nc),
+           bench_median(st[10], nc), bench_median(st[13], nc), bench_median(st[11], nc), bench_median(st[3], nc),
+           bench_median(st[12], nc),
            bench_median(st[8], nc), bench_median(st[4], nc), bench_median(st[5], nc), bench_median(st[6], nc),
            bench_median(gpu, nc), bench_median(ref, nc), bench_median(wall, nc), cpu_ms, np ? (double)pbytes / np / 1000.0 : 0,
            np ? (double)pbytes * 8 * p.fps / np / 1000.0 : 0, nskip, np, nk ? (double)kbytes / nk / 1000.0 : 0,
@@ -342,7 +343,7 @@ int main(int argc, char **argv) {
     if (rc_gpu_h264_new(rcanvas_vk_physical_device(vk), rcanvas_vk_device(vk), rcanvas_vk_queue_family(vk),
                         rcanvas_vk_queue(vk), NULL, NULL, &e))
         return 1;
-    printf("| sequence | input | QP | copy in | colour | motion (coarse / fine / intra choice / adopt) | MBs (intra steps) | deblock | CAVLC count | scan+write | copy out | "
+    printf("| sequence | input | QP | copy in | colour | motion (coarse / fine / intra choice / intra wave / adopt) | MBs (intra steps) | deblock | CAVLC count | scan+write | copy out | "
            "GPU ms/P (bitstream) | + deblock | wall ms/P | CPU ms/picture | kB/P | P kbit/s | P skipped | kB/IDR (GPU ms) |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int si = 0; si < ns; si++)

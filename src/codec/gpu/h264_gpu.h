@@ -50,7 +50,8 @@ typedef struct rc_gpu_h264_info {
     double gpu_ms;      /* first to last timestamp: until the bitstream is ready (the deblocking filter runs after it) */
     double me_coarse_ms; /* of stage_ms[2] (P pictures): the coarse motion search, */
     double me_fine_ms;   /* the fine one, */
-    double me_choice_ms; /* the intra choice and the intra wave's layout, */
+    double me_choice_ms; /* the intra choice, */
+    double me_wave_ms;   /* the intra wave's layout (the intra macroblocks' steps), */
     double me_adopt_ms;  /* and the adopt rounds (the vectors settled on their predictors) */
     double mb_intra_steps_ms; /* of stage_ms[3] (P pictures): the intra macroblocks' steps after the inter ones,
                                * and the skip runs' scan */
