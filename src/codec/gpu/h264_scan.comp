@@ -6,6 +6,7 @@
 // Otherwise: where every macroblock's bits go. Every picture is one slice (chunks, a shared-memory scan of the chunk
 // sums). Writes the slices' byte offsets, the total and the copy stage's indirect dispatch to ctl.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "h264_common.glsl"
 layout(local_size_x = 256) in;
 
@@ -25,8 +26,12 @@ bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 // Macroblock (x, r) is worked out at round step x + 2 (r − r0), invocation r − r0 a row (r0 the round's first
 // row, rounds of 256 rows), so that its neighbours above were done in the steps before; each row keeps its last 4
 // steps in part[4 t ...] (the row below reads 3 of them).
+// The candidates' bits are read 32 steps ahead, all invocations at once (every 32nd step, 32 independent loads):
+// a read a step, each waited for before the step's barrier, made the wave's length (mbw + 2 mbh steps) in memory
+// latencies, most of this pass's time at 1080p.
 // Then the candidates are listed by step in bits[0, n), step k's from bits[n + k], and ctl gets each step's
-// indirect dispatch (h264_mb.comp's RC_INTRA build codes them).
+// indirect dispatch (h264_mb.comp's RC_INTRA build codes them); the order within a step is free (its macroblocks
+// are coded at once).
 void intra_wave(uint t, uint n) {
     uint steps = clamp((pic.me_flags >> ME_STEPS_SHIFT) & 255u, 1u, INTRA_STEPS);   // h264_gpu.c's intra_steps
     if (t == 0u) { any = bits[n + INTRA_ANY]; demoted = 0u; }
@@ -36,11 +41,21 @@ void intra_wave(uint t, uint n) {
         for (uint r0 = 0u; r0 < pc.mbh; r0 += 256u) {
             uint rows = min(256u, pc.mbh - r0), r = r0 + t;
             uint cin = (r0 & 256u) != 0u ? 0u : 1024u, cout = 1024u - cin;   // the last round's, this one's
+            uint cand = 0u;   // bit i: macroblock (x0 + i, r) is an intra candidate, x0 = the 32-step block's first x
             for (uint s = 0u; s < pc.mbw + 2u * (rows - 1u); s++) {
                 int x = int(s) - 2 * int(t);
+                if ((s & 31u) == 0u && t < rows) {
+                    cand = 0u;
+                    [[unroll]] for (uint i = 0u; i < 32u; i++) {
+                        int xi = x + int(i);
+                        if (xi >= 0 && xi < int(pc.mbw) &&
+                            (mbi[(r * pc.mbw + uint(xi)) * MBI_STRIDE + MBI_PART] & MB_INTRA) != 0u)
+                            cand |= 1u << i;
+                    }
+                }
                 if (t < rows && x >= 0 && x < int(pc.mbw)) {
-                    uint ux = uint(x), mb = r * pc.mbw + ux, part_ = mbi[mb * MBI_STRIDE + MBI_PART], d = 0u;
-                    if ((part_ & MB_INTRA) != 0u) {
+                    uint ux = uint(x), mb = r * pc.mbw + ux, d = 0u;
+                    if ((cand & (1u << (s & 31u))) != 0u) {
                         uint up = 0u;
                         if (ux > 0u) up = part[4u * t + ((ux - 1u) & 3u)];
                         if (r > 0u) {   // the row above: this round's row t − 1, or the last round's last row
@@ -53,7 +68,7 @@ void intra_wave(uint t, uint n) {
                         d = up + 1u;
                         if (d > steps) {
                             d = 0u;
-                            mbi[mb * MBI_STRIDE + MBI_PART] = part_ & ~MB_INTRA;
+                            atomicAnd(mbi[mb * MBI_STRIDE + MBI_PART], ~MB_INTRA);   // not waited for
                             atomicAdd(demoted, 1u);
                         } else {
                             atomicAdd(cnt[d - 1u], 1u);
@@ -80,13 +95,19 @@ void intra_wave(uint t, uint n) {
         bits[n + INTRA_STEPS] = o;
         ctl[CTL_DEFERRED(pc.mbh)] = demoted;
     }
+    if (any == 0u) return;   // uniform: every invocation read it after the first barrier
+    memoryBarrierBuffer();   // the MBI_DEPTH of other invocations' rows, read below
     barrier();
-    if (any == 0u) return;
-    for (uint r = t; r < pc.mbh; r += 256u)   // each row's own MBI_DEPTH, written by this invocation
-        for (uint x = 0u; x < pc.mbw; x++) {
-            uint mb = r * pc.mbw + x, d = mbi[mb * MBI_STRIDE + MBI_DEPTH];
-            if (d != 0u) bits[atomicAdd(at[d - 1u], 1u)] = mb;
+    // 8 macroblocks' depths read at once an invocation, before any is listed
+    for (uint i0 = 0u; i0 < n; i0 += 256u * 8u) {
+        uint d8[8];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) {
+            uint mb = i0 + t + 256u * k;
+            d8[k] = mb < n ? mbi[mb * MBI_STRIDE + MBI_DEPTH] : 0u;
         }
+        [[unroll]] for (uint k = 0u; k < 8u; k++)
+            if (d8[k] != 0u) bits[atomicAdd(at[d8[k] - 1u], 1u)] = i0 + t + 256u * k;
+    }
 }
 
 void main() {
