@@ -94,21 +94,26 @@ void coarse(uint mbx, uint mby, uint t) {
 #else
 shared uint srcs[256];   // the macroblock's source samples
 shared uint csad[25];
+shared uint cbest, pms;   // fine(): a window's least cost and its index (packed), the SAD at the predictor
 #ifndef RC_ME_POST
 // The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
 // samples from (tox, toy), edge samples repeated as ref_y does.
+// A row pitch of 25 words: the search's invocations read rows 1 apart (25 ≡ −7 banks) and columns 8 apart, which
+// a pitch of 24 put more often in one of the 32 banks.
 #define TILE 24
-shared uint tile[TILE * TILE];
+#define TPITCH 25
+shared uint tile[TILE * TPITCH];
 int tox, toy;
-int tile_y(int x, int y) { return int(tile[(y - toy) * TILE + (x - tox)]); }
+int tile_y(int x, int y) { return int(tile[(y - toy) * TPITCH + (x - tox)]); }
 
 // The sub-sample stage's planes over R, the 18 × 18 whole-sample positions from (rx0, ry0) = the best whole-pixel
-// block's origin − 1: b (half, right), h (half, below), j (centre), made once from the tile (b1: the unclipped
-// horizontal 6-tap sums, rows from ry0 − 2), so that each quarter sample is a few lookups (the same values as
-// luma_q's, 8.4.2.2.1).
+// block's origin − 1: G (the whole samples), b (half, right), h (half, below), j (centre), made once from the tile
+// (b1: the unclipped horizontal 6-tap sums, rows from ry0 − 2), so that each quarter sample is two lookups (the
+// same values as luma_q's, 8.4.2.2.1).
 #define RS 18
+#define RP (RS * RS)   // a plane's size: G at 0, b at RP, h at 2 RP, j at 3 RP
 shared int b1s[(RS + 5) * RS];
-shared uint pb[RS * RS], ph[RS * RS], pj[RS * RS];
+shared uint pl[4 * RP];
 int rx0, ry0;
 
 void make_planes(uint t) {   // all invocations; after load_tile; ends with a barrier
@@ -117,55 +122,54 @@ void make_planes(uint t) {   // all invocations; after load_tile; ends with a ba
         b1s[i] = tap6(tile_y(u - 2, v), tile_y(u - 1, v), tile_y(u, v), tile_y(u + 1, v), tile_y(u + 2, v), tile_y(u + 3, v));
     }
     barrier();
-    for (uint i = t; i < RS * RS; i += 64u) {
+    for (uint i = t; i < RP; i += 64u) {
         uint c = i % RS, r = i / RS;
         int u = rx0 + int(c), v = ry0 + int(r);
-        pb[i] = uint(clamp((b1s[(r + 2u) * RS + c] + 16) >> 5, 0, 255));
-        ph[i] = uint(clamp((tap6(tile_y(u, v - 2), tile_y(u, v - 1), tile_y(u, v), tile_y(u, v + 1), tile_y(u, v + 2),
-                                 tile_y(u, v + 3)) + 16) >> 5, 0, 255));
+        pl[i] = uint(tile_y(u, v));
+        pl[RP + i] = uint(clamp((b1s[(r + 2u) * RS + c] + 16) >> 5, 0, 255));
+        pl[2u * RP + i] = uint(clamp((tap6(tile_y(u, v - 2), tile_y(u, v - 1), tile_y(u, v), tile_y(u, v + 1),
+                                            tile_y(u, v + 2), tile_y(u, v + 3)) + 16) >> 5, 0, 255));
         int j1 = tap6(b1s[r * RS + c], b1s[(r + 1u) * RS + c], b1s[(r + 2u) * RS + c], b1s[(r + 3u) * RS + c],
                       b1s[(r + 4u) * RS + c], b1s[(r + 5u) * RS + c]);
-        pj[i] = uint(clamp((j1 + 512) >> 10, 0, 255));
+        pl[3u * RP + i] = uint(clamp((j1 + 512) >> 10, 0, 255));
     }
     barrier();
 }
 
-int luma_p(int x, int y, int fx, int fy) {   // luma_q from the planes: (x, y) and (x + 1, y + 1) inside R
-    int i = (y - ry0) * RS + (x - rx0);
-    if (fx == 0 && fy == 0) return tile_y(x, y);
-    if (fx == 0) {
-        int h = int(ph[i]);
-        return fy == 2 ? h : fy == 1 ? (tile_y(x, y) + h + 1) >> 1 : (tile_y(x, y + 1) + h + 1) >> 1;
-    }
-    if (fy == 0) {
-        int b = int(pb[i]);
-        return fx == 2 ? b : fx == 1 ? (tile_y(x, y) + b + 1) >> 1 : (tile_y(x + 1, y) + b + 1) >> 1;
-    }
-    if (fx == 2 || fy == 2) {
-        int j = int(pj[i]);
-        if (fx == 2 && fy == 2) return j;
-        if (fx == 2) return (int(fy == 1 ? pb[i] : pb[i + RS]) + j + 1) >> 1;
-        return (int(fx == 1 ? ph[i] : ph[i + 1]) + j + 1) >> 1;
-    }
-    return (int(fy == 1 ? pb[i] : pb[i + RS]) + int(fx == 1 ? ph[i] : ph[i + 1]) + 1) >> 1;
+// Every quarter sample of 8.4.2.2.1 is one plane sample or the rounded mean of two (a = (G + b + 1) >> 1, f = (b + j
+// + 1) >> 1, e = (b + h + 1) >> 1, ...): its two lookups as offsets into pl (a single one twice), by fy × 4 + fx.
+// The same two loads and one add for every fraction, so that invocations of one subgroup with different fractions
+// take one path (a branch per fraction ran each subgroup's fractions one after another).
+const uint LP_A[16] = uint[](0u, 0u, RP, 1u, 0u, RP, RP, RP,
+                             2u * RP, 2u * RP, 3u * RP, 2u * RP + 1u, RS, RP + RS, RP + RS, RP + RS);
+const uint LP_B[16] = uint[](0u, RP, RP, RP, 2u * RP, 2u * RP, 3u * RP, 2u * RP + 1u,
+                             2u * RP, 3u * RP, 3u * RP, 3u * RP, 2u * RP, 2u * RP, 3u * RP, 2u * RP + 1u);
+// The lookups of vector q (quarter samples) for the block at whole sample (bx, by): offsets into pl from the
+// block's first sample; add y × RS + x for sample (x, y) of the block. (bx + q.x >> 2, …) and one more inside R.
+uvec2 lp_at(int bx, int by, ivec2 q) {
+    uint f = uint((q.y & 3) * 4 + (q.x & 3));
+    uint i = uint((by + (q.y >> 2) - ry0) * RS + (bx + (q.x >> 2) - rx0));
+    return uvec2(LP_A[f] + i, LP_B[f] + i);
 }
+uint luma_p(uvec2 o, uint i) { return (pl[o.x + i] + pl[o.y + i] + 1u) >> 1; }
 
 shared uint qsad[4];    // the quadrants' SADs at the macroblock's vector
 shared uint qs32[32];   // [quadrant][candidate]
+shared uint qbest[4];   // a quadrant's least cost and its candidate (packed)
 // SAD of one row y (0–7) of quadrant qd, 4 columns from x0, at vector q, from the planes.
 uint sad_q8(uint mbx, uint mby, ivec2 q, uint qd, uint y, uint x0) {
     uint ox = (qd & 1u) * 8u, oy = (qd >> 1) * 8u, s = 0u;
-    int bx = int(mbx * 16u + ox) + (q.x >> 2), by = int(mby * 16u + oy) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
+    uvec2 o = lp_at(int(mbx * 16u + ox), int(mby * 16u + oy), q);
     for (uint x = x0; x < x0 + 4u; x++)
-        s += uint(abs(int(srcs[(oy + y) * 16u + ox + x]) - luma_p(bx + int(x), by + int(y), fx, fy)));
+        s += uint(abs(int(srcs[(oy + y) * 16u + ox + x]) - int(luma_p(o, y * RS + x))));
     return s;
 }
 
 uint sad_p(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
     uint s = 0u;
-    int bx = int(mbx * 16u) + (q.x >> 2), by = int(mby * 16u) + (q.y >> 2), fx = q.x & 3, fy = q.y & 3;
+    uvec2 o = lp_at(int(mbx * 16u), int(mby * 16u), q);
     for (uint y = y0; y < y1; y++)
-        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - luma_p(bx + int(x), by + int(y), fx, fy)));
+        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(luma_p(o, y * RS + x))));
     return s;
 }
 
@@ -180,18 +184,22 @@ void load_tile(int x0, int y0, uint t) {
     }
     barrier();
     tox = x0, toy = y0;
-    [[unroll]] for (uint k = 0u; k < TILE * TILE / 64u; k++) tile[t + 64u * k] = v[k];
+    [[unroll]] for (uint k = 0u; k < TILE * TILE / 64u; k++) {
+        uint i = t + 64u * k;
+        tile[(i / TILE) * TPITCH + i % TILE] = v[k];
+    }
     barrier();
 }
 
-// SAD of rows y0..y1-1 of the macroblock at whole-pixel vector q (quarter samples, multiples of 4), from the tile:
-// whole samples only, so no interpolation is compiled into the search's inner loop.
-uint sad_t(uint mbx, uint mby, ivec2 q, uint y0, uint y1) {
+// SAD of columns x0..x0+7 of the macroblock at whole-pixel vector q (quarter samples, multiples of 4), from the
+// tile: whole samples only, so no interpolation is compiled into the search's inner loop. Halves by columns: the
+// two invocations of a candidate read the source 8 banks apart (rows 8 apart were 128 words, one bank).
+uint sad_t(uint mbx, uint mby, ivec2 q, uint x0) {
     uint s = 0u;
     int bx = int(mbx * 16u) + (q.x >> 2) - tox, by = int(mby * 16u) + (q.y >> 2) - toy;
-    for (uint y = y0; y < y1; y++) {
-        uint row = uint(by + int(y)) * TILE + uint(bx);
-        for (uint x = 0u; x < 16u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
+    for (uint y = 0u; y < 16u; y++) {
+        uint row = uint(by + int(y)) * TPITCH + uint(bx);
+        for (uint x = x0; x < x0 + 8u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
     }
     return s;
 }
@@ -214,30 +222,42 @@ void fine(uint mbx, uint mby, uint t) {
     ivec2 centre[4] = ivec2[](coarse_of(mb), ivec2(0), clamp(pm & ~3, -lim, lim), clamp(prev, -lim, lim));
     // whole pixels: ±2 around the coarse vector, (0,0), the neighbours' median and the last picture's vector (a
     // steady pan is found again even where the coarse search was fooled by a repeating grid); a centre equal to an
-    // earlier one is not searched again. Two invocations a candidate, 8 rows each.
+    // earlier one is not searched again. Two invocations a candidate, 8 columns each.
+    // A window's 25 costs are worked out at once, an invocation each, and its least taken by one atomicMin of
+    // cost × 32 + index: the first of the least in raster order, as a loop over them in that order would (which
+    // every invocation ran, 25 steps, about as long as the SADs). Costs stay far below 2^27 (SAD ≤ 65280, λ ≤ 77).
     ivec2 bq = ivec2(0);
-    uint bcost = 0xFFFFFFFFu, bsad = 0u, pmsad = 0xFFFFFFFFu;
+    uint bcost = 0xFFFFFFFFu, bsad = 0u;
+    if (t == 0u) pms = 0xFFFFFFFFu;   // seen by all after load_tile's barriers
     for (uint c = 0u; c < 4u; c++) {
         bool dup = false;
         for (uint d = 0u; d < c; d++) dup = dup || centre[d] == centre[c];
         if (dup) continue;
         load_tile(int(mbx * 16u) + (centre[c].x >> 2) - 4, int(mby * 16u) + (centre[c].y >> 2) - 4, t);
         if (t < 25u) csad[t] = 0u;
+        if (t == 0u) cbest = 0xFFFFFFFFu;
         barrier();
         if (t < 50u) {
             uint j = t >> 1;
             ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-            atomicAdd(csad[j], sad_t(mbx, mby, q, (t & 1u) * 8u, (t & 1u) * 8u + 8u));
+            atomicAdd(csad[j], sad_t(mbx, mby, q, (t & 1u) * 8u));
         }
         barrier();
-        for (uint j = 0u; j < 25u; j++) {   // every invocation the same choice, in the same order
-            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-            uint cost = csad[j] + lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y));
-            if (q == centre[2]) pmsad = csad[j];
-            if (cost < bcost) { bcost = cost; bq = q; bsad = csad[j]; }
+        if (t < 25u) {
+            ivec2 q = centre[c] + ivec2(int(t % 5u) - 2, int(t / 5u) - 2) * 4;
+            atomicMin(cbest, ((csad[t] + lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y))) << 5) | t);
+            if (q == centre[2]) pms = csad[t];   // any window that holds it: the same SAD
+        }
+        barrier();
+        uint m = cbest, j = m & 31u;
+        if ((m >> 5) < bcost) {   // an earlier centre's window keeps a tie
+            bcost = m >> 5;
+            bq = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+            bsad = csad[j];
         }
         barrier();
     }
+    uint pmsad = pms;
     // half, then quarter samples: 8 neighbours each, 8 invocations a candidate (2 rows each), from one tile around
     // the best whole-pixel vector (every tap of ±3/4 sample lies within it); not where that one matches exactly
     load_tile(int(mbx * 16u) + (bq.x >> 2) - 4, int(mby * 16u) + (bq.y >> 2) - 4, t);
@@ -292,6 +312,7 @@ void fine(uint mbx, uint mby, uint t) {
         for (uint q = 0u; q < 4u; q++) { qc[q] = qsad[q] + 2u * lambda; q16 += qsad[q]; }
         for (int step = 2; step >= 1; step >>= 1) {
             if (t < 32u) qs32[t] = 0u;
+            if (t < 4u) qbest[t] = qc[t] << 4;   // the quadrant's vector as it is: a candidate must cost less
             barrier();
             uint qd = t >> 4, c = (t >> 1) & 7u, h = t & 1u;
             uint ci = c < 4u ? c : c + 1u;
@@ -301,16 +322,21 @@ void fine(uint mbx, uint mby, uint t) {
                     atomicAdd(qs32[qd * 8u + c], sad_q8(mbx, mby, cand, qd, r, 0u) +
                                                      sad_q8(mbx, mby, cand, qd, r, 4u));
             barrier();
-            ivec2 nv[4] = qv;
-            for (uint q = 0u; q < 4u; q++)
-                for (uint i = 0u; i < 8u; i++) {   // every invocation the same choice, in the same order
-                    uint ii = i < 4u ? i : i + 1u;
-                    ivec2 cq = qv[q] + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
-                    if (!all(lessThanEqual(abs(cq - bw), ivec2(4)))) continue;
-                    uint cost = qs32[q * 8u + i] + lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y));
-                    if (cost < qc[q]) { qc[q] = cost; nv[q] = cq; }
-                }
-            qv = nv;
+            // the 32 costs at once, each quadrant's least by atomicMin of cost × 16 + candidate + 1 (as above)
+            if (t < 32u) {
+                uint i = t & 7u, ii = i < 4u ? i : i + 1u;
+                ivec2 cq = qv[t >> 3] + ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
+                if (all(lessThanEqual(abs(cq - bw), ivec2(4))))
+                    atomicMin(qbest[t >> 3], ((qs32[t] + lambda * (se_bits(cq.x - bq.x) + se_bits(cq.y - bq.y))) << 4) |
+                                             (i + 1u));
+            }
+            barrier();
+            for (uint q = 0u; q < 4u; q++) {
+                uint m = qbest[q], i = (m & 15u) - 1u, ii = i < 4u ? i : i + 1u;
+                if ((m & 15u) == 0u) continue;   // none cost less
+                qc[q] = m >> 4;
+                qv[q] += ivec2(int(ii % 3u) - 1, int(ii / 3u) - 1) * step;
+            }
             barrier();
         }
         uint c8 = (at_pm ? 11u : 8u) * lambda;   // at the predictor, 16×16 may be P_Skip: 3 bits less
