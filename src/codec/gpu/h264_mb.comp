@@ -40,9 +40,10 @@ shared int lv4[256];    // ... its levels, block by block in luma4x4BlkIdx order
 shared uint mode4[16];  // ... its Intra4x4PredMode per block
 shared uint lmode4[4];  // the left macroblock's modes of its right column (2 where it is not Intra4x4, or absent)
 shared uint tmode4[4];  // the upper macroblock's modes of its bottom row (the same)
-shared int p9[144];     // the 9 modes' predictions of one 4×4 block
-shared uint c9[9];      // ... and their costs
-shared int edge[13];    // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
+// Intra4x4 codes up to two 4×4 blocks at once (slots k = 0, 1: intra4x4's wavefront); per slot:
+shared int p9[2 * 144]; // the 9 modes' predictions of the block
+shared uint c9[2 * 9];  // ... and their costs
+shared int edge[2 * 13]; // the block's neighbours: [0] above left, [1, 8] above and above right, [9, 12] left
 shared uint satd16;
 shared uint dscc[8];    // ... and of the chroma AC blocks
 
@@ -383,8 +384,9 @@ uint satd4(int d[16]) {
     return s >> 1;
 }
 
-// p[x, y] of 8.3.1.2 from edge: y = −1 the row above (x −1..7), x = −1 the column on the left (y 0..3).
-int pe(int x, int y) { return y < 0 ? edge[x + 1] : edge[9 + y]; }
+// p[x, y] of 8.3.1.2 from slot k's edge: y = −1 the row above (x −1..7), x = −1 the column on the left (y 0..3).
+uint ek;   // the slot pred4 reads
+int pe(int x, int y) { return y < 0 ? edge[ek + uint(x + 1)] : edge[ek + uint(9 + y)]; }
 
 // Intra_4x4 prediction mode m (8.3.1.2.1–9) at (x, y) of the block; hasT, hasL: the rows above and left.
 int pred4(uint m, int x, int y, bool hasT, bool hasL) {
@@ -436,17 +438,24 @@ int rec_at(int x, int y) {
     return r4[y * 16 + x];
 }
 
-shared int blk_a[16], blk_b[16], blk_l[16];   // the 4×4 block being coded: residual, coefficients, levels
+shared int blk_a[2 * 16], blk_b[2 * 16], blk_l[2 * 16];   // the blocks being coded: residual, coefficients, levels
 shared int s16[256];    // the macroblock's source luma, raster 16×16: read many times on the wave's critical path
 
-// Intra4x4 for intra macroblock (mbx, mby): each block in luma4x4BlkIdx order takes the mode of the 9
-// (8.3.1.2) with the least SATD + lambda × its mode bits (1 where it is the predicted mode, else 4:
-// prev_intra4x4_pred_mode_flag and rem_intra4x4_pred_mode), and is coded and reconstructed before the next predicts
-// from it. Returns whether that costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a
-// 16×16 mb_type's bits): x264's choice between them (x264_mb_analyse_intra; Intra16x16's mb_type taken as 5 bits,
-// it has 3 to 7). Fills r4, lv4, mode4; every invocation returns the same. (All 16 blocks are searched even where
-// Intra16x16 has won already: stopping early, with a break or a flag, makes lavapipe's compiler (LLVM's coroutine
-// split at the barriers) run for minutes.)
+// The Intra4x4 wavefront within a macroblock: step s codes the blocks at x + 2y = s (in 4×4 blocks), whose
+// left, above and above-right neighbours are all at earlier steps (s − 1, s − 2, s − 1): 10 steps of at most two
+// blocks instead of 16 one after another. A block still sees exactly the neighbours it has in luma4x4BlkIdx order
+// (an above-right block coded earlier here but later in that order stays "not available", hasTR below), so the
+// modes, levels and reconstruction are those of the sequential order. [2 s + k]: luma4x4BlkIdx of slot k, 16: none.
+const uint WAVE4[20] = uint[](0u, 16u, 1u, 16u, 4u, 2u, 5u, 3u, 6u, 8u, 7u, 9u, 12u, 10u, 13u, 11u, 14u, 16u, 15u, 16u);
+
+// Intra4x4 for intra macroblock (mbx, mby): each block takes the mode of the 9 (8.3.1.2) with the least SATD +
+// lambda × its mode bits (1 where it is the predicted mode, else 4: prev_intra4x4_pred_mode_flag and
+// rem_intra4x4_pred_mode), and is coded and reconstructed before the blocks that predict from it (WAVE4). Returns
+// whether that costs less than Intra16x16 with intra_pred's prediction in pred (SATD + lambda × a 16×16 mb_type's
+// bits): x264's choice between them (x264_mb_analyse_intra; Intra16x16's mb_type taken as 5 bits, it has 3 to 7).
+// Fills r4, lv4, mode4; every invocation returns the same. (All blocks are searched even where Intra16x16 has won
+// already: stopping early, with a break or a flag, makes lavapipe's compiler (LLVM's coroutine split at the
+// barriers) run for minutes.)
 bool intra4x4(uint mbx, uint mby, uint t) {
     uint L = lw();
     int qp = int(pic.qp), qbits = 15 + qp / 6, f = (1 << qbits) / 3, m6 = qp % 6;
@@ -462,77 +471,104 @@ bool intra4x4(uint mbx, uint mby, uint t) {
         atomicAdd(satd16, satd4(d));
     }
     uint acc = pic.lambda;   // mb_type I_NxN: 1 bit
-    [[dont_unroll]] for (uint blk = 0u; blk < 16u; blk++) {   // unrolled, lavapipe's compiler takes minutes
-        int bx = int(BX[blk]), by = int(BY[blk]);
-        // the blocks above on the right that are decoded before this one (6.4.11.4): inside the macroblock, or in
-        // the macroblock above (above on the right for block 5)
-        bool hasL = bx > 0 || mbx > 0u, hasT = by > 0 || mby > 0u;
-        bool hasTR = by == 0 ? mby > 0u && (bx < 3 || mbx + 1u < pc.mbw)
-                             : blk == 2u || blk == 6u || blk == 8u || blk == 9u || blk == 10u || blk == 12u || blk == 14u;
-        // the neighbours (8.3.1.2), 128 where not available
-        if (t < 13u) {
-            int v = 128;
-            if (t == 0u) {
-                if (hasT && hasL) v = rec_at(bx * 4 - 1, by * 4 - 1);
-            } else if (t < 9u) {
-                int i = min(int(t) - 1, hasTR ? 7 : 3);
-                if (hasT) v = rec_at(bx * 4 + i, by * 4 - 1);
-            } else {
-                if (hasL) v = rec_at(bx * 4 - 1, by * 4 + int(t) - 9);
+    int u = int(t >> 2), v = int(t & 3u);
+    [[dont_unroll]] for (uint s = 0u; s < 10u; s++) {   // unrolled, lavapipe's compiler takes minutes
+        uint nk = WAVE4[2u * s + 1u] < 16u ? 2u : 1u;
+        uint blks[2] = uint[](WAVE4[2u * s], WAVE4[2u * s + 1u] & 15u);
+        int bxs[2], bys[2];
+        bool hL[2], hT[2];
+        for (uint k = 0u; k < 2u; k++) {
+            uint blk = blks[k];
+            int bx = int(BX[blk]), by = int(BY[blk]);
+            bxs[k] = bx, bys[k] = by;
+            // the blocks above on the right that are decoded before this one in luma4x4BlkIdx order (6.4.11.4):
+            // inside the macroblock, or in the macroblock above (above on the right for block 5)
+            bool hasL = bx > 0 || mbx > 0u, hasT = by > 0 || mby > 0u;
+            bool hasTR = by == 0 ? mby > 0u && (bx < 3 || mbx + 1u < pc.mbw)
+                                 : blk == 2u || blk == 6u || blk == 8u || blk == 9u || blk == 10u || blk == 12u || blk == 14u;
+            hL[k] = hasL, hT[k] = hasT;
+            // the neighbours (8.3.1.2), 128 where not available
+            if (t < 13u && k < nk) {
+                int e = 128;
+                if (t == 0u) {
+                    if (hasT && hasL) e = rec_at(bx * 4 - 1, by * 4 - 1);
+                } else if (t < 9u) {
+                    int i = min(int(t) - 1, hasTR ? 7 : 3);
+                    if (hasT) e = rec_at(bx * 4 + i, by * 4 - 1);
+                } else {
+                    if (hasL) e = rec_at(bx * 4 - 1, by * 4 + int(t) - 9);
+                }
+                edge[k * 13u + t] = e;
             }
-            edge[t] = v;
         }
         barrier();
-        // the predicted mode (8.3.1.1): 2 where the block above or on the left is not available
-        uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
-        uint mt = by > 0 ? mode4[IDX4[(by - 1) * 4 + bx]] : tmode4[bx];
-        uint pm = !hasT || !hasL ? 2u : min(ma, mt);
         // the 9 predictions, one sample an invocation, mode by mode: every invocation takes the same mode's branch
         // (one mode an invocation made the 9 modes' code paths run one after another on the wave's critical path)
-        for (uint m = 0u; m < 9u; m++) p9[m * 16u + t] = pred4(m, int(t & 3u), int(t >> 2), hasT, hasL);
-        barrier();
-        if (t < 9u) {
-            bool ok = t == 0u || t == 3u || t == 7u ? hasT : t == 1u || t == 8u ? hasL : t == 2u ? true : hasT && hasL;
-            int d[16];
-            for (uint r = 0u; r < 16u; r++)
-                d[r] = s16[(uint(by) * 4u + (r >> 2)) * 16u + uint(bx) * 4u + (r & 3u)] - p9[t * 16u + r];
-            c9[t] = ok ? satd4(d) + pic.lambda * (t == pm ? 1u : 4u) : 0xFFFFFFFFu;
+        for (uint k = 0u; k < nk; k++) {
+            ek = k * 13u;
+            for (uint m = 0u; m < 9u; m++) p9[k * 144u + m * 16u + t] = pred4(m, v, u, hT[k], hL[k]);
         }
         barrier();
-        uint best = 0u;
-        for (uint i = 1u; i < 9u; i++) if (c9[i] < c9[best]) best = i;   // every invocation the same
-        acc += c9[best];
-        // code the block and reconstruct it as the decoder will (8.5.12), one coefficient or sample an invocation
-        // (the block is on the macroblock's critical path, and every macroblock of the wave waits for it)
-        int u = int(t >> 2), v = int(t & 3u);
-        blk_a[t] = s16[uint(by * 4 + u) * 16u + uint(bx * 4 + v)] - p9[best * 16u + t];
-        if (t == 0u) mode4[blk] = best;
+        uint pms[2];
+        for (uint k = 0u; k < nk; k++) {
+            int bx = bxs[k], by = bys[k];
+            // the predicted mode (8.3.1.1): 2 where the block above or on the left is not available
+            uint ma = bx > 0 ? mode4[IDX4[by * 4 + bx - 1]] : lmode4[by];
+            uint mt = by > 0 ? mode4[IDX4[(by - 1) * 4 + bx]] : tmode4[bx];
+            pms[k] = !hT[k] || !hL[k] ? 2u : min(ma, mt);
+        }
+        // the 18 (or 9) modes' costs: invocation t takes slot t / 9's mode t % 9, then the second slot's last two
+        for (uint j = t; j < nk * 9u; j += 16u) {
+            uint k = j / 9u, m = j % 9u;
+            bool ok = m == 0u || m == 3u || m == 7u ? hT[k] : m == 1u || m == 8u ? hL[k] : m == 2u ? true : hT[k] && hL[k];
+            int d[16];
+            for (uint r = 0u; r < 16u; r++)
+                d[r] = s16[(uint(bys[k]) * 4u + (r >> 2)) * 16u + uint(bxs[k]) * 4u + (r & 3u)] - p9[k * 144u + m * 16u + r];
+            c9[j] = ok ? satd4(d) + pic.lambda * (m == pms[k] ? 1u : 4u) : 0xFFFFFFFFu;
+        }
         barrier();
-        {   // coefficient (u, v) of Cf X Cf^T (fwd4's, term by term), quantized, and scaled back (8.5.12.1)
+        uint bests[2];
+        for (uint k = 0u; k < nk; k++) {
+            uint best = 0u;
+            for (uint i = 1u; i < 9u; i++) if (c9[k * 9u + i] < c9[k * 9u + best]) best = i;   // every invocation the same
+            bests[k] = best;
+            acc += c9[k * 9u + best];
+            // code the block and reconstruct it as the decoder will (8.5.12), one coefficient or sample an invocation
+            // (the block is on the macroblock's critical path, and every macroblock of the wave waits for it)
+            blk_a[k * 16u + t] = s16[uint(bys[k] * 4 + u) * 16u + uint(bxs[k] * 4 + v)] - p9[k * 144u + best * 16u + t];
+            if (t == 0u) mode4[blks[k]] = best;
+        }
+        barrier();
+        for (uint k = 0u; k < nk; k++) {   // coefficient (u, v) of Cf X Cf^T (fwd4's, term by term), quantized, and
+                                           // scaled back (8.5.12.1)
             const int CF[16] = int[](1, 1, 1, 1, 2, 1, -1, -2, 1, -1, -1, 1, 1, -2, 2, -1);
             int y = 0;
             for (int i = 0; i < 4; i++) {
                 int row = 0;
-                for (int j = 0; j < 4; j++) row += blk_a[i * 4 + j] * CF[v * 4 + j];
+                for (int j = 0; j < 4; j++) row += blk_a[k * 16u + uint(i * 4 + j)] * CF[v * 4 + j];
                 y += CF[u * 4 + i] * row;
             }
             int l = quant(y, MF[m6 * 3 + pos_class(t)], qbits, f);
-            blk_l[t] = l;
-            blk_b[t] = (l * V[m6 * 3 + pos_class(t)]) << (qp / 6);
+            blk_l[k * 16u + t] = l;
+            blk_b[k * 16u + t] = (l * V[m6 * 3 + pos_class(t)]) << (qp / 6);
         }
         barrier();
-        lv4[blk * 16u + t] = blk_l[ZZ[t]];
-        {   // 8.5.12.2, rows: element (u, v) of row u's butterfly
-            int d0 = blk_b[u * 4], d1 = blk_b[u * 4 + 1], d2 = blk_b[u * 4 + 2], d3 = blk_b[u * 4 + 3];
+        for (uint k = 0u; k < nk; k++) {
+            lv4[blks[k] * 16u + t] = blk_l[k * 16u + ZZ[t]];
+            // 8.5.12.2, rows: element (u, v) of row u's butterfly
+            uint o = k * 16u + uint(u) * 4u;
+            int d0 = blk_b[o], d1 = blk_b[o + 1u], d2 = blk_b[o + 2u], d3 = blk_b[o + 3u];
             int e0 = d0 + d2, e1 = d0 - d2, e2 = (d1 >> 1) - d3, e3 = d1 + (d3 >> 1);
-            blk_a[t] = v == 0 ? e0 + e3 : v == 1 ? e1 + e2 : v == 2 ? e1 - e2 : e0 - e3;
+            blk_a[k * 16u + t] = v == 0 ? e0 + e3 : v == 1 ? e1 + e2 : v == 2 ? e1 - e2 : e0 - e3;
         }
         barrier();
-        {   // ... then columns: sample (u, v) from column v, (x + 32) >> 6, onto the prediction
-            int d0 = blk_a[v], d1 = blk_a[4 + v], d2 = blk_a[8 + v], d3 = blk_a[12 + v];
+        for (uint k = 0u; k < nk; k++) {   // ... then columns: sample (u, v) from column v, (x + 32) >> 6, onto the
+                                           // prediction
+            uint o = k * 16u + uint(v);
+            int d0 = blk_a[o], d1 = blk_a[o + 4u], d2 = blk_a[o + 8u], d3 = blk_a[o + 12u];
             int g0 = d0 + d2, g1 = d0 - d2, g2 = (d1 >> 1) - d3, g3 = d1 + (d3 >> 1);
             int r = u == 0 ? g0 + g3 : u == 1 ? g1 + g2 : u == 2 ? g1 - g2 : g0 - g3;
-            r4[(by * 4 + u) * 16 + bx * 4 + v] = clamp(p9[best * 16u + t] + ((r + 32) >> 6), 0, 255);
+            r4[(bys[k] * 4 + u) * 16 + bxs[k] * 4 + v] = clamp(p9[k * 144u + bests[k] * 16u + t] + ((r + 32) >> 6), 0, 255);
         }
         barrier();
     }
