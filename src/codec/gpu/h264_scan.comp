@@ -117,11 +117,21 @@ void main() {
         return;
     }
     uint chunk = (n + 255u) / 256u, i0 = min(t * chunk, n), i1 = min(i0 + chunk, n);
+    // Each invocation's chunk is read 8 values at a time, all 8 issued before the first is used: a loop that stored
+    // between its reads of the same buffer waited out a memory latency per macroblock (32 at 1080p, one workgroup).
     if (pc.pass == SCAN_SKIP_RUNS) {
-        uint run = 0u;   // within the chunk, from its start
-        for (uint i = i0; i < i1; i++) {
-            mbi[i * MBI_STRIDE + 3u] = run;
-            run = skipped(i) ? run + 1u : 0u;
+        uint run = 0u, lead = 0u;   // within the chunk, from its start; its leading skipped macroblocks
+        bool coded = false;         // a coded one seen
+        for (uint b = i0; b < i1; b += 8u) {
+            bool sk[8];
+            [[unroll]] for (uint k = 0u; k < 8u; k++) sk[k] = b + k < i1 && skipped(b + k);
+            [[unroll]] for (uint k = 0u; k < 8u; k++) {
+                if (b + k >= i1) break;
+                mbi[(b + k) * MBI_STRIDE + 3u] = run;
+                run = sk[k] ? run + 1u : 0u;
+                coded = coded || !sk[k];
+                if (!coded) lead++;
+            }
         }
         part[t] = run;                       // skipped macroblocks at the chunk's end
         allskip[t] = run == i1 - i0 ? 1u : 0u;
@@ -131,14 +141,17 @@ void main() {
             carry += part[k];
             if (allskip[k] == 0u) break;
         }
-        for (uint i = i0; i < i1; i++) {
-            mbi[i * MBI_STRIDE + 3u] += carry;
-            if (!skipped(i)) break;          // after a coded one the run starts inside the chunk
-        }
+        // the leading skipped macroblocks and the first coded one after them: their runs so far were i − i0
+        if (carry != 0u)
+            for (uint i = i0; i < min(i0 + lead + 1u, i1); i++) mbi[i * MBI_STRIDE + 3u] = i - i0 + carry;
         return;
     }
     uint s = 0u;
-    for (uint i = i0; i < i1; i++) s += bits[i];
+    for (uint b = i0; b < i1; b += 8u) {
+        uint v[8];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] = b + k < i1 ? bits[b + k] : 0u;
+        [[unroll]] for (uint k = 0u; k < 8u; k++) s += v[k];
+    }
     part[t] = s;
     barrier();
     for (uint d = 1u; d < 256u; d <<= 1) {   // Hillis–Steele inclusive scan of the chunk sums
@@ -148,9 +161,13 @@ void main() {
         barrier();
     }
     uint o = t > 0u ? part[t - 1u] : 0u;
-    for (uint i = i0; i < i1; i++) {
-        bits[n + i] = o;
-        o += bits[i];
+    for (uint b = i0; b < i1; b += 8u) {
+        uint v[8];
+        [[unroll]] for (uint k = 0u; k < 8u; k++) v[k] = b + k < i1 ? bits[b + k] : 0u;
+        [[unroll]] for (uint k = 0u; k < 8u; k++) {
+            if (b + k < i1) bits[n + b + k] = o;
+            o += v[k];
+        }
     }
     if (t == 255u) {
         uint bytes = (part[255] + 7u) >> 3;
