@@ -94,7 +94,6 @@ enum { P_YUV, P_ME, P_MB, P_CAVLC, P_SCAN, P_COPY, P_MB_INTRA, P_ME_COARSE, P_DE
 #define TS_DEBLOCK NTS_BODY /* and the deblocking filter's submission: before it, */
 #define TS_DEBLOCK_END (NTS_BODY + 1) /* and after it */
 #define NQUERY (NTS_BODY + 2)
-#define ADOPT_ROUNDS 3u /* rounds of h264_me's adopt (4 dispatches each) */
 #define MAX_BYTES_PER_MB 2048u /* worst case of one macroblock's CAVLC: 384 levels of ≤ 28 bits and their tokens */
 
 #define RC_H264_FIELD(name) uint32_t name;
@@ -661,9 +660,9 @@ static VkResult record_body(rc_gpu_h264 *e, int p, uint32_t v) {
         /* the vectors the predictors make, where they cost no more (h264_me's adopt): each round settles the field
          * further (a 640×360 rotation against x264 superfast at 60 frames: 1.57× its bits without, 1.39, 1.33 and
          * 1.29× after one, two and three rounds) */
-        uint32_t rounds = (v & V_NO_ADOPT) ? 0 : ADOPT_ROUNDS;
+        uint32_t rounds = (v & V_NO_ADOPT) ? 0 : ME_ADOPT_ROUNDS;
         for (uint32_t c = 0; c < 4 * rounds; c++) {
-            pc->pass = ME_ADOPT + (c & 3);
+            pc->pass = ME_ADOPT + c;
             stage(e, cb, P_ME_POST, pc, (e->mbw + 3) / 4, e->mbh);
             cbarrier(cb);
         }

@@ -52,7 +52,8 @@
 
 /* ---- passes ---- */
 #define ME_INTRA_CHOICE 8u           /* h264_me built with RC_ME_POST: which macroblocks are better intra */
-#define ME_ADOPT 16u                 /* … + c: the adopt round's colour c (0–3) */
+#define ME_ADOPT 16u                 /* … + c: adopt round c / 4, colour c % 4 */
+#define ME_ADOPT_ROUNDS 3u           /* rounds of h264_me's adopt (4 dispatches each) */
 #define SCAN_SKIP_RUNS 2u            /* h264_scan: each macroblock's mb_skip_run */
 #define SCAN_INTRA_WAVE 3u           /* h264_scan: a P picture's intra macroblocks into steps */
 #define DEBLOCK_STRENGTHS 0xFFFFFFFEu /* h264_deblock: every edge's boundary strength, a workgroup a macroblock */
@@ -81,7 +82,9 @@
  * deblocking rows' progress counters, one a row ---- */
 #define INTRA_ANY (INTRA_STEPS + 1u)
 #define BITS_ROWS(n) (2u * (n))
-#define BITS_WORDS(n, mbh) (2u * (n) + (mbh) + INTRA_STEPS + 4u)
+#define BITS_ADOPT(n, mbh) (2u * (n) + (mbh) + INTRA_STEPS + 4u) /* ME_ADOPT_ROUNDS words: how many macroblocks each
+                                                                * adopt round changed */
+#define BITS_WORDS(n, mbh) (BITS_ADOPT(n, mbh) + ME_ADOPT_ROUNDS)
 
 /* ---- CTL (host-visible): [0] the RBSP's bytes, [1..3] the copy's indirect dispatch, [4] and [5] the slice's first
  * byte and its end; then counters and the intra wave's indirect dispatches, after mbh words kept free ---- */

@@ -82,7 +82,10 @@ void coarse(uint mbx, uint mby, uint t) {
         if (cost < best) { best = cost; bi = i; }
     }
     reduce(t, best, bi);
-    if (t == 0u && mb == 0u) bits[pc.mbw * pc.mbh + INTRA_ANY] = 0u;   // set by intra_choice (RC_ME_POST)
+    if (t == 0u && mb == 0u) {   // set by intra_choice and adopt (RC_ME_POST)
+        bits[pc.mbw * pc.mbh + INTRA_ANY] = 0u;
+        for (uint r = 0u; r < ME_ADOPT_ROUNDS; r++) bits[BITS_ADOPT(pc.mbw * pc.mbh, pc.mbh) + r] = 0u;
+    }
     if (t == 0u) {
         mbi[mb * MBI_STRIDE + 6u] = mbi[mb * MBI_STRIDE + 1u];   // the last picture's vector: a temporal candidate
         mbi[mb * MBI_STRIDE + 7u] = mbi[mb * MBI_STRIDE + 2u];
@@ -491,7 +494,7 @@ void intra_choice(uint mbx, uint mby, uint t) {
     }
 }
 
-// After the fine search (pc.pass ME_ADOPT + c, c = 0..3): a P_L0_16x16 macroblock takes its P_Skip vector, or else
+// After the fine search (pc.pass ME_ADOPT + c: round c / 4, colour c % 4): a P_L0_16x16 macroblock takes its P_Skip vector, or else
 // its vector predictor, where that costs no more than its own vector (SAD + λ × the vector difference's bits,
 // the P_Skip vector 4 λ less: no mb_type, coded_block_pattern or vector difference when its residual vanishes).
 // The fine search could only guess the predictor from the neighbours' coarse vectors; here it is exact for
@@ -499,8 +502,12 @@ void intra_choice(uint mbx, uint mby, uint t) {
 // a quarter sample here and there, each difference costs bits, and at a high QP those bits were most of a
 // picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
 // so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
+// A round after one that changed no macroblock would change none either (each would see what it saw then): its
+// dispatches return at once (on a steady pan most of the 12).
 void adopt(uint c, uint t) {
-    uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + ((c + 4u - (2u * mby) % 4u) % 4u);
+    uint round = c >> 2, n = pc.mbw * pc.mbh;
+    if (round > 0u && bits[BITS_ADOPT(n, pc.mbh) + round - 1u] == 0u) return;   // the whole workgroup
+    uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + (((c & 3u) + 4u - (2u * mby) % 4u) % 4u);
     if (mbx >= pc.mbw) return;   // the whole workgroup
     uint mb = mby * pc.mbw + mbx;
     if (mbi[mb * MBI_STRIDE + MBI_PART] != 0u) return;   // P_8x8 or intra: kept
@@ -532,6 +539,7 @@ void adopt(uint c, uint t) {
     if (csv <= cown + 4u * l && csv <= cpm + 4u * l) { v = sv; sad = csad[0]; }
     else if (cpm <= cown) { v = pmv; sad = csad[1]; }
     if (t == 0u && v != own) {
+        atomicAdd(bits[BITS_ADOPT(n, pc.mbh) + round], 1u);
         mbi[mb * MBI_STRIDE + 1u] = uint(v.x);
         mbi[mb * MBI_STRIDE + 2u] = uint(v.y);
         for (uint q = 0u; q < 4u; q++) {
