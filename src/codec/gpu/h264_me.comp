@@ -98,6 +98,7 @@ void coarse(uint mbx, uint mby, uint t) {
 shared uint srcs[256];   // the macroblock's source samples
 shared uint csad[25];
 shared uint cbest, pms;   // fine(): a window's least cost and its index (packed), the SAD at the predictor
+shared uint ncand, clist[25];   // ... the window's candidates no earlier window holds
 #ifndef RC_ME_POST
 // The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
 // samples from (tox, toy), edge samples repeated as ref_y does.
@@ -194,15 +195,15 @@ void load_tile(int x0, int y0, uint t) {
     barrier();
 }
 
-// SAD of columns x0..x0+7 of the macroblock at whole-pixel vector q (quarter samples, multiples of 4), from the
-// tile: whole samples only, so no interpolation is compiled into the search's inner loop. Halves by columns: the
-// two invocations of a candidate read the source 8 banks apart (rows 8 apart were 128 words, one bank).
-uint sad_t(uint mbx, uint mby, ivec2 q, uint x0) {
+// SAD of columns x0..x0+w-1 of the macroblock at whole-pixel vector q (quarter samples, multiples of 4), from the
+// tile: whole samples only, so no interpolation is compiled into the search's inner loop. Split by columns: the
+// invocations of a candidate read the source 4 or 8 banks apart (rows 8 apart were 128 words, one bank).
+uint sad_t(uint mbx, uint mby, ivec2 q, uint x0, uint w) {
     uint s = 0u;
     int bx = int(mbx * 16u) + (q.x >> 2) - tox, by = int(mby * 16u) + (q.y >> 2) - toy;
     for (uint y = 0u; y < 16u; y++) {
         uint row = uint(by + int(y)) * TPITCH + uint(bx);
-        for (uint x = x0; x < x0 + 8u; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
+        for (uint x = x0; x < x0 + w; x++) s += uint(abs(int(srcs[y * 16u + x]) - int(tile[row + x])));
     }
     return s;
 }
@@ -225,10 +226,15 @@ void fine(uint mbx, uint mby, uint t) {
     ivec2 centre[4] = ivec2[](coarse_of(mb), ivec2(0), clamp(pm & ~3, -lim, lim), clamp(prev, -lim, lim));
     // whole pixels: ±2 around the coarse vector, (0,0), the neighbours' median and the last picture's vector (a
     // steady pan is found again even where the coarse search was fooled by a repeating grid); a centre equal to an
-    // earlier one is not searched again. Two invocations a candidate, 8 columns each.
-    // A window's 25 costs are worked out at once, an invocation each, and its least taken by one atomicMin of
-    // cost × 32 + index: the first of the least in raster order, as a loop over them in that order would (which
-    // every invocation ran, 25 steps, about as long as the SADs). Costs stay far below 2^27 (SAD ≤ 65280, λ ≤ 77).
+    // earlier one is not searched again, nor a candidate an earlier window holds (centres a pixel or two apart,
+    // as a pan's coarse, predicted and last vectors often are, share most of their windows). A window's remaining
+    // candidates are listed first (clist, in any order) and take two invocations each, 8 columns each, or four of
+    // 4 columns where there are at most 16.
+    // Their costs are worked out at once, an invocation each, and the least taken by one atomicMin of cost × 32 +
+    // index: the first of the least in raster order, as a loop over them in that order would (which every
+    // invocation ran, 25 steps, about as long as the SADs). Costs stay far below 2^27 (SAD ≤ 65280, λ ≤ 77). A
+    // candidate skipped as an earlier window's was weighed there, where it wins a tie: the same choice as searching
+    // every window whole.
     ivec2 bq = ivec2(0);
     uint bcost = 0xFFFFFFFFu, bsad = 0u;
     if (t == 0u) pms = 0xFFFFFFFFu;   // seen by all after load_tile's barriers
@@ -236,24 +242,32 @@ void fine(uint mbx, uint mby, uint t) {
         bool dup = false;
         for (uint d = 0u; d < c; d++) dup = dup || centre[d] == centre[c];
         if (dup) continue;
-        load_tile(int(mbx * 16u) + (centre[c].x >> 2) - 4, int(mby * 16u) + (centre[c].y >> 2) - 4, t);
+        if (t == 0u) { cbest = 0xFFFFFFFFu; ncand = 0u; }
         if (t < 25u) csad[t] = 0u;
-        if (t == 0u) cbest = 0xFFFFFFFFu;
-        barrier();
-        if (t < 50u) {
-            uint j = t >> 1;
-            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
-            atomicAdd(csad[j], sad_t(mbx, mby, q, (t & 1u) * 8u));
-        }
         barrier();
         if (t < 25u) {
             ivec2 q = centre[c] + ivec2(int(t % 5u) - 2, int(t / 5u) - 2) * 4;
-            atomicMin(cbest, ((csad[t] + lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y))) << 5) | t);
-            if (q == centre[2]) pms = csad[t];   // any window that holds it: the same SAD
+            bool held = false;
+            for (uint d = 0u; d < c; d++) held = held || all(lessThanEqual(abs(q - centre[d]), ivec2(8)));
+            if (!held) clist[atomicAdd(ncand, 1u)] = t;
+        }
+        load_tile(int(mbx * 16u) + (centre[c].x >> 2) - 4, int(mby * 16u) + (centre[c].y >> 2) - 4, t);
+        uint nc = ncand, per = nc <= 16u ? 4u : 2u, w = 16u / per;   // after load_tile's barriers
+        if (t < nc * per) {
+            uint j = clist[t / per];
+            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+            atomicAdd(csad[j], sad_t(mbx, mby, q, (t % per) * w, w));
+        }
+        barrier();
+        if (t < nc) {
+            uint j = clist[t];
+            ivec2 q = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
+            atomicMin(cbest, ((csad[j] + lambda * (se_bits(q.x - pm.x) + se_bits(q.y - pm.y))) << 5) | j);
+            if (q == centre[2]) pms = csad[j];   // any window that holds it: the same SAD
         }
         barrier();
         uint m = cbest, j = m & 31u;
-        if ((m >> 5) < bcost) {   // an earlier centre's window keeps a tie
+        if (nc > 0u && (m >> 5) < bcost) {   // an earlier centre's window keeps a tie
             bcost = m >> 5;
             bq = centre[c] + ivec2(int(j % 5u) - 2, int(j / 5u) - 2) * 4;
             bsad = csad[j];
