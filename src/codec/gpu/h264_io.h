@@ -31,7 +31,7 @@
 /* ---- the push constants: what changes by size and by dispatch ---- */
 /* mbw, mbh: the picture in macroblocks; w, h: the image in pixels; in_pitch: the input's row pitch in pixels;
  * pass: which part of a stage (CAVLC: 0 counts bits, 1 writes them; h264_me: 0 the search, ME_INTRA_CHOICE, or
- * ME_ADOPT + c the adopt round's colour c; h264_scan: SCAN_SKIP_RUNS, SCAN_INTRA_WAVE, else the offsets; the
+ * ME_ADOPT + c: adopt round c / 4, colour c % 4; h264_scan: SCAN_SKIP_RUNS, SCAN_INTRA_WAVE, else the offsets; the
  * wavefronts: the step; h264_deblock: DEBLOCK_STRENGTHS, DEBLOCK_ROWS, or a step) */
 #define RC_H264_PC(X) X(mbw) X(mbh) X(w) X(h) X(in_pitch) X(pass)
 
@@ -79,7 +79,7 @@
 
 /* ---- BITS (n = mbw × mbh): [0, n) bits a macroblock, [n, 2n) their offsets; in P pictures before CAVLC, [0, n) the
  * intra wave's macroblocks by step, step k's from [n + k], and [n + INTRA_ANY] whether there are any; from 2n the
- * deblocking rows' progress counters, one a row ---- */
+ * deblocking rows' progress counters, one a row; from BITS_ADOPT the adopt rounds' counts of changed macroblocks ---- */
 #define INTRA_ANY (INTRA_STEPS + 1u)
 #define BITS_ROWS(n) (2u * (n))
 #define BITS_ADOPT(n, mbh) (2u * (n) + (mbh) + INTRA_STEPS + 4u) /* ME_ADOPT_ROUNDS words: how many macroblocks each

@@ -97,9 +97,9 @@ void coarse(uint mbx, uint mby, uint t) {
 #else
 shared uint srcs[256];   // the macroblock's source samples
 shared uint csad[25];
+#ifndef RC_ME_POST
 shared uint cbest, pms;   // fine(): a window's least cost and its index (packed), the SAD at the predictor
 shared uint ncand, clist[25];   // ... the window's candidates no earlier window holds
-#ifndef RC_ME_POST
 // The fine search reads the reference through a tile in shared memory (loaded once per centre): TILE × TILE
 // samples from (tox, toy), edge samples repeated as ref_y does.
 // A row pitch of 25 words: the search's invocations read rows 1 apart (25 ≡ −7 banks) and columns 8 apart, which

@@ -16,6 +16,10 @@ shared uint lastrow[2048];   // pass 3: the last row's steps, by the round's par
                              // most 16384 pixels wide, h264_gpu.c)
 shared uint cnt[INTRA_STEPS], at[INTRA_STEPS];
 shared uint any, demoted;
+// The intra wave's MBI_DEPTH is written by one invocation and listed by another: through a coherent view of the
+// macroblock buffer (the same binding), for which memoryBarrierBuffer() and barrier() make the writes visible
+// across the workgroup (a plain buffer's reads may hit a cache line of the last picture's depths).
+layout(std430, binding = RC_H264_BIND_MBI) coherent buffer MbiDepth { uint mbi_depth[]; };
 
 bool skipped(uint mb) { return (mbi[mb * MBI_STRIDE] & 1u) != 0u; }
 
@@ -76,7 +80,7 @@ void intra_wave(uint t, uint n) {
                     }
                     part[4u * t + (ux & 3u)] = d;
                     if (t == rows - 1u) lastrow[cout + ux] = d;   // for the next round's first row
-                    mbi[mb * MBI_STRIDE + MBI_DEPTH] = d;
+                    mbi_depth[mb * MBI_STRIDE + MBI_DEPTH] = d;
                 }
                 barrier();
             }
@@ -103,7 +107,7 @@ void intra_wave(uint t, uint n) {
         uint d8[8];
         [[unroll]] for (uint k = 0u; k < 8u; k++) {
             uint mb = i0 + t + 256u * k;
-            d8[k] = mb < n ? mbi[mb * MBI_STRIDE + MBI_DEPTH] : 0u;
+            d8[k] = mb < n ? mbi_depth[mb * MBI_STRIDE + MBI_DEPTH] : 0u;
         }
         [[unroll]] for (uint k = 0u; k < 8u; k++)
             if (d8[k] != 0u) bits[atomicAdd(at[d8[k] - 1u], 1u)] = i0 + t + 256u * k;
