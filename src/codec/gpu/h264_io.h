@@ -68,6 +68,8 @@
 #define MB_INTRA 2u
 #define MBI_BS 41u      /* [41..44] the deblocking filter's 32 edge strengths, 4 bits each */
 #define MBI_DEPTH 45u   /* an intra macroblock's step in the P picture's intra wave, from 1 */
+#define MBI_ADOPTED 45u /* after the intra wave: ADOPT_STAMP + the adopt dispatch that last changed the vector */
+#define ADOPT_STAMP 0x100u
 #define MBI_SAD 46u     /* the luma SAD at the 16×16 vector */
 #define MBI_INTER 47u   /* the chosen inter prediction's cost, SAD + λ × bits */
 #define LEV_STRIDE 408u /* ints of levels a macroblock, in coding order */

@@ -89,6 +89,7 @@ void coarse(uint mbx, uint mby, uint t) {
     if (t == 0u) {
         mbi[mb * MBI_STRIDE + 6u] = mbi[mb * MBI_STRIDE + 1u];   // the last picture's vector: a temporal candidate
         mbi[mb * MBI_STRIDE + 7u] = mbi[mb * MBI_STRIDE + 2u];
+        mbi[mb * MBI_STRIDE + MBI_ADOPTED] = 0u;   // no adopt stamp yet (the intra wave may write a depth, < it)
         mbi[mb * MBI_STRIDE + 4u] = uint((sidx[0] % ME_SIDE - ME_RANGE) * 16);   // 1/4 size → quarter samples
         mbi[mb * MBI_STRIDE + 5u] = uint((sidx[0] / ME_SIDE - ME_RANGE) * 16);
     }
@@ -516,8 +517,10 @@ void intra_choice(uint mbx, uint mby, uint t) {
 // a quarter sample here and there, each difference costs bits, and at a high QP those bits were most of a
 // picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
 // so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
-// A round after one that changed no macroblock would change none either (each would see what it saw then): its
-// dispatches return at once (on a steady pan most of the 12).
+// A macroblock decides from its own vector and SAD and its neighbours A, B, C, D: where none of them changed since
+// its last look (dispatch c − 4; its own change then is one the same look keeps), it would decide the same, so a
+// round after the first looks again only where a neighbour's stamp (MBI_ADOPTED) is of dispatches c − 3 to c − 1,
+// and a round after one that changed no macroblock at all returns at once.
 void adopt(uint c, uint t) {
     uint round = c >> 2, n = pc.mbw * pc.mbh;
     if (round > 0u && bits[BITS_ADOPT(n, pc.mbh) + round - 1u] == 0u) return;   // the whole workgroup
@@ -525,6 +528,16 @@ void adopt(uint c, uint t) {
     if (mbx >= pc.mbw) return;   // the whole workgroup
     uint mb = mby * pc.mbw + mbx;
     if (mbi[mb * MBI_STRIDE + MBI_PART] != 0u) return;   // P_8x8 or intra: kept
+    if (round > 0u) {
+        bool moved = false;
+        for (int k = 0; k < 4; k++) {   // A, B, C, D
+            int nx = int(mbx) + (k == 0 ? -1 : k == 1 ? 0 : k == 2 ? 1 : -1), ny = int(mby) - (k == 0 ? 0 : 1);
+            if (nx < 0 || ny < 0 || nx >= int(pc.mbw)) continue;
+            uint st = mbi[(uint(ny) * pc.mbw + uint(nx)) * MBI_STRIDE + MBI_ADOPTED];
+            moved = moved || (st + 3u >= ADOPT_STAMP + c && st < ADOPT_STAMP + c);
+        }
+        if (!moved) return;   // the whole workgroup
+    }
     ivec2 own = mb_mv(mb), pmv = mv_pred(mbx, mby), sv = skip_mv(mbx, mby);
     if (own == sv) return;
     uint W = lw();
@@ -554,6 +567,7 @@ void adopt(uint c, uint t) {
     else if (cpm <= cown) { v = pmv; sad = csad[1]; }
     if (t == 0u && v != own) {
         atomicAdd(bits[BITS_ADOPT(n, pc.mbh) + round], 1u);
+        mbi[mb * MBI_STRIDE + MBI_ADOPTED] = ADOPT_STAMP + c;
         mbi[mb * MBI_STRIDE + 1u] = uint(v.x);
         mbi[mb * MBI_STRIDE + 2u] = uint(v.y);
         for (uint q = 0u; q < 4u; q++) {
