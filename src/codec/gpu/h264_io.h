@@ -48,6 +48,7 @@
 #define ME_NO_P8X8 2u    /* no P_8x8 (benchmarks) */
 #define ME_NO_INTRA 4u   /* no intra macroblocks in P pictures (benchmarks, or a contended device) */
 #define ME_NO_ADOPT 8u   /* no adopt rounds (benchmarks, or a contended device) */
+#define ME_ADOPT_ALL 16u /* every adopt round looks at every macroblock (tests: the same vectors as the skipping) */
 #define ME_STEPS_SHIFT 8u
 
 /* ---- passes ---- */
@@ -98,6 +99,7 @@
 #define CTL_INTRA_P(mbh) (7u + (mbh))  /* intra macroblocks in a P picture */
 #define CTL_STEP(mbh, k) (8u + (mbh) + 3u * (k)) /* the indirect dispatch of intra wave step k (3 words) */
 #define CTL_DEFERRED(mbh) CTL_STEP(mbh, INTRA_STEPS) /* intra candidates the wave coded inter */
-#define CTL_WORDS(mbh) (CTL_DEFERRED(mbh) + 1u)
+#define CTL_ADOPT_LOOKS(mbh) (CTL_DEFERRED(mbh) + 1u) /* adopt looks (a macroblock's SADs at its 2 candidates) */
+#define CTL_WORDS(mbh) (CTL_ADOPT_LOOKS(mbh) + 1u)
 
 #endif

@@ -85,6 +85,7 @@ void coarse(uint mbx, uint mby, uint t) {
     if (t == 0u && mb == 0u) {   // set by intra_choice and adopt (RC_ME_POST)
         bits[pc.mbw * pc.mbh + INTRA_ANY] = 0u;
         for (uint r = 0u; r < ME_ADOPT_ROUNDS; r++) bits[BITS_ADOPT(pc.mbw * pc.mbh, pc.mbh) + r] = 0u;
+        ctl[CTL_ADOPT_LOOKS(pc.mbh)] = 0u;
     }
     if (t == 0u) {
         mbi[mb * MBI_STRIDE + 6u] = mbi[mb * MBI_STRIDE + 1u];   // the last picture's vector: a temporal candidate
@@ -523,12 +524,13 @@ void intra_choice(uint mbx, uint mby, uint t) {
 // and a round after one that changed no macroblock at all returns at once.
 void adopt(uint c, uint t) {
     uint round = c >> 2, n = pc.mbw * pc.mbh;
-    if (round > 0u && bits[BITS_ADOPT(n, pc.mbh) + round - 1u] == 0u) return;   // the whole workgroup
+    bool all_ = (pic.me_flags & ME_ADOPT_ALL) != 0u;   // tests: no look skipped
+    if (round > 0u && !all_ && bits[BITS_ADOPT(n, pc.mbh) + round - 1u] == 0u) return;   // the whole workgroup
     uint mby = gl_WorkGroupID.y, mbx = gl_WorkGroupID.x * 4u + (((c & 3u) + 4u - (2u * mby) % 4u) % 4u);
     if (mbx >= pc.mbw) return;   // the whole workgroup
     uint mb = mby * pc.mbw + mbx;
     if (mbi[mb * MBI_STRIDE + MBI_PART] != 0u) return;   // P_8x8 or intra: kept
-    if (round > 0u) {
+    if (round > 0u && !all_) {
         bool moved = false;
         for (int k = 0; k < 4; k++) {   // A, B, C, D
             int nx = int(mbx) + (k == 0 ? -1 : k == 1 ? 0 : k == 2 ? 1 : -1), ny = int(mby) - (k == 0 ? 0 : 1);
@@ -539,6 +541,7 @@ void adopt(uint c, uint t) {
         if (!moved) return;   // the whole workgroup
     }
     ivec2 own = mb_mv(mb), pmv = mv_pred(mbx, mby), sv = skip_mv(mbx, mby);
+    if (t == 0u) atomicAdd(ctl[CTL_ADOPT_LOOKS(pc.mbh)], 1u);
     if (own == sv) return;
     uint W = lw();
     for (uint k = 0u; k < 4u; k++)
