@@ -12,7 +12,8 @@
 // 0–15 luma in luma4x4BlkIdx order, 16–19 Cb AC, 20–23 Cr AC), [32 + 2q] [33 + 2q] the vector of 8×8 quadrant q
 // (0–3 in raster order: the partitions of P_8x8, all four the macroblock's vector otherwise), [40] MBI_PART: bit 0
 // where the motion search chose P_8x8, bit 1 where it chose an intra macroblock in a P picture, [41..44] the
-// deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp, [45] MBI_DEPTH, [46] MBI_SAD)
+// deblocking filter's 32 edge strengths, 4 bits each: h264_deblock.comp, [45] MBI_DEPTH (after the intra wave
+// MBI_ADOPTED, the adopt rounds' stamps), [46] MBI_SAD, [47] MBI_INTER)
 // and LEV (408 ints, levels in coding order:
 // [0,16) Intra16x16 DC in zig-zag order, [16 + 16·blk, +16) luma block blk in zig-zag order (index 0 unused by
 // Intra16x16), [272,276) Cb DC, [276,280) Cr DC, [280 + 16·(4·c + b), +16) chroma AC (index 0 unused)).

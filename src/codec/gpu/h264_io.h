@@ -99,7 +99,7 @@
 #define CTL_INTRA_P(mbh) (7u + (mbh))  /* intra macroblocks in a P picture */
 #define CTL_STEP(mbh, k) (8u + (mbh) + 3u * (k)) /* the indirect dispatch of intra wave step k (3 words) */
 #define CTL_DEFERRED(mbh) CTL_STEP(mbh, INTRA_STEPS) /* intra candidates the wave coded inter */
-#define CTL_ADOPT_LOOKS(mbh) (CTL_DEFERRED(mbh) + 1u) /* adopt looks (a macroblock's SADs at its 2 candidates) */
+#define CTL_ADOPT_LOOKS(mbh) (CTL_DEFERRED(mbh) + 1u) /* adopt looks (a macroblock's turns not skipped) */
 #define CTL_WORDS(mbh) (CTL_ADOPT_LOOKS(mbh) + 1u)
 
 #endif

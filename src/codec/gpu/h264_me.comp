@@ -519,9 +519,10 @@ void intra_choice(uint mbx, uint mby, uint t) {
 // picture. Macroblocks of colour c = (x + 2y) mod 4 at once: none of them is another's A, B, C or D (8.4.1.3),
 // so each sees its neighbours as the CAVLC stage will, except those of later colours that change after it.
 // A macroblock decides from its own vector and SAD and its neighbours A, B, C, D: where none of them changed since
-// its last look (dispatch c − 4; its own change then is one the same look keeps), it would decide the same, so a
-// round after the first looks again only where a neighbour's stamp (MBI_ADOPTED) is of dispatches c − 3 to c − 1,
-// and a round after one that changed no macroblock at all returns at once.
+// its last look, it would decide the same (its own change then is one the same look keeps). So a round after the
+// first looks again only where a neighbour's stamp (MBI_ADOPTED) is of dispatches c − 3 to c − 1, those since the
+// macroblock's turn in the last round (c − 4: a look, or a turn skipped because nothing had changed since the look
+// before), and a round after one that changed no macroblock at all returns at once.
 void adopt(uint c, uint t) {
     uint round = c >> 2, n = pc.mbw * pc.mbh;
     bool all_ = (pic.me_flags & ME_ADOPT_ALL) != 0u;   // tests: no look skipped
