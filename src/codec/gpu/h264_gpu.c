@@ -154,7 +154,8 @@ struct rc_gpu_h264 {
     VkDeviceSize out_dirty; /* bytes of B_OUT that may be nonzero: the last pass's slices (all of it when new) */
     uint32_t me_flags; /* RCANVAS_GPU_H264_ME (benchmarks): "int" whole-pixel vectors only, "16x16" no P_8x8,
                         * "nointra" no intra macroblocks in P pictures, "noadopt" the fine search's vectors as they are
-                        * (no h264_me adopt rounds), "adoptall" every adopt round looks at every macroblock (tests);
+                        * (no h264_me adopt rounds), "adoptall" every adopt round looks at every macroblock and
+                        * "adoptcount" the looks are counted (tests: rc_gpu_h264_info.adopt_looks);
                         * bits 8–15: the intra wave's steps (intra_steps) */
     uint32_t intra_steps; /* the most steps of a P picture's intra wave, 1..INTRA_STEPS (RCANVAS_GPU_H264_INTRA_STEPS,
                            * benchmarks) */
@@ -214,7 +215,8 @@ int rc_gpu_h264_new(VkPhysicalDevice phys, VkDevice dev, uint32_t family, VkQueu
     if (me && !strcmp(me, "16x16")) e->me_flags |= ME_NO_P8X8;
     if (me && !strcmp(me, "nointra")) e->me_flags |= ME_NO_INTRA;
     if (me && !strcmp(me, "noadopt")) e->me_flags |= ME_NO_ADOPT;
-    if (me && !strcmp(me, "adoptall")) e->me_flags |= ME_ADOPT_ALL;
+    if (me && !strcmp(me, "adoptall")) e->me_flags |= ME_ADOPT_ALL | ME_ADOPT_COUNT;
+    if (me && !strcmp(me, "adoptcount")) e->me_flags |= ME_ADOPT_COUNT;
     const char *db = getenv("RCANVAS_GPU_H264_DEBLOCK");
     e->deblock_env = db && !strcmp(db, "0") ? 0 : db && !strcmp(db, "1") ? 1 : -1;
     const char *steps = getenv("RCANVAS_GPU_H264_INTRA_STEPS");

@@ -68,8 +68,9 @@ typedef struct rc_gpu_h264_info {
     int mb_intra;       /* intra macroblocks in a P picture (an area no vector predicts well); 0 in IDR pictures */
     int mb_intra_deferred; /* intra candidates of a P picture coded inter: past the intra wave's 16 steps
                             * (RCANVAS_GPU_H264_INTRA_STEPS: fewer) */
-    int adopt_looks;    /* P pictures: how many times the adopt rounds weighed a macroblock's P_Skip vector and
-                         * predictor (after the first round, only where a neighbour's vector changed) */
+    int adopt_looks;    /* P pictures, counted only with RCANVAS_GPU_H264_ME=adoptcount or adoptall (tests; else
+                         * 0): the adopt rounds' turns not skipped (after the first round a macroblock is looked at
+                         * only where a neighbour's vector changed) */
     double wall_ms;     /* the call, CPU clock */
 } rc_gpu_h264_info;
 

@@ -49,6 +49,8 @@
 #define ME_NO_INTRA 4u   /* no intra macroblocks in P pictures (benchmarks, or a contended device) */
 #define ME_NO_ADOPT 8u   /* no adopt rounds (benchmarks, or a contended device) */
 #define ME_ADOPT_ALL 16u /* every adopt round looks at every macroblock (tests: the same vectors as the skipping) */
+#define ME_ADOPT_COUNT 32u /* count the adopt looks in ctl (tests: one atomic on one word a look, kept off the
+                            * default path) */
 #define ME_STEPS_SHIFT 8u
 
 /* ---- passes ---- */

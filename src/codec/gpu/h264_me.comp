@@ -542,7 +542,7 @@ void adopt(uint c, uint t) {
         if (!moved) return;   // the whole workgroup
     }
     ivec2 own = mb_mv(mb), pmv = mv_pred(mbx, mby), sv = skip_mv(mbx, mby);
-    if (t == 0u) atomicAdd(ctl[CTL_ADOPT_LOOKS(pc.mbh)], 1u);
+    if (t == 0u && (pic.me_flags & ME_ADOPT_COUNT) != 0u) atomicAdd(ctl[CTL_ADOPT_LOOKS(pc.mbh)], 1u);   // tests
     if (own == sv) return;
     uint W = lw();
     for (uint k = 0u; k < 4u; k++)
